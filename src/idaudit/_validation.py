@@ -1,0 +1,191 @@
+"""Input checks shared by every module (numpy only).
+
+One check per kind of input, each raising :class:`~idaudit.exceptions.InvalidInputError`
+(a :class:`ValueError`) or :class:`TypeError` with a message that names the argument, the rule
+and the value.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from idaudit.exceptions import InvalidInputError
+
+__all__ = [
+    "RngLike",
+    "check_embeddings",
+    "check_in_range",
+    "check_integer",
+    "check_option",
+    "check_pair",
+    "check_random_state",
+    "spawn_seeds",
+]
+
+#: Anything accepted as ``rng``: an int seed, a ``SeedSequence``, a ``Generator`` or ``None``
+#: (fresh OS entropy, not reproducible).
+RngLike: TypeAlias = "int | np.integer[Any] | np.random.SeedSequence | np.random.Generator | None"
+
+
+def check_random_state(rng: RngLike) -> np.random.Generator:
+    """Normalise ``rng`` to a :class:`numpy.random.Generator` (SPEC 7).
+
+    Parameters
+    ----------
+    rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
+        Seed material. A ``Generator`` is returned as is (it is *not* copied, so repeated calls
+        advance it); ``None`` draws fresh entropy from the OS.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` is of another type (``numpy.random.RandomState`` included: it is legacy).
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        if int(rng) < 0:
+            raise InvalidInputError(f"`rng` must be a non-negative integer seed; got {rng!r}.")
+        return np.random.default_rng(int(rng))
+    raise TypeError(
+        "`rng` must be an int, numpy.random.SeedSequence, numpy.random.Generator or None; "
+        f"got {type(rng).__name__}."
+    )
+
+
+def spawn_seeds(rng: RngLike, n: int) -> list[int]:
+    """Draw ``n`` independent 63-bit integer seeds from ``rng``.
+
+    Used to seed per-task generators (folds, permutations, torch generators) so that results
+    do not depend on how the work is batched or distributed.
+    """
+    gen = check_random_state(rng)
+    return [int(s) for s in gen.integers(0, 2**63 - 1, size=n, dtype=np.int64)]
+
+
+def check_integer(value: Any, name: str, *, minimum: int | None = None) -> int:
+    """Return ``value`` as ``int`` after checking its type and lower bound."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {type(value).__name__}.")
+    if minimum is not None and value < minimum:
+        raise InvalidInputError(f"`{name}` must be >= {minimum}; got {value!r}.")
+    return int(value)
+
+
+def check_in_range(
+    value: Any,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    closed: str = "neither",
+) -> float:
+    """Return ``value`` as ``float`` after checking it is finite-or-bounded and in range.
+
+    Parameters
+    ----------
+    value : float
+        The value to check.
+    name : str
+        The argument's name, for the message.
+    low, high : float or None
+        Bounds; ``None`` leaves that side open.
+    closed : {"neither", "left", "right", "both"}
+        Which bounds are included.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
+    v = float(value)
+    left_ok = low is None or (v >= low if closed in ("left", "both") else v > low)
+    right_ok = high is None or (v <= high if closed in ("right", "both") else v < high)
+    if np.isnan(v) or not (left_ok and right_ok):
+        lb = "[" if closed in ("left", "both") else "("
+        rb = "]" if closed in ("right", "both") else ")"
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        raise InvalidInputError(f"`{name}` must be in {lb}{lo}, {hi}{rb}; got {value!r}.")
+    return v
+
+
+def check_option(value: Any, name: str, options: tuple[str, ...]) -> str:
+    """Check that ``value`` is one of the allowed string options."""
+    if value not in options:
+        allowed = ", ".join(repr(o) for o in options)
+        raise InvalidInputError(f"`{name}` must be one of {allowed}; got {value!r}.")
+    return str(value)
+
+
+def check_embeddings(
+    x: npt.ArrayLike, name: str = "embeddings", *, min_rows: int = 2
+) -> npt.NDArray[np.float64]:
+    """Validate one sample of embeddings and return it as a C-contiguous float64 array.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, d)
+        Embeddings, one row per sample.
+    name : str
+        The argument's name, for the message.
+    min_rows : int
+        Fewest rows accepted.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, d)
+
+    Raises
+    ------
+    InvalidInputError
+        If ``x`` is not 2-D, is empty, has fewer than ``min_rows`` rows or holds NaN/inf.
+        Auditors never drop rows themselves: filter with :class:`idaudit.EmbeddingSet`.
+    """
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be a numeric array; got {type(x).__name__}.") from exc
+    if arr.ndim != 2:
+        raise InvalidInputError(
+            f"`{name}` must be a 2-D array of shape (n_samples, n_features); "
+            f"got {arr.ndim}-D with shape {arr.shape}."
+        )
+    if arr.shape[1] == 0:
+        raise InvalidInputError(f"`{name}` must have at least one feature; got shape {arr.shape}.")
+    if arr.shape[0] < min_rows:
+        raise InvalidInputError(
+            f"`{name}` must have at least {min_rows} rows; got {arr.shape[0]}."
+        )
+    if not np.isfinite(arr).all():
+        bad = int((~np.isfinite(arr)).any(axis=1).sum())
+        raise InvalidInputError(
+            f"`{name}` holds {bad} row(s) with NaN or inf; drop them first "
+            "(idaudit.EmbeddingSet drops and counts them)."
+        )
+    return np.ascontiguousarray(arr)
+
+
+def check_pair(
+    emb_a: npt.ArrayLike, emb_b: npt.ArrayLike, *, min_rows: int = 2
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Validate the two samples of one identity pair.
+
+    Returns both as float64 arrays; raises if either fails :func:`check_embeddings` or if their
+    dimensions differ (message ``"... 512 vs 128"``).
+    """
+    a = check_embeddings(emb_a, "emb_a", min_rows=min_rows)
+    b = check_embeddings(emb_b, "emb_b", min_rows=min_rows)
+    if a.shape[1] != b.shape[1]:
+        raise InvalidInputError(
+            "`emb_a` and `emb_b` must have the same number of features; "
+            f"got {a.shape[1]} vs {b.shape[1]}."
+        )
+    return a, b

@@ -1,0 +1,28 @@
+"""Shared pytest configuration: marker handling and common fixtures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``gpu`` tests where CUDA is absent (CI never has a GPU)."""
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:  # pragma: no cover
+        has_cuda = False
+    if has_cuda:
+        return
+    skip = pytest.mark.skip(reason="needs CUDA; this machine has none")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A fresh, seeded generator for one test."""
+    return np.random.default_rng(20260817)

@@ -1,0 +1,71 @@
+import numpy as np
+import pytest
+
+from idaudit._validation import (
+    check_embeddings,
+    check_in_range,
+    check_integer,
+    check_option,
+    check_pair,
+    check_random_state,
+    spawn_seeds,
+)
+from idaudit.exceptions import InvalidInputError
+
+
+def test_check_random_state_accepts_seed_sequence_and_generator():
+    g = np.random.default_rng(3)
+    assert check_random_state(g) is g
+    a = check_random_state(np.random.SeedSequence(5)).random()
+    b = check_random_state(np.random.SeedSequence(5)).random()
+    assert a == b
+    assert check_random_state(7).random() == np.random.default_rng(7).random()
+
+
+@pytest.mark.parametrize("bad", [1.5, "3", np.random.RandomState(0)])
+def test_check_random_state_rejects_other_types(bad):
+    with pytest.raises(TypeError, match="`rng` must be an int"):
+        check_random_state(bad)
+
+
+def test_check_random_state_rejects_negative_seed():
+    with pytest.raises(InvalidInputError, match="non-negative"):
+        check_random_state(-1)
+
+
+def test_spawn_seeds_reproducible_and_distinct():
+    s1, s2 = spawn_seeds(0, 5), spawn_seeds(0, 5)
+    assert s1 == s2
+    assert len(set(s1)) == 5
+
+
+def test_check_embeddings_messages():
+    with pytest.raises(InvalidInputError, match=r"2-D array .* got 1-D"):
+        check_embeddings(np.zeros(3))
+    with pytest.raises(InvalidInputError, match="at least 2 rows; got 1"):
+        check_embeddings(np.zeros((1, 3)))
+    with pytest.raises(InvalidInputError, match="at least one feature"):
+        check_embeddings(np.zeros((3, 0)))
+    x = np.ones((4, 2))
+    x[1, 0] = np.nan
+    with pytest.raises(InvalidInputError, match="1 row\\(s\\) with NaN or inf"):
+        check_embeddings(x)
+
+
+def test_check_pair_dimension_mismatch():
+    with pytest.raises(InvalidInputError, match="got 512 vs 128"):
+        check_pair(np.zeros((3, 512)), np.zeros((3, 128)))
+
+
+def test_scalar_checks():
+    assert check_in_range(0.5, "alpha", 0, 1) == 0.5
+    with pytest.raises(InvalidInputError, match=r"`alpha` must be in \(0, 1\); got 1.5"):
+        check_in_range(1.5, "alpha", 0, 1)
+    with pytest.raises(InvalidInputError, match=r"\[0, 1\]"):
+        check_in_range(float("nan"), "alpha", 0, 1, closed="both")
+    with pytest.raises(TypeError, match="`n` must be an integer"):
+        check_integer(2.0, "n")
+    with pytest.raises(InvalidInputError, match="`n` must be >= 1; got 0"):
+        check_integer(0, "n", minimum=1)
+    with pytest.raises(InvalidInputError, match="one of 'a', 'b'"):
+        check_option("c", "kind", ("a", "b"))
