@@ -161,9 +161,7 @@ def check_embeddings(
     if arr.shape[1] == 0:
         raise InvalidInputError(f"`{name}` must have at least one feature; got shape {arr.shape}.")
     if arr.shape[0] < min_rows:
-        raise InvalidInputError(
-            f"`{name}` must have at least {min_rows} rows; got {arr.shape[0]}."
-        )
+        raise InvalidInputError(f"`{name}` must have at least {min_rows} rows; got {arr.shape[0]}.")
     if not np.isfinite(arr).all():
         bad = int((~np.isfinite(arr)).any(axis=1).sum())
         raise InvalidInputError(
