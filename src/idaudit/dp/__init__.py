@@ -1,0 +1,45 @@
+"""Privacy maths: from test errors, total variation, MMD and Gaussian noise to (ε, δ).
+
+Pure functions on numpy arrays (scipy only), vectorised: scalars in give a ``float`` out,
+array_likes broadcast and give an ``ndarray``. Bad values raise
+:class:`~idaudit.exceptions.InvalidInputError` naming the argument, the rule and the value.
+
+==========================================  =====================================================
+:func:`epsilon_from_tv`                     ε ≥ ln((1 + TV)/(1 − TV)) (seed 000, Eq. 5)
+:func:`tv_bound`                            TV ≤ (e^ε − 1 + 2δ)/(e^ε + 1) (Eq. 4)
+:func:`epsilon_from_error_rates`            ε from one test's FPR and FNR (Eq. 2, 16)
+:func:`epsilon_from_roc`                    ε maximised over ROC operating points (Eq. 15)
+:func:`exact_corner`                        whether a ROC reaches (FPR, TPR) = (0, 1)
+:func:`clopper_pearson_upper`, ``_lower``   one-sided exact binomial confidence bounds
+:func:`epsilon_from_mmd_hockey_stick`       ε ≥ 2 artanh(MMD/√2) and its δ > 0 form
+:func:`gaussian_delta`                      δ(ε) of the Gaussian mechanism (Balle & Wang)
+:func:`gaussian_epsilon`                    ε(δ) of the Gaussian mechanism
+:func:`calibrate_gaussian_sigma`            smallest σ for (ε, δ)-DP
+==========================================  =====================================================
+
+Each function's docstring states the formal status of what it returns: these are exact maps;
+the status of the ε is inherited from the input (population quantity, sample estimate or
+confidence bound).
+"""
+
+from __future__ import annotations
+
+from idaudit.dp._binomial import clopper_pearson_lower, clopper_pearson_upper
+from idaudit.dp._gaussian import calibrate_gaussian_sigma, gaussian_delta, gaussian_epsilon
+from idaudit.dp._hypothesis import epsilon_from_error_rates, epsilon_from_roc, exact_corner
+from idaudit.dp._mmd import epsilon_from_mmd_hockey_stick
+from idaudit.dp._tv import epsilon_from_tv, tv_bound
+
+__all__ = [
+    "calibrate_gaussian_sigma",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "epsilon_from_error_rates",
+    "epsilon_from_mmd_hockey_stick",
+    "epsilon_from_roc",
+    "epsilon_from_tv",
+    "exact_corner",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "tv_bound",
+]
