@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "EmbeddingSet": "idaudit.data",
     "sample_pairs": "idaudit.data",
+    "split_identities": "idaudit.data",
     "GaussMechAuditor": "idaudit.audits",
     "KDELRAuditor": "idaudit.audits",
     "MMDTVAuditor": "idaudit.audits",
@@ -77,6 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit.certify import sanity_controls as sanity_controls
     from idaudit.data import EmbeddingSet as EmbeddingSet
     from idaudit.data import sample_pairs as sample_pairs
+    from idaudit.data import split_identities as split_identities
     from idaudit.exceptions import (
         IdauditWarning as IdauditWarning,
     )

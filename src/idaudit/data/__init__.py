@@ -1,0 +1,19 @@
+"""Embeddings in: filtered, L2-normalised, traceable sets, identity pairs and splits.
+
+* :class:`EmbeddingSet` — rows grouped by identity; drops and counts rows with missing,
+  unparseable or non-finite values and (when normalising) norm <= 1e-6, L2-normalises the rest
+  (seed 000, Section 4.1), counts exact duplicates and records the input's SHA-256. Readers:
+  :meth:`EmbeddingSet.from_csv`, :meth:`~EmbeddingSet.from_npz`,
+  :meth:`~EmbeddingSet.from_parquet`.
+* :func:`sample_pairs` — a prefix-stable seeded shuffle of all unordered identity pairs.
+* :func:`split_identities` — each identity's rows split once into development and test sides
+  (seed 000, Section 4.3).
+"""
+
+from __future__ import annotations
+
+from idaudit.data._embeddings import DROP_REASONS, EmbeddingSet
+from idaudit.data._pairs import sample_pairs
+from idaudit.data._splits import split_identities
+
+__all__ = ["DROP_REASONS", "EmbeddingSet", "sample_pairs", "split_identities"]

@@ -1,0 +1,323 @@
+"""File readers behind ``EmbeddingSet.from_csv`` / ``from_npz`` / ``from_parquet``.
+
+Each reader returns ``(vectors, labels, reasons)`` and the SHA-256 of the file's bytes:
+``vectors`` is (n_rows, dim) float64 with NaN in rows it could not read, ``labels`` the raw
+label column, and ``reasons`` an int8 code per row (0 = fine, otherwise the reader's drop
+reason) that :class:`~idaudit.data.EmbeddingSet` merges with its own rules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import zipfile
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from idaudit.data._embeddings import _REASON_CODE
+from idaudit.exceptions import InvalidInputError
+
+__all__ = ["read_csv", "read_npz", "read_parquet"]
+
+Parsed: TypeAlias = tuple[npt.NDArray[np.float64], npt.NDArray[Any], npt.NDArray[np.int8]]
+
+#: Column names taken as the label column when ``label_column`` is not given, in this order.
+LABEL_COLUMN_NAMES: tuple[str, ...] = ("label", "identity", "id")
+
+_MISSING = _REASON_CODE["missing"]
+_UNPARSEABLE = _REASON_CODE["unparseable"]
+# brackets and quotes around a text vector, e.g. "[0.1, 0.2]" or "(0.1 0.2)"
+_STRIP = "[](){} \t\r\n'\""
+_WHITESPACE = re.compile(r"\s+")
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(")
+
+
+def read_csv(
+    path: str | os.PathLike[str],
+    *,
+    label_column: str | None,
+    vector_column: str | list[str] | None,
+) -> tuple[Parsed, str]:
+    """Read a CSV file with a header row (see :meth:`EmbeddingSet.from_csv`)."""
+    raw = _read_bytes(path)
+    try:
+        frame = pd.read_csv(io.BytesIO(raw), low_memory=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {os.fspath(path)!r} as CSV: {exc}") from exc
+    return _parse_frame(frame, label_column, vector_column), _sha256(raw)
+
+
+def read_parquet(
+    path: str | os.PathLike[str],
+    *,
+    label_column: str | None,
+    vector_column: str | list[str] | None,
+) -> tuple[Parsed, str]:
+    """Read a Parquet file (see :meth:`EmbeddingSet.from_parquet`)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - pyarrow is in the test environment
+        raise ImportError(
+            'Reading Parquet needs pyarrow: pip install "idaudit[io]" (or pip install pyarrow).'
+        ) from exc
+    raw = _read_bytes(path)
+    try:
+        table = pq.read_table(io.BytesIO(raw))
+    except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
+        raise InvalidInputError(f"cannot read {os.fspath(path)!r} as Parquet: {exc}") from exc
+    frame = table.to_pandas()
+    return _parse_frame(frame, label_column, vector_column), _sha256(raw)
+
+
+def read_npz(
+    path: str | os.PathLike[str], *, embeddings_key: str, labels_key: str
+) -> tuple[Parsed, str]:
+    """Read a ``.npz`` archive without unpickling (see :meth:`EmbeddingSet.from_npz`)."""
+    raw = _read_bytes(path)
+    try:
+        archive = np.load(io.BytesIO(raw), allow_pickle=False)
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise InvalidInputError(f"cannot read {os.fspath(path)!r} as .npz: {exc}") from exc
+    with archive:
+        keys = list(archive.keys())
+        for name, key in (("embeddings_key", embeddings_key), ("labels_key", labels_key)):
+            if key not in keys:
+                raise InvalidInputError(
+                    f"`{name}` {key!r} is not in {os.fspath(path)!r}; it holds {keys}."
+                )
+        try:
+            x = archive[embeddings_key]
+            labels = archive[labels_key]
+        except ValueError as exc:  # object arrays need pickle
+            raise InvalidInputError(
+                f"{os.fspath(path)!r} stores Python objects, which idaudit never unpickles; "
+                "save the embeddings as a float array and the labels as a string or integer "
+                "array."
+            ) from exc
+    from idaudit.data._embeddings import _as_float_matrix, _as_label_array
+
+    x = _as_float_matrix(x)
+    labels = _as_label_array(labels, x.shape[0])
+    return (x, labels, np.zeros(x.shape[0], dtype=np.int8)), _sha256(raw)
+
+
+# ---------------------------------------------------------------------- frames
+def _parse_frame(
+    frame: pd.DataFrame, label_column: str | None, vector_column: str | list[str] | None
+) -> Parsed:
+    columns = [str(c) for c in frame.columns]
+    frame.columns = pd.Index(columns)
+    if len(columns) < 2:
+        raise InvalidInputError(
+            f"the table must have a label column and at least one vector column; got "
+            f"columns {columns}."
+        )
+    label = _choose_label_column(columns, label_column)
+    labels = frame[label].to_numpy()
+
+    if isinstance(vector_column, str):
+        _check_columns(columns, [vector_column], "vector_column")
+        x, reasons = _parse_single_column(frame[vector_column])
+    elif vector_column is not None:
+        cols = [str(c) for c in vector_column]
+        if not cols:
+            raise InvalidInputError("`vector_column` must name at least one column; got [].")
+        _check_columns(columns, cols, "vector_column")
+        x, reasons = _parse_numeric_columns(frame, cols, explicit=True)
+    else:
+        cols = [c for c in columns if c != label]
+        if len(cols) == 1 and not pd.api.types.is_numeric_dtype(frame[cols[0]]):
+            x, reasons = _parse_single_column(frame[cols[0]])
+        else:
+            x, reasons = _parse_numeric_columns(frame, cols, explicit=False)
+    return x, labels, reasons
+
+
+def _choose_label_column(columns: list[str], label_column: str | None) -> str:
+    if label_column is not None:
+        _check_columns(columns, [label_column], "label_column")
+        return label_column
+    for name in LABEL_COLUMN_NAMES:
+        if name in columns:
+            return name
+    return columns[0]
+
+
+def _check_columns(columns: list[str], wanted: list[str], argument: str) -> None:
+    missing = [c for c in wanted if c not in columns]
+    if missing:
+        shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
+        raise InvalidInputError(
+            f"`{argument}` names column(s) {missing} not in the file; its columns are {shown}."
+        )
+
+
+def _parse_numeric_columns(
+    frame: pd.DataFrame, cols: list[str], *, explicit: bool
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
+    """Parse numeric columns into (n, d); non-numbers in them mark the row unparseable."""
+    reasons = np.zeros(len(frame), dtype=np.int8)
+    numeric = [
+        pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+        for c in cols
+    ]
+    # one block copy for the numeric columns (the common case: all of them)
+    x = np.ascontiguousarray(
+        frame[cols].to_numpy(dtype=np.float64, na_value=np.nan)
+        if all(numeric)
+        else np.full((len(frame), len(cols)), np.nan)
+    )
+    if all(numeric):
+        return x, reasons
+    num_idx = [j for j, ok in enumerate(numeric) if ok]
+    if num_idx:
+        x[:, num_idx] = frame[[cols[j] for j in num_idx]].to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
+    for j in (j for j, ok in enumerate(numeric) if not ok):
+        col = frame[cols[j]]
+        values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.isnan(values) & ~col.isna().to_numpy()
+        if not explicit and bad.all():
+            raise InvalidInputError(
+                f"column {cols[j]!r} is not numeric; name the vector column(s) with "
+                "`vector_column`."
+            )
+        reasons[bad & (reasons == 0)] = _UNPARSEABLE
+        x[:, j] = values
+    return x, reasons
+
+
+def _parse_single_column(col: pd.Series) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
+    """One column of text vectors or of lists/arrays -> (n, d)."""
+    if pd.api.types.is_numeric_dtype(col):
+        return _parse_numeric_columns(col.to_frame(), [str(col.name)], explicit=True)
+    values = col.to_numpy(dtype=object)
+    first = next((v for v in values if not _is_missing(v)), None)
+    if first is None or isinstance(first, str):
+        return _parse_text_vectors(values)
+    return _parse_list_vectors(values)
+
+
+def _parse_list_vectors(
+    values: npt.NDArray[Any],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
+    """Cells holding sequences (Parquet list columns) -> (n, d)."""
+    n = len(values)
+    reasons = np.zeros(n, dtype=np.int8)
+    lengths = np.full(n, -1, dtype=np.int64)
+    for i, v in enumerate(values):
+        if _is_missing(v):
+            reasons[i] = _MISSING
+        elif isinstance(v, str) or not hasattr(v, "__len__"):
+            reasons[i] = _UNPARSEABLE
+        else:
+            lengths[i] = len(v)
+    dim = _common_length(lengths[reasons == 0])
+    reasons[(reasons == 0) & (lengths != dim)] = _UNPARSEABLE
+    x = np.full((n, max(dim, 1)), np.nan)
+    good = np.flatnonzero(reasons == 0)
+    for row in good.tolist():
+        try:
+            x[row] = np.asarray(values[row], dtype=np.float64)
+        except (TypeError, ValueError):
+            reasons[row] = _UNPARSEABLE
+    return x, reasons
+
+
+def _parse_text_vectors(
+    values: npt.NDArray[Any],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
+    """Cells like "[0.1, 0.2]", "0.1,0.2" or "0.1 0.2" -> (n, d), parsed in one pass."""
+    n = len(values)
+    reasons = np.zeros(n, dtype=np.int8)
+    rows: list[str] = []
+    lengths = np.full(n, -1, dtype=np.int64)
+    for i, v in enumerate(values):
+        if _is_missing(v):
+            reasons[i] = _MISSING
+            rows.append("")
+            continue
+        s = str(v)
+        if "(" in s:
+            # reprs such as "array([0.1, ...])" or "[np.float64(0.1), ...]"
+            s = _CALL.sub("", s).replace(")", " ")
+        s = s.strip(_STRIP)
+        if not s:
+            reasons[i] = _MISSING
+            rows.append("")
+            continue
+        if "," in s:
+            if "\n" in s or "\r" in s:
+                s = _WHITESPACE.sub(" ", s)
+        else:
+            s = ",".join(s.split())
+        rows.append(s)
+        lengths[i] = s.count(",") + 1
+    dim = _common_length(lengths[reasons == 0])
+    reasons[(reasons == 0) & (lengths != dim)] = _UNPARSEABLE
+    good = np.flatnonzero(reasons == 0)
+    x = np.full((n, max(dim, 1)), np.nan)
+    if len(good):
+        x[good] = _parse_rows([rows[i] for i in good], dim, reasons, good)
+    return x, reasons
+
+
+def _parse_rows(
+    rows: list[str], dim: int, reasons: npt.NDArray[np.int8], positions: npt.NDArray[np.intp]
+) -> npt.NDArray[np.float64]:
+    """Comma-separated rows of ``dim`` tokens -> (len(rows), dim); bulk C parser first."""
+    try:
+        block: npt.NDArray[np.float64] = pd.read_csv(
+            io.StringIO("\n".join(rows)),
+            header=None,
+            names=range(dim),
+            sep=",",
+            skipinitialspace=True,
+            dtype=np.float64,
+            engine="c",
+            skip_blank_lines=False,
+        ).to_numpy(dtype=np.float64)
+        if block.shape == (len(rows), dim):
+            return block
+    except (ValueError, pd.errors.ParserError):
+        pass
+    # slow path, only when some row holds a token that is not a number
+    out = np.full((len(rows), dim), np.nan)
+    for j, row in enumerate(rows):
+        try:
+            out[j] = np.asarray(row.split(","), dtype=np.float64)
+        except ValueError:
+            reasons[positions[j]] = _UNPARSEABLE
+    return out
+
+
+def _common_length(lengths: npt.NDArray[np.int64]) -> int:
+    """Most common vector length (ties: the smallest); 0 when there is none."""
+    if lengths.size == 0:
+        return 0
+    return int(np.argmax(np.bincount(lengths)))
+
+
+def _is_missing(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, float) and np.isnan(v):
+        return True
+    return v is pd.NA or v is pd.NaT
+
+
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a str or os.PathLike; got {type(path).__name__}.")
+    return Path(path).read_bytes()
+
+
+def _sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()

@@ -1,0 +1,78 @@
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idaudit.data import EmbeddingSet, sample_pairs, split_identities
+
+
+@st.composite
+def labelled_rows(draw):
+    n_ids = draw(st.integers(1, 5))
+    sizes = draw(st.lists(st.integers(1, 6), min_size=n_ids, max_size=n_ids))
+    labels = [f"id{i}" for i, size in enumerate(sizes) for _ in range(size)]
+    dim = draw(st.integers(1, 4))
+    # small integers make exact duplicates likely
+    values = draw(
+        st.lists(
+            st.lists(st.integers(-3, 3), min_size=dim, max_size=dim).filter(any),
+            min_size=len(labels),
+            max_size=len(labels),
+        )
+    )
+    return np.array(values, dtype=float), labels, draw(st.randoms(use_true_random=False))
+
+
+@settings(max_examples=50, deadline=None)
+@given(labelled_rows())
+def test_embedding_set_invariant_to_row_order(case):
+    x, labels, rnd = case
+    order = list(range(len(labels)))
+    rnd.shuffle(order)
+    a = EmbeddingSet(x, labels)
+    b = EmbeddingSet(x[order], [labels[i] for i in order])
+    assert a.counts == b.counts
+    assert a.n_duplicates_ == b.n_duplicates_
+    for label in a.identities:
+        rows_a = sorted(map(tuple, a.get(label).round(12)))
+        rows_b = sorted(map(tuple, b.get(label).round(12)))
+        assert rows_a == rows_b
+
+
+@settings(max_examples=50, deadline=None)
+@given(labelled_rows())
+def test_duplicates_count_matches_set_semantics(case):
+    x, labels, _ = case
+    es = EmbeddingSet(x, labels)
+    distinct = {(lab, tuple(row)) for lab, row in zip(labels, x.tolist(), strict=True)}
+    assert es.n_duplicates_ == len(labels) - len(distinct)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(2, 40), st.integers(0, 2**32 - 1), st.data())
+def test_sample_pairs_prefix_property_and_uniqueness(m, seed, data):
+    total = m * (m - 1) // 2
+    n_short = data.draw(st.integers(0, total))
+    full = sample_pairs(range(m), rng=seed)
+    assert sample_pairs(range(m), n_short, rng=seed) == full[:n_short]
+    assert len(set(full)) == total
+    assert all(a < b for a, b in full)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.integers(4, 15), min_size=1, max_size=4),
+    st.floats(0.05, 0.95),
+    st.integers(0, 1000),
+)
+def test_split_sizes_and_disjointness(sizes, test_size, seed):
+    labels = [i for i, size in enumerate(sizes) for _ in range(size)]
+    x = np.arange(len(labels) * 2, dtype=float).reshape(-1, 2) + 1.0  # distinct rows
+    es = EmbeddingSet(x, labels, normalize=False)
+    dev, test = split_identities(es, test_size=test_size, rng=seed)
+    assert len(dev) + len(test) == len(es)
+    for label, n in es.counts.items():
+        assert dev.counts[label] >= 2
+        assert test.counts[label] >= 2
+        assert dev.counts[label] + test.counts[label] == n
+    both = np.concatenate([dev.embeddings, test.embeddings])
+    assert len({tuple(r) for r in both}) == len(es)

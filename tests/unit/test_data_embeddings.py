@@ -1,0 +1,198 @@
+import hashlib
+
+import numpy as np
+import pytest
+from sklearn.preprocessing import normalize as sk_normalize
+
+from idaudit.data import DROP_REASONS, EmbeddingSet
+from idaudit.exceptions import IdauditWarning, InvalidInputError
+
+
+@pytest.fixture
+def clean():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(12, 5))
+    labels = ["b"] * 4 + ["a"] * 5 + ["c"] * 3
+    return x, labels
+
+
+def test_normalises_rows_like_sklearn(clean):
+    x, labels = clean
+    es = EmbeddingSet(x, labels)
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15, atol=1e-16)
+    assert es.embeddings.dtype == np.float64
+    assert es.identities.tolist() == ["a", "b", "c"]
+    assert es.counts == {"a": 5, "b": 4, "c": 3}
+    assert (es.dim, len(es), es.n_identities) == (5, 12, 3)
+    np.testing.assert_allclose(es.get("c"), sk_normalize(x[9:]), rtol=1e-15)
+    assert es.n_dropped_ == 0
+    assert es.dropped_ == dict.fromkeys(DROP_REASONS, 0)
+    assert es.n_duplicates_ == 0
+    assert es.source is None
+
+
+def test_keeps_input_row_order_and_read_only(clean):
+    x, labels = clean
+    es = EmbeddingSet(x, labels)
+    assert es.labels.tolist() == labels
+    with pytest.raises(ValueError, match="read-only"):
+        es.embeddings[0, 0] = 1.0
+
+
+def test_drops_and_counts_each_reason_once():
+    x = np.ones((9, 3))
+    x[0, 1] = np.nan  # missing
+    x[1] = [np.inf, 1.0, 1.0]  # non_finite
+    x[2] = [np.nan, np.inf, 0.0]  # NaN first: missing
+    x[3] = 0.0  # zero_norm
+    x[4] = [1e-6, 0.0, 0.0]  # norm == 1e-6: dropped ("at most", seed 000 Sec. 4.1)
+    x[5] = [1.1e-6, 0.0, 0.0]  # kept
+    labels = ["a", "a", "a", "a", "b", "b", None, "b", np.nan]  # two missing labels
+    with pytest.warns(IdauditWarning, match=r"dropped 7 of 9 rows \(missing: 4, non_finite: 1"):
+        es = EmbeddingSet(x, labels)
+    assert es.dropped_ == {"missing": 4, "unparseable": 0, "non_finite": 1, "zero_norm": 2}
+    assert es.n_dropped_ == 7
+    assert es.counts == {"b": 2}
+    np.testing.assert_allclose(es.get("b"), [[1, 0, 0], np.ones(3) / np.sqrt(3)])
+
+
+def test_normalize_false_keeps_raw_vectors_and_zero_rows():
+    x = np.array([[0.0, 0.0], [3.0, 4.0], [np.inf, 1.0], [1.0, 1.0]])
+    with pytest.warns(IdauditWarning, match="non_finite: 1"):
+        es = EmbeddingSet(x, [0, 0, 1, 1], normalize=False)
+    np.testing.assert_array_equal(es.embeddings, x[[0, 1, 3]])
+    assert es.dropped_["zero_norm"] == 0
+    assert es.normalize is False
+
+
+def test_huge_values_normalise_without_overflow():
+    es = EmbeddingSet([[3e200, 4e200], [1.0, 0.0]], ["a", "a"])
+    np.testing.assert_allclose(es.embeddings[0], [0.6, 0.8], rtol=1e-15)
+
+
+def test_counts_exact_duplicates_within_identity_only():
+    x = np.array(
+        [
+            [1.0, 2.0],
+            [1.0, 2.0],  # duplicate of row 0 (same identity)
+            [1.0, 2.0],  # another duplicate
+            [2.0, 4.0],  # same direction but not identical before normalisation
+            [1.0, 2.0],  # identical values, other identity: not a duplicate
+            [0.0, 1.0],
+            [-0.0, 1.0],  # equal to the previous row (0.0 == -0.0)
+        ]
+    )
+    es = EmbeddingSet(x, ["a", "a", "a", "a", "b", "c", "c"])
+    assert es.n_duplicates_ == 3
+
+
+def test_labels_as_python_scalars_and_integer_labels():
+    es = EmbeddingSet(np.eye(4), np.array([10, 2, 10, 2]))
+    assert es.identities.tolist() == [2, 10]
+    assert list(es.counts) == [2, 10]
+    assert all(type(k) is int for k in es.counts)
+    assert es.get(np.int64(10)).shape == (2, 4)
+    assert 2 in es
+    assert "2" not in es
+
+
+def test_float_labels_with_missing_become_integers():
+    with pytest.warns(IdauditWarning, match="missing: 1"):
+        es = EmbeddingSet(np.eye(3), np.array([1.0, np.nan, 2.0]))
+    assert es.labels.dtype == np.int64
+    assert es.identities.tolist() == [1, 2]
+
+
+def test_sha256_of_arrays_is_documented_recipe(clean):
+    x, labels = clean
+    h = hashlib.sha256(b"idaudit-embeddings-v1")
+    h.update(repr(x.shape).encode())
+    h.update(x.astype("<f8").tobytes())
+    h.update("\n".join(repr(v) for v in labels).encode())
+    assert EmbeddingSet(x, labels).sha256 == h.hexdigest()
+
+
+def test_sha256_changes_with_values_and_label_types():
+    x = np.eye(2)
+    base = EmbeddingSet(x, [1, 2]).sha256
+    assert EmbeddingSet(x.copy(), [1, 2]).sha256 == base
+    assert EmbeddingSet(x, ["1", "2"]).sha256 != base
+    y = x.copy()
+    y[0, 1] = 1e-12
+    assert EmbeddingSet(y, [1, 2]).sha256 != base
+
+
+def test_subset_keeps_rows_and_provenance(clean):
+    x, labels = clean
+    es = EmbeddingSet(x, labels)
+    sub = es.subset(["c", "a"])
+    assert sub.identities.tolist() == ["a", "c"]
+    assert sub.counts == {"a": 5, "c": 3}
+    np.testing.assert_array_equal(sub.get("a"), es.get("a"))
+    assert sub.sha256 == es.sha256
+    assert sub.n_dropped_ == 0
+    assert es.subset("b").counts == {"b": 4}
+
+
+def test_subset_recounts_duplicates():
+    x = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    es = EmbeddingSet(x, ["a", "a", "b", "c"])
+    assert es.n_duplicates_ == 1
+    assert es.subset(["b", "c"]).n_duplicates_ == 0
+
+
+def test_repr_mentions_sizes_drops_and_hash():
+    x = np.ones((4, 3))
+    x[0] = 0.0
+    with pytest.warns(IdauditWarning):
+        es = EmbeddingSet(x, ["a", "a", "b", "b"])
+    text = repr(es)
+    assert "n=3" in text
+    assert "identities=2" in text
+    assert "dim=3" in text
+    assert "dropped=1 (zero_norm: 1)" in text
+    assert "duplicates=1" in text
+    assert es.sha256[:12] in text
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "labels", "match"),
+    [
+        (np.ones(3), ["a"] * 3, r"`embeddings` must be a 2-D array .* got 1-D"),
+        (np.ones((0, 3)), [], r"at least one row and one column; got shape \(0, 3\)"),
+        (np.ones((3, 2)), ["a", "b"], r"one entry per row of `embeddings`; got 2 vs 3"),
+        (np.ones((2, 2)), [["a"], ["b"]], r"`labels` must be 1-D"),
+        (np.ones((2, 2)), "ab", "`labels` must be a 1-D sequence"),
+    ],
+)
+def test_bad_input(embeddings, labels, match):
+    with pytest.raises(InvalidInputError, match=match):
+        EmbeddingSet(embeddings, labels)
+
+
+def test_all_rows_dropped_raises():
+    with (
+        pytest.raises(InvalidInputError, match=r"no rows left after dropping 2 of 2: zero_norm: 2"),
+    ):
+        EmbeddingSet(np.zeros((2, 3)), ["a", "b"])
+
+
+def test_bad_parameters_and_types():
+    with pytest.raises(InvalidInputError, match=r"`min_norm` must be in \[0, inf\); got -1"):
+        EmbeddingSet(np.eye(2), ["a", "b"], min_norm=-1)
+    with pytest.raises(TypeError, match="`normalize` must be a bool"):
+        EmbeddingSet(np.eye(2), ["a", "b"], normalize="yes")
+    with pytest.raises(TypeError, match="mutually orderable"):
+        EmbeddingSet(np.eye(2), ["a", 1])
+    with pytest.raises(TypeError, match="`embeddings` must be a numeric array"):
+        EmbeddingSet([["x", "y"]], ["a"])
+
+
+def test_unknown_identity_is_named():
+    es = EmbeddingSet(np.eye(2), ["ann", "bob"])
+    with pytest.raises(InvalidInputError, match=r"identity 'zoe' is not in this EmbeddingSet"):
+        es.get("zoe")
+    with pytest.raises(InvalidInputError, match=r"identity 'zoe' is not in this EmbeddingSet"):
+        es.subset(["ann", "zoe"])
+    with pytest.raises(InvalidInputError, match="at least one identity"):
+        es.subset([])

@@ -1,0 +1,216 @@
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.preprocessing import normalize as sk_normalize
+
+from idaudit.data import EmbeddingSet
+from idaudit.exceptions import IdauditWarning, InvalidInputError
+
+
+@pytest.fixture
+def table():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(9, 4)).round(6)
+    labels = ["n01"] * 3 + ["n02"] * 4 + ["n03"] * 2
+    return x, labels
+
+
+def _numeric_csv(path, x, labels, label_name="identity"):
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(x.shape[1])])
+    frame.insert(0, label_name, labels)
+    frame.to_csv(path, index=False)
+
+
+def test_numeric_csv_matches_arrays_and_hashes_file(tmp_path, table):
+    x, labels = table
+    path = tmp_path / "emb.csv"
+    _numeric_csv(path, x, labels)
+    es = EmbeddingSet.from_csv(path)
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+    assert es.labels.tolist() == labels
+    assert es.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert es.source == str(path)
+    assert "source='emb.csv'" in repr(es)
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        lambda r: "[" + ", ".join(repr(float(v)) for v in r) + "]",  # str(list)
+        lambda r: ",".join(repr(float(v)) for v in r),  # bare commas
+        lambda r: " ".join(repr(float(v)) for v in r),  # spaces
+        lambda r: np.array2string(r, max_line_width=20),  # numpy str, wrapped over lines
+        lambda r: repr(r),  # "array([...])"
+        lambda r: str(list(r)),  # "[np.float64(...), ...]" under NumPy 2
+    ],
+)
+def test_text_vector_csv(tmp_path, table, fmt):
+    x, labels = table
+    path = tmp_path / "text.csv"
+    pd.DataFrame({"label": labels, "vec": [fmt(r) for r in x]}).to_csv(path, index=False)
+    es = EmbeddingSet.from_csv(path)
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+
+
+def test_label_column_detection(tmp_path, table):
+    x, labels = table
+    path = tmp_path / "a.csv"
+    frame = pd.DataFrame(x, columns=list("abcd"))
+    frame.insert(2, "id", labels)  # not the first column, found by name
+    frame.to_csv(path, index=False)
+    assert EmbeddingSet.from_csv(path).counts == {"n01": 3, "n02": 4, "n03": 2}
+    # no known name: the first column holds the labels
+    path2 = tmp_path / "b.csv"
+    _numeric_csv(path2, x, labels, label_name="who")
+    assert EmbeddingSet.from_csv(path2).identities.tolist() == ["n01", "n02", "n03"]
+    # explicit
+    assert EmbeddingSet.from_csv(path2, label_column="who").dim == 4
+
+
+def test_vector_column_selects_columns(tmp_path, table):
+    x, labels = table
+    path = tmp_path / "two.csv"
+    frame = pd.DataFrame(
+        {
+            "identity": labels,
+            "original": [str(list(r)) for r in -x],
+            "generated": [str(list(r)) for r in x],
+            "file": [f"img{i}.png" for i in range(len(x))],
+        }
+    )
+    frame.to_csv(path, index=False)
+    es = EmbeddingSet.from_csv(path, vector_column="generated")
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+    path2 = tmp_path / "cols.csv"
+    wide = pd.DataFrame(x, columns=list("abcd")).assign(identity=labels, note="x")
+    wide.to_csv(path2, index=False)
+    es2 = EmbeddingSet.from_csv(path2, vector_column=["b", "c"])
+    np.testing.assert_allclose(es2.embeddings, sk_normalize(x[:, 1:3]), rtol=1e-15)
+    with pytest.raises(InvalidInputError, match=r"column 'note' is not numeric; name the vector"):
+        EmbeddingSet.from_csv(path2)
+
+
+def test_csv_missing_and_unparseable_rows_are_counted(tmp_path):
+    path = tmp_path / "holes.csv"
+    path.write_text(
+        "identity,e0,e1\n"
+        "a,1,2\n"
+        "a,,2\n"  # missing value
+        ",1,2\n"  # missing label
+        "b,oops,1\n"  # not a number in a numeric column
+        "b,0,0\n"  # zero norm
+        "b,3,4\n"
+    )
+    with pytest.warns(IdauditWarning, match="dropped 4 of 6 rows"):
+        es = EmbeddingSet.from_csv(path)
+    assert es.dropped_ == {"missing": 2, "unparseable": 1, "non_finite": 0, "zero_norm": 1}
+    np.testing.assert_allclose(es.get("b"), [[0.6, 0.8]])
+
+
+def test_text_vectors_bad_rows_are_counted(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text(
+        "identity,embedding\n"
+        'a,"[1, 0, 0]"\n'
+        'a,"[0, 1]"\n'  # wrong length
+        'a,"[0, x, 1]"\n'  # unparseable token
+        "a,\n"  # missing
+        'b,"[0, 0, 1]"\n'
+        'b,"[nan, 0, 1]"\n'  # NaN value: missing
+        'b,"[inf, 0, 1]"\n'  # non-finite
+    )
+    with pytest.warns(IdauditWarning, match="dropped 5 of 7 rows"):
+        es = EmbeddingSet.from_csv(path)
+    assert es.dropped_ == {"missing": 2, "unparseable": 2, "non_finite": 1, "zero_norm": 0}
+    assert es.counts == {"a": 1, "b": 1}
+
+
+@pytest.mark.parametrize("bad", ['"[0, 1]"', '"[1, 1, 1, 1]"'])
+def test_text_vectors_of_the_wrong_length_are_unparseable(tmp_path, bad):
+    path = tmp_path / "lengths.csv"
+    rows = ['a,"[1, 0, 0]"', f"a,{bad}", 'b,"[0, 0, 1]"', 'b,"[2, 0, 0]"']
+    path.write_text("identity,embedding\n" + "\n".join(rows) + "\n")
+    # the file's common length is 3; a row of another length cannot be an embedding
+    with pytest.warns(IdauditWarning, match=r"dropped 1 of 4 rows \(unparseable: 1\)"):
+        es = EmbeddingSet.from_csv(path)
+    assert es.counts == {"a": 1, "b": 2}
+
+
+def test_csv_integer_labels(tmp_path):
+    path = tmp_path / "ints.csv"
+    path.write_text("label,x,y\n7,1,0\n7,0,1\n12,1,1\n")
+    es = EmbeddingSet.from_csv(path)
+    assert es.identities.tolist() == [7, 12]
+
+
+def test_csv_errors(tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_text("identity\na\n")
+    with pytest.raises(InvalidInputError, match="a label column and at least one vector column"):
+        EmbeddingSet.from_csv(path)
+    path.write_text("identity,x\na,1\n")
+    with pytest.raises(InvalidInputError, match=r"`label_column` names column\(s\) \['who'\]"):
+        EmbeddingSet.from_csv(path, label_column="who")
+    with pytest.raises(InvalidInputError, match=r"`vector_column` names column\(s\) \['v'\]"):
+        EmbeddingSet.from_csv(path, vector_column="v")
+    with pytest.raises(FileNotFoundError):
+        EmbeddingSet.from_csv(tmp_path / "absent.csv")
+    with pytest.raises(TypeError, match=r"`path` must be a str or os\.PathLike"):
+        EmbeddingSet.from_csv(3)
+
+
+def test_npz_reader(tmp_path, table):
+    x, labels = table
+    path = tmp_path / "emb.npz"
+    np.savez(path, emb=x, ids=np.array(labels))
+    es = EmbeddingSet.from_npz(path, embeddings_key="emb", labels_key="ids")
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+    assert es.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(InvalidInputError, match=r"`embeddings_key` 'embeddings' is not in"):
+        EmbeddingSet.from_npz(path)
+
+
+def test_npz_refuses_pickled_objects(tmp_path):
+    path = tmp_path / "obj.npz"
+    np.savez(path, embeddings=np.eye(2), labels=np.array(["a", 1], dtype=object))
+    with pytest.raises(InvalidInputError, match="never unpickles"):
+        EmbeddingSet.from_npz(path)
+
+
+def test_parquet_list_column(tmp_path, table):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    x, labels = table
+    rows = [list(r) for r in x]
+    rows[1] = None  # null list: missing
+    rows[4] = rows[4][:3]  # short list: unparseable
+    path = tmp_path / "emb.parquet"
+    pq.write_table(
+        pa.table({"identity": labels, "embedding": pa.array(rows, pa.list_(pa.float64()))}), path
+    )
+    with pytest.warns(IdauditWarning, match=r"missing: 1, unparseable: 1"):
+        es = EmbeddingSet.from_parquet(path)
+    keep = [0, 2, 3, 5, 6, 7, 8]
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x[keep]), rtol=1e-15)
+    assert es.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_parquet_numeric_columns(tmp_path, table):
+    pytest.importorskip("pyarrow")
+    x, labels = table
+    path = tmp_path / "wide.parquet"
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(4)])
+    frame.insert(0, "identity", labels)
+    frame.to_parquet(path)
+    es = EmbeddingSet.from_parquet(path)
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+
+
+def test_parquet_unreadable(tmp_path):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "junk.parquet"
+    path.write_bytes(b"not parquet")
+    with pytest.raises(InvalidInputError, match="as Parquet"):
+        EmbeddingSet.from_parquet(path)
