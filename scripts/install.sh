@@ -3,13 +3,14 @@
 #   scripts/install.sh          -> the library, the faces stack and the dask backend
 #   scripts/install.sh test     -> the same plus the test tools
 # torch/torchvision go in first, pinned, so that no later dependency drags in another torch.
-# facenet-pytorch, lpips and gan-face-generate pin ancient torch/numpy: they go in with --no-deps
+# facenet-pytorch, lpips and gan-face-generate pin ancient torch/numpy, and insightface (shipped test
+# photos only) drags in a heavy stack: they go in with --no-deps
 # (their real runtime needs are in the `faces` extra). Do not `pip check` afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="python -m pip install --quiet --disable-pip-version-check"
 $PIP "torch==2.14.1" "torchvision==0.29.1"
-$PIP --no-deps "facenet-pytorch==2.6.0" "lpips==0.1.4" "gan-face-generate==1.1.1"
+$PIP --no-deps "facenet-pytorch==2.6.0" "lpips==0.1.4" "gan-face-generate==1.1.1" "insightface==2.1"
 extras="faces,dask,io"
 if [ "${1:-}" = "test" ]; then extras="$extras,test"; fi
 $PIP -e ".[$extras]"

@@ -1,0 +1,195 @@
+"""Turning what users call an image into the ``(H, W, 3)`` uint8 RGB array every model expects.
+
+One rule set, shared by every detector, encoder and the pipeline:
+
+=====================  ==========================================================================
+input                  becomes
+=====================  ==========================================================================
+uint8 ``(H, W, 3)``    itself (RGB order assumed)
+``(H, W)`` / ``(H, W, 1)``  grey replicated to three channels
+``(H, W, 2)``          grey + alpha: alpha dropped, grey replicated
+``(H, W, 4)``          RGBA: alpha dropped (not composited: photos rarely carry real alpha)
+uint16                 ``round(x / 257)``: the exact map of 0…65535 onto 0…255 (65535 → 255)
+float                  accepted only inside [0, 1]; ``round(255 · x)``
+bool, other ints       rejected (no unambiguous scale)
+=====================  ==========================================================================
+
+Files are read with Pillow, EXIF orientation applied; 16-bit and float TIFF/PNG modes follow
+the same rules.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from idaudit.exceptions import InvalidInputError
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["load_image", "resolve_device", "to_rgb_uint8"]
+
+_FACES_EXTRA = 'pip install "idaudit[faces]"'
+
+
+def to_rgb_uint8(image: Any, name: str = "image") -> npt.NDArray[np.uint8]:
+    """Convert an image array to a C-contiguous ``(H, W, 3)`` uint8 RGB array.
+
+    Parameters
+    ----------
+    image : numpy.ndarray, shape (H, W), (H, W, 1), (H, W, 2), (H, W, 3) or (H, W, 4)
+        Grey, grey + alpha, RGB or RGBA; uint8, uint16 or float in [0, 1].
+    name : str, default "image"
+        Argument name used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (H, W, 3)
+
+    Raises
+    ------
+    TypeError
+        If ``image`` is not a numpy array, or its dtype is neither uint8, uint16 nor float.
+    InvalidInputError
+        If it is empty, has the wrong number of dimensions or channels, or is a float image
+        with values outside [0, 1] (or NaN).
+
+    Notes
+    -----
+    uint16 is scaled by ``round(x / 257)`` (``255 / 65535 = 1 / 257`` exactly), so 16-bit
+    white stays white. Floats are taken as intensities in [0, 1] and rounded after ``x · 255``;
+    anything else (e.g. a 0–255 float array) is refused rather than guessed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_rgb_uint8(np.full((2, 2), 65535, dtype=np.uint16))[0, 0].tolist()
+    [255, 255, 255]
+    """
+    if not isinstance(image, np.ndarray):
+        raise TypeError(f"`{name}` must be a numpy array; got {type(image).__name__}.")
+    if image.size == 0:
+        raise InvalidInputError(f"`{name}` must not be empty; got shape {image.shape}.")
+    arr = image[:, :, None] if image.ndim == 2 else image
+    if arr.ndim != 3 or arr.shape[2] not in (1, 2, 3, 4):
+        raise InvalidInputError(
+            f"`{name}` must have shape (H, W), (H, W, 1), (H, W, 2), (H, W, 3) or (H, W, 4); "
+            f"got {image.shape}."
+        )
+    arr = arr[:, :, :1] if arr.shape[2] == 2 else arr[:, :, :3]  # drop alpha
+    arr = _to_uint8(arr, name)
+    if arr.shape[2] == 1:
+        arr = np.repeat(arr, 3, axis=2)
+    return np.ascontiguousarray(arr)
+
+
+def _to_uint8(arr: npt.NDArray[Any], name: str) -> npt.NDArray[np.uint8]:
+    if arr.dtype == np.uint8:
+        return arr
+    if arr.dtype == np.uint16:
+        return np.rint(arr / 257.0).astype(np.uint8)
+    if np.issubdtype(arr.dtype, np.floating):
+        lo, hi = float(np.min(arr)), float(np.max(arr))
+        if not (np.isfinite(lo) and np.isfinite(hi)) or lo < 0.0 or hi > 1.0:
+            raise InvalidInputError(
+                f"`{name}` is a float image, so its values must lie in [0, 1]; got range "
+                f"[{lo:g}, {hi:g}]. Divide 0–255 data by 255 or pass uint8."
+            )
+        return np.rint(arr * 255.0).astype(np.uint8)
+    raise TypeError(
+        f"`{name}` must have dtype uint8, uint16 or float (in [0, 1]); got {arr.dtype}."
+    )
+
+
+def load_image(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
+    """Read an image file as a ``(H, W, 3)`` uint8 RGB array.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Any format Pillow reads (JPEG, PNG incl. 16-bit, TIFF, WebP, ...).
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (H, W, 3)
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    OSError
+        If Pillow cannot decode it (truncated or not an image).
+    InvalidInputError
+        If the decoded pixels break the rules of :func:`to_rgb_uint8`.
+
+    Notes
+    -----
+    The EXIF orientation tag is applied (``PIL.ImageOps.exif_transpose``), as a photo viewer
+    would. Palette and CMYK images are converted by Pillow; 16-bit and float modes keep their
+    depth until :func:`to_rgb_uint8` scales them.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, pathlib
+    >>> from PIL import Image
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "grey.png"
+    >>> Image.fromarray(np.zeros((4, 5), np.uint8)).save(p)
+    >>> load_image(p).shape
+    (4, 5, 3)
+    """
+    try:
+        from PIL import Image, ImageOps
+    except ImportError as exc:  # pragma: no cover - pillow is in the faces extra
+        raise ImportError(f"Reading image files needs Pillow: {_FACES_EXTRA}") from exc
+    file = Path(path)
+    with Image.open(file) as opened:
+        opened.load()  # decode now, so truncated files fail here
+        img = ImageOps.exif_transpose(opened)
+        if img.mode in ("P", "PA", "CMYK", "YCbCr", "LAB", "HSV", "1"):
+            img = img.convert("RGBA" if "transparency" in img.info or img.mode == "PA" else "RGB")
+        arr = np.asarray(img)
+    if arr.dtype.kind in "iu" and arr.dtype not in (np.uint8, np.uint16):
+        # Pillow's "I" / "I;16" modes come back as int32; 16-bit data fits uint16 exactly.
+        if arr.size and (arr.min() < 0 or arr.max() > 65535):
+            raise InvalidInputError(
+                f"`path` {os.fspath(file)!r} holds integer pixels outside 0–65535."
+            )
+        arr = arr.astype(np.uint16)
+    return to_rgb_uint8(arr, name="path")
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """Return ``device`` as a :class:`torch.device`, refusing CUDA where there is none.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is neither a string nor a torch.device.
+    InvalidInputError
+        If it names CUDA and CUDA is not available (no silent CPU fallback).
+    """
+    import torch
+
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"`device` must be a str or torch.device; got {type(device).__name__}.")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise InvalidInputError(f"`device` must name a torch device; got {device!r}.") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidInputError(f"`device` is {device!r} but CUDA is not available here.")
+    return dev

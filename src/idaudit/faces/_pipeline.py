@@ -1,0 +1,247 @@
+"""Photos in, identity embeddings out: detect, align, encode — and account for every input."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from idaudit._validation import check_integer
+from idaudit.exceptions import IdauditError, InvalidInputError
+from idaudit.faces._io import load_image, to_rgb_uint8
+from idaudit.faces._types import Detector, Encoder, Face
+
+__all__ = ["OUTCOME_COLUMNS", "STATUSES", "FacePipeline"]
+
+#: Every value the ``status`` column of the outcomes table can take.
+STATUSES = ("ok", "no_face", "unreadable", "bad_format")
+
+#: Columns of the outcomes table, in order.
+OUTCOME_COLUMNS = (
+    "input_index",
+    "source",
+    "status",
+    "n_faces",
+    "face_index",
+    "embedding_row",
+    "x1",
+    "y1",
+    "x2",
+    "y2",
+    "score",
+    "message",
+)
+
+
+class FacePipeline:
+    """Detect, align and encode the faces in photos, recording what happened to each input.
+
+    Parameters
+    ----------
+    detector : Detector
+        Finds faces (e.g. :class:`~idaudit.faces.MTCNNDetector`).
+    encoder : Encoder
+        Aligns (its own ``align``) and embeds them (e.g. :class:`~idaudit.faces.DlibEncoder`).
+    all_faces : bool, default False
+        Keep every detected face; by default only the largest (box area) of each photo.
+    batch_size : int, default 32
+        Aligned crops per ``encoder.encode`` call.
+    progress : bool, default True
+        Show a progress bar over the inputs.
+
+    Notes
+    -----
+    Row problems never raise; they are recorded in the outcomes table (and so counted):
+
+    ``"ok"``
+        A face was kept and embedded.
+    ``"no_face"``
+        The detector found nothing.
+    ``"unreadable"``
+        A path that does not exist or that Pillow cannot decode (corrupt, truncated, not an
+        image).
+    ``"bad_format"``
+        Pixels idaudit will not guess about: an empty array, a wrong shape, a float image
+        outside [0, 1], an unsupported dtype.
+
+    Grey, grey + alpha, RGBA, uint16 and [0, 1] float images are converted (alpha dropped,
+    uint16 by ``round(x / 257)``, floats by ``round(255 x)``), not refused. Arguments of the
+    wrong type (``images`` not iterable, an item neither an array nor a path) raise
+    :class:`TypeError`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.faces import DlibEncoder, FacePipeline, MTCNNDetector
+    >>> pipe = FacePipeline(MTCNNDetector(), DlibEncoder(), progress=False)
+    >>> emb, outcomes = pipe.encode([np.zeros((64, 64, 3), np.uint8), np.zeros((0, 0))])
+    >>> emb.shape, outcomes["status"].tolist()
+    ((0, 128), ['no_face', 'bad_format'])
+    """
+
+    def __init__(
+        self,
+        detector: Detector,
+        encoder: Encoder,
+        *,
+        all_faces: bool = False,
+        batch_size: int = 32,
+        progress: bool = True,
+    ) -> None:
+        if not callable(getattr(detector, "detect", None)):
+            raise TypeError(
+                f"`detector` must have a `detect(image)` method; got {type(detector).__name__}."
+            )
+        for attr in ("encode", "align"):
+            if not callable(getattr(encoder, attr, None)):
+                raise TypeError(
+                    f"`encoder` must have `encode` and `align` methods; "
+                    f"got {type(encoder).__name__}."
+                )
+        self.detector = detector
+        self.encoder = encoder
+        self.all_faces = bool(all_faces)
+        self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
+        self.progress = bool(progress)
+
+    def __repr__(self) -> str:
+        return (
+            f"FacePipeline({self.detector!r}, {self.encoder!r}, all_faces={self.all_faces}, "
+            f"batch_size={self.batch_size})"
+        )
+
+    def encode(
+        self, images: Iterable[Any] | npt.NDArray[Any] | str | os.PathLike[str]
+    ) -> tuple[npt.NDArray[np.float32], pd.DataFrame]:
+        """Embed the faces in ``images``.
+
+        Parameters
+        ----------
+        images : iterable of (numpy.ndarray or path), or numpy.ndarray of shape (n, H, W, 3)
+            Photos as arrays (see :func:`idaudit.faces.load_image` for the accepted pixel
+            formats) or file paths; a single path is one photo.
+
+        Returns
+        -------
+        embeddings : numpy.ndarray of float32, shape (n_kept, encoder.dim)
+            One row per kept face, in input order.
+        outcomes : pandas.DataFrame
+            One row per kept face, plus one row per input with no kept face. Columns:
+            ``input_index`` (position in ``images``), ``source`` (the path, or ``None`` for
+            arrays), ``status`` (one of :data:`STATUSES`), ``n_faces`` (faces detected),
+            ``face_index`` (position of the kept face in the detector's list),
+            ``embedding_row`` (its row in ``embeddings``), ``x1, y1, x2, y2, score`` (its
+            box and detector score) and ``message`` (why an input failed). Integer columns
+            use pandas' nullable ``Int64``; they are missing where no face was kept.
+
+        Raises
+        ------
+        TypeError
+            If ``images`` is not iterable or holds something other than arrays and paths.
+        """
+        items = _as_items(images)
+        iterator: Iterable[tuple[int, Any]] = enumerate(items)
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(iterator, total=len(items), desc="faces", unit="image")
+        rows: list[dict[str, Any]] = []
+        chunks: list[npt.NDArray[np.float32]] = []
+        pending: list[npt.NDArray[np.uint8]] = []
+        n_rows = 0
+        for index, item in iterator:
+            source = None if isinstance(item, np.ndarray) else os.fspath(item)
+            base = {"input_index": index, "source": source}
+            try:
+                image = to_rgb_uint8(item) if source is None else load_image(item)
+            except (TypeError, InvalidInputError) as exc:
+                rows.append({**base, "status": "bad_format", "n_faces": 0, "message": str(exc)})
+                continue
+            except (OSError, IdauditError, ValueError) as exc:
+                rows.append({**base, "status": "unreadable", "n_faces": 0, "message": str(exc)})
+                continue
+            faces = self.detector.detect(image)
+            if not faces:
+                rows.append({**base, "status": "no_face", "n_faces": 0, "message": ""})
+                continue
+            for face_index in self._keep(faces):
+                face = faces[face_index]
+                pending.append(self.encoder.align(image, face))
+                x1, y1, x2, y2 = (float(v) for v in face.box)
+                rows.append(
+                    {
+                        **base,
+                        "status": "ok",
+                        "n_faces": len(faces),
+                        "face_index": face_index,
+                        "embedding_row": n_rows,
+                        "x1": x1,
+                        "y1": y1,
+                        "x2": x2,
+                        "y2": y2,
+                        "score": float(face.score),
+                        "message": "",
+                    }
+                )
+                n_rows += 1
+            if len(pending) >= self.batch_size:
+                chunks.append(self._encode(pending))
+                pending = []
+        if pending:
+            chunks.append(self._encode(pending))
+        dim = int(getattr(self.encoder, "dim", 0))
+        embeddings = (
+            np.concatenate(chunks).astype(np.float32, copy=False)
+            if chunks
+            else np.zeros((0, dim), dtype=np.float32)
+        )
+        return embeddings, _outcomes_frame(rows)
+
+    def _keep(self, faces: list[Face]) -> list[int]:
+        by_area = sorted(range(len(faces)), key=lambda i: -faces[i].area)
+        return by_area if self.all_faces else by_area[:1]
+
+    def _encode(self, crops: list[npt.NDArray[np.uint8]]) -> npt.NDArray[np.float32]:
+        return np.asarray(self.encoder.encode(np.stack(crops)), dtype=np.float32)
+
+
+def _as_items(images: Any) -> list[Any]:
+    if isinstance(images, (str, os.PathLike)):
+        return [images]
+    if isinstance(images, np.ndarray):
+        if images.ndim == 4:
+            return list(images)
+        raise InvalidInputError(
+            "`images` as one array must be a stack of shape (n, H, W, C); "
+            f"got shape {images.shape}. Wrap a single image in a list."
+        )
+    try:
+        items = list(images)
+    except TypeError as exc:
+        raise TypeError(
+            "`images` must be an iterable of arrays or paths, or an (n, H, W, C) array; "
+            f"got {type(images).__name__}."
+        ) from exc
+    for i, item in enumerate(items):
+        if not isinstance(item, (np.ndarray, str, os.PathLike)):
+            raise TypeError(
+                f"`images[{i}]` must be a numpy array or a path; got {type(item).__name__}."
+            )
+    return items
+
+
+def _outcomes_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS))
+    for col in ("input_index", "n_faces", "face_index", "embedding_row"):
+        frame[col] = frame[col].astype("Int64")
+    for col in ("x1", "y1", "x2", "y2", "score"):
+        frame[col] = frame[col].astype("float64")
+    frame["status"] = pd.Categorical(frame["status"], categories=list(STATUSES))
+    # Built from the rows, so that array inputs keep ``None`` (not NaN) as their source.
+    frame["source"] = pd.Series([r["source"] for r in rows], dtype=object)
+    frame["message"] = pd.Series([r["message"] for r in rows], dtype=object)
+    return frame

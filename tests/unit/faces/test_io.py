@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from idaudit.exceptions import InvalidInputError
+from idaudit.faces import load_image
+from idaudit.faces._io import resolve_device, to_rgb_uint8
+
+pytestmark = pytest.mark.faces
+
+
+def test_uint8_rgb_is_returned_unchanged() -> None:
+    img = np.random.default_rng(0).integers(0, 256, (4, 5, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(to_rgb_uint8(img), img)
+
+
+def test_grey_is_replicated() -> None:
+    grey = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    out = to_rgb_uint8(grey)
+    assert out.shape == (3, 4, 3)
+    for c in range(3):
+        np.testing.assert_array_equal(out[..., c], grey)
+    np.testing.assert_array_equal(to_rgb_uint8(grey[..., None]), out)
+
+
+def test_alpha_is_dropped() -> None:
+    rgba = np.random.default_rng(1).integers(0, 256, (4, 4, 4), dtype=np.uint8)
+    np.testing.assert_array_equal(to_rgb_uint8(rgba), rgba[..., :3])
+    grey_alpha = rgba[..., :2]
+    np.testing.assert_array_equal(to_rgb_uint8(grey_alpha)[..., 1], rgba[..., 0])
+
+
+def test_uint16_rule_is_divide_by_257() -> None:
+    values = np.array([[0, 128, 257, 65535, 32896]], dtype=np.uint16)
+    # 255/65535 = 1/257 exactly: 0 → 0, 65535 → 255; 128/257 ≈ 0.498 rounds to 0.
+    assert to_rgb_uint8(values)[0, :, 0].tolist() == [0, 0, 1, 255, 128]
+
+
+def test_float_rule_and_refusal() -> None:
+    x = np.array([[0.0, 0.5, 1.0, 1 / 255]])
+    assert to_rgb_uint8(x)[0, :, 0].tolist() == [0, 128, 255, 1]
+    with pytest.raises(
+        InvalidInputError, match=r"values must lie in \[0, 1\]; got range \[0, 255\]"
+    ):
+        to_rgb_uint8(np.array([[0.0, 255.0]]))
+    with pytest.raises(InvalidInputError, match="values must lie in"):
+        to_rgb_uint8(np.array([[np.nan, 0.5]]))
+
+
+def test_bad_arrays() -> None:
+    with pytest.raises(InvalidInputError, match=r"`image` must not be empty; got shape \(0, 0\)"):
+        to_rgb_uint8(np.zeros((0, 0)))
+    with pytest.raises(InvalidInputError, match=r"got \(2, 2, 5\)"):
+        to_rgb_uint8(np.zeros((2, 2, 5), np.uint8))
+    with pytest.raises(TypeError, match="dtype uint8, uint16 or float"):
+        to_rgb_uint8(np.zeros((2, 2), np.int64))
+    with pytest.raises(TypeError, match="must be a numpy array; got list"):
+        to_rgb_uint8([[0, 1]])
+
+
+def test_load_image_modes(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    rgb = rng.integers(0, 256, (6, 7, 3), dtype=np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "rgb.png")
+    np.testing.assert_array_equal(load_image(tmp_path / "rgb.png"), rgb)
+
+    rgba = np.dstack([rgb, np.full((6, 7), 10, np.uint8)])
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "rgba.png")
+    np.testing.assert_array_equal(load_image(tmp_path / "rgba.png"), rgb)
+
+    deep = np.array([[0, 65535], [257, 1000]], dtype=np.uint16)
+    Image.fromarray(deep).save(tmp_path / "deep.png")  # 16-bit grey PNG
+    assert load_image(tmp_path / "deep.png")[..., 0].tolist() == [[0, 255], [1, 4]]
+
+    Image.fromarray(rgb).convert("P").save(tmp_path / "palette.png")
+    assert load_image(tmp_path / "palette.png").shape == (6, 7, 3)
+
+
+def test_load_image_failures(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not an image at all")
+    with pytest.raises(OSError, match="cannot identify image file"):
+        load_image(junk)
+    truncated = tmp_path / "truncated.jpg"
+    buf = tmp_path / "full.jpg"
+    Image.fromarray(np.zeros((64, 64, 3), np.uint8)).save(buf)
+    truncated.write_bytes(buf.read_bytes()[:200])
+    with pytest.raises(OSError, match=r"(?i)truncated"):
+        load_image(truncated)
+    with pytest.raises(FileNotFoundError):
+        load_image(tmp_path / "missing.png")
+
+
+def test_cuda_without_cuda_raises() -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(InvalidInputError, match="`device` is 'cuda' but CUDA is not available"):
+        resolve_device("cuda")
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(TypeError, match=r"`device` must be a str or torch\.device; got int"):
+        resolve_device(0)

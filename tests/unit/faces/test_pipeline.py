@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from idaudit.exceptions import InvalidInputError
+from idaudit.faces import Face, FacePipeline, MTCNNDetector, load_image
+from idaudit.faces._pipeline import OUTCOME_COLUMNS, STATUSES
+
+pytestmark = pytest.mark.faces
+
+
+@pytest.fixture(scope="module")
+def pipeline(mtcnn_detector: Any, dlib_encoder: Any) -> FacePipeline:
+    return FacePipeline(mtcnn_detector, dlib_encoder, progress=False)
+
+
+@pytest.fixture(scope="module")
+def hanks(shipped_photos: Path) -> np.ndarray:
+    """A 112×112 photo of Tom Hanks whose three channels are equal (a grey photo in RGB)."""
+    return load_image(shipped_photos / "Tom_Hanks_54745.png")
+
+
+def test_bad_and_odd_inputs_are_recorded_not_raised(
+    pipeline: FacePipeline, hanks: np.ndarray, tmp_path: Path
+) -> None:
+    corrupt = tmp_path / "corrupt.jpg"
+    corrupt.write_bytes(b"\xff\xd8\xff\xe0 this is no jpeg")
+    saved = tmp_path / "hanks.png"
+    Image.fromarray(hanks).save(saved)
+    inputs = [
+        hanks,  # 0 uint8 RGB
+        hanks[..., 0],  # 1 grey (H, W)
+        np.dstack([hanks, np.full(hanks.shape[:2], 77, np.uint8)]),  # 2 RGBA
+        hanks.astype(np.uint16) * 257,  # 3 16-bit: x·257 maps back to x exactly
+        hanks / 255.0,  # 4 float in [0, 1]
+        np.zeros((0, 0, 3), np.uint8),  # 5 empty
+        corrupt,  # 6 corrupt file
+        str(tmp_path / "missing.png"),  # 7 missing file
+        np.zeros((120, 120, 3), np.uint8),  # 8 no face
+        hanks.astype(np.float64),  # 9 float 0–255: refused, not guessed
+        saved,  # 10 a good file
+    ]
+    emb, out = pipeline.encode(inputs)
+    assert out["status"].tolist() == [
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "bad_format",
+        "unreadable",
+        "unreadable",
+        "no_face",
+        "bad_format",
+        "ok",
+    ]
+    assert emb.shape == (6, 128)
+    assert out["input_index"].tolist() == list(range(11))
+    assert out.loc[6, "source"] == str(corrupt)
+    assert out.loc[0, "source"] is None
+    assert "must not be empty" in out.loc[5, "message"]
+    assert "values must lie in [0, 1]" in out.loc[9, "message"]
+    # Every converted form is the same picture, hence the same embedding (up to float32 noise).
+    np.testing.assert_allclose(emb, np.repeat(emb[:1], 6, axis=0), atol=1e-6)
+    counts = out["status"].value_counts()
+    assert counts["ok"] == 6
+    assert counts["bad_format"] == 2
+    assert counts["unreadable"] == 2
+    assert counts["no_face"] == 1
+
+
+def test_outcome_table_schema(pipeline: FacePipeline, hanks: np.ndarray) -> None:
+    emb, out = pipeline.encode([hanks, np.zeros((40, 40, 3), np.uint8)])
+    assert tuple(out.columns) == OUTCOME_COLUMNS
+    assert isinstance(out["status"].dtype, pd.CategoricalDtype)
+    assert list(out["status"].cat.categories) == list(STATUSES)
+    assert str(out["embedding_row"].dtype) == "Int64"
+    assert out.loc[0, "embedding_row"] == 0
+    assert out["embedding_row"].isna().tolist() == [False, True]
+    assert out.loc[0, "n_faces"] == 1
+    assert 0.99 < out.loc[0, "score"] <= 1.0
+    assert emb.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-6)
+
+
+class _FixedDetector:
+    """Returns precomputed faces: the pipeline's bookkeeping is tested, not MTCNN again."""
+
+    def __init__(self, faces: list[Face]) -> None:
+        self.faces = faces
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        return list(self.faces)
+
+
+def test_largest_face_by_default_every_face_on_request(
+    dlib_encoder: Any, t1_photo: np.ndarray
+) -> None:
+    half = np.ascontiguousarray(t1_photo[::2, ::2])
+    faces = MTCNNDetector(thresholds=(0.6, 0.7, 0.9)).detect(half)
+    assert len(faces) == 6
+    detector = _FixedDetector(faces)
+    largest = int(np.argmax([f.area for f in faces]))
+
+    emb, out = FacePipeline(detector, dlib_encoder, progress=False).encode([half])
+    assert len(out) == 1
+    assert emb.shape == (1, 128)
+    assert out.loc[0, "n_faces"] == 6
+    assert out.loc[0, "face_index"] == largest
+    np.testing.assert_allclose(
+        out.loc[0, ["x1", "y1", "x2", "y2"]].to_numpy(float), faces[largest].box
+    )
+    np.testing.assert_allclose(
+        emb[0], dlib_encoder.encode(dlib_encoder.align(half, faces[largest])[None])[0], atol=1e-6
+    )
+
+    every = FacePipeline(detector, dlib_encoder, all_faces=True, batch_size=4, progress=False)
+    emb_all, out_all = every.encode([half])
+    assert len(out_all) == 6
+    assert sorted(out_all["face_index"].tolist()) == list(range(6))
+    assert out_all["embedding_row"].tolist() == list(range(6))
+    areas = [faces[i].area for i in out_all["face_index"]]
+    assert areas == sorted(areas, reverse=True)  # largest first
+    np.testing.assert_allclose(emb_all[0], emb[0], atol=1e-6)
+    # batch_size only groups the work: 4 + 2 crops give the same rows as one batch of 32.
+    every_one_batch = FacePipeline(detector, dlib_encoder, all_faces=True, progress=False)
+    np.testing.assert_allclose(every_one_batch.encode([half])[0], emb_all, atol=1e-6)
+
+
+def test_single_path_and_stacked_array(
+    pipeline: FacePipeline, hanks: np.ndarray, tmp_path: Path
+) -> None:
+    path = tmp_path / "one.png"
+    Image.fromarray(hanks).save(path)
+    emb_path, out_path = pipeline.encode(path)
+    emb_stack, out_stack = pipeline.encode(np.stack([hanks, hanks]))
+    assert out_path["status"].tolist() == ["ok"]
+    assert out_stack["status"].tolist() == ["ok", "ok"]
+    np.testing.assert_allclose(emb_stack, np.repeat(emb_path, 2, axis=0), atol=1e-6)
+
+
+def test_wrong_types_raise(pipeline: FacePipeline, dlib_encoder: Any) -> None:
+    with pytest.raises(TypeError, match=r"`images\[1\]` must be a numpy array or a path; got int"):
+        pipeline.encode([np.zeros((20, 20, 3), np.uint8), 3])
+    with pytest.raises(TypeError, match="`images` must be an iterable"):
+        pipeline.encode(42)
+    with pytest.raises(InvalidInputError, match=r"must be a stack of shape \(n, H, W, C\)"):
+        pipeline.encode(np.zeros((20, 20, 3), np.uint8))
+    with pytest.raises(TypeError, match="`detector` must have a `detect"):
+        FacePipeline(object(), dlib_encoder)
+    with pytest.raises(InvalidInputError, match="`batch_size` must be >= 1"):
+        FacePipeline(pipeline.detector, dlib_encoder, batch_size=0)
+
+
+def test_empty_input_gives_empty_results(pipeline: FacePipeline) -> None:
+    emb, out = pipeline.encode([])
+    assert emb.shape == (0, 128)
+    assert len(out) == 0
+    assert tuple(out.columns) == OUTCOME_COLUMNS
