@@ -1,0 +1,57 @@
+"""The four identity-level DP audits of seed 000 and the machinery to run them on many pairs.
+
+=================================  ============================================================
+:class:`GaussMechAuditor`          Gaussian-calibration score (Eq. 9) — *diagnostic*
+:class:`KDELRAuditor`              per-dimension KDE log-ratio sum (Eq. 10-11) — *diagnostic*
+:class:`MMDTVAuditor`              MMD ≤ 2 TV route to a pure-DP bound (Eq. 7, 12-14) — *sample
+                                   estimate*; permutation test of MMD²
+:class:`ROCHTAuditor`              Kairouz–Oh–Viswanath bound over an OOF ROC (Eq. 15) —
+                                   *diagnostic*
+:func:`audit_pairs`                many pairs × many auditors → one ``xarray.Dataset``
+:func:`summarize`                  Table 1's row from that Dataset
+:func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
+:func:`shapiro_residuals`,
+:func:`classifier_sensitivity`
+:func:`check_auditor`              the contract suite every auditor passes
+:class:`BaseAuditor`               base class for new auditors
+=================================  ============================================================
+
+Each auditor implements one batched method over many pairs; ``fit(emb_a, emb_b)`` is its
+one-pair case, so :func:`audit_pairs` and ``fit`` give the same numbers.
+"""
+
+from __future__ import annotations
+
+from idaudit.audits._base import STATUSES, BaseAuditor, Output
+from idaudit.audits._checks import check_auditor
+from idaudit.audits._engine import audit_pairs
+from idaudit.audits._gaussmech import GaussMechAuditor
+from idaudit.audits._kdelr import KDELRAuditor
+from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
+from idaudit.audits._rocht import ROCHTAuditor
+from idaudit.audits._sensitivity import (
+    ShapiroResult,
+    classifier_sensitivity,
+    mmd_bandwidth_sweep,
+    shapiro_residuals,
+)
+from idaudit.audits._summary import AuditSummary, summarize
+
+__all__ = [
+    "STATUSES",
+    "AuditSummary",
+    "BaseAuditor",
+    "GaussMechAuditor",
+    "KDELRAuditor",
+    "MMDPermutationResult",
+    "MMDTVAuditor",
+    "Output",
+    "ROCHTAuditor",
+    "ShapiroResult",
+    "audit_pairs",
+    "check_auditor",
+    "classifier_sensitivity",
+    "mmd_bandwidth_sweep",
+    "shapiro_residuals",
+    "summarize",
+]

@@ -1,0 +1,323 @@
+"""What every auditor shares: the estimator contract, device handling, batching and seeds."""
+
+from __future__ import annotations
+
+import numbers
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from sklearn.base import BaseEstimator
+
+from idaudit._validation import check_pair, check_random_state, spawn_seeds
+from idaudit.exceptions import InvalidInputError, NotFittedError
+from idaudit.ops import PairBatch, pack_pairs
+
+__all__ = [
+    "LABEL_PATTERN",
+    "STATUSES",
+    "BaseAuditor",
+    "Output",
+    "PairError",
+    "resolve_device",
+]
+
+#: Labels (variable prefixes): a letter or underscore, then letters, digits, ``_``, ``.``, ``-``.
+LABEL_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+#: The formal statuses an ε can carry, weakest first (see docs/status.md).
+STATUSES = ("diagnostic", "sample_estimate", "certified_lower_bound")
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class PairError(InvalidInputError):
+    """Bad data in one pair of a batch; ``pair_index`` says which (0-based, in the batch)."""
+
+    def __init__(self, message: str, pair_index: int) -> None:
+        super().__init__(message)
+        self.pair_index = pair_index
+
+
+@dataclass(frozen=True)
+class Output:
+    """One per-pair output of an auditor, as it appears in :func:`idaudit.audit_pairs`.
+
+    Attributes
+    ----------
+    name : str
+        Suffix of the variable name (``"<label>_<name>"``) and of the fitted attribute
+        (``"<name>_"``).
+    long_name : str
+        Human-readable description (the variable's ``long_name`` attribute).
+    status : str
+        Formal status of the number (the variable's ``status`` attribute).
+    dtype : type
+        ``float`` or ``bool``.
+    """
+
+    name: str
+    long_name: str
+    status: str
+    dtype: type = float
+
+
+def resolve_device(device: Any) -> torch.device:
+    """Turn ``device`` into a :class:`torch.device`, refusing CUDA where there is none.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        ``"cpu"``, ``"cuda"`` or ``"cuda:<index>"``.
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is not a string or ``torch.device``.
+    InvalidInputError
+        If it names another device type, or CUDA is requested but unavailable (there is no
+        silent fallback to the CPU).
+    """
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"`device` must be a string such as 'cpu' or 'cuda'; got {device!r}.")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise InvalidInputError(f"`device` must be 'cpu' or 'cuda'; got {device!r}.") from exc
+    if dev.type not in ("cpu", "cuda"):
+        raise InvalidInputError(f"`device` must be 'cpu' or 'cuda'; got {device!r}.")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidInputError(
+            f"`device`={device!r} was requested but CUDA is not available here "
+            "(torch.cuda.is_available() is False); use device='cpu'."
+        )
+    return dev
+
+
+class Batch:
+    """The pairs one kernel call covers, plus a cache shared by the auditors run on them.
+
+    Several auditors run on the same batch reuse expensive intermediate results through
+    ``cache`` (pooled distances and median bandwidths for MMD-TV at several bandwidth scales,
+    KDE densities for KDE-LR at several ``alpha``, Gram matrices for ROC-HT), so nothing is
+    computed twice.
+    """
+
+    def __init__(
+        self,
+        samples: Sequence[tuple[FloatArray, FloatArray]],
+        device: torch.device,
+        labels: Sequence[tuple[Any, Any]] | None = None,
+        shared: dict[Any, Any] | None = None,
+    ) -> None:
+        self.samples = list(samples)
+        self.device = device
+        self.labels = None if labels is None else list(labels)
+        self.cache: dict[Any, Any] = {}
+        # per-identity results reused across the batches of one audit_pairs call
+        self.shared: dict[Any, Any] = {} if shared is None else shared
+
+    @cached_property
+    def packed(self) -> PairBatch:
+        """The pairs as one zero-padded float64 tensor on ``device``."""
+        return pack_pairs(self.samples, self.device)
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of pairs."""
+        return len(self.samples)
+
+    def gram(self) -> torch.Tensor:
+        """Inner products within each pooled sample, (pairs, n_max, n_max) (cached).
+
+        With identity labels, each identity's own block is computed once per
+        :func:`idaudit.audit_pairs` call and only the A-B block per pair: on 500 pairs of
+        400 identities that is less than half the arithmetic of whole pooled products.
+        """
+        if "gram" in self.cache:
+            gram: torch.Tensor = self.cache["gram"]
+            return gram
+        if self.labels is None:
+            x = self.packed.x
+            gram = x @ x.transpose(1, 2)  # (pairs, n_max, n_max)
+        else:
+            n_max = self.packed.n_max
+            gram = torch.zeros(self.n_pairs, n_max, n_max, dtype=torch.float64, device=self.device)
+            blocks = self.shared.setdefault("self_gram", {})
+            for p, ((a, b), (la, lb)) in enumerate(zip(self.samples, self.labels, strict=True)):
+                xa = torch.from_numpy(a).to(self.device)  # (n_a, d)
+                xb = torch.from_numpy(b).to(self.device)  # (n_b, d)
+                for label, rows in ((la, xa), (lb, xb)):
+                    if label not in blocks:
+                        blocks[label] = rows @ rows.T
+                na, nb = a.shape[0], b.shape[0]
+                cross = xa @ xb.T  # (n_a, n_b)
+                gram[p, :na, :na] = blocks[la]
+                gram[p, na : na + nb, na : na + nb] = blocks[lb]
+                gram[p, :na, na : na + nb] = cross
+                gram[p, na : na + nb, :na] = cross.T
+        self.cache["gram"] = gram
+        return gram
+
+    def masks(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Membership masks of A and B rows, each (pairs, n_max) (cached)."""
+        if "masks" not in self.cache:
+            self.cache["masks"] = self.packed.masks()
+        masks: tuple[torch.Tensor, torch.Tensor] = self.cache["masks"]
+        return masks
+
+
+class BaseAuditor(BaseEstimator):  # type: ignore[misc]
+    """Base class of the identity-level DP auditors (seed 000, Section 3).
+
+    An auditor turns the embeddings of two identities into an ε with a declared formal
+    status. ``__init__`` only stores parameters; :meth:`fit` validates the data, computes and
+    returns ``self``; results end in ``_``. Subclasses implement one *batched* method,
+    ``_run``, over many pairs; ``fit`` is the one-pair case of the same method, and
+    :func:`idaudit.audit_pairs` calls it on many pairs at once, so both give the same numbers.
+
+    Attributes
+    ----------
+    status : str
+        Class attribute: formal status of ``epsilon_``, ``"diagnostic"`` or
+        ``"sample_estimate"`` (see docs/status.md).
+    symmetric : bool
+        Class attribute: whether swapping the two identities leaves ``epsilon_`` unchanged
+        exactly (checked by :func:`check_auditor`).
+    row_order_invariant : bool
+        Class attribute: whether shuffling the rows of either identity leaves ``epsilon_``
+        unchanged exactly.
+    label : str
+        Prefix of this auditor's variables in :func:`idaudit.audit_pairs` results.
+
+    Notes
+    -----
+    A new auditor subclasses this, stores its parameters in ``__init__``, declares its
+    outputs in :meth:`outputs`, validates parameters in ``_check_params`` and implements
+    ``_run(batch, seed)`` returning one array (or list) per output over the batch's pairs;
+    then :func:`check_auditor` should pass.
+    """
+
+    status: ClassVar[str] = "diagnostic"
+    symmetric: ClassVar[bool] = True
+    row_order_invariant: ClassVar[bool] = True
+    _prefix: ClassVar[str] = ""
+    _random: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def label(self) -> str:
+        """Prefix of this auditor's variables in :func:`idaudit.audit_pairs` results."""
+        name = getattr(self, "name", None)
+        return str(name) if name is not None else self._default_label()
+
+    def outputs(self) -> tuple[Output, ...]:
+        """Return the per-pair outputs this auditor reports with its current parameters."""
+        raise NotImplementedError
+
+    def fit(self, emb_a: npt.ArrayLike, emb_b: npt.ArrayLike) -> BaseAuditor:
+        """Audit one identity pair.
+
+        Parameters
+        ----------
+        emb_a : array_like, shape (n_a, d)
+            Embeddings of identity A (finite; at least :meth:`min_rows` rows).
+        emb_b : array_like, shape (n_b, d)
+            Embeddings of identity B, same ``d``.
+
+        Returns
+        -------
+        self
+            With ``epsilon_`` and the other fitted attributes set.
+
+        Raises
+        ------
+        InvalidInputError
+            If an input is not 2-D, is empty or too short, holds NaN/inf, the dimensions
+            differ, or a parameter is invalid.
+        """
+        self._check_params()
+        a, b = check_pair(emb_a, emb_b, min_rows=self.min_rows())
+        device = resolve_device(getattr(self, "device", "cpu"))
+        seed = self._draw_seed()
+        try:
+            result = self._run(Batch([(a, b)], device), seed)
+        except PairError as exc:
+            raise InvalidInputError(str(exc)) from None
+        for key, values in result.items():
+            value = values[0]
+            if isinstance(value, np.bool_):
+                value = bool(value)
+            elif isinstance(value, np.floating):
+                value = float(value)
+            setattr(self, key + "_", value)
+        self.n_a_ = int(a.shape[0])
+        self.n_b_ = int(b.shape[0])
+        self.seed_ = seed
+        return self
+
+    def min_rows(self) -> int:
+        """Fewest rows each identity must have for this auditor."""
+        return 2
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        """Parameters as scikit-learn prints them, then the formal status of ``epsilon_``."""
+        return f"{super().__repr__(N_CHAR_MAX)}  # status: {self.status}"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.endswith("_") and not name.startswith("_") and "epsilon_" not in self.__dict__:
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet; call `fit(emb_a, emb_b)` "
+                f"before reading `{name}`."
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # ------------------------------------------------------------------ for subclasses
+    def _default_label(self) -> str:
+        return self._prefix
+
+    def _check_params(self) -> None:
+        """Validate the parameters (raise naming the parameter, the rule and the value)."""
+        name = getattr(self, "name", None)
+        if name is not None and (
+            not isinstance(name, str) or LABEL_PATTERN.fullmatch(name) is None
+        ):
+            raise InvalidInputError(
+                "`name` must be None or a label of letters, digits, '_', '.' or '-' starting "
+                f"with a letter or '_', such as 'mmdtv_wide'; got {name!r}."
+            )
+        if hasattr(self, "device"):
+            resolve_device(self.device)
+
+    def _draw_seed(self) -> int | None:
+        """One 63-bit seed from ``rng`` for this fit (None for deterministic auditors).
+
+        Every pair of one call uses this same seed, so a pair's numbers do not depend on
+        where it sits in the pair list, on the batch size or on the backend.
+        """
+        if not self._random:
+            return None
+        return spawn_seeds(check_random_state(self.rng), 1)[0]
+
+    def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
+        """Audit every pair of ``batch``: output name -> array (pairs,) or list of length pairs."""
+        raise NotImplementedError
+
+
+def check_positive_number(value: Any, name: str) -> float:
+    """``value`` as a finite positive float, or a TypeError/InvalidInputError naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
+    v = float(value)
+    if not np.isfinite(v) or v <= 0:
+        raise InvalidInputError(f"`{name}` must be a finite number > 0; got {value!r}.")
+    return v

@@ -1,0 +1,296 @@
+"""ROC-HT: ε from a cross-validated classifier's ROC (seed 000, Section 3.4, Eq. 15)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from scipy.special import expit
+from sklearn.model_selection import StratifiedKFold
+
+from idaudit import dp
+from idaudit._validation import RngLike, check_integer, check_option, check_random_state
+from idaudit.audits._base import BaseAuditor, Batch, Output, check_positive_number
+from idaudit.exceptions import IdauditWarning
+from idaudit.ops import fit_kernel_logistic
+
+__all__ = ["CLASSIFIERS", "ROCHTAuditor", "roc_curve"]
+
+CLASSIFIERS = ("logistic", "random_forest")
+
+# Problems (pair x fold) per Newton batch: bounds memory (~1 MB per problem at 160 rows).
+_PROBLEMS_PER_SOLVE = 256
+
+IntArray = npt.NDArray[np.intp]
+FloatArray = npt.NDArray[np.float64]
+
+
+class ROCHTAuditor(BaseAuditor):
+    r"""Kairouz–Oh–Viswanath ε maximised over a cross-validated classifier's pooled OOF ROC.
+
+    **Status: diagnostic.** The out-of-fold ROC comes from five fold-specific classifiers and
+    its maximising threshold is chosen on the same predictions, so the value is an empirical,
+    uncertified number (seed 000 keeps it as a "broad OOF diagnostic", Section 3.4, 4.3 and
+    Figure 2). It is ``inf`` whenever the empirical ROC has a point with FPR = 0 < TPR or
+    TPR = 1 > FPR — algebraically right for Eq. 15, not proof of perfect separation. For
+    certificates use :class:`idaudit.ReservedTestCertifier`.
+
+    Parameters
+    ----------
+    n_folds : int, default 5
+        Folds of ``StratifiedKFold(n_folds, shuffle=True)`` (at least 2; each identity needs
+        at least ``n_folds`` rows).
+    classifier : {"logistic", "random_forest"}, default "logistic"
+        ``"logistic"``: L2 logistic regression with ``C``, solved to the exact optimum of
+        scikit-learn's ``LogisticRegression(C=C)`` (lbfgs, max_iter 1000) by a batched Newton
+        method. ``"random_forest"``: ``RandomForestClassifier(n_estimators)`` with otherwise
+        default settings, on the same folds (the sensitivity check of Section 4.4).
+    C : float, default 1.0
+        Inverse L2 penalty of the logistic regression (> 0).
+    n_estimators : int, default 100
+        Trees of the random forest.
+    rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
+        Seed of the fold assignment (and of the forest). One seed serves every pair, like the
+        paper's fixed ``random_state``.
+    device : {"cpu", "cuda"}, default "cpu"
+        Where :meth:`fit` runs the logistic-regression kernels.
+    name : str, optional
+        Variable prefix in :func:`idaudit.audit_pairs` results (default ``"rocht"``, or
+        ``"rocht_rf"`` for the random forest).
+
+    Attributes
+    ----------
+    epsilon\_ : float
+        Eq. 15 over the ROC points; may be ``inf`` (never clipped).
+    auc\_ : float
+        Area under the pooled OOF ROC (equal to ``sklearn.metrics.roc_auc_score``).
+    fpr\_, tpr\_ : numpy.ndarray of float64, shape (n_points,)
+        The ROC, exactly as ``sklearn.metrics.roc_curve`` returns it (``drop_intermediate``
+        on; dropping collinear points changes none of ε, AUC, TV or the corner).
+    tv\_ : float
+        :math:`\max_t [\mathrm{TPR}(t) - \mathrm{FPR}(t)]`, the classifier-restricted TV
+        witness of Section 4.4.
+    corner\_ : bool
+        Whether the ROC passes through the exact corner (FPR, TPR) = (0, 1).
+    oof_scores\_ : numpy.ndarray of float64, shape (n_a + n_b,)
+        Out-of-fold probability of identity B for every row (A rows first).
+    n_a\_, n_b\_ : int
+        Rows of each identity.
+    seed\_ : int
+        The 63-bit seed drawn from ``rng``; the folds use ``seed_ % 2**32``.
+
+    Notes
+    -----
+    Rows of A are labelled 0 and rows of B 1. Concatenating the out-of-fold probabilities
+    gives operating points :math:`(\widehat{\mathrm{FPR}}_i, \widehat{\mathrm{TPR}}_i)` and
+
+    .. math:: \hat\varepsilon_{\mathrm{ROC\text{-}HT}}(A, B) = \max_i \max\Big\{
+              \ln\max\Big(1, \frac{\widehat{\mathrm{TPR}}_i}{\widehat{\mathrm{FPR}}_i}\Big),
+              \ln\max\Big(1, \frac{1 - \widehat{\mathrm{FPR}}_i}{1 - \widehat{\mathrm{TPR}}_i}
+              \Big)\Big\} \qquad \text{(Eq. 15, via idaudit.dp.epsilon_from_roc)}.
+
+    Folds are drawn by position, so the value is not exactly invariant to row order or to
+    swapping the identities (it is in distribution).
+
+    References
+    ----------
+    .. [1] P. Kairouz, S. Oh and P. Viswanath, "The composition theorem for differential
+       privacy", ICML 2015.
+    .. [2] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", JRSS-B 84(1), 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit import ROCHTAuditor
+    >>> gen = np.random.default_rng(0)
+    >>> a, b = gen.normal(0, 1, (40, 8)), gen.normal(1.0, 1, (40, 8))
+    >>> aud = ROCHTAuditor(rng=0).fit(a, b)
+    >>> round(aud.auc_, 4), aud.epsilon_, aud.corner_, aud.status
+    (0.9719, inf, False, 'diagnostic')
+    """
+
+    status = "diagnostic"
+    symmetric = False
+    row_order_invariant = False
+    _prefix = "rocht"
+    _random = True
+
+    def __init__(
+        self,
+        n_folds: int = 5,
+        classifier: str = "logistic",
+        *,
+        C: float = 1.0,
+        n_estimators: int = 100,
+        rng: RngLike = 0,
+        device: str = "cpu",
+        name: str | None = None,
+    ) -> None:
+        self.n_folds = n_folds
+        self.classifier = classifier
+        self.C = C
+        self.n_estimators = n_estimators
+        self.rng = rng
+        self.device = device
+        self.name = name
+
+    def _default_label(self) -> str:
+        return "rocht" if self.classifier == "logistic" else "rocht_rf"
+
+    def min_rows(self) -> int:
+        """Each identity needs at least ``n_folds`` rows (one per fold)."""
+        return max(2, int(self.n_folds))
+
+    def outputs(self) -> tuple[Output, ...]:
+        """Per-pair outputs: ``epsilon``, ``auc``, ``tv``, ``corner``."""
+        kind = "logistic regression" if self.classifier == "logistic" else "random forest"
+        return (
+            Output("epsilon", f"ROC-HT OOF epsilon (Eq. 15), {kind}; may be inf", self.status),
+            Output("auc", f"out-of-fold ROC AUC, {kind}", "sample_estimate"),
+            Output(
+                "tv", "max(TPR - FPR) over the OOF ROC (classifier TV witness)", "sample_estimate"
+            ),
+            Output(
+                "corner", "OOF ROC reaches the exact (FPR, TPR) = (0, 1) corner", "diagnostic", bool
+            ),
+        )
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_integer(self.n_folds, "n_folds", minimum=2)
+        check_option(self.classifier, "classifier", CLASSIFIERS)
+        check_positive_number(self.C, "C")
+        check_integer(self.n_estimators, "n_estimators", minimum=1)
+        if not isinstance(self.rng, np.random.Generator):
+            check_random_state(self.rng)  # type check only; a Generator must not be advanced
+
+    def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
+        assert seed is not None
+        fold_seed = seed % 2**32
+        folds = [
+            _folds(a.shape[0], b.shape[0], int(self.n_folds), fold_seed) for a, b in batch.samples
+        ]
+        if self.classifier == "logistic":
+            scores = self._logistic_scores(batch, folds)
+        else:
+            scores = self._forest_scores(batch, folds, fold_seed)
+        out: dict[str, Any] = {k: [] for k in ("epsilon", "auc", "tv", "corner", "fpr", "tpr")}
+        for (a, b), score in zip(batch.samples, scores, strict=True):
+            y = np.r_[np.zeros(a.shape[0]), np.ones(b.shape[0])]
+            fpr, tpr = roc_curve(y, score)
+            out["fpr"].append(fpr)
+            out["tpr"].append(tpr)
+            out["epsilon"].append(dp.epsilon_from_roc(fpr, tpr))
+            out["auc"].append(float(np.trapezoid(tpr, fpr)))
+            out["tv"].append(float(np.max(tpr - fpr)))
+            out["corner"].append(dp.exact_corner(fpr, tpr))
+        result: dict[str, Any] = {
+            "epsilon": np.asarray(out["epsilon"], dtype=np.float64),
+            "auc": np.asarray(out["auc"], dtype=np.float64),
+            "tv": np.asarray(out["tv"], dtype=np.float64),
+            "corner": np.asarray(out["corner"], dtype=bool),
+            "fpr": out["fpr"],
+            "tpr": out["tpr"],
+            "oof_scores": scores,
+        }
+        return result
+
+    def _logistic_scores(
+        self, batch: Batch, folds: list[list[tuple[IntArray, IntArray]]]
+    ) -> list[FloatArray]:
+        """Out-of-fold probabilities of every pair, all folds of all pairs in one solve."""
+        pb = batch.packed
+        dev = pb.device
+        gram = batch.gram()  # (pairs, n_max, n_max)
+        n_fold = int(self.n_folds)
+        train = np.zeros((pb.n_pairs, n_fold, pb.n_max))  # (pairs, folds, n_max)
+        y = np.zeros((pb.n_pairs, pb.n_max))
+        for p, fs in enumerate(folds):
+            y[p, pb.n_a[p] : pb.n_a[p] + pb.n_b[p]] = 1.0  # B rows follow the A rows
+            for k, (tr, _) in enumerate(fs):
+                train[p, k, tr] = 1.0
+        train_t = torch.from_numpy(train).to(dev)
+        y_t = torch.from_numpy(y).to(dev)
+        logits = np.empty((pb.n_pairs, n_fold, pb.n_max))
+        per = max(1, _PROBLEMS_PER_SOLVE // n_fold)
+        for lo in range(0, pb.n_pairs, per):
+            sl = slice(lo, lo + per)
+            fit = fit_kernel_logistic(gram[sl], y_t[sl], train_t[sl], float(self.C))
+            if not bool(fit.converged.all()):
+                warnings.warn(
+                    "ROC-HT logistic regression did not reach a gradient norm of 1e-10 in "
+                    f"{fit.n_iter} Newton iterations (largest "
+                    f"{float(fit.grad_norm.max()):.2e}); the out-of-fold scores may differ "
+                    "slightly from scikit-learn's.",
+                    IdauditWarning,
+                    stacklevel=4,
+                )
+            logits[sl] = fit.logits.cpu().numpy()  # (pairs, folds, n_max)
+        scores = []
+        for p, fs in enumerate(folds):
+            score = np.empty(pb.n_a[p] + pb.n_b[p])
+            for k, (_, te) in enumerate(fs):
+                # the same map scikit-learn's predict_proba applies to the decision function
+                score[te] = expit(logits[p, k, te])
+            scores.append(score)
+        return scores
+
+    def _forest_scores(
+        self, batch: Batch, folds: list[list[tuple[IntArray, IntArray]]], fold_seed: int
+    ) -> list[FloatArray]:
+        """Out-of-fold probabilities from scikit-learn random forests (a plain loop)."""
+        from sklearn.ensemble import RandomForestClassifier
+
+        scores = []
+        for (a, b), fs in zip(batch.samples, folds, strict=True):
+            x = np.vstack([a, b])
+            y = np.r_[np.zeros(a.shape[0]), np.ones(b.shape[0])]
+            score = np.empty(x.shape[0])
+            for tr, te in fs:
+                forest = RandomForestClassifier(
+                    n_estimators=int(self.n_estimators), random_state=fold_seed
+                ).fit(x[tr], y[tr])
+                score[te] = forest.predict_proba(x[te])[:, 1]
+            scores.append(score)
+        return scores
+
+
+def _folds(n_a: int, n_b: int, n_folds: int, seed: int) -> list[tuple[IntArray, IntArray]]:
+    """``StratifiedKFold(n_folds, shuffle=True, random_state=seed)`` splits of A-then-B rows."""
+    y = np.r_[np.zeros(n_a, dtype=np.int64), np.ones(n_b, dtype=np.int64)]
+    skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    return [(tr, te) for tr, te in skf.split(np.zeros((y.size, 1)), y)]
+
+
+def roc_curve(y_true: npt.ArrayLike, score: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """ROC operating points, identical to ``sklearn.metrics.roc_curve`` (drop_intermediate).
+
+    Parameters
+    ----------
+    y_true : array_like of {0, 1}, shape (n,)
+        Labels (1 = positive); both classes present.
+    score : array_like of float, shape (n,)
+        Scores, larger meaning more positive.
+
+    Returns
+    -------
+    fpr, tpr : numpy.ndarray of float64, shape (n_points,)
+        Starting at (0, 0) and ending at (1, 1); thresholds at each distinct score, with
+        points on straight segments dropped as scikit-learn does.
+    """
+    y = np.asarray(y_true, dtype=np.float64)
+    s = np.asarray(score, dtype=np.float64)
+    desc = np.argsort(s, kind="mergesort")[::-1]
+    s, y = s[desc], y[desc]
+    last = np.r_[np.where(np.diff(s))[0], y.size - 1]  # last index of each distinct score
+    tps = np.cumsum(y)[last]
+    fps = 1 + last - tps
+    if len(fps) > 2:
+        keep = np.where(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True])[0]
+        fps, tps = fps[keep], tps[keep]
+    tps = np.r_[0.0, tps]
+    fps = np.r_[0.0, fps]
+    return fps / fps[-1], tps / tps[-1]

@@ -1,0 +1,197 @@
+"""Tests of idaudit.audit_pairs: schema, batching, attributes, errors and the dask backend."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from idaudit import (
+    EmbeddingSet,
+    GaussMechAuditor,
+    InvalidInputError,
+    KDELRAuditor,
+    MMDTVAuditor,
+    ROCHTAuditor,
+    __version__,
+    audit_pairs,
+)
+
+
+@pytest.fixture(scope="module")
+def es() -> EmbeddingSet:
+    gen = np.random.default_rng(0)
+    sizes = [12, 15, 10, 14, 11]  # unequal identities: batches need padding
+    rows = [gen.normal(size=(n, 6)) + 1.5 * np.eye(6)[k] for k, n in enumerate(sizes)]
+    labels = [f"id{k}" for k, n in enumerate(sizes) for _ in range(n)]
+    return EmbeddingSet(np.vstack(rows), labels)
+
+
+PAIRS = [("id0", "id1"), ("id2", "id4"), ("id1", "id3"), ("id0", "id4"), ("id3", "id4")]
+
+
+def auditors() -> list:
+    return [
+        GaussMechAuditor(),
+        KDELRAuditor(),
+        KDELRAuditor(alpha=0.01),
+        MMDTVAuditor(n_permutations=60, rng=1),
+        ROCHTAuditor(n_folds=3, rng=2),
+    ]
+
+
+@pytest.fixture(scope="module")
+def ds(es: EmbeddingSet) -> xr.Dataset:
+    return audit_pairs(es, PAIRS, auditors(), progress=False)
+
+
+def test_schema(ds: xr.Dataset, es: EmbeddingSet) -> None:
+    assert dict(ds.sizes) == {"pair": 5}
+    assert set(ds.coords) == {"identity_a", "identity_b", "n_a", "n_b"}
+    assert ds["identity_a"].values.tolist() == [a for a, _ in PAIRS]
+    assert ds["n_b"].values.tolist() == [es.counts[b] for _, b in PAIRS]
+    expected = {
+        "gaussmech_epsilon": "diagnostic",
+        "gaussmech_mean_distance": "sample_estimate",
+        "gaussmech_sigma": "sample_estimate",
+        "kdelr_epsilon": "diagnostic",
+        "kdelr_alpha0.01_epsilon": "diagnostic",
+        "mmdtv_epsilon": "sample_estimate",
+        "mmdtv_epsilon_hs": "sample_estimate",
+        "mmdtv_mmd2": "sample_estimate",
+        "mmdtv_mmd": "sample_estimate",
+        "mmdtv_bandwidth": "sample_estimate",
+        "mmdtv_pvalue": "sample_estimate",
+        "rocht_epsilon": "diagnostic",
+        "rocht_auc": "sample_estimate",
+        "rocht_tv": "sample_estimate",
+        "rocht_corner": "diagnostic",
+    }
+    assert {v: ds[v].attrs["status"] for v in ds.data_vars} == expected
+    assert all(ds[v].attrs["long_name"] for v in ds.data_vars)
+    assert ds["rocht_corner"].dtype == bool
+
+
+def test_attributes(ds: xr.Dataset, es: EmbeddingSet) -> None:
+    assert ds.attrs["idaudit_version"] == __version__
+    assert ds.attrs["input_sha256"] == es.sha256
+    text = "\n".join(f"{a!r}\t{b!r}" for a, b in PAIRS)
+    assert ds.attrs["pairs_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert ds.attrs["auditors"] == "gaussmech,kdelr,kdelr_alpha0.01,mmdtv,rocht"
+    assert ds.attrs["mmdtv.class"] == "MMDTVAuditor"
+    assert ds.attrs["mmdtv.n_permutations"] == 60
+    assert ds.attrs["mmdtv.seed"] == MMDTVAuditor(rng=1).fit(*[es.get("id0"), es.get("id1")]).seed_
+    assert ds.attrs["kdelr_alpha0.01.alpha"] == 0.01
+    assert ds.attrs["rocht.name"] == "None"
+    assert all(isinstance(v, (str, int, float)) for v in ds.attrs.values())
+
+
+def test_netcdf_round_trip(ds: xr.Dataset, tmp_path: object) -> None:
+    engine = next(
+        (
+            e
+            for e, m in (("netcdf4", "netCDF4"), ("h5netcdf", "h5py"))
+            if importlib.util.find_spec(m)
+        ),
+        None,
+    )
+    if engine is None:
+        pytest.skip("no netCDF4 engine (pip install netCDF4)")
+    path = f"{tmp_path}/audit.nc"
+    ds.to_netcdf(path, engine=engine)
+    assert xr.load_dataset(path, engine=engine).identical(ds)
+
+
+def test_each_pair_equals_fit(ds: xr.Dataset, es: EmbeddingSet) -> None:
+    for k, (a, b) in enumerate(PAIRS):
+        for aud in auditors():
+            aud.fit(es.get(a), es.get(b))
+            for out in aud.outputs():
+                got = ds[f"{aud.label}_{out.name}"].values[k]
+                want = getattr(aud, out.name + "_")
+                if out.dtype is bool:
+                    assert bool(got) == want
+                else:
+                    assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 5])
+def test_batch_size_does_not_change_numbers(
+    ds: xr.Dataset, es: EmbeddingSet, batch_size: int
+) -> None:
+    other = audit_pairs(es, PAIRS, auditors(), batch_size=batch_size, progress=False)
+    xr.testing.assert_allclose(other, ds, rtol=1e-9)
+    np.testing.assert_array_equal(other["mmdtv_pvalue"], ds["mmdtv_pvalue"])
+    np.testing.assert_array_equal(other["rocht_corner"], ds["rocht_corner"])
+
+
+def test_pair_order_does_not_change_a_pairs_numbers(ds: xr.Dataset, es: EmbeddingSet) -> None:
+    other = audit_pairs(es, PAIRS[::-1], auditors(), progress=False)
+    xr.testing.assert_allclose(other.isel(pair=slice(None, None, -1)), ds, rtol=1e-9)
+
+
+def test_pairs_as_array(ds: xr.Dataset, es: EmbeddingSet) -> None:
+    other = audit_pairs(es, np.array(PAIRS), [GaussMechAuditor()], progress=False)
+    np.testing.assert_array_equal(other["gaussmech_epsilon"], ds["gaussmech_epsilon"])
+    assert other["identity_a"].values.tolist() == [a for a, _ in PAIRS]
+
+
+def test_dask_backend_gives_the_identical_dataset(ds: xr.Dataset, es: EmbeddingSet) -> None:
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1) as client:
+        other = audit_pairs(es, PAIRS, auditors(), backend="dask", client=client, progress=False)
+        again = audit_pairs(es, PAIRS, auditors(), backend="dask", progress=False)
+    with_local_chunks = audit_pairs(es, PAIRS, auditors(), progress=False)
+    xr.testing.assert_identical(other, with_local_chunks)
+    xr.testing.assert_identical(again, ds)
+
+
+def test_dask_backend_needs_a_client(es: EmbeddingSet) -> None:
+    pytest.importorskip("distributed")
+    with pytest.raises(InvalidInputError, match=r"needs a running dask\.distributed Client"):
+        audit_pairs(es, PAIRS, [GaussMechAuditor()], backend="dask", progress=False)
+
+
+@pytest.mark.parametrize(
+    ("pairs", "match"),
+    [
+        ([("id0", "nobody")], r"`pairs\[0\]` names identity 'nobody', which `es` does not contain"),
+        ([("id0", "id1"), ("id2", "id2")], r"`pairs\[1\]` pairs identity 'id2' with itself"),
+        ([("id0",)], r"`pairs\[0\]` must be a pair"),
+        ([], "`pairs` must hold at least one pair"),
+        (np.array(["id0", "id1"]), r"array of shape \(n_pairs, 2\); got an array of shape \(2,\)"),
+    ],
+)
+def test_bad_pairs(es: EmbeddingSet, pairs: object, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        audit_pairs(es, pairs, [GaussMechAuditor()], progress=False)
+
+
+def test_bad_arguments(es: EmbeddingSet) -> None:
+    with pytest.raises(TypeError, match=r"`es` must be an idaudit\.EmbeddingSet"):
+        audit_pairs(np.zeros((3, 2)), PAIRS, [GaussMechAuditor()])  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="two auditors share the label 'mmdtv'"):
+        audit_pairs(es, PAIRS, [MMDTVAuditor(), MMDTVAuditor(bandwidth_scale=2.0)])
+    with pytest.raises(InvalidInputError, match="`auditors` must hold at least one auditor"):
+        audit_pairs(es, PAIRS, [])
+    with pytest.raises(TypeError, match=r"`auditors\[0\]` must be an idaudit auditor"):
+        audit_pairs(es, PAIRS, ["mmdtv"])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="`batch_size` must be >= 1; got 0"):
+        audit_pairs(es, PAIRS, [GaussMechAuditor()], batch_size=0)
+    with pytest.raises(InvalidInputError, match="`backend` must be one of 'local', 'dask'"):
+        audit_pairs(es, PAIRS, [GaussMechAuditor()], backend="ray")
+    with pytest.raises(
+        InvalidInputError,
+        match="identity 'id2' has 10 row\\(s\\); auditor 'rocht' needs at least 11",
+    ):
+        audit_pairs(es, PAIRS, [ROCHTAuditor(n_folds=11)], progress=False)
+
+
+def test_progress_bar_is_optional(es: EmbeddingSet, capsys: pytest.CaptureFixture[str]) -> None:
+    audit_pairs(es, PAIRS[:1], [GaussMechAuditor()], progress=False)
+    assert "audit_pairs" not in capsys.readouterr().err
+    audit_pairs(es, PAIRS[:1], [GaussMechAuditor()], progress=True)
+    assert "audit_pairs" in capsys.readouterr().err

@@ -1,0 +1,115 @@
+"""Tests of KDELRAuditor against a per-dimension scipy.stats.gaussian_kde loop (Eq. 10-11)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import gaussian_kde
+
+import idaudit.audits._kdelr as kdelr_module
+from idaudit import EmbeddingSet, InvalidInputError, KDELRAuditor, audit_pairs
+
+
+def reference(a: np.ndarray, b: np.ndarray, alpha: float, robust: bool = False) -> np.ndarray:
+    """Seed 000, Section 3.2 and 4.1, one coordinate at a time with scipy's gaussian_kde."""
+    out = []
+    for j in range(a.shape[1]):
+        kdes, hs = [], []
+        for x in (a[:, j], b[:, j]):
+            if robust:
+                iqr = np.subtract(*np.percentile(x, [75, 25]))
+                h = 0.9 * min(np.std(x, ddof=1), iqr / 1.34) * len(x) ** -0.2
+                kdes.append(gaussian_kde(x, bw_method=h / np.std(x, ddof=1)))
+            else:
+                kdes.append(gaussian_kde(x, bw_method="silverman"))
+            hs.append(np.sqrt(kdes[-1].covariance[0, 0]))
+        both = np.r_[a[:, j], b[:, j]]
+        lo, hi = both.min() - 3 * max(hs), both.max() + 3 * max(hs)
+        grid = np.linspace(lo, hi, 201)
+        u = 1.0 / (hi - lo)
+        la = np.log(np.maximum((1 - alpha) * kdes[0](grid) + alpha * u, 1e-12))
+        lb = np.log(np.maximum((1 - alpha) * kdes[1](grid) + alpha * u, 1e-12))
+        out.append(np.max(np.abs(la - lb)))
+    return np.array(out)
+
+
+@pytest.fixture
+def pair() -> tuple[np.ndarray, np.ndarray]:
+    gen = np.random.default_rng(2)
+    a = gen.normal(size=(30, 6))
+    b = np.c_[gen.normal(0.4, 1.5, size=(25, 5)), gen.standard_t(2, size=(25, 1))]
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    return a, b
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.01, 1.0])
+def test_matches_gaussian_kde_loop(pair: tuple[np.ndarray, np.ndarray], alpha: float) -> None:
+    a, b = pair
+    aud = KDELRAuditor(alpha=alpha).fit(a, b)
+    want = reference(a, b, alpha)
+    # float64 rounding of two routes to the same densities (~1e-13 relative)
+    np.testing.assert_allclose(aud.epsilon_per_dim_, want, rtol=1e-9, atol=1e-9)
+    assert aud.epsilon_ == pytest.approx(want.sum(), rel=1e-9)
+    if alpha == 1.0:
+        assert aud.epsilon_ == 0.0  # both densities are the same uniform
+
+
+def test_robust_bandwidth_matches(pair: tuple[np.ndarray, np.ndarray]) -> None:
+    a, b = pair
+    aud = KDELRAuditor(alpha=0.01, bandwidth="silverman-robust").fit(a, b)
+    np.testing.assert_allclose(aud.epsilon_per_dim_, reference(a, b, 0.01, robust=True), rtol=1e-9)
+
+
+def test_smoothing_lowers_the_score(pair: tuple[np.ndarray, np.ndarray]) -> None:
+    a, b = pair
+    raw = KDELRAuditor(alpha=0.0).fit(a, b).epsilon_
+    smooth = KDELRAuditor(alpha=0.01).fit(a, b).epsilon_
+    assert smooth < raw  # seed 000, Section 4.4: alpha = 0.01 gives the smaller value
+
+
+def test_alphas_share_one_density_evaluation(
+    pair: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+    original = kdelr_module.kde_on_grid
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kdelr_module, "kde_on_grid", counting)
+    a, b = pair
+    es = EmbeddingSet(np.r_[a, b], ["a"] * len(a) + ["b"] * len(b), normalize=False)
+    auditors = [KDELRAuditor(0.0), KDELRAuditor(0.01), KDELRAuditor(0.1)]
+    ds = audit_pairs(es, [("a", "b")], auditors, progress=False)
+    assert len(calls) == 2  # one KDE per identity, shared by the three alphas
+    want = KDELRAuditor(0.1).fit(a, b).epsilon_
+    assert float(ds["kdelr_alpha0.1_epsilon"][0]) == pytest.approx(want, rel=1e-12)
+
+
+def test_constant_coordinate_is_refused() -> None:
+    gen = np.random.default_rng(0)
+    a, b = gen.normal(size=(10, 3)), gen.normal(size=(10, 3))
+    b[:, 2] = 0.5
+    with pytest.raises(InvalidInputError, match="coordinate 2 of identity B is constant"):
+        KDELRAuditor().fit(a, b)
+    es = EmbeddingSet(np.r_[a, b], ["x"] * 10 + ["y"] * 10, normalize=False)
+    with pytest.raises(InvalidInputError, match=r"pair \('x', 'y'\), auditor 'kdelr'"):
+        audit_pairs(es, [("x", "y")], [KDELRAuditor()], progress=False)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"alpha": 1.5}, r"`alpha` must be in \[0, 1\]; got 1.5"),
+        ({"bandwidth": "scott"}, "`bandwidth` must be one of 'silverman', 'silverman-robust'"),
+        ({"n_grid": 1}, "`n_grid` must be >= 2; got 1"),
+        ({"margin": 0.0}, r"`margin` must be in \(0, inf\)"),
+        ({"floor": -1.0}, r"`floor` must be in \(0, inf\)"),
+    ],
+)
+def test_bad_parameters(params: dict, match: str) -> None:
+    gen = np.random.default_rng(0)
+    with pytest.raises(InvalidInputError, match=match):
+        KDELRAuditor(**params).fit(gen.normal(size=(5, 2)), gen.normal(size=(5, 2)))

@@ -1,0 +1,120 @@
+"""Tests of ROCHTAuditor against scikit-learn (folds, logistic regression, ROC, AUC)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.metrics import roc_curve as sk_roc_curve
+from sklearn.model_selection import StratifiedKFold
+
+from idaudit import InvalidInputError, ROCHTAuditor
+from idaudit.audits._rocht import roc_curve
+
+
+def sklearn_oof(
+    a: np.ndarray, b: np.ndarray, seed: int, classifier: str = "logistic"
+) -> tuple[np.ndarray, np.ndarray]:
+    x = np.r_[a, b]
+    y = np.r_[np.zeros(len(a)), np.ones(len(b))]
+    oof = np.empty(len(y))
+    for tr, te in StratifiedKFold(5, shuffle=True, random_state=seed).split(x, y):
+        if classifier == "logistic":
+            # tol tiny: the exact optimum the batched Newton solver reaches
+            clf = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000)
+        else:
+            clf = RandomForestClassifier(n_estimators=10, random_state=seed)
+        oof[te] = clf.fit(x[tr], y[tr]).predict_proba(x[te])[:, 1]
+    return y, oof
+
+
+def eq15(fpr: np.ndarray, tpr: np.ndarray) -> float:
+    """Eq. 15 written out, inf at the zero-denominator endpoints."""
+    best = 0.0
+    for f, t in zip(fpr, tpr, strict=True):
+        if t > 0:
+            best = max(best, np.inf if f == 0 else np.log(t / f))
+        if f < 1:
+            best = max(best, np.inf if t == 1 else np.log((1 - f) / (1 - t)))
+    return best
+
+
+@pytest.fixture
+def overlap() -> tuple[np.ndarray, np.ndarray]:
+    gen = np.random.default_rng(3)
+    a, b = gen.normal(size=(30, 10)), gen.normal(0.25, 1.0, size=(26, 10))
+    return a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(
+        b, axis=1, keepdims=True
+    )
+
+
+def test_matches_sklearn_pipeline(overlap: tuple) -> None:
+    a, b = overlap
+    aud = ROCHTAuditor(rng=0).fit(a, b)
+    y, oof = sklearn_oof(a, b, aud.seed_ % 2**32)
+    # probabilities agree to ~1e-7 (sklearn's stopping rule), far below the score gaps here
+    np.testing.assert_allclose(aud.oof_scores_, oof, atol=1e-6)
+    fpr, tpr, _ = sk_roc_curve(y, oof)
+    np.testing.assert_array_equal(aud.fpr_, fpr)
+    np.testing.assert_array_equal(aud.tpr_, tpr)
+    assert aud.auc_ == pytest.approx(roc_auc_score(y, oof), abs=1e-12)
+    assert aud.epsilon_ == eq15(fpr, tpr)
+    # like almost every empirical ROC, this one has an endpoint with a zero denominator
+    assert aud.tv_ == pytest.approx(np.max(tpr - fpr))
+    assert aud.corner_ is False
+    assert aud.status == "diagnostic"
+
+
+def test_separated_identities_give_inf_and_corner() -> None:
+    gen = np.random.default_rng(0)
+    a, b = gen.normal(size=(20, 5)) + 5.0, gen.normal(size=(20, 5)) - 5.0
+    aud = ROCHTAuditor(rng=1).fit(a, b)
+    assert aud.epsilon_ == np.inf  # never clipped
+    assert aud.corner_ is True
+    assert aud.auc_ == 1.0
+    assert aud.tv_ == 1.0
+
+
+def test_random_forest_matches_sklearn(overlap: tuple) -> None:
+    a, b = overlap
+    aud = ROCHTAuditor(classifier="random_forest", n_estimators=10, rng=2).fit(a, b)
+    y, oof = sklearn_oof(a, b, aud.seed_ % 2**32, classifier="random_forest")
+    np.testing.assert_array_equal(aud.oof_scores_, oof)
+    assert aud.auc_ == pytest.approx(roc_auc_score(y, oof), abs=1e-12)
+    assert aud.label == "rocht_rf"
+
+
+def test_roc_curve_matches_sklearn_with_ties() -> None:
+    gen = np.random.default_rng(5)
+    for _ in range(20):
+        y = gen.integers(0, 2, size=40)
+        y[:2] = [0, 1]
+        score = gen.integers(0, 6, size=40) / 5.0  # many ties
+        fpr, tpr, _ = sk_roc_curve(y, score)
+        got_fpr, got_tpr = roc_curve(y, score)
+        np.testing.assert_array_equal(got_fpr, fpr)
+        np.testing.assert_array_equal(got_tpr, tpr)
+
+
+def test_too_few_rows_for_the_folds() -> None:
+    gen = np.random.default_rng(0)
+    with pytest.raises(InvalidInputError, match="`emb_b` must have at least 5 rows; got 4"):
+        ROCHTAuditor().fit(gen.normal(size=(8, 3)), gen.normal(size=(4, 3)))
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "match"),
+    [
+        ({"n_folds": 1}, InvalidInputError, "`n_folds` must be >= 2; got 1"),
+        ({"classifier": "svm"}, InvalidInputError, "`classifier` must be one of 'logistic'"),
+        ({"C": 0.0}, InvalidInputError, "`C` must be a finite number > 0; got 0.0"),
+        ({"n_estimators": 0}, InvalidInputError, "`n_estimators` must be >= 1; got 0"),
+        ({"rng": -1}, InvalidInputError, "`rng` must be a non-negative integer seed"),
+    ],
+)
+def test_bad_parameters(params: dict, error: type, match: str) -> None:
+    gen = np.random.default_rng(0)
+    with pytest.raises(error, match=match):
+        ROCHTAuditor(**params).fit(gen.normal(size=(10, 2)), gen.normal(size=(10, 2)))

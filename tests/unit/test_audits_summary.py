@@ -1,0 +1,90 @@
+"""Tests of idaudit.summarize: Table 1's row from a per-pair Dataset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from idaudit import (
+    EmbeddingSet,
+    GaussMechAuditor,
+    InvalidInputError,
+    KDELRAuditor,
+    MMDTVAuditor,
+    ROCHTAuditor,
+    audit_pairs,
+    summarize,
+)
+
+
+@pytest.fixture(scope="module")
+def ds() -> xr.Dataset:
+    gen = np.random.default_rng(0)
+    rows = [gen.normal(size=(12, 5)) + 2.0 * np.eye(5)[k] for k in range(4)]
+    es = EmbeddingSet(np.vstack(rows), np.repeat(["a", "b", "c", "d"], 12))
+    pairs = [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("a", "d")]
+    auditors = [
+        GaussMechAuditor(),
+        KDELRAuditor(),
+        KDELRAuditor(0.01),
+        MMDTVAuditor(),
+        ROCHTAuditor(n_folds=3),
+    ]
+    return audit_pairs(es, pairs, auditors, progress=False)
+
+
+def test_table1_row(ds: xr.Dataset) -> None:
+    row = summarize(ds)
+    assert row.n_pairs == 5
+    assert row.columns == (
+        "gaussmech_epsilon (median)",
+        "kdelr_epsilon (median)",
+        "kdelr_alpha0.01_epsilon (median)",
+        "mmdtv_epsilon (median)",
+        "mmdtv_epsilon (max)",
+        "rocht_epsilon (+inf count)",
+        "rocht_auc (median)",
+    )
+    for var in ("gaussmech_epsilon", "kdelr_epsilon", "kdelr_alpha0.01_epsilon", "mmdtv_epsilon"):
+        assert row[f"{var} (median)"] == np.median(ds[var].values)
+    assert row["mmdtv_epsilon (max)"] == np.max(ds["mmdtv_epsilon"].values)
+    assert row["rocht_epsilon (+inf count)"] == f"{int(np.isinf(ds['rocht_epsilon']).sum())}/5"
+    assert row["rocht_auc (median)"] == np.median(ds["rocht_auc"].values)
+    assert row.statuses[0] == "diagnostic"
+    assert row.statuses[3] == "sample_estimate"
+
+
+def test_common_pairs_only(ds: xr.Dataset) -> None:
+    # a shorter audit merged in: medians over the pairs every method covers, max over all
+    cut = ds.copy()
+    cut["gaussmech_epsilon"] = cut["gaussmech_epsilon"].where(np.arange(5) < 3)
+    row = summarize(cut)
+    assert row.n_pairs == 3
+    assert row["mmdtv_epsilon (median)"] == np.median(ds["mmdtv_epsilon"].values[:3])
+    assert row["mmdtv_epsilon (max)"] == np.max(ds["mmdtv_epsilon"].values)
+
+
+def test_exports(ds: xr.Dataset) -> None:
+    row = summarize(ds)
+    frame = row.to_pandas(name="synthetic")
+    assert frame.index.tolist() == ["synthetic"]
+    assert frame.columns.tolist() == list(row.columns)
+    assert row.to_dict()["rocht_auc (median)"] == row["rocht_auc (median)"]
+    as_ds = row.to_xarray()
+    assert as_ds["rocht_epsilon (+inf count)"].item() == row["rocht_epsilon (+inf count)"]
+    assert as_ds["mmdtv_epsilon (median)"].attrs["status"] == "sample_estimate"
+    text = repr(row)
+    assert text.startswith("AuditSummary over 5 common pairs")
+    assert "[sample_estimate]" in text
+    with pytest.raises(KeyError):
+        row["nothing"]
+
+
+def test_refuses_foreign_datasets(ds: xr.Dataset) -> None:
+    with pytest.raises(InvalidInputError, match="no 'auditors' attribute"):
+        summarize(xr.Dataset())
+    with pytest.raises(InvalidInputError, match="lacks the variable"):
+        summarize(ds.drop_vars("mmdtv_epsilon"))
+    with pytest.raises(TypeError, match=r"`ds` must be an xarray\.Dataset"):
+        summarize({})  # type: ignore[arg-type]
