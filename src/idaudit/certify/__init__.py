@@ -1,0 +1,17 @@
+"""Finite-sample certificates and the controls that back them (seed 000, Sections 4.3–4.4).
+
+==================================  ==========================================================
+:class:`ReservedTestCertifier`      development-selected pairs, thresholds and classifiers
+                                    evaluated once on reserved test data; exact one-sided
+                                    bounds → ``certified_lower_bound`` ε (Eq. 16)
+:func:`sanity_controls`             same-identity split-half MMD² tests and ROC AUCs: what
+                                    the audits report when there is no identity difference
+==================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from idaudit.certify._reserved import ReservedTestCertifier
+from idaudit.certify._sanity import sanity_controls
+
+__all__ = ["ReservedTestCertifier", "sanity_controls"]

@@ -1,0 +1,651 @@
+"""Reserved-test ROC certificates (seed 000, Section 4.3)."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import xarray as xr
+from scipy import stats
+from sklearn.base import BaseEstimator, clone
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_random_state,
+    spawn_seeds,
+)
+from idaudit.data import EmbeddingSet, sample_pairs, split_identities
+from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
+from idaudit.exceptions import InvalidInputError, NotFittedError
+
+__all__ = ["ReservedTestCertifier"]
+
+FloatArray = npt.NDArray[np.float64]
+
+_CLASSIFIERS = ("logistic", "random_forest")
+_THRESHOLD_RULE = (
+    "maximise, over development out-of-fold scores, the Eq. 16 bound obtained by substituting "
+    "Clopper-Pearson upper bounds at the reserved test sizes for test error counts equal to "
+    "their development estimates (k + 0.5)/(n + 1); both score directions; ties to the larger "
+    "development TPR - FPR"
+)
+_RANKING_KEY = (
+    "development-expected certified bound, then development out-of-fold AUC, then "
+    "standardised development margin, then candidate order"
+)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the development split decides for one candidate pair."""
+
+    expected_epsilon: float
+    direction: float  # +1: predict identity_b when score >= threshold; -1: when score <= it
+    threshold: float
+    auc: float  # out-of-fold AUC in the chosen direction
+    margin: float  # (min b score - max a score) / pooled sd, in the chosen direction
+
+
+class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
+    r"""Certified ε lower bounds from a classifier evaluated once on reserved test data.
+
+    The protocol of seed 000, Section 4.3: every adaptive choice (which pairs, which
+    threshold, which classifier fit) uses a development split only; fixed classifiers and
+    thresholds are then evaluated exactly once on an untouched test split, and exact one-sided
+    confidence bounds on the two test error rates give a simultaneous certificate.
+
+    Status: ``certified_lower_bound`` — with probability at least :math:`1-\alpha` (jointly over
+    the ``n_select`` pairs, and over ``n_families`` conditions certified together), every
+    reported ``epsilon_lb`` is at most the true ε(δ) of its pair, assuming each identity's rows
+    are iid draws from its output distribution.
+
+    Parameters
+    ----------
+    test_size : float, default 0.3
+        Fraction of each identity's rows reserved for the test split, in (0, 1).
+    n_candidates : int, default 100
+        How many pairs, from the start of ``pairs``, are scored on the development split.
+    n_select : int, default 5
+        How many vertex-disjoint pairs are certified.
+    alpha : float, default 0.05
+        Family-wise error level in (0, 1) of the whole family of certificates.
+    n_families : int, default 1
+        Number of conditions certified together under one union bound (8 in the paper); each
+        error-rate bound is taken at :math:`\alpha/(n_\text{families} \cdot n_\text{select}
+        \cdot 2)`.
+    delta : float, default 0.0
+        The δ of the guarantee being refuted, in [0, 1); 0 certifies pure DP.
+    classifier : {"logistic", "random_forest"} or estimator, default "logistic"
+        ``"logistic"``: scikit-learn ``LogisticRegression(C=1.0, solver="lbfgs",
+        max_iter=1000)``, as in the paper. ``"random_forest"``: ``RandomForestClassifier``
+        with 100 trees, seeded from ``rng``. Any other scikit-learn-style binary classifier is
+        cloned for every fit; it scores with ``decision_function`` if it has one, else with
+        ``predict_proba(X)[:, 1]``.
+    n_folds : int, default 5
+        Stratified folds for the development out-of-fold scores.
+    rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
+        Randomness of the split, the folds and the classifiers.
+    progress : bool, default True
+        Show a progress bar over the candidate pairs.
+
+    Attributes
+    ----------
+    certificates_ : xarray.Dataset
+        One entry per selected pair (dim ``pair``, in selection order); variables listed in
+        :meth:`fit`.
+    epsilon_lb_ : float
+        The largest certified lower bound (what the certificate says about the mechanism:
+        identity-level DP must hold for every pair, so each pair's bound refutes any smaller
+        mechanism-wide ε).
+    candidates_ : xarray.Dataset
+        The development ranking of every candidate pair (diagnostic only).
+    classifiers_ : list of estimators
+        The fitted classifier of each selected pair (fit on all of its development rows).
+
+    Notes
+    -----
+    For a test with error rates FPR, FNR an (ε, δ)-DP pair must satisfy seed 000, Eq. 2. With
+    one-sided Clopper–Pearson upper bounds UFPR, UFNR at level
+    :math:`\alpha' = \alpha/(n_\text{families}\, n_\text{select}\, 2)` (Section 4.3, a union
+    bound over two rates, ``n_select`` pairs and ``n_families`` conditions; no independence
+    needed), Eq. 16 gives
+
+    .. math:: \varepsilon_{LB}(\delta) = \max\Big\{0,\ \ln\frac{1-\delta-\mathrm{UFPR}}
+              {\mathrm{UFNR}},\ \ln\frac{1-\delta-\mathrm{UFNR}}{\mathrm{UFPR}}\Big\}.
+
+    Choices the paper leaves open, made here:
+
+    * **Split** — each identity's rows are split once with
+      :func:`idaudit.data.split_identities` (only identities of the candidate pairs).
+    * **Scores** — out-of-fold scores from ``n_folds`` stratified folds on the development
+      rows of the pair; ``decision_function`` where available (logits for logistic
+      regression, which do not saturate as probabilities do).
+    * **Threshold rule** (goes beyond the paper) — not the raw empirical ratio, which favours
+      extreme thresholds whose few errors the Clopper–Pearson penalty then punishes; instead
+      the threshold and score direction that maximise the bound *expected after* the penalty:
+      the development error rate is estimated as :math:`(k + 1/2)/(n + 1)` (so zero development
+      errors do not promise zero test errors), scaled to the known test size :math:`m` as an
+      expected count :math:`\hat k = m\,\hat p`, turned into
+      :math:`\mathrm{Beta}^{-1}(1-\alpha'; \hat k+1, m-\hat k)` and substituted into Eq. 16.
+      Only development scores and the test *sizes* (fixed by the split, not by test values)
+      enter, so the test evaluation stays untouched and the guarantee is unaffected. The
+      threshold is the midpoint between consecutive development scores.
+    * **Ranking key** — the same development-expected bound, then the out-of-fold AUC, then
+      the standardised margin between the two classes' scores, then the order in ``pairs``.
+    * **Selection** — greedy in rank order, skipping any pair that shares an identity with one
+      already chosen (Section 4.3); this spreads the evidence over identities and is not needed
+      for the union bound.
+
+    References
+    ----------
+    .. [1] P. Kairouz, S. Oh and P. Viswanath, "The composition theorem for differential
+       privacy", ICML 2015.
+    .. [2] C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial limits
+       illustrated in the case of the binomial", Biometrika 26(4), 1934.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit import EmbeddingSet, ReservedTestCertifier
+    >>> gen = np.random.default_rng(0)
+    >>> centres = gen.normal(size=(6, 8))
+    >>> x = np.repeat(centres, 60, axis=0) + 0.3 * gen.normal(size=(360, 8))
+    >>> es = EmbeddingSet(x, np.repeat(np.arange(6), 60))
+    >>> cert = ReservedTestCertifier(n_select=3, rng=0, progress=False).fit(es)
+    >>> cert.certificates_.sizes["pair"]
+    3
+    >>> cert.epsilon_lb_ > 0
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        test_size: float = 0.3,
+        n_candidates: int = 100,
+        n_select: int = 5,
+        alpha: float = 0.05,
+        n_families: int = 1,
+        delta: float = 0.0,
+        classifier: Any = "logistic",
+        n_folds: int = 5,
+        rng: RngLike = 0,
+        progress: bool = True,
+    ) -> None:
+        self.test_size = test_size
+        self.n_candidates = n_candidates
+        self.n_select = n_select
+        self.alpha = alpha
+        self.n_families = n_families
+        self.delta = delta
+        self.classifier = classifier
+        self.n_folds = n_folds
+        self.rng = rng
+        self.progress = progress
+
+    # -- fitted attributes ------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails: a fitted attribute read before fit
+        if name.endswith("_") and not name.startswith("_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet; call `fit` before reading `{name}`."
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def alpha_per_bound_(self) -> float:
+        """Level of each one-sided Clopper–Pearson bound, α / (n_families · n_select · 2)."""
+        return float(self.certificates_.attrs["alpha_per_bound"])
+
+    def fit(self, es: EmbeddingSet, pairs: Sequence[tuple[Any, Any]] | None = None) -> Any:
+        """Split, select on development data, evaluate once on the reserved test data.
+
+        Parameters
+        ----------
+        es : EmbeddingSet
+            Embeddings and identity labels of one condition.
+        pairs : sequence of (label, label), optional
+            Candidate pairs in priority order; the first ``n_candidates`` are scored. Default:
+            ``sample_pairs(es.identities, n_candidates)`` (or all pairs, if fewer) seeded from
+            ``rng``.
+
+        Returns
+        -------
+        self
+            With :attr:`certificates_`, a Dataset over the selected pairs (dim ``pair``,
+            coords ``identity_a``, ``identity_b``, ``n_a``, ``n_b``, the rows per identity in
+            ``es``) holding ``n_dev_a``, ``n_dev_b``, ``n_test_a``, ``n_test_b``,
+            ``test_fp`` (test rows of ``identity_a`` predicted as ``identity_b``), ``test_fn``,
+            ``test_fpr``, ``test_fnr``, ``ufpr``, ``ufnr`` (the one-sided upper bounds),
+            ``test_auc``, ``epsilon_lb`` (status ``certified_lower_bound``), ``threshold``,
+            ``direction`` (+1: predict ``identity_b`` when the score is ≥ ``threshold``;
+            -1: when ≤), ``dev_auc``, ``dev_expected_epsilon`` and ``rank``.
+
+        Raises
+        ------
+        InvalidInputError
+            If a parameter is out of range, a pair names an unknown identity or the same one
+            twice, an identity is too small to split or to fold (the message names it and its
+            count), or fewer than ``n_select`` vertex-disjoint pairs can be selected. No
+            fitted attribute is left behind after an error.
+        """
+        self._forget()
+        # many small per-pair fits: multi-threaded BLAS only adds overhead (10x on 2 cores)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(es, pairs)
+
+    def _fit(self, es: EmbeddingSet, pairs: Sequence[tuple[Any, Any]] | None) -> Any:
+        if not isinstance(es, EmbeddingSet):
+            raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
+        p = self._checked_params()
+        seed_split, seed_pairs, seed_folds = spawn_seeds(check_random_state(self.rng), 3)
+        if pairs is None:
+            m = len(es.identities)
+            n_all = m * (m - 1) // 2
+            pairs = sample_pairs(es.identities, min(p["n_candidates"], n_all), rng=seed_pairs)
+        candidates = _check_pairs(pairs, es)[: p["n_candidates"]]
+        identities = list(dict.fromkeys(label for pair in candidates for label in pair))
+        if len(identities) // 2 < p["n_select"]:
+            raise InvalidInputError(
+                f"`n_select` must be at most the number of vertex-disjoint pairs available; "
+                f"the {len(candidates)} candidate pairs involve only {len(identities)} "
+                f"identities, so at most {len(identities) // 2} disjoint pairs; "
+                f"got n_select={p['n_select']}."
+            )
+        dev, test = split_identities(
+            es.subset(identities), test_size=p["test_size"], rng=seed_split
+        )
+        for label in identities:
+            n_dev = dev.counts[label]
+            if n_dev < p["n_folds"]:
+                raise InvalidInputError(
+                    f"identity {label!r} has {n_dev} development rows ({es.counts[label]} in "
+                    f"all); `n_folds`={p['n_folds']} folds need at least {p['n_folds']}."
+                )
+        alpha_bound = p["alpha"] / (p["n_families"] * p["n_select"] * 2)
+        fold_seeds = spawn_seeds(seed_folds, len(candidates))
+        base = self._base_classifier()
+
+        plans: list[_Plan] = []
+        iterator = tqdm(
+            list(zip(candidates, fold_seeds, strict=False)),
+            desc="certify: development",
+            disable=not self.progress,
+            leave=False,
+        )
+        for (a, b), seed in iterator:
+            xa, xb = dev.get(a), dev.get(b)
+            oof = _oof_scores(base, xa, xb, p["n_folds"], seed)
+            plans.append(
+                _plan(
+                    oof[: len(xa)],
+                    oof[len(xa) :],
+                    test.counts[a],
+                    test.counts[b],
+                    alpha_bound,
+                    p["delta"],
+                )
+            )
+
+        order = sorted(
+            range(len(candidates)),
+            key=lambda i: (-plans[i].expected_epsilon, -plans[i].auc, -plans[i].margin, i),
+        )
+        chosen: list[int] = []
+        used: set[Any] = set()
+        for i in order:
+            a, b = candidates[i]
+            if a in used or b in used:
+                continue
+            chosen.append(i)
+            used.update((a, b))
+            if len(chosen) == p["n_select"]:
+                break
+        if len(chosen) < p["n_select"]:
+            raise InvalidInputError(
+                f"`n_select` must be at most the number of vertex-disjoint pairs available; "
+                f"greedy selection over the {len(candidates)} candidate pairs found only "
+                f"{len(chosen)}; got n_select={p['n_select']}."
+            )
+
+        rows: list[dict[str, Any]] = []
+        fitted: list[Any] = []
+        for i in chosen:
+            a, b = candidates[i]
+            plan = plans[i]
+            xa, xb = dev.get(a), dev.get(b)
+            clf = _fit(base, xa, xb, fold_seeds[i])
+            ta = plan.direction * _score(clf, test.get(a))  # (m_a,)
+            tb = plan.direction * _score(clf, test.get(b))  # (m_b,)
+            tau = plan.direction * plan.threshold
+            m_a, m_b = len(ta), len(tb)
+            fp = int(np.count_nonzero(ta >= tau))
+            fn = int(np.count_nonzero(tb < tau))
+            ufpr = float(clopper_pearson_upper(fp, m_a, alpha_bound))
+            ufnr = float(clopper_pearson_upper(fn, m_b, alpha_bound))
+            rows.append(
+                {
+                    "identity_a": a,
+                    "identity_b": b,
+                    "n_a": es.counts[a],
+                    "n_b": es.counts[b],
+                    "n_dev_a": len(xa),
+                    "n_dev_b": len(xb),
+                    "n_test_a": m_a,
+                    "n_test_b": m_b,
+                    "test_fp": fp,
+                    "test_fn": fn,
+                    "test_fpr": fp / m_a,
+                    "test_fnr": fn / m_b,
+                    "ufpr": ufpr,
+                    "ufnr": ufnr,
+                    "test_auc": _auc(ta, tb),
+                    "epsilon_lb": float(epsilon_from_error_rates(ufpr, ufnr, p["delta"])),
+                    "threshold": plan.threshold,
+                    "direction": int(plan.direction),
+                    "dev_auc": plan.auc,
+                    "dev_expected_epsilon": plan.expected_epsilon,
+                    "rank": order.index(i),
+                }
+            )
+            fitted.append(clf)
+
+        attrs = self._attrs(p, alpha_bound, len(candidates), es)
+        certificates = _certificates_dataset(rows, attrs)
+        epsilon_lb = float(certificates["epsilon_lb"].max())
+        certificates.attrs["epsilon_lb"] = epsilon_lb
+        ranking = _candidates_dataset(candidates, plans, order, chosen, es, dev, test, attrs)
+        # assign only now, so an error above never leaves partial certificates behind
+        self.certificates_ = certificates
+        self.epsilon_lb_ = epsilon_lb
+        self.candidates_ = ranking
+        self.classifiers_ = fitted
+        return self
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _forget(self) -> None:
+        for name in ("certificates_", "epsilon_lb_", "candidates_", "classifiers_"):
+            self.__dict__.pop(name, None)
+
+    def _checked_params(self) -> dict[str, Any]:
+        p: dict[str, Any] = {
+            "test_size": check_in_range(self.test_size, "test_size", 0.0, 1.0),
+            "n_candidates": check_integer(self.n_candidates, "n_candidates", minimum=1),
+            "n_select": check_integer(self.n_select, "n_select", minimum=1),
+            "alpha": check_in_range(self.alpha, "alpha", 0.0, 1.0),
+            "n_families": check_integer(self.n_families, "n_families", minimum=1),
+            "delta": check_in_range(self.delta, "delta", 0.0, 1.0, closed="left"),
+            "n_folds": check_integer(self.n_folds, "n_folds", minimum=2),
+        }
+        if not isinstance(self.progress, bool):
+            raise TypeError(f"`progress` must be a bool; got {type(self.progress).__name__}.")
+        self._base_classifier()  # validates `classifier`
+        return p
+
+    def _base_classifier(self) -> Any:
+        clf = self.classifier
+        if isinstance(clf, str):
+            if clf == "logistic":
+                return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000)
+            if clf == "random_forest":
+                return RandomForestClassifier(n_estimators=100)
+            raise InvalidInputError(
+                f"`classifier` must be one of {', '.join(map(repr, _CLASSIFIERS))} or a "
+                f"scikit-learn-style estimator; got {clf!r}."
+            )
+        if not hasattr(clf, "fit") or not (
+            hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
+        ):
+            raise TypeError(
+                "`classifier` must be 'logistic', 'random_forest' or an estimator with `fit` "
+                f"and `decision_function` or `predict_proba`; got {type(clf).__name__}."
+            )
+        return clf
+
+    def _attrs(
+        self, p: dict[str, Any], alpha_bound: float, n_used: int, es: EmbeddingSet
+    ) -> dict[str, Any]:
+        from idaudit import __version__
+
+        clf = self.classifier if isinstance(self.classifier, str) else repr(self.classifier)
+        rng = self.rng
+        seed: int | str = (
+            int(rng)
+            if isinstance(rng, numbers.Integral) and not isinstance(rng, bool)
+            else type(rng).__name__
+        )
+        return {
+            "method": "reserved-test ROC certificate (seed 000, Section 4.3)",
+            "status": "certified_lower_bound",
+            "confidence": (
+                f"with probability >= {1 - p['alpha']:g} jointly over all certified pairs "
+                f"(union bound over {p['n_families']} condition(s) x {p['n_select']} pairs x 2 "
+                "error rates), every epsilon_lb is at most its pair's true epsilon(delta)"
+            ),
+            "alpha": p["alpha"],
+            "alpha_per_bound": alpha_bound,
+            "n_families": p["n_families"],
+            "n_select": p["n_select"],
+            "n_candidates": p["n_candidates"],
+            "n_candidates_used": n_used,
+            "test_size": p["test_size"],
+            "n_folds": p["n_folds"],
+            "delta": p["delta"],
+            "classifier": clf,
+            "threshold_rule": _THRESHOLD_RULE,
+            "ranking_key": _RANKING_KEY,
+            "rng": seed,
+            "idaudit_version": __version__,
+            "input_sha256": str(es.sha256),
+        }
+
+
+# -- development-side computations ----------------------------------------------------------
+
+
+def _fit(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
+    clf = clone(base)
+    if isinstance(clf, RandomForestClassifier):
+        clf.set_params(random_state=seed % 2**32)
+    x = np.concatenate([xa, xb])  # (n_a + n_b, d)
+    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
+    return clf.fit(x, y)
+
+
+def _score(clf: Any, x: FloatArray) -> FloatArray:
+    if hasattr(clf, "decision_function"):
+        s = np.asarray(clf.decision_function(x), dtype=np.float64)
+    else:
+        s = np.asarray(clf.predict_proba(x), dtype=np.float64)[:, 1]
+    return s.reshape(-1)
+
+
+def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: int) -> FloatArray:
+    """Out-of-fold scores of the pooled development rows, a-rows first."""
+    x = np.concatenate([xa, xb])  # (n, d)
+    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
+    out = np.empty(len(y), dtype=np.float64)
+    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
+    for k, (train, held) in enumerate(folds.split(x, y)):
+        clf = clone(base)
+        if isinstance(clf, RandomForestClassifier):
+            clf.set_params(random_state=(seed + k) % 2**32)
+        clf.fit(x[train], y[train])
+        out[held] = _score(clf, x[held])
+    return out
+
+
+def _expected_bound(
+    fp: npt.NDArray[np.int64],
+    fn: npt.NDArray[np.int64],
+    n_a: int,
+    n_b: int,
+    m_a: int,
+    m_b: int,
+    alpha_bound: float,
+    delta: float,
+) -> FloatArray:
+    """Eq. 16 at Clopper–Pearson bounds of the test counts the development rates predict."""
+    k_a = m_a * (fp + 0.5) / (n_a + 1.0)  # expected test false positives (not integer)
+    k_b = m_b * (fn + 0.5) / (n_b + 1.0)
+    # the continuous extension of the Clopper-Pearson upper bound, Beta^{-1}(1 - a; k+1, m-k)
+    u_a = stats.beta.isf(alpha_bound, k_a + 1.0, m_a - k_a)
+    u_b = stats.beta.isf(alpha_bound, k_b + 1.0, m_b - k_b)
+    out: FloatArray = np.asarray(epsilon_from_error_rates(u_a, u_b, delta), dtype=np.float64)
+    return out
+
+
+def _plan(
+    sa: FloatArray, sb: FloatArray, m_a: int, m_b: int, alpha_bound: float, delta: float
+) -> _Plan:
+    """Choose direction and threshold on development scores; summarise the candidate."""
+    n_a, n_b = len(sa), len(sb)
+    best: tuple[float, float, float, float] | None = None  # (objective, youden, direction, tau)
+    for direction in (1.0, -1.0):
+        ua, ub = np.sort(direction * sa), np.sort(direction * sb)
+        values = np.unique(np.concatenate([ua, ub]))  # (n_unique,)
+        if values.size < 2:
+            continue
+        cut = values[1:]  # development rule: predict b iff u >= cut
+        fp = n_a - np.searchsorted(ua, cut, side="left")  # (n_unique - 1,)
+        tp = n_b - np.searchsorted(ub, cut, side="left")
+        objective = _expected_bound(fp, n_b - tp, n_a, n_b, m_a, m_b, alpha_bound, delta)
+        youden = tp / n_b - fp / n_a
+        i = int(np.lexsort((youden, objective))[-1])
+        tau = 0.5 * float(values[i] + values[i + 1])  # midpoint between development scores
+        cand = (float(objective[i]), float(youden[i]), direction, tau)
+        if best is None or cand[:2] > best[:2]:
+            best = cand
+    if best is None:  # every development score is equal: no threshold separates anything
+        return _Plan(0.0, 1.0, float("inf"), 0.5, 0.0)
+    expected, _, direction, tau = best
+    ua, ub = direction * sa, direction * sb
+    spread = float(np.std(np.concatenate([ua, ub])))
+    margin = float(ub.min() - ua.max()) / spread if spread > 0 else 0.0
+    return _Plan(expected, direction, direction * tau, _auc(ua, ub), margin)
+
+
+def _auc(ua: FloatArray, ub: FloatArray) -> float:
+    """ROC AUC of scores ``ub`` (positives) against ``ua``: the Mann–Whitney statistic, ties 1/2."""
+    ranks = stats.rankdata(np.concatenate([ua, ub]))  # (n_a + n_b,) average ranks
+    n_a, n_b = len(ua), len(ub)
+    return float((ranks[n_a:].sum() - n_b * (n_b + 1) / 2.0) / (n_a * n_b))
+
+
+# -- validation and result assembly ---------------------------------------------------------
+
+
+def _check_pairs(pairs: Sequence[tuple[Any, Any]], es: EmbeddingSet) -> list[tuple[Any, Any]]:
+    out: list[tuple[Any, Any]] = []
+    for pair in pairs:
+        if isinstance(pair, (str, bytes)) or len(pair) != 2:
+            raise InvalidInputError(
+                f"`pairs` must hold (identity_a, identity_b) tuples; got {pair!r}."
+            )
+        a, b = pair
+        for label in (a, b):
+            if label not in es.counts:
+                raise InvalidInputError(
+                    f"`pairs` names identity {label!r}, which `es` does not contain."
+                )
+        if a == b:
+            raise InvalidInputError(f"`pairs` must pair two different identities; got {pair!r}.")
+        out.append((a, b))
+    if not out:
+        raise InvalidInputError("`pairs` must hold at least one pair; got none.")
+    return out
+
+
+_CERT_VARS: dict[str, tuple[str, str]] = {
+    "n_dev_a": ("development rows of identity_a", "sample_estimate"),
+    "n_dev_b": ("development rows of identity_b", "sample_estimate"),
+    "n_test_a": ("reserved test rows of identity_a", "sample_estimate"),
+    "n_test_b": ("reserved test rows of identity_b", "sample_estimate"),
+    "test_fp": ("test rows of identity_a predicted as identity_b", "sample_estimate"),
+    "test_fn": ("test rows of identity_b predicted as identity_a", "sample_estimate"),
+    "test_fpr": ("test false-positive rate", "sample_estimate"),
+    "test_fnr": ("test false-negative rate", "sample_estimate"),
+    "ufpr": ("one-sided Clopper-Pearson upper bound on the FPR", "certified_upper_bound"),
+    "ufnr": ("one-sided Clopper-Pearson upper bound on the FNR", "certified_upper_bound"),
+    "test_auc": ("ROC AUC of the fixed classifier on the test split", "sample_estimate"),
+    "epsilon_lb": ("certified lower bound on epsilon (Eq. 16)", "certified_lower_bound"),
+    "threshold": ("score threshold chosen on development data", "diagnostic"),
+    "direction": ("+1: predict identity_b when score >= threshold; -1: when <=", "diagnostic"),
+    "dev_auc": ("development out-of-fold ROC AUC", "diagnostic"),
+    "dev_expected_epsilon": ("development-expected certified bound", "diagnostic"),
+    "rank": ("position in the development ranking (0 = best)", "diagnostic"),
+}
+
+
+def _certificates_dataset(rows: list[dict[str, Any]], attrs: dict[str, Any]) -> xr.Dataset:
+    coords = {
+        "identity_a": ("pair", np.asarray([r["identity_a"] for r in rows])),
+        "identity_b": ("pair", np.asarray([r["identity_b"] for r in rows])),
+        "n_a": ("pair", np.asarray([r["n_a"] for r in rows], dtype=np.int64)),
+        "n_b": ("pair", np.asarray([r["n_b"] for r in rows], dtype=np.int64)),
+    }
+    data = {
+        name: ("pair", np.asarray([r[name] for r in rows]), {"long_name": ln, "status": st})
+        for name, (ln, st) in _CERT_VARS.items()
+    }
+    return xr.Dataset(data, coords=coords, attrs=dict(attrs))
+
+
+def _candidates_dataset(
+    candidates: list[tuple[Any, Any]],
+    plans: list[_Plan],
+    order: list[int],
+    chosen: list[int],
+    es: EmbeddingSet,
+    dev: EmbeddingSet,
+    test: EmbeddingSet,
+    attrs: dict[str, Any],
+) -> xr.Dataset:
+    rank = np.empty(len(candidates), dtype=np.int64)
+    rank[order] = np.arange(len(candidates))
+    chosen_set = set(chosen)
+
+    def var(values: Any, long_name: str, status: str = "diagnostic") -> Any:
+        return ("pair", np.asarray(values), {"long_name": long_name, "status": status})
+
+    a_labels = [a for a, _ in candidates]
+    b_labels = [b for _, b in candidates]
+    return xr.Dataset(
+        {
+            "dev_expected_epsilon": var(
+                [p.expected_epsilon for p in plans], "development-expected certified bound"
+            ),
+            "dev_auc": var([p.auc for p in plans], "development out-of-fold ROC AUC"),
+            "dev_margin": var([p.margin for p in plans], "standardised development score margin"),
+            "rank": var(rank, "position in the development ranking (0 = best)"),
+            "selected": var(
+                [i in chosen_set for i in range(len(candidates))], "selected for certification"
+            ),
+            "n_dev_a": var(
+                [dev.counts[a] for a in a_labels], "development rows", "sample_estimate"
+            ),
+            "n_dev_b": var(
+                [dev.counts[b] for b in b_labels], "development rows", "sample_estimate"
+            ),
+            "n_test_a": var([test.counts[a] for a in a_labels], "test rows", "sample_estimate"),
+            "n_test_b": var([test.counts[b] for b in b_labels], "test rows", "sample_estimate"),
+        },
+        coords={
+            "identity_a": ("pair", np.asarray(a_labels)),
+            "identity_b": ("pair", np.asarray(b_labels)),
+            "n_a": ("pair", np.asarray([es.counts[a] for a in a_labels], dtype=np.int64)),
+            "n_b": ("pair", np.asarray([es.counts[b] for b in b_labels], dtype=np.int64)),
+        },
+        attrs={**attrs, "status": "diagnostic"},
+    )

@@ -1,0 +1,345 @@
+"""Unit tests for idaudit.certify.ReservedTestCertifier."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import xarray as xr
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from statsmodels.stats.proportion import proportion_confint
+
+import idaudit.certify._reserved as reserved
+from idaudit.certify import ReservedTestCertifier
+from idaudit.data import EmbeddingSet, sample_pairs, split_identities
+from idaudit.exceptions import InvalidInputError, NotFittedError
+
+
+def _clusters(
+    n_identities: int = 8, n_rows: int = 60, dim: int = 6, spread: float = 0.35, seed: int = 0
+) -> EmbeddingSet:
+    gen = np.random.default_rng(seed)
+    centres = gen.normal(size=(n_identities, dim))
+    x = np.repeat(centres, n_rows, axis=0) + spread * gen.normal(size=(n_identities * n_rows, dim))
+    return EmbeddingSet(x, np.repeat(np.arange(n_identities), n_rows))
+
+
+@pytest.fixture(scope="module")
+def es() -> EmbeddingSet:
+    return _clusters()
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Record the development/test split the certifier uses."""
+    box: dict[str, Any] = {}
+
+    def spy(es: EmbeddingSet, test_size: float, rng: Any) -> Any:
+        box["dev"], box["test"] = split_identities(es, test_size=test_size, rng=rng)
+        return box["dev"], box["test"]
+
+    monkeypatch.setattr(reserved, "split_identities", spy)
+    return box
+
+
+# -- the published zero-error values, through the certifier -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n_rows", "n_test", "expected"), [(33, 10, 0.0), (50, 15, 0.454), (100, 30, 1.277)]
+)
+def test_zero_error_certificates_reproduce_the_paper(
+    n_rows: int, n_test: int, expected: float
+) -> None:
+    # 10 identities, far apart: every test is error-free; alpha = 0.05 / (8 * 5 * 2) per bound
+    gen = np.random.default_rng(1)
+    x = np.repeat(10.0 * np.eye(10), n_rows, axis=0) + 0.01 * gen.normal(size=(10 * n_rows, 10))
+    es = EmbeddingSet(x, np.repeat(np.arange(10), n_rows))
+    cert = ReservedTestCertifier(n_select=5, n_families=8, alpha=0.05, rng=0, progress=False)
+    cert.fit(es, [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)])
+    c = cert.certificates_
+    np.testing.assert_array_equal(c["n_test_a"], n_test)
+    np.testing.assert_array_equal(c["test_fp"] + c["test_fn"], 0)
+    assert c.attrs["alpha_per_bound"] == pytest.approx(0.000625)
+    # seed 000, Section 4.3: 0, 0.454 and 1.277 at 10, 15 and 30 test samples per class
+    np.testing.assert_allclose(c["epsilon_lb"], expected, atol=5e-4)
+    assert cert.epsilon_lb_ == pytest.approx(expected, abs=5e-4)
+
+
+# -- the certificate is what the test split says -------------------------------------------
+
+
+def test_certificates_match_an_independent_recomputation(
+    es: EmbeddingSet, captured: dict[str, Any]
+) -> None:
+    cert = ReservedTestCertifier(
+        n_select=3, n_candidates=10, alpha=0.1, n_families=2, rng=5, progress=False
+    )
+    cert.fit(es)
+    c, test = cert.certificates_, captured["test"]
+    alpha_bound = 0.1 / (2 * 3 * 2)
+    assert cert.alpha_per_bound_ == pytest.approx(alpha_bound)
+    for i, clf in enumerate(cert.classifiers_):
+        a, b = c["identity_a"].values[i].item(), c["identity_b"].values[i].item()
+        thr, sign = float(c["threshold"][i]), int(c["direction"][i])
+        sa = clf.decision_function(test.get(a))
+        sb = clf.decision_function(test.get(b))
+        pred_a = sign * sa >= sign * thr  # predicted identity_b
+        pred_b = sign * sb >= sign * thr
+        fp, fn = int(pred_a.sum()), int((~pred_b).sum())
+        assert (int(c["test_fp"][i]), int(c["test_fn"][i])) == (fp, fn)
+        m_a, m_b = len(sa), len(sb)
+        assert (int(c["n_test_a"][i]), int(c["n_test_b"][i])) == (m_a, m_b)
+        # one-sided CP upper bound = upper end of the two-sided interval at 2 * alpha
+        u_a = proportion_confint(fp, m_a, alpha=2 * alpha_bound, method="beta")[1]
+        u_b = proportion_confint(fn, m_b, alpha=2 * alpha_bound, method="beta")[1]
+        u_a = 1.0 if fp == m_a else u_a
+        u_b = 1.0 if fn == m_b else u_b
+        np.testing.assert_allclose([c["ufpr"][i], c["ufnr"][i]], [u_a, u_b], rtol=1e-9)
+        terms = [0.0]
+        if 1 - u_a > 0:
+            terms.append(np.log((1 - u_a) / u_b))
+        if 1 - u_b > 0:
+            terms.append(np.log((1 - u_b) / u_a))
+        np.testing.assert_allclose(c["epsilon_lb"][i], max(terms), rtol=1e-12)
+        # test AUC of the fixed classifier, against scikit-learn
+        from sklearn.metrics import roc_auc_score
+
+        y = np.r_[np.zeros(m_a), np.ones(m_b)]
+        np.testing.assert_allclose(
+            c["test_auc"][i], roc_auc_score(y, sign * np.r_[sa, sb]), rtol=1e-12
+        )
+    assert cert.epsilon_lb_ == pytest.approx(float(c["epsilon_lb"].max()))
+
+
+def test_selection_never_sees_the_test_split(
+    es: EmbeddingSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = ReservedTestCertifier(n_select=3, n_candidates=10, rng=2, progress=False).fit(es)
+
+    def scrambled(es: EmbeddingSet, test_size: float, rng: Any) -> Any:
+        dev, test = split_identities(es, test_size=test_size, rng=rng)
+        noise = np.random.default_rng(9).normal(size=test.embeddings.shape)
+        return dev, EmbeddingSet(noise, test.labels, normalize=False)
+
+    monkeypatch.setattr(reserved, "split_identities", scrambled)
+    second = ReservedTestCertifier(n_select=3, n_candidates=10, rng=2, progress=False).fit(es)
+    # every development-side decision is identical; only the test outcomes differ
+    xr.testing.assert_identical(first.candidates_, second.candidates_)
+    for name in ("threshold", "direction", "dev_auc", "rank"):
+        np.testing.assert_array_equal(first.certificates_[name], second.certificates_[name])
+    assert not np.array_equal(first.certificates_["test_auc"], second.certificates_["test_auc"])
+
+
+def test_selected_pairs_are_vertex_disjoint_and_best_ranked(es: EmbeddingSet) -> None:
+    pairs = sample_pairs(es.identities, rng=3)
+    cert = ReservedTestCertifier(n_select=3, n_candidates=20, rng=0, progress=False)
+    cert.fit(es, pairs)
+    c, cand = cert.certificates_, cert.candidates_
+    ids = np.r_[c["identity_a"].values, c["identity_b"].values]
+    assert len(set(ids.tolist())) == 6
+    assert cand.sizes["pair"] == 20
+    assert int(cand["selected"].sum()) == 3
+    # the first selected pair is the top-ranked candidate
+    assert int(c["rank"][0]) == 0
+    top = int(np.argmin(cand["rank"].values))
+    assert (cand["identity_a"].values[top], cand["identity_b"].values[top]) == (
+        c["identity_a"].values[0],
+        c["identity_b"].values[0],
+    )
+    # ranks are ordered by the development-expected bound
+    ordered = cand["dev_expected_epsilon"].values[np.argsort(cand["rank"].values)]
+    assert (np.diff(ordered) <= 1e-12).all()
+
+
+def test_only_the_first_n_candidates_are_scored(es: EmbeddingSet) -> None:
+    pairs = sample_pairs(es.identities, rng=1)
+    cert = ReservedTestCertifier(n_select=2, n_candidates=5, rng=0, progress=False)
+    cert.fit(es, pairs)
+    got = list(
+        zip(
+            cert.candidates_["identity_a"].values,
+            cert.candidates_["identity_b"].values,
+            strict=False,
+        )
+    )
+    assert got == pairs[:5]
+    assert cert.certificates_.attrs["n_candidates_used"] == 5
+
+
+def test_positive_delta_lowers_the_bound(es: EmbeddingSet) -> None:
+    pure = ReservedTestCertifier(n_select=2, n_candidates=8, rng=0, progress=False).fit(es)
+    approx = ReservedTestCertifier(n_select=2, n_candidates=8, delta=0.05, rng=0, progress=False)
+    approx.fit(es)
+    c = approx.certificates_
+    u_a, u_b = c["ufpr"].values, c["ufnr"].values
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.stack(
+            [
+                np.zeros_like(u_a),
+                np.where(1 - 0.05 - u_a > 0, np.log((1 - 0.05 - u_a) / u_b), 0),
+                np.where(1 - 0.05 - u_b > 0, np.log((1 - 0.05 - u_b) / u_a), 0),
+            ]
+        )
+    np.testing.assert_allclose(c["epsilon_lb"], terms.max(axis=0), rtol=1e-12)
+    assert approx.epsilon_lb_ <= pure.epsilon_lb_ + 1e-12
+
+
+def test_the_same_rng_gives_the_same_certificates(es: EmbeddingSet) -> None:
+    cert = ReservedTestCertifier(n_select=2, n_candidates=6, rng=4, progress=False)
+    one = cert.fit(es).certificates_
+    two = ReservedTestCertifier(n_select=2, n_candidates=6, rng=4, progress=False).fit(es)
+    xr.testing.assert_identical(one, two.certificates_)
+    three = ReservedTestCertifier(n_select=2, n_candidates=6, rng=5, progress=False).fit(es)
+    assert not three.certificates_.identical(one)
+
+
+@pytest.mark.parametrize(
+    "classifier",
+    ["random_forest", make_pipeline(StandardScaler(), LogisticRegression(C=0.5))],
+    ids=["random_forest", "pipeline"],
+)
+def test_other_classifiers(es: EmbeddingSet, classifier: Any) -> None:
+    cert = ReservedTestCertifier(n_select=2, classifier=classifier, rng=0)
+    cert.set_params(progress=False).fit(es, [(0, 1), (2, 3), (1, 2)])
+    assert cert.certificates_.sizes["pair"] == 2
+    assert (cert.certificates_["test_auc"] > 0.9).all()
+    assert cert.epsilon_lb_ > 0.5
+
+
+def test_no_signal_certifies_nothing() -> None:
+    gen = np.random.default_rng(0)
+    es = EmbeddingSet(gen.normal(size=(240, 3)), np.repeat(np.arange(6), 40))
+    cert = ReservedTestCertifier(n_select=3, rng=0, progress=False).fit(es)
+    assert cert.epsilon_lb_ < 0.5
+
+
+# -- result schema --------------------------------------------------------------------------
+
+
+def test_dataset_schema_and_netcdf_round_trip(es: EmbeddingSet, tmp_path: Any) -> None:
+    cert = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False).fit(es)
+    for ds in (cert.certificates_, cert.candidates_):
+        assert set(ds.coords) >= {"identity_a", "identity_b", "n_a", "n_b"}
+        for name, var in ds.data_vars.items():
+            assert {"long_name", "status"} <= set(var.attrs), name
+        for value in ds.attrs.values():
+            assert isinstance(value, (str, int, float)), value
+    c = cert.certificates_
+    assert c["epsilon_lb"].attrs["status"] == "certified_lower_bound"
+    assert c.attrs["status"] == "certified_lower_bound"
+    assert c.attrs["input_sha256"] == es.sha256
+    path = tmp_path / "cert.nc"
+    c.to_netcdf(path)
+    with xr.open_dataset(path) as back:
+        xr.testing.assert_allclose(back.load(), c)
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+def test_reading_results_before_fit_raises() -> None:
+    cert = ReservedTestCertifier()
+    with pytest.raises(NotFittedError, match="call `fit` before reading `epsilon_lb_`"):
+        _ = cert.epsilon_lb_
+    with pytest.raises(NotFittedError, match="`alpha_per_bound_`"):
+        _ = cert.alpha_per_bound_
+    assert not hasattr(cert, "certificates_")
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "message"),
+    [
+        ({"alpha": 1.5}, InvalidInputError, r"`alpha` must be in \(0, 1\); got 1.5."),
+        ({"alpha": 0.0}, InvalidInputError, r"`alpha` must be in \(0, 1\); got 0.0."),
+        ({"test_size": 1.0}, InvalidInputError, r"`test_size` must be in \(0, 1\); got 1.0."),
+        ({"delta": 1.0}, InvalidInputError, r"`delta` must be in \[0, 1\); got 1.0."),
+        ({"n_select": 0}, InvalidInputError, "`n_select` must be >= 1; got 0."),
+        ({"n_families": 0}, InvalidInputError, "`n_families` must be >= 1; got 0."),
+        ({"n_folds": 1}, InvalidInputError, "`n_folds` must be >= 2; got 1."),
+        ({"n_candidates": 2.5}, TypeError, "`n_candidates` must be an integer; got float."),
+        ({"classifier": "svm"}, InvalidInputError, "`classifier` must be one of 'logistic'"),
+        ({"classifier": object()}, TypeError, "`classifier` must be 'logistic'"),
+    ],
+)
+def test_bad_parameters(
+    es: EmbeddingSet, params: dict[str, Any], error: type, message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        ReservedTestCertifier(progress=False, **params).fit(es)
+
+
+def test_bad_pairs(es: EmbeddingSet) -> None:
+    cert = ReservedTestCertifier(n_select=1, progress=False)
+    with pytest.raises(InvalidInputError, match="names identity 99, which `es` does not contain"):
+        cert.fit(es, [(0, 99)])
+    with pytest.raises(InvalidInputError, match="must pair two different identities; got"):
+        cert.fit(es, [(1, 1)])
+    with pytest.raises(InvalidInputError, match=r"must hold \(identity_a, identity_b\) tuples"):
+        cert.fit(es, [(0, 1, 2)])
+    with pytest.raises(TypeError, match=r"`es` must be an idaudit\.EmbeddingSet"):
+        cert.fit(np.zeros((4, 2)))  # type: ignore[arg-type]
+
+
+def test_too_many_selected_pairs(es: EmbeddingSet) -> None:
+    with pytest.raises(InvalidInputError, match="involve only 4 identities, so at most 2"):
+        ReservedTestCertifier(n_select=3, progress=False).fit(es, [(0, 1), (2, 3), (0, 2)])
+    # a star: five identities but every pair shares identity 0 -> greedy finds only 1
+    star = [(0, k) for k in range(1, 6)]
+    with pytest.raises(InvalidInputError, match="greedy selection over the 5 candidate pairs"):
+        ReservedTestCertifier(n_select=2, progress=False).fit(es, star)
+
+
+def test_small_identities_are_named() -> None:
+    gen = np.random.default_rng(0)
+    labels = np.r_[np.repeat(["a", "b"], 30), ["c"] * 3]
+    es = EmbeddingSet(gen.normal(size=(63, 4)), labels)
+    with pytest.raises(InvalidInputError, match="identity 'c' has 3 row"):
+        ReservedTestCertifier(n_select=1, progress=False).fit(es, [("a", "c")])
+    labels = np.r_[np.repeat(["a", "b"], 30), ["c"] * 6]
+    es = EmbeddingSet(gen.normal(size=(66, 4)), labels)
+    with pytest.raises(InvalidInputError, match="identity 'c' has 4 development rows"):
+        ReservedTestCertifier(n_select=1, progress=False).fit(es, [("a", "c")])
+
+
+def test_a_failed_fit_leaves_no_certificates(es: EmbeddingSet) -> None:
+    cert = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False).fit(es)
+    assert cert.epsilon_lb_ > 0
+    with pytest.raises(InvalidInputError):
+        cert.set_params(n_select=3).fit(es, [(0, 1), (2, 3), (0, 2)])
+    for name in ("certificates_", "epsilon_lb_", "candidates_", "classifiers_"):
+        with pytest.raises(NotFittedError):
+            getattr(cert, name)
+
+
+def test_an_error_during_test_evaluation_leaves_no_certificates(
+    es: EmbeddingSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = {"n": 0}
+    real = reserved.clopper_pearson_upper
+
+    def failing(*args: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:  # second selected pair
+            raise RuntimeError("disk full")
+        return real(*args)
+
+    monkeypatch.setattr(reserved, "clopper_pearson_upper", failing)
+    cert = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False)
+    with pytest.raises(RuntimeError, match="disk full"):
+        cert.fit(es)
+    assert not hasattr(cert, "certificates_")
+    assert not hasattr(cert, "epsilon_lb_")
+
+
+def test_sklearn_estimator_contract() -> None:
+    from sklearn.base import clone
+
+    cert = ReservedTestCertifier(n_select=3, alpha=0.01)
+    assert cert.get_params()["n_select"] == 3
+    twin = clone(cert)
+    assert twin.get_params() == cert.get_params()
+    assert "n_select=3" in repr(cert)
