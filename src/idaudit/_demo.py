@@ -1,0 +1,423 @@
+"""``idaudit demo``: the calibrated-noise benchmark on a built-in synthetic identity set.
+
+Also holds the owner-only, atomic file writing every ``idaudit`` command uses (embeddings and
+results derived from them are biometric data: DESIGN, "Biometric data").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from idaudit.data import EmbeddingSet
+
+__all__ = [
+    "DEMO_SEED",
+    "DemoConfig",
+    "DemoResult",
+    "demo_identities",
+    "run_demo",
+    "write_atomic",
+    "write_netcdf",
+    "write_text",
+]
+
+#: Seed of everything the demo draws (the identity set, pairs, noise, folds).
+DEMO_SEED = 20260817
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Sizes of one demo run."""
+
+    n_identities: int = 24
+    dim: int = 16
+    n_pairs: int = 20
+    n_per_identity: int = 150
+    noise_sd: tuple[float, ...] = field(
+        default_factory=lambda: tuple(float(x) for x in np.geomspace(0.05, 8.0, 7))
+    )
+
+
+#: A few-second configuration for tests (``idaudit demo --quick``).
+QUICK = DemoConfig(n_identities=10, dim=8, n_pairs=6, n_per_identity=40, noise_sd=(0.1, 1.0, 4.0))
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What ``run_demo`` wrote and how long it took."""
+
+    out_dir: Path
+    report: Path
+    results: Path
+    figure: Path
+    seconds: float
+    dataset: xr.Dataset = field(repr=False)
+
+
+def demo_identities(n_identities: int = 24, dim: int = 16, rng: int = DEMO_SEED) -> EmbeddingSet:
+    """Build the demo's synthetic identity set: one point per identity on the unit sphere.
+
+    Parameters
+    ----------
+    n_identities : int, default 24
+        Number of identities, labelled ``"id00"``, ``"id01"``, ...
+    dim : int, default 16
+        Embedding dimension.
+    rng : int, default DEMO_SEED
+        Seed; the set is a deterministic function of the three arguments.
+
+    Returns
+    -------
+    EmbeddingSet
+        ``n_identities`` rows, standard-normal directions L2-normalised onto the unit sphere
+        (the paper's embedding geometry, seed 000 Section 4.1). A point base makes every pair's
+        true ε exact under :class:`~idaudit.mechanisms.GaussianNoise` and
+        :class:`~idaudit.mechanisms.LaplaceNoise`.
+    """
+    x = np.random.default_rng(rng).standard_normal((n_identities, dim))
+    labels = np.asarray([f"id{i:02d}" for i in range(n_identities)])
+    return EmbeddingSet(x, labels)
+
+
+def run_demo(
+    out_dir: str | os.PathLike[str],
+    *,
+    config: DemoConfig | None = None,
+    progress: bool = True,
+) -> DemoResult:
+    """Run the noise sweep under both noise mechanisms and write report, results and figure.
+
+    Parameters
+    ----------
+    out_dir : path
+        Output folder, created (owner-only) if missing.
+    config : DemoConfig, optional
+        Sizes (default: :class:`DemoConfig`).
+    progress : bool, default True
+        Show progress bars.
+
+    Returns
+    -------
+    DemoResult
+    """
+    from idaudit.benchmark import noise_sweep
+
+    cfg = config or DemoConfig()
+    start = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    base = demo_identities(cfg.n_identities, cfg.dim)
+    sd = np.asarray(cfg.noise_sd, dtype=np.float64)
+    common: dict[str, Any] = {
+        "n_pairs": cfg.n_pairs,
+        "n_per_identity": cfg.n_per_identity,
+        "rng": DEMO_SEED,
+        "progress": progress,
+    }
+    sweeps = {
+        "gaussian": noise_sweep(base, sd, mechanism="gaussian", **common),
+        "laplace": noise_sweep(base, sd / math.sqrt(2.0), mechanism="laplace", **common),
+    }
+    ds = _combine(sweeps, sd)
+    seconds = time.perf_counter() - start
+    ds.attrs["runtime_seconds"] = round(seconds, 1)
+
+    results = out / "results.nc"
+    figure = out / "noise_sweep.png"
+    report = out / "report.md"
+    write_netcdf(ds, results)
+    _write_figure(sweeps, figure)
+    write_text(_report(ds, cfg, seconds), report)
+    return DemoResult(out, report, results, figure, seconds, ds)
+
+
+# -- assembling and reporting ---------------------------------------------------------------
+
+
+def _combine(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
+    """One Dataset, dims (mechanism, noise_sd, pair), from the per-mechanism sweeps."""
+    parts = []
+    for ds in sweeps.values():
+        part = ds.assign_coords(noise_sd=("scale", sd)).swap_dims(scale="noise_sd")
+        part = part.rename_vars(scale="mechanism_scale")
+        part["mechanism_scale"].attrs = {"long_name": str(ds.attrs["scale_name"])}
+        part["reference_delta"] = ((), float(ds.attrs["reference_delta"]), _ref_attrs())
+        parts.append(part)
+    combined = xr.concat(
+        parts,
+        dim=pd.Index(list(sweeps), name="mechanism"),
+        data_vars="all",
+        coords="different",
+        compat="equals",
+        join="exact",
+        combine_attrs="drop_conflicts",
+    )
+    combined["noise_sd"].attrs["long_name"] = "per-coordinate noise standard deviation"
+    for key in ("mechanism", "scale_name", "reference_delta", "truth_kind"):
+        combined.attrs.pop(key, None)
+    combined.attrs["benchmark"] = "idaudit demo: calibrated noise sweep (seed 000, Section 5.2)"
+    combined.attrs["base"] = "demo_identities: one point per identity on the unit sphere"
+    return combined
+
+
+def _ref_attrs() -> dict[str, str]:
+    return {"long_name": "delta at which true_epsilon is stated", "status": "reference"}
+
+
+def _fmt(value: float) -> str:
+    if np.isnan(value):
+        return "–"
+    if np.isinf(value):
+        return "inf"
+    return f"{value:.3g}"
+
+
+def _median(values: np.ndarray) -> float:
+    v = values[~np.isnan(values)]
+    if v.size == 0:
+        return float("nan")
+    return float(np.quantile(v, 0.5, method="inverted_cdf"))
+
+
+def _table(ds: xr.Dataset) -> list[str]:
+    """One markdown table: a row per noise level."""
+    head = [
+        "noise sd",
+        "scale",
+        "ROC AUC (median)",
+        "true ε (median)",
+        "guarantee, all pairs",
+        "GaussMech",
+        "KDE-LR",
+        "MMD-TV",
+        "MMD hockey-stick",
+        "ROC-HT OOF = inf",
+        "certified ε (max)",
+        "certified > true",
+    ]
+    status = [
+        "",
+        "",
+        "sample estimate",
+        "reference",
+        "reference",
+        "diagnostic",
+        "diagnostic",
+        "sample estimate",
+        "sample estimate",
+        "diagnostic",
+        "certified lower bound",
+        "",
+    ]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "| " + " | ".join(f"*{s}*" if s else "" for s in status) + " |",
+    ]
+    lines.insert(1, "|" + "---|" * len(head))
+    for i in range(ds.sizes["noise_sd"]):
+        row = ds.isel(noise_sd=i)
+
+        def med(name: str, row: xr.Dataset = row) -> str:
+            return _fmt(_median(np.asarray(row[name].values, dtype=np.float64)))
+
+        rocht = np.asarray(row["rocht_epsilon"].values, dtype=np.float64)
+        cert = np.asarray(row["certified_epsilon"].values, dtype=np.float64)
+        truth = np.asarray(row["true_epsilon"].values, dtype=np.float64)
+        chosen = ~np.isnan(cert)
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    _fmt(float(row["noise_sd"])),
+                    _fmt(float(row["mechanism_scale"])),
+                    med("rocht_auc"),
+                    med("true_epsilon"),
+                    _fmt(float(row["reference_epsilon"])),
+                    med("gaussmech_epsilon"),
+                    med("kdelr_epsilon"),
+                    med("mmdtv_epsilon"),
+                    med("mmdtv_epsilon_hs"),
+                    f"{int(np.isposinf(rocht).sum())}/{rocht.size}",
+                    _fmt(float(row["certified_epsilon_max"])),
+                    f"{int((cert[chosen] > truth[chosen]).sum())}/{int(chosen.sum())}",
+                ]
+            )
+            + " |"
+        )
+    return lines
+
+
+def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
+    gauss = ds.sel(mechanism="gaussian")
+    lap = ds.sel(mechanism="laplace")
+    cert_alpha = ds.attrs.get("certifier.alpha", 0.05)
+    n_select = ds.attrs.get("certifier.n_select", "?")
+    lap_mmd = np.asarray(lap["mmdtv_epsilon"].values, dtype=np.float64)
+    lap_true = np.asarray(lap["true_epsilon"].values, dtype=np.float64)
+    lap_hs = np.asarray(lap["mmdtv_epsilon_hs"].values, dtype=np.float64)
+    n_cells = lap_mmd.size
+    cert_over = 0
+    cert_total = 0
+    for mech in ("gaussian", "laplace"):
+        sub = ds.sel(mechanism=mech)
+        c = np.asarray(sub["certified_epsilon"].values, dtype=np.float64)
+        t = np.asarray(sub["true_epsilon"].values, dtype=np.float64)
+        keep = ~np.isnan(c)
+        cert_over += int((c[keep] > t[keep]).sum())
+        cert_total += int(keep.sum())
+    lines = [
+        "# idaudit demo: every audit against a mechanism whose ε is known",
+        "",
+        "The four identity-level DP audits of seed 000 (GaussMech, KDE-LR, MMD-TV, ROC-HT) and the",
+        "reserved-test certificate, run on a calibrated-noise benchmark (seed 000, Section 5.2)",
+        "where the true ε of every identity pair is known exactly.",
+        "",
+        "## What was run",
+        "",
+        f"* **Identities**: {cfg.n_identities} synthetic identities, one point each on the unit "
+        f"sphere in {cfg.dim} dimensions (standard-normal directions, seed {DEMO_SEED}; "
+        "`idaudit._demo.demo_identities`). No real face data is involved.",
+        f"* **Mechanisms**: that point plus noise, drawn {cfg.n_per_identity} times per identity "
+        "at each noise level — `GaussianNoise` (σ = noise sd; true ε(δ) from the analytic "
+        "Gaussian mechanism at δ = 1e-5; its pure ε is infinite) and `LaplaceNoise` (scale "
+        "b = noise sd / √2, the same per-coordinate sd; true pure ε = ‖μ_A − μ_B‖₁ / b).",
+        f"* **Pairs**: the first {cfg.n_pairs} of one seeded shuffle of all identity pairs; the "
+        f"certificate selects {n_select} vertex-disjoint pairs among them per noise level "
+        f"(α = {cert_alpha} per noise level and mechanism).",
+        "* Noise levels share common random numbers: the same standard noise, rescaled.",
+        f"* Runtime: {seconds:.0f} s.",
+        "",
+        "## Gaussian noise (the benchmark of seed 000, Section 5.2)",
+        "",
+        *_table(gauss),
+        "",
+        "Truth here is ε(δ = 1e-5). Only GaussMech and the certificate (run at the same δ)",
+        "refer to it; MMD-TV and ROC-HT are pure-DP (δ = 0) routes whose truth, for Gaussian",
+        "noise, is infinite, so any finite value they report is consistent with it.",
+        "",
+        "## Laplace noise (a finite pure-DP truth)",
+        "",
+        *_table(lap),
+        "",
+        "## Reading the numbers",
+        "",
+        f"* **Certificates above the truth**: {cert_over} of {cert_total} certified pairs over "
+        f"both mechanisms and all noise levels. Each noise level's certificates hold together "
+        f"with probability ≥ {1 - float(cert_alpha):g}, so a violation should be rare.",
+        f"* **MMD-TV above the pure truth (Laplace)**: {int((lap_mmd > lap_true).sum())} of "
+        f"{n_cells} pair × level cells; hockey-stick variant: "
+        f"{int((lap_hs > lap_true).sum())}. The population MMD-TV bound never exceeds the "
+        "truth; the sample estimate can, when the truth is small and the sample is small.",
+        "* **ROC-HT OOF = inf** counts pairs whose out-of-fold ROC touches an endpoint (FPR = 0 "
+        "with TPR > 0, or TPR = 1 with FPR < 1). With about a hundred samples this happens even "
+        "near chance: the raw Eq. 15 value is an endpoint artefact, which is why the AUC and the "
+        "certificate are reported beside it.",
+        "* **GaussMech and KDE-LR** are diagnostics, not bounds: they may sit above or below the "
+        "truth.",
+        "",
+        "## What each status means",
+        "",
+        "* **reference** — a property of the mechanism proved in closed form (the truth the "
+        "audits are checked against), not something estimated from samples.",
+        "* **certified_lower_bound** — holds with the stated confidence: with probability ≥ "
+        "1 − α every certified pair's true ε is at least the reported value (iid draws assumed).",
+        "* **sample_estimate** — a population lower-bound formula evaluated on a sample estimate "
+        "without a one-sided confidence correction; it can overshoot the truth.",
+        "* **diagnostic** — a number under modelling or aggregation assumptions that do not make "
+        "it a bound on the joint mechanism.",
+        "",
+        "## Files",
+        "",
+        "* `results.nc` — everything above per pair, dims (mechanism, noise_sd, pair); open with "
+        "`xarray.open_dataset`. Every variable has `long_name` and `status` attributes.",
+        "* `noise_sweep.png` — each method's ε (median and interquartile range over pairs) and the "
+        "ROC AUC against the noise level, with the true ε and the mechanism-wide guarantee.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _write_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from idaudit.plotting import plot_noise_sweep
+
+    fig = Figure(figsize=(12.0, 6.8), layout="constrained")
+    grid = fig.subplots(2, 2, sharex="col", height_ratios=[3, 1])
+    titles = {
+        "gaussian": "Gaussian noise: truth ε(δ=1e-5)",
+        "laplace": "Laplace noise: truth = pure ε",
+    }
+    for col, (name, ds) in enumerate(sweeps.items()):
+        plot_noise_sweep(ds, axes=(grid[0, col], grid[1, col]), title=titles[name])
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+
+
+# -- owner-only atomic writes -----------------------------------------------------------------
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], Any]) -> Path:
+    """Write a file atomically with owner-only permissions.
+
+    ``write(tmp)`` fills a temporary file in the destination's folder; it is then made
+    ``0o600`` and renamed over ``path`` (atomic on POSIX), so a reader never sees a partial
+    file and a failure leaves no file behind.
+
+    Parameters
+    ----------
+    path : path
+        Destination.
+    write : callable
+        Called with the temporary path.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    dest = Path(path)
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def write_text(text: str, path: str | os.PathLike[str]) -> Path:
+    """Write UTF-8 text atomically, owner-only."""
+    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_netcdf(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
+    """Write a Dataset to netCDF-4 atomically, owner-only.
+
+    Raises
+    ------
+    ImportError
+        If neither ``netCDF4`` nor ``h5netcdf`` is installed (netCDF-3, all scipy can write,
+        cannot hold the 64-bit seeds and counts idaudit records).
+    """
+    if not any(importlib.util.find_spec(m) for m in ("netCDF4", "h5netcdf")):
+        raise ImportError(
+            "writing .nc results needs netCDF4 or h5netcdf; install them with "
+            'pip install "idaudit[io]"'
+        )
+    return write_atomic(path, lambda tmp: ds.to_netcdf(tmp))

@@ -1,0 +1,131 @@
+"""Unit tests for idaudit.benchmark.noise_sweep."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from idaudit.audits import GaussMechAuditor, MMDTVAuditor, ROCHTAuditor
+from idaudit.benchmark import noise_sweep
+from idaudit.data import EmbeddingSet
+from idaudit.exceptions import InvalidInputError
+
+
+@pytest.fixture(scope="module")
+def base() -> EmbeddingSet:
+    return EmbeddingSet(np.random.default_rng(4).normal(size=(8, 4)), np.arange(8))
+
+
+@pytest.fixture(scope="module")
+def sweep(base: EmbeddingSet) -> xr.Dataset:
+    return noise_sweep(
+        base,
+        [0.05, 0.5, 5.0],
+        mechanism="laplace",
+        n_pairs=6,
+        n_per_identity=60,
+        auditors=[GaussMechAuditor(), MMDTVAuditor(), ROCHTAuditor(rng=0)],
+        progress=False,
+    )
+
+
+def test_schema(sweep: xr.Dataset) -> None:
+    assert dict(sweep.sizes) == {"scale": 3, "pair": 6}
+    np.testing.assert_allclose(sweep["scale"], [0.05, 0.5, 5.0])
+    np.testing.assert_allclose(sweep["noise_sd"], np.sqrt(2) * np.array([0.05, 0.5, 5.0]))
+    for name in ("gaussmech_epsilon", "mmdtv_epsilon", "rocht_auc", "true_epsilon"):
+        assert sweep[name].dims == ("scale", "pair"), name
+    assert sweep["reference_epsilon"].dims == ("scale",)
+    assert sweep["certified_epsilon_max"].dims == ("scale",)
+    assert sweep["certified_epsilon"].attrs["status"] == "certified_lower_bound"
+    for name, var in sweep.data_vars.items():
+        assert {"long_name", "status"} <= set(var.attrs), name
+    assert sweep.attrs["mechanism"] == "laplace"
+    assert sweep.attrs["reference_delta"] == 0.0
+    assert sweep.attrs["truth_kind"] == "exact"
+    for value in sweep.attrs.values():
+        assert isinstance(value, (str, int, float)), value
+
+
+def test_truth_is_the_l1_distance_over_the_scale(base: EmbeddingSet, sweep: xr.Dataset) -> None:
+    for i, scale in enumerate(sweep["scale"].values):
+        for j in range(sweep.sizes["pair"]):
+            a = sweep["identity_a"].values[j].item()
+            b = sweep["identity_b"].values[j].item()
+            l1 = np.abs(base.get(a) - base.get(b)).sum()
+            assert float(sweep["true_epsilon"][i, j]) == pytest.approx(l1 / scale)
+        assert float(sweep["reference_epsilon"][i]) == pytest.approx(
+            2 * np.abs(base.embeddings).sum(axis=1).max() / scale
+        )
+
+
+def test_sweep_runs_from_separable_to_chance(sweep: xr.Dataset) -> None:
+    auc = sweep["rocht_auc"].median("pair").values
+    assert auc[0] == 1.0
+    assert auc[-1] < 0.75
+    # the certificate is sound against the exact truth and loses power with the noise
+    cert = sweep["certified_epsilon"]
+    chosen = cert.notnull()
+    assert int(chosen.sum("pair")[0]) >= 1
+    assert bool((cert <= sweep["true_epsilon"]).where(chosen, True).all())
+    assert float(sweep["certified_epsilon_max"][0]) > float(sweep["certified_epsilon_max"][-1])
+    # the pure-DP MMD-TV sample estimates stay below the (large) truth
+    assert bool((sweep["mmdtv_epsilon"] <= sweep["true_epsilon"]).all())
+
+
+def test_gaussian_sweep_defaults(base: EmbeddingSet) -> None:
+    ds = noise_sweep(
+        base,
+        [0.3, 3.0],
+        n_pairs=4,
+        n_per_identity=30,
+        auditors=[GaussMechAuditor()],
+        certify=False,
+        progress=False,
+    )
+    assert ds.attrs["mechanism"] == "gaussian"
+    assert ds.attrs["reference_delta"] == 1e-5
+    assert "certified_epsilon" not in ds
+    np.testing.assert_allclose(ds["noise_sd"], [0.3, 3.0])
+    # larger noise, smaller epsilon
+    assert (ds["true_epsilon"][1] < ds["true_epsilon"][0]).all()
+    assert float(ds["reference_epsilon"][1]) < float(ds["reference_epsilon"][0])
+
+
+def test_same_rng_same_sweep(base: EmbeddingSet) -> None:
+    kwargs = {
+        "n_pairs": 3,
+        "n_per_identity": 20,
+        "auditors": [MMDTVAuditor()],
+        "certify": False,
+        "progress": False,
+    }
+    one = noise_sweep(base, [0.5], rng=1, **kwargs)
+    two = noise_sweep(base, [0.5], rng=1, **kwargs)
+    three = noise_sweep(base, [0.5], rng=2, **kwargs)
+    xr.testing.assert_identical(one, two)
+    assert not one["mmdtv_mmd2"].equals(three["mmdtv_mmd2"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"scales": [0.1, -1.0]}, InvalidInputError, "must be positive and finite; got -1.0"),
+        ({"scales": [0.1, 0.1]}, InvalidInputError, "`scales` must be distinct"),
+        ({"scales": []}, InvalidInputError, "`scales` must hold at least one scale"),
+        ({"mechanism": "uniform"}, InvalidInputError, "`mechanism` must be one of"),
+        ({"delta": 1.0}, InvalidInputError, r"`delta` must be in \[0, 1\); got 1.0"),
+        ({"n_pairs": 0}, InvalidInputError, "`n_pairs` must be >= 1; got 0"),
+        ({"certify": "yes"}, TypeError, "`certify` must be a bool"),
+    ],
+)
+def test_bad_input(base: EmbeddingSet, kwargs: dict, error: type, message: str) -> None:
+    args = {"scales": [0.5], "progress": False, **kwargs}
+    with pytest.raises(error, match=message):
+        noise_sweep(base, **args)
+
+
+def test_base_must_be_an_embedding_set() -> None:
+    with pytest.raises(TypeError, match=r"`base` must be an idaudit\.EmbeddingSet"):
+        noise_sweep(np.eye(3), [1.0])  # type: ignore[arg-type]
