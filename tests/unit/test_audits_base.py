@@ -17,7 +17,7 @@ from idaudit import (
     NotFittedError,
     ROCHTAuditor,
 )
-from idaudit.audits._base import resolve_device
+from idaudit._device import resolve_device
 
 
 def test_reading_results_before_fit_raises() -> None:

@@ -14,6 +14,7 @@ import numpy.typing as npt
 import torch
 from sklearn.base import BaseEstimator
 
+from idaudit._device import resolve_device
 from idaudit._validation import check_pair, check_random_state, spawn_seeds
 from idaudit.exceptions import InvalidInputError, NotFittedError
 from idaudit.ops import PairBatch, pack_pairs
@@ -65,42 +66,6 @@ class Output:
     long_name: str
     status: str
     dtype: type = float
-
-
-def resolve_device(device: Any) -> torch.device:
-    """Turn ``device`` into a :class:`torch.device`, refusing CUDA where there is none.
-
-    Parameters
-    ----------
-    device : str or torch.device
-        ``"cpu"``, ``"cuda"`` or ``"cuda:<index>"``.
-
-    Returns
-    -------
-    torch.device
-
-    Raises
-    ------
-    TypeError
-        If ``device`` is not a string or ``torch.device``.
-    InvalidInputError
-        If it names another device type, or CUDA is requested but unavailable (there is no
-        silent fallback to the CPU).
-    """
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"`device` must be a string such as 'cpu' or 'cuda'; got {device!r}.")
-    try:
-        dev = torch.device(device)
-    except RuntimeError as exc:
-        raise InvalidInputError(f"`device` must be 'cpu' or 'cuda'; got {device!r}.") from exc
-    if dev.type not in ("cpu", "cuda"):
-        raise InvalidInputError(f"`device` must be 'cpu' or 'cuda'; got {device!r}.")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidInputError(
-            f"`device`={device!r} was requested but CUDA is not available here "
-            "(torch.cuda.is_available() is False); use device='cpu'."
-        )
-    return dev
 
 
 class Batch:

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._dlib_format import DlibFormatError, DlibLayer, DlibNetwork, parse_dnn
@@ -269,14 +270,7 @@ class TorchDlibEncoder(nn.Module):
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"`dtype` must be a floating torch.dtype; got {dtype!r}.")
-        try:
-            dev = torch.device(device)
-        except (RuntimeError, TypeError) as exc:
-            raise InvalidInputError(f"`device` must be 'cpu' or 'cuda'; got {device!r}.") from exc
-        if dev.type == "cuda" and not torch.cuda.is_available():
-            raise InvalidInputError(
-                f"`device` is {device!r} but CUDA is not available; use device='cpu'."
-            )
+        dev = resolve_device(device)
         # The shipped file is checked against its published SHA-256; a file the caller names
         # may be any dlib file of this architecture (the parser checks its structure).
         self.weights_path = resolve_weights(

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._device import resolve_device
 from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._align import arcface_template
-from idaudit.faces._io import resolve_device
 from idaudit.faces._types import Encoder, Face
 
 if TYPE_CHECKING:

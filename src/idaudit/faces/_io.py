@@ -30,9 +30,9 @@ import numpy.typing as npt
 from idaudit.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
-    import torch
+    pass
 
-__all__ = ["load_image", "resolve_device", "to_rgb_uint8"]
+__all__ = ["load_image", "to_rgb_uint8"]
 
 _FACES_EXTRA = 'pip install "idaudit[faces]"'
 
@@ -161,35 +161,3 @@ def load_image(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
             )
         arr = arr.astype(np.uint16)
     return to_rgb_uint8(arr, name="path")
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """Return ``device`` as a :class:`torch.device`, refusing CUDA where there is none.
-
-    Parameters
-    ----------
-    device : str or torch.device
-        ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
-
-    Returns
-    -------
-    torch.device
-
-    Raises
-    ------
-    TypeError
-        If ``device`` is neither a string nor a torch.device.
-    InvalidInputError
-        If it names CUDA and CUDA is not available (no silent CPU fallback).
-    """
-    import torch
-
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"`device` must be a str or torch.device; got {type(device).__name__}.")
-    try:
-        dev = torch.device(device)
-    except RuntimeError as exc:
-        raise InvalidInputError(f"`device` must name a torch device; got {device!r}.") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidInputError(f"`device` is {device!r} but CUDA is not available here.")
-    return dev

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError, MissingWeightsError
-from idaudit.faces._io import resolve_device, to_rgb_uint8
+from idaudit.faces._io import to_rgb_uint8
 from idaudit.faces._types import Face
 from idaudit.faces._weights import resolve_weights
 

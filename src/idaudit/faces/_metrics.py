@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
-from idaudit.faces._io import resolve_device, to_rgb_uint8
+from idaudit.faces._io import to_rgb_uint8
 from idaudit.faces._weights import resolve_weights
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._device import resolve_device
 from idaudit._validation import check_in_range, check_integer
 from idaudit.exceptions import InvalidInputError
-from idaudit.faces._io import resolve_device, to_rgb_uint8
+from idaudit.faces._io import to_rgb_uint8
 from idaudit.faces._types import Face
 
 if TYPE_CHECKING:

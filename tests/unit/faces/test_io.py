@@ -8,7 +8,7 @@ from PIL import Image
 
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces import load_image
-from idaudit.faces._io import resolve_device, to_rgb_uint8
+from idaudit.faces._io import to_rgb_uint8
 
 pytestmark = pytest.mark.faces
 
@@ -93,14 +93,3 @@ def test_load_image_failures(tmp_path: Path) -> None:
         load_image(truncated)
     with pytest.raises(FileNotFoundError):
         load_image(tmp_path / "missing.png")
-
-
-def test_cuda_without_cuda_raises() -> None:
-    torch = pytest.importorskip("torch")
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
-    with pytest.raises(InvalidInputError, match="`device` is 'cuda' but CUDA is not available"):
-        resolve_device("cuda")
-    assert resolve_device("cpu") == torch.device("cpu")
-    with pytest.raises(TypeError, match=r"`device` must be a str or torch\.device; got int"):
-        resolve_device(0)

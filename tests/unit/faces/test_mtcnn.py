@@ -135,7 +135,9 @@ def test_argument_errors() -> None:
     with pytest.raises(InvalidInputError, match=r"`min_face_size` must be >= 12; got 5"):
         MTCNNDetector(min_face_size=5)
     if not _has_cuda():
-        with pytest.raises(InvalidInputError, match="`device` is 'cuda' but CUDA is not available"):
+        with pytest.raises(
+            InvalidInputError, match="`device`='cuda' was requested but CUDA is not available"
+        ):
             MTCNNDetector(device="cuda")
     with pytest.raises(InvalidInputError, match="must all have the same size"):
         det.detect_batch([np.zeros((30, 30, 3), np.uint8), np.zeros((40, 30, 3), np.uint8)])
