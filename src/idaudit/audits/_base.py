@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -141,7 +142,7 @@ class Batch:
         return masks
 
 
-class BaseAuditor(BaseEstimator):  # type: ignore[misc]
+class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
     """Base class of the identity-level DP auditors (seed 000, Section 3).
 
     An auditor turns the embeddings of two identities into an ε with a declared formal
@@ -185,9 +186,9 @@ class BaseAuditor(BaseEstimator):  # type: ignore[misc]
         name = getattr(self, "name", None)
         return str(name) if name is not None else self._default_label()
 
+    @abstractmethod
     def outputs(self) -> tuple[Output, ...]:
         """Return the per-pair outputs this auditor reports with its current parameters."""
-        raise NotImplementedError
 
     def fit(self, emb_a: npt.ArrayLike, emb_b: npt.ArrayLike) -> BaseAuditor:
         """Audit one identity pair.
@@ -273,9 +274,9 @@ class BaseAuditor(BaseEstimator):  # type: ignore[misc]
             return None
         return spawn_seeds(check_random_state(self.rng), 1)[0]
 
+    @abstractmethod
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         """Audit every pair of ``batch``: output name -> array (pairs,) or list of length pairs."""
-        raise NotImplementedError
 
 
 def check_positive_number(value: Any, name: str) -> float:

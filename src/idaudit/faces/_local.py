@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -606,8 +607,8 @@ def _load_checkpoint(path: Path) -> Any:
         raise InvalidInputError(
             f"{path} holds Python objects besides tensors, which idaudit refuses to unpickle "
             "(torch.load(weights_only=True)). If you trust the file, extract its weights once: "
-            "torch.save({'state_dict': torch.load(p, weights_only=False)['state_dict']}, p2), "
-            f"and pass p2. {detail}"
+            "load it with weights_only=False in a session you trust, torch.save its "
+            f"state_dict to a new file and pass that file. {detail}"
         ) from err
     except Exception as err:  # torch raises assorted types for non-checkpoint files
         raise InvalidInputError(f"Could not read the checkpoint {path}: {err!r}") from err
@@ -662,7 +663,7 @@ def _load_exact(
     module.load_state_dict(full, strict=True, assign=assign)
 
 
-class _TorchEncoder:
+class _TorchEncoder(ABC):
     """Shared machinery of the differentiable torch encoders.
 
     Subclasses set ``name``, ``dim``, ``input_size``, ``self.model``, ``self.device`` and
@@ -677,8 +678,9 @@ class _TorchEncoder:
     model: torch.nn.Module
     _device: torch.device
 
-    def _embed(self, x: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Raw network output for preprocessed ``(n, 3, s, s)`` input."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Differentiable embedding of image tensors.

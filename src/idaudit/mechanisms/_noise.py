@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,7 +17,7 @@ from idaudit.exceptions import InvalidInputError
 __all__ = ["GaussianNoise", "LaplaceNoise"]
 
 
-class _AdditiveNoise:
+class _AdditiveNoise(ABC):
     """Shared machinery: base rows per identity, sampling, support distances.
 
     A draw for identity ``id`` is ``x + s * z``: ``x`` uniform (with replacement) over the base
@@ -84,8 +85,9 @@ class _AdditiveNoise:
         return out
 
     # -- helpers ------------------------------------------------------------------------------
+    @abstractmethod
     def _standard_noise(self, gen: np.random.Generator, shape: tuple[int, int]) -> Any:
-        raise NotImplementedError
+        """Draw unit-scale noise of ``shape``; the subclass fixes the distribution."""
 
     def _rows_of(self, identity: Any) -> npt.NDArray[np.float64]:
         # EmbeddingSet.get names an unknown label in its error
