@@ -412,12 +412,14 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
     Raises
     ------
     ImportError
-        If neither ``netCDF4`` nor ``h5netcdf`` is installed (netCDF-3, all scipy can write,
-        cannot hold the 64-bit seeds and counts idaudit records).
+        If no netCDF-4 writer is installed: ``netCDF4`` (a core dependency), or ``h5netcdf``
+        with ``h5py``. netCDF-3, all scipy can write, cannot hold the 64-bit seeds and counts
+        idaudit records.
     """
-    if not any(importlib.util.find_spec(m) for m in ("netCDF4", "h5netcdf")):
+    has_netcdf4 = importlib.util.find_spec("netCDF4") is not None
+    has_h5 = all(importlib.util.find_spec(m) for m in ("h5netcdf", "h5py"))
+    if not (has_netcdf4 or has_h5):
         raise ImportError(
-            "writing .nc results needs netCDF4 or h5netcdf; install them with "
-            'pip install "idaudit[io]"'
+            "writing .nc results needs a netCDF-4 writer; install one with pip install netCDF4"
         )
     return write_atomic(path, lambda tmp: ds.to_netcdf(tmp))
