@@ -26,7 +26,6 @@ __all__ = [
     "BaseAuditor",
     "Output",
     "PairError",
-    "resolve_device",
 ]
 
 #: Labels (variable prefixes): a letter or underscore, then letters, digits, ``_``, ``.``, ``-``.

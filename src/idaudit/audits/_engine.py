@@ -12,8 +12,9 @@ import numpy.typing as npt
 import xarray as xr
 from tqdm.auto import tqdm
 
+from idaudit._device import resolve_device
 from idaudit._validation import check_integer, check_option
-from idaudit.audits._base import BaseAuditor, Batch, PairError, resolve_device
+from idaudit.audits._base import BaseAuditor, Batch, PairError
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
 

@@ -12,6 +12,7 @@ import torch
 import xarray as xr
 
 from idaudit import dp
+from idaudit._device import resolve_device
 from idaudit._validation import (
     RngLike,
     check_integer,
@@ -25,7 +26,6 @@ from idaudit.audits._base import (
     Output,
     PairError,
     check_positive_number,
-    resolve_device,
 )
 from idaudit.exceptions import InvalidInputError
 from idaudit.ops import (
