@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from idaudit.exceptions import IdauditWarning
 
 __all__ = ["main"]
 
@@ -228,12 +231,16 @@ def _load(args: argparse.Namespace) -> Any:
         raise ValueError(
             f"`embeddings` must end in .csv, .npz, .parquet or .pq; got {path.name!r}."
         )
-    if kind == "npz":
-        return EmbeddingSet.from_npz(
-            path, embeddings_key=args.embeddings_key, labels_key=args.labels_key
-        )
-    reader = EmbeddingSet.from_csv if kind == "csv" else EmbeddingSet.from_parquet
-    return reader(path, label_column=args.label_column, vector_column=args.vector_column)
+    # the dropped-row counts are printed with the input's description (_describe), so the
+    # library's warning about them would only say the same thing twice
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        if kind == "npz":
+            return EmbeddingSet.from_npz(
+                path, embeddings_key=args.embeddings_key, labels_key=args.labels_key
+            )
+        reader = EmbeddingSet.from_csv if kind == "csv" else EmbeddingSet.from_parquet
+        return reader(path, label_column=args.label_column, vector_column=args.vector_column)
 
 
 def _describe(es: Any) -> str:
