@@ -11,7 +11,8 @@
 :func:`summarize`                  Table 1's row from that Dataset
 :func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
 :func:`shapiro_residuals`,
-:func:`classifier_sensitivity`
+:func:`classifier_sensitivity`,
+:func:`tv_witness_ratio`
 :func:`check_auditor`              the contract suite every auditor passes
 :class:`BaseAuditor`               base class for new auditors
 =================================  ============================================================
@@ -34,6 +35,7 @@ from idaudit.audits._sensitivity import (
     classifier_sensitivity,
     mmd_bandwidth_sweep,
     shapiro_residuals,
+    tv_witness_ratio,
 )
 from idaudit.audits._summary import AuditSummary, summarize
 
@@ -54,4 +56,5 @@ __all__ = [
     "mmd_bandwidth_sweep",
     "shapiro_residuals",
     "summarize",
+    "tv_witness_ratio",
 ]
