@@ -73,7 +73,8 @@ def noise_sweep(
         :class:`~idaudit.mechanisms.LaplaceNoise` (known pure ε, so the pure-DP routes have a
         finite truth).
     n_pairs : int, default 20
-        Pairs audited, the first ``n_pairs`` of ``sample_pairs(base.identities)``.
+        Pairs audited: the first ``n_pairs`` of ``sample_pairs(base.identities)`` under a seed
+        derived from ``rng``.
     n_per_identity : int, default 100
         Outputs drawn per identity at every scale.
     auditors : sequence of BaseAuditor, optional

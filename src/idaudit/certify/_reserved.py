@@ -217,8 +217,10 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             Embeddings and identity labels of one condition.
         pairs : sequence of (label, label), optional
             Candidate pairs in priority order; the first ``n_candidates`` are scored. Default:
-            ``sample_pairs(es.identities, n_candidates)`` (or all pairs, if fewer) seeded from
-            ``rng``.
+            ``sample_pairs(es.identities, n_candidates, rng=rng)`` (or all pairs, if fewer), so
+            with an integer ``rng`` the certifier scores the same common first pairs as
+            ``audit_pairs`` on ``sample_pairs(es.identities, n, rng=rng)`` (seed 000, §4.3).
+            With a ``Generator`` the pair list is drawn from it.
 
         Returns
         -------
@@ -253,7 +255,10 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         if pairs is None:
             m = len(es.identities)
             n_all = m * (m - 1) // 2
-            pairs = sample_pairs(es.identities, min(p["n_candidates"], n_all), rng=seed_pairs)
+            # an int seed gives the same pair list as sample_pairs(ids, n, rng=seed), i.e. the
+            # common first pairs that the audits of the same condition use (Sec. 4.3)
+            pair_rng = seed_pairs if isinstance(self.rng, np.random.Generator) else self.rng
+            pairs = sample_pairs(es.identities, min(p["n_candidates"], n_all), rng=pair_rng)
         candidates = _check_pairs(pairs, es)[: p["n_candidates"]]
         identities = list(dict.fromkeys(label for pair in candidates for label in pair))
         if len(identities) // 2 < p["n_select"]:
