@@ -49,8 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
-        # input errors carry a message naming the argument and the rule; no traceback
+    except (ValueError, TypeError, OSError, ImportError) as exc:
+        # input errors carry a message naming the argument and the rule, and file-system
+        # errors (missing input, an --out that cannot be created) their path; no traceback
         parser.exit(2, f"idaudit {args.command}: error: {exc}\n")
     return status
 

@@ -187,3 +187,15 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
     path = write_text("hello", tmp_path / "out.md")
     assert path.read_text() == "hello"
     assert _mode(path) == 0o600
+
+
+def test_unusable_out_folder_is_an_input_error(
+    tmp_path: Path, embedding_files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    argv = ["audit", str(embedding_files["csv"]), "--out", str(blocker / "out"), "--quiet"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "idaudit audit: error:" in capsys.readouterr().err
