@@ -6,6 +6,13 @@ from the endpoint regime (ROC AUC ≈ 1) to near chance — and, at every scale,
 the reserved-test certificate and the mechanism's own guarantee on the same draws, so each
 method's soundness (never above the truth, for the lower-bound routes) and power (how close it
 gets) can be read off one Dataset.
+
+Which truth a route is compared with matters. ``true_epsilon`` is stated at the sweep's
+``delta``: for ``LaplaceNoise`` (δ = 0) it is the pure ε that MMD-TV, its hockey-stick variant,
+ROC-HT and a δ = 0 certificate all bound. For ``GaussianNoise`` it is ε(δ) at δ = 1e-5, the
+right truth for GaussMech and for a certificate run at that δ; the pure-DP routes (MMD-TV,
+ROC-HT at δ = 0) bound the *pure* ε, which is infinite for Gaussian noise, so "MMD-TV ≤
+true_epsilon" is no soundness check there — use the Laplace sweep for those routes.
 """
 
 from __future__ import annotations
