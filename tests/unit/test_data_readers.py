@@ -138,11 +138,56 @@ def test_text_vectors_of_the_wrong_length_are_unparseable(tmp_path, bad):
     assert es.counts == {"a": 1, "b": 2}
 
 
-def test_csv_integer_labels(tmp_path):
+def test_csv_labels_are_read_as_text(tmp_path):
     path = tmp_path / "ints.csv"
     path.write_text("label,x,y\n7,1,0\n7,0,1\n12,1,1\n")
     es = EmbeddingSet.from_csv(path)
-    assert es.identities.tolist() == [7, 12]
+    # CSV labels are always strings; a user who wants ints converts them
+    assert es.identities.tolist() == ["12", "7"]
+
+
+def test_csv_labels_with_leading_zeros_stay_distinct(tmp_path):
+    path = tmp_path / "zeros.csv"
+    path.write_text("label,x,y\n001,1,0\n1,0,1\n01,1,1\n001,2,1\n")
+    es = EmbeddingSet.from_csv(path)
+    assert es.counts == {"001": 2, "01": 1, "1": 1}
+
+
+@pytest.mark.parametrize("spelling", ["NA", "None", "nan", "null", "N/A", "True", "False"])
+def test_csv_na_like_labels_are_labels(tmp_path, spelling):
+    path = tmp_path / "na.csv"
+    path.write_text(f"label,x,y\n{spelling},1,0\n{spelling},0,1\nbob,1,1\n")
+    es = EmbeddingSet.from_csv(path)  # no warning: nothing is dropped
+    assert es.counts == {spelling: 2, "bob": 1}
+    assert es.dropped_["missing"] == 0
+
+
+def test_csv_na_in_numeric_columns_is_still_missing(tmp_path):
+    path = tmp_path / "numna.csv"
+    path.write_text("label,x,y\nNA,1,NA\nNA,0,1\nbob,nan,1\nbob,1,1\n")
+    with pytest.warns(IdauditWarning, match=r"dropped 2 of 4 rows \(missing: 2"):
+        es = EmbeddingSet.from_csv(path)
+    assert es.counts == {"NA": 1, "bob": 1}
+
+
+def test_csv_without_header_row_raises(tmp_path):
+    path = tmp_path / "noheader.csv"
+    path.write_text("a,0.1,0.2\na,0.3,0.4\nb,0.5,0.6\n")
+    with pytest.raises(
+        InvalidInputError,
+        match=(
+            r"seems to have no header row: every column name other than the label column "
+            r"'a' parses as a number \(\['0\.1', '0\.2'\]\)"
+        ),
+    ):
+        EmbeddingSet.from_csv(path)
+
+
+def test_csv_header_only_has_no_data_rows(tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text("identity,e0,e1\n")
+    with pytest.raises(InvalidInputError, match=r"'.*empty\.csv' has no data rows"):
+        EmbeddingSet.from_csv(path)
 
 
 def test_csv_errors(tmp_path):
@@ -206,6 +251,18 @@ def test_parquet_numeric_columns(tmp_path, table):
     frame.to_parquet(path)
     es = EmbeddingSet.from_parquet(path)
     np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+
+
+def test_parquet_labels_keep_their_type_and_are_checked(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "typed.parquet"
+    pq.write_table(pa.table({"identity": [7, 7, 12], "e0": [1.0, 2.0, 1.0]}), path)
+    assert EmbeddingSet.from_parquet(path).identities.tolist() == [7, 12]
+    path2 = tmp_path / "bools.parquet"
+    pq.write_table(pa.table({"identity": [True, False, True], "e0": [1.0, 2.0, 1.0]}), path2)
+    with pytest.raises(TypeError, match=r"`labels` must hold strings or integers; got dtype bool"):
+        EmbeddingSet.from_parquet(path2)
 
 
 def test_parquet_unreadable(tmp_path):

@@ -176,6 +176,13 @@ class EmbeddingSet:
         whose length differs from the most common length in the file, drops the row as
         ``"unparseable"``. The remaining rules are those of :class:`EmbeddingSet`.
 
+        The label column is read as text, so labels from a CSV file are always strings:
+        ``001``, ``01`` and ``1`` are three identities, and ``NA``, ``None``, ``nan`` or
+        ``True`` are labels like any other; only an empty label cell is missing. To use
+        integer labels, convert them (e.g. build an :class:`EmbeddingSet` from the arrays
+        with ``labels.astype(int)``). A file whose column names other than the label column
+        all parse as numbers is taken to have no header row and refused.
+
         Examples
         --------
         >>> import pathlib, tempfile

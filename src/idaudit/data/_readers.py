@@ -36,6 +36,14 @@ _UNPARSEABLE = _REASON_CODE["unparseable"]
 _STRIP = "[](){} \t\r\n'\""
 _WHITESPACE = re.compile(r"\s+")
 _CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(")
+# pandas' default missing-value spellings (``keep_default_na``), kept for the non-label
+# columns of a CSV file while the label column is read as plain text
+_DEFAULT_NA = frozenset(
+    {
+        "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+        "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+    }
+)  # fmt: skip
 
 
 def read_csv(
@@ -44,13 +52,92 @@ def read_csv(
     label_column: str | None,
     vector_column: str | list[str] | None,
 ) -> tuple[Parsed, str]:
-    """Read a CSV file with a header row (see :meth:`EmbeddingSet.from_csv`)."""
+    """Read a CSV file with a header row (see :meth:`EmbeddingSet.from_csv`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The CSV file.
+    label_column : str or None
+        Column holding the labels; None picks one as :meth:`EmbeddingSet.from_csv` says.
+    vector_column : str, list of str or None
+        Column(s) holding the vectors, as for :meth:`EmbeddingSet.from_csv`.
+
+    Returns
+    -------
+    parsed : tuple of ndarray
+        ``(vectors, labels, reasons)`` as described in the module docstring.
+    sha256 : str
+        SHA-256 of the file's bytes.
+
+    Raises
+    ------
+    InvalidInputError
+        If the file is not CSV, seems to have no header row, or has no data rows.
+
+    Notes
+    -----
+    The label column is read as text, so labels from a CSV file are always strings: ``001``,
+    ``01`` and ``1`` are three identities, and ``NA``, ``None``, ``nan``, ``null``, ``True``
+    are labels like any other. Only an empty label cell is missing. A caller wanting integer
+    labels converts them (``int(label)``). The other columns keep pandas' usual missing-value
+    spellings (``NA``, ``nan``, ...).
+    """
     raw = _read_bytes(path)
+    where = os.fspath(path)
     try:
-        frame = pd.read_csv(io.BytesIO(raw), low_memory=False)
+        # the header alone first, to know which column holds the labels
+        columns = [str(c) for c in pd.read_csv(io.BytesIO(raw), nrows=0).columns]
+        label = _choose_label_column(columns, label_column) if len(columns) >= 2 else None
+        if label is not None:
+            _check_header(columns, label, by_name=label_column is not None, where=where)
+            na_values: Any = {c: list(_DEFAULT_NA) for c in columns}
+            na_values[label] = [""]  # only an empty label cell is missing
+            frame = pd.read_csv(
+                io.BytesIO(raw),
+                low_memory=False,
+                dtype={label: str},
+                keep_default_na=False,
+                na_values=na_values,
+            )
+        else:
+            frame = pd.read_csv(io.BytesIO(raw), low_memory=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {os.fspath(path)!r} as CSV: {exc}") from exc
+        raise InvalidInputError(f"cannot read {where!r} as CSV: {exc}") from exc
+    if label is not None and len(frame) == 0:
+        shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
+        raise InvalidInputError(f"{where!r} has no data rows: it holds only the header {shown}.")
     return _parse_frame(frame, label_column, vector_column), _sha256(raw)
+
+
+def _check_header(columns: list[str], label: str, *, by_name: bool, where: str) -> None:
+    """Refuse a file whose first row looks like data: pandas took it for the column names."""
+    if by_name or label in LABEL_COLUMN_NAMES:
+        return  # the label column was found by its name, so there is a header row
+    others = [c for c in columns if c != label]
+    if not all(_parses_as_number(c) for c in others):
+        return
+    # pandas' default names for a frame's columns: 0, 1, ..., d-1 (or 1, ..., d)
+    if others in ([str(j) for j in range(len(others))], [str(j + 1) for j in range(len(others))]):
+        return
+    shown = others if len(others) <= 8 else [*others[:8], "..."]
+    raise InvalidInputError(
+        f"{where!r} seems to have no header row: every column name other than the label "
+        f"column {label!r} parses as a number ({shown}), so its first row would be lost as "
+        "column names; add a header row (e.g. `label,e0,e1,...`)."
+    )
+
+
+def _parses_as_number(name: str) -> bool:
+    """Whether a column name is a number or a text vector of numbers ("[0.1, 0.2]")."""
+    tokens = name.strip(_STRIP).replace(",", " ").split()
+    if not tokens:
+        return False
+    try:
+        [float(t) for t in tokens]
+    except ValueError:
+        return False
+    return True
 
 
 def read_parquet(
@@ -72,6 +159,8 @@ def read_parquet(
     except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
         raise InvalidInputError(f"cannot read {os.fspath(path)!r} as Parquet: {exc}") from exc
     frame = table.to_pandas()
+    if len(frame) == 0 and frame.shape[1] >= 2:
+        raise InvalidInputError(f"{os.fspath(path)!r} has no data rows.")
     return _parse_frame(frame, label_column, vector_column), _sha256(raw)
 
 
@@ -119,7 +208,7 @@ def _parse_frame(
             f"columns {columns}."
         )
     label = _choose_label_column(columns, label_column)
-    labels = frame[label].to_numpy()
+    labels = _check_labels(frame[label], label)
 
     if isinstance(vector_column, str):
         _check_columns(columns, [vector_column], "vector_column")
@@ -137,6 +226,20 @@ def _parse_frame(
         else:
             x, reasons = _parse_numeric_columns(frame, cols, explicit=False)
     return x, labels, reasons
+
+
+def _check_labels(col: pd.Series, label: str) -> npt.NDArray[Any]:
+    """Return the label column, checked as the ``labels`` of :class:`EmbeddingSet` are."""
+    from idaudit.data._embeddings import _as_label_array
+
+    values = col.to_numpy()
+    if values.dtype.kind == "O" or not isinstance(col.dtype, np.dtype):
+        # extension dtypes (str, Int64, ...): plain objects with NaN for missing
+        values = col.astype(object).where(col.notna(), np.nan).to_numpy(dtype=object)
+    try:
+        return _as_label_array(values, len(col))
+    except (TypeError, InvalidInputError) as exc:
+        raise type(exc)(f"label column {label!r}: {exc}") from exc
 
 
 def _choose_label_column(columns: list[str], label_column: str | None) -> str:
