@@ -15,7 +15,9 @@ bool, other ints       rejected (no unambiguous scale)
 =====================  ==========================================================================
 
 Files are read with Pillow, EXIF orientation applied; 16-bit and float TIFF/PNG modes follow
-the same rules.
+the same rules. Pillow's 32-bit integer mode ``"I"`` carries 8- or 16-bit data: its pixels are
+taken as 8-bit when they all lie in 0…255 and as 16-bit (``round(x / 257)``) when any exceeds
+255; ``"I;16*"`` modes are always 16-bit; values outside 0…65535 are refused.
 """
 
 from __future__ import annotations
@@ -131,7 +133,10 @@ def load_image(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
     -----
     The EXIF orientation tag is applied (``PIL.ImageOps.exif_transpose``), as a photo viewer
     would. Palette and CMYK images are converted by Pillow; 16-bit and float modes keep their
-    depth until :func:`to_rgb_uint8` scales them.
+    depth until :func:`to_rgb_uint8` scales them. ``"I;16*"`` modes are always 16-bit. Pillow's
+    32-bit integer mode ``"I"`` holds 8- or 16-bit data, so its depth is read from the values:
+    all within 0–255 means 8-bit (kept as is), any above 255 means 16-bit (``round(x / 257)``);
+    values below 0 or above 65535 raise :class:`~idaudit.exceptions.InvalidInputError`.
 
     Examples
     --------
@@ -152,12 +157,20 @@ def load_image(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
         img = ImageOps.exif_transpose(opened)
         if img.mode in ("P", "PA", "CMYK", "YCbCr", "LAB", "HSV", "1"):
             img = img.convert("RGBA" if "transparency" in img.info or img.mode == "PA" else "RGB")
+        sixteen_bit = img.mode.startswith("I;16")
         arr = np.asarray(img)
-    if arr.dtype.kind in "iu" and arr.dtype not in (np.uint8, np.uint16):
-        # Pillow's "I" / "I;16" modes come back as int32; 16-bit data fits uint16 exactly.
-        if arr.size and (arr.min() < 0 or arr.max() > 65535):
+    if (
+        arr.dtype.kind in "iu"
+        and arr.dtype != np.uint8
+        and not (arr.dtype == np.uint16 and arr.dtype.isnative)
+    ):
+        # "I;16*" modes are 16-bit whatever their values. Pillow's "I" mode (int32) is used for
+        # both 8- and 16-bit data: values within 0–255 are 8-bit, larger ones up to 65535 16-bit.
+        low, high = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
+        if low < 0 or high > 65535:
             raise InvalidInputError(
-                f"`path` {os.fspath(file)!r} holds integer pixels outside 0–65535."
+                f"`path` {os.fspath(file)!r} must hold integer pixels within 0–65535; "
+                f"got values from {low} to {high}."
             )
-        arr = arr.astype(np.uint16)
+        arr = arr.astype(np.uint16 if sixteen_bit or high > 255 else np.uint8)
     return to_rgb_uint8(arr, name="path")

@@ -17,6 +17,23 @@ from idaudit.faces._types import Detector, Encoder, Face
 
 __all__ = ["OUTCOME_COLUMNS", "STATUSES", "FacePipeline"]
 
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """Return the exceptions that mean "this image file cannot be read", and nothing broader.
+
+    ``OSError`` covers missing, truncated and undecodable files; ``ValueError`` and
+    :class:`~idaudit.exceptions.IdauditError` bad pixel data; ``SyntaxError`` is what older
+    Pillow plugins raise on a malformed header; ``PIL.Image.DecompressionBombError`` (a plain
+    ``Exception``) an image over ``PIL.Image.MAX_IMAGE_PIXELS``.
+    """
+    errors: tuple[type[BaseException], ...] = (OSError, IdauditError, ValueError, SyntaxError)
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - pillow is in the faces extra
+        return errors
+    return (*errors, Image.DecompressionBombError)
+
+
 #: Every value the ``status`` column of the outcomes table can take.
 STATUSES = ("ok", "no_face", "unreadable", "bad_format")
 
@@ -161,8 +178,9 @@ class FacePipeline:
             except (TypeError, InvalidInputError) as exc:
                 rows.append({**base, "status": "bad_format", "n_faces": 0, "message": str(exc)})
                 continue
-            except (OSError, IdauditError, ValueError) as exc:
-                rows.append({**base, "status": "unreadable", "n_faces": 0, "message": str(exc)})
+            except _read_errors() as exc:
+                message = str(exc) or type(exc).__name__
+                rows.append({**base, "status": "unreadable", "n_faces": 0, "message": message})
                 continue
             faces = self.detector.detect(image)
             if not faces:

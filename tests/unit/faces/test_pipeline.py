@@ -163,3 +163,59 @@ def test_empty_input_gives_empty_results(pipeline: FacePipeline) -> None:
     assert emb.shape == (0, 128)
     assert len(out) == 0
     assert tuple(out.columns) == OUTCOME_COLUMNS
+
+
+class _ConstantEncoder:
+    """A stand-in encoder: the pipeline's error bookkeeping is tested, not a model."""
+
+    name = "constant"
+    dim = 4
+    input_size = 8
+    differentiable = False
+
+    def align(self, image: np.ndarray, face: Face) -> np.ndarray:
+        return np.zeros((8, 8, 3), np.uint8)
+
+    def encode(self, crops: np.ndarray) -> np.ndarray:
+        return np.ones((len(crops), self.dim), np.float32)
+
+
+def test_decompression_bomb_is_unreadable_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = tmp_path / "small.png"
+    Image.fromarray(np.zeros((10, 10, 3), np.uint8)).save(small)
+    big = tmp_path / "big.png"
+    Image.fromarray(np.zeros((100, 100, 3), np.uint8)).save(big)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # 100×100 is over twice the limit
+    face = Face(np.array([1.0, 1.0, 8.0, 8.0]), 0.99, np.full((5, 2), 4.0))
+    pipeline = FacePipeline(_FixedDetector([face]), _ConstantEncoder(), progress=False)
+    emb, out = pipeline.encode([small, big, np.zeros((10, 10, 3), np.uint8)])
+    assert out["status"].tolist() == ["ok", "unreadable", "ok"]
+    assert out.loc[1, "source"] == str(big)
+    assert "decompression bomb" in out.loc[1, "message"]
+    assert emb.shape == (2, 4)
+
+
+@pytest.mark.parametrize("error", [SyntaxError("bad plugin header"), OSError("broken file")])
+def test_plugin_errors_are_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    def fail(path: Any) -> np.ndarray:
+        raise error
+
+    monkeypatch.setattr("idaudit.faces._pipeline.load_image", fail)
+    pipeline = FacePipeline(_FixedDetector([]), _ConstantEncoder(), progress=False)
+    _, out = pipeline.encode([tmp_path / "x.png"])
+    assert out["status"].tolist() == ["unreadable"]
+    assert str(error) in out.loc[0, "message"]
+
+
+def test_programming_errors_still_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(path: Any) -> np.ndarray:
+        raise AttributeError("a bug, not a bad file")
+
+    monkeypatch.setattr("idaudit.faces._pipeline.load_image", fail)
+    pipeline = FacePipeline(_FixedDetector([]), _ConstantEncoder(), progress=False)
+    with pytest.raises(AttributeError, match="a bug"):
+        pipeline.encode([tmp_path / "x.png"])

@@ -217,7 +217,7 @@ def test_verify_rejects_a_changed_file(pinned_model: Path) -> None:
         InvalidInputError,
         match=r"SHA-256 of .*w\.bin is [0-9a-f]{64}, but the published 'w.bin' of model "
         r"'pinned' has SHA-256 [0-9a-f]{64}: the file is corrupt or holds other weights\. "
-        r"Pass verify=False to load it anyway\.",
+        r"Loaders that take a `verify` argument load it anyway with verify=False\.",
     ):
         resolve_weights("pinned", path=pinned_model)
     assert resolve_weights("pinned", path=pinned_model, verify=False).is_file()
@@ -256,13 +256,50 @@ def test_shipped_files_resolve_and_match_their_pinned_digest(model: str, filenam
     assert path.is_file()
 
 
+@pytest.mark.usefixtures("no_env")
 def test_missing_shipped_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_weights, "_package_dir", lambda package: None)
     with pytest.raises(
         MissingWeightsError,
         match=re.escape(
             "Weights file 'alex.pth' of model 'lpips_alex' is missing: package `lpips` is not "
-            "installed. It ships in the `lpips` package: install it"
+            "installed and $IDAUDIT_WEIGHTS is not set. It ships in the `lpips` package: "
+            "install it"
         ),
     ):
         resolve_weights("lpips_alex")
+
+
+def test_shipped_model_falls_back_to_env_var(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The package is absent, the file is under $IDAUDIT_WEIGHTS/<model>/<file>: use it.
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, **k: None)
+    heads = _touch(tmp_path / "lpips_alex" / "alex.pth")
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    assert resolve_weights("lpips_alex", verify=False) == heads.resolve()
+
+
+def test_shipped_model_falls_back_to_env_var_when_package_lacks_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_weights, "_package_dir", lambda package: tmp_path / "empty_pkg")
+    onet = _touch(tmp_path / "root" / "mtcnn" / "onet.pt")
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "root"))
+    assert resolve_weights("mtcnn", "onet.pt", verify=False) == onet.resolve()
+
+
+def test_shipped_model_missing_everywhere_names_env_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, **k: None)
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    expected = tmp_path / "lpips_alex" / "alex.pth"
+    with pytest.raises(MissingWeightsError) as info:
+        resolve_weights("lpips_alex")
+    message = str(info.value)
+    assert "'alex.pth'" in message
+    assert "package `lpips` is not installed" in message
+    assert f"not found at {expected}" in message
+    assert "ships in the `lpips` package" in message
+    assert f"${ENV_VAR}/lpips_alex/alex.pth" in message
