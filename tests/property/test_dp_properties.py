@@ -1,4 +1,5 @@
 import math
+from fractions import Fraction
 
 import numpy as np
 from hypothesis import given, settings
@@ -92,19 +93,58 @@ def test_error_rates_respect_eq2_at_the_returned_epsilon(fpr, fnr, delta):
         assert holds(fnr, fpr)
 
 
+def _exact_roc_epsilon(points):
+    """Eq. 15 of seed 000 in exact rational arithmetic, rounded once at the end.
+
+    ``Fraction`` holds each float rate exactly, so 1 - TPR carries no cancellation error: the
+    reference stays correct near the corners, where a float ``1 - tpr`` loses all its digits.
+    """
+    best = 0.0
+    for f_float, t_float in points:
+        f, t = Fraction(f_float), Fraction(t_float)
+        for num, den in ((t, f), (1 - f, 1 - t)):
+            if num <= 0:
+                continue  # a term with a non-positive numerator carries no evidence
+            if den == 0:
+                return math.inf
+            if num > den:
+                best = max(best, _log_fraction(num / den))
+    return best
+
+
+def _log_fraction(r):
+    """ln r for a positive Fraction; through big-integer logs when r overflows a float."""
+    try:
+        return math.log(float(r))
+    except OverflowError:
+        return math.log(r.numerator) - math.log(r.denominator)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(unit, unit), min_size=1, max_size=20))
-def test_roc_epsilon_is_max_over_points(points):
+def test_roc_epsilon_matches_exact_rational_reference(points):
+    got = epsilon_from_roc([p[0] for p in points], [p[1] for p in points])
+    ref = _exact_roc_epsilon(points)
+    if math.isinf(ref):
+        assert math.isinf(got)
+    else:
+        # math.log of a correctly rounded ratio is within a few ulps; log/log1p differences in
+        # the implementation add at most ~1e-15 absolute on O(1) logs.
+        assert math.isclose(got, ref, rel_tol=1e-12, abs_tol=1e-13)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(unit, unit), min_size=1, max_size=20))
+def test_roc_epsilon_is_at_least_every_finite_point_epsilon(points):
     fpr = np.array([p[0] for p in points])
     tpr = np.array([p[1] for p in points])
     per_point = epsilon_from_error_rates(fpr, 1.0 - tpr)
-    got = epsilon_from_roc(fpr, tpr)
-    ref = float(np.max(per_point))
-    if math.isinf(ref):
-        # 1 - tpr can round a tpr just below 1 to fnr == 0; the ROC route keeps it finite
-        assert got >= float(np.max(per_point[np.isfinite(per_point)], initial=0.0))
-    else:
-        assert math.isclose(got, ref, rel_tol=1e-9, abs_tol=1e-12) or got > ref
+    finite = per_point[np.isfinite(per_point)]
+    # Eq. 2 on FNR = 1 - TPR loses up to eps_mach / min(TPR, 1 - TPR) relative accuracy
+    # to the float subtraction; allow that much slack per point.
+    guard = np.finfo(float).eps / np.clip(np.minimum(tpr, 1.0 - tpr), 1e-300, None)
+    slack = float(np.max(4.0 * guard[np.isfinite(per_point)], initial=0.0))
+    assert epsilon_from_roc(fpr, tpr) >= float(np.max(finite, initial=0.0)) - slack
 
 
 @settings(max_examples=100, deadline=None)
