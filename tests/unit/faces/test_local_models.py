@@ -446,7 +446,7 @@ def _lightning_checkpoint(backbone: dict[str, torch.Tensor], **extra: Any) -> di
     """The layout of AdaFace's released .ckpt files: backbone under ``model.``, head under
     ``head.``, plus Lightning's bookkeeping."""
     state = {f"model.{k}": v for k, v in backbone.items()}
-    state["head.kernel"] = torch.randn(512, 10)
+    state["head.kernel"] = torch.randn(512, 10, generator=torch.Generator().manual_seed(3))
     state["head.t"] = torch.zeros(1)
     return {"epoch": 25, "global_step": 1000, "state_dict": state, **extra}
 
