@@ -67,6 +67,33 @@ def test_matches_sklearn_pipeline(overlap: tuple) -> None:
     assert aud.status == "diagnostic"
 
 
+@pytest.mark.parametrize(
+    ("scale", "offset", "dim"),
+    [(1000.0, 0.0, 20), (1.0, 1e4, 1)],
+    ids=["large-norm-20d", "far-offset-1d"],
+)
+def test_unnormalised_inputs_match_a_centred_sklearn_fit(
+    scale: float, offset: float, dim: int
+) -> None:
+    # Large norms broke the float32 Newton systems (NaN scores read as a perfect separation).
+    # The unpenalised intercept makes the optimum shift-invariant, so sklearn on centred data
+    # is an exact reference; raw lbfgs itself stalls on the offset case.
+    gen = np.random.default_rng(8)
+    a = offset + scale * gen.normal(size=(60, dim))
+    b = offset + scale * gen.normal(0.3, 1.0, size=(60, dim))
+    aud = ROCHTAuditor(rng=0).fit(a, b)
+    centre = np.r_[a, b].mean(axis=0)
+    y, oof = sklearn_oof(a - centre, b - centre, aud.seed_ % 2**32)
+    assert np.all(np.isfinite(aud.oof_scores_))
+    assert aud.auc_ == pytest.approx(roc_auc_score(y, oof), abs=1e-12)
+    assert aud.corner_ is False
+
+
+def test_roc_curve_rejects_non_finite_scores() -> None:
+    with pytest.raises(InvalidInputError, match="score must be finite; got 1 non-finite"):
+        roc_curve([0, 1, 1], [0.1, np.nan, 0.3])
+
+
 def test_separated_identities_give_inf_and_corner() -> None:
     gen = np.random.default_rng(0)
     a, b = gen.normal(size=(20, 5)) + 5.0, gen.normal(size=(20, 5)) - 5.0

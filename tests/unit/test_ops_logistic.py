@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
+from idaudit import InvalidInputError
 from idaudit.ops import fit_kernel_logistic
 
 
@@ -79,3 +81,42 @@ def test_reports_non_convergence() -> None:
     )
     assert fit.n_iter == 1
     assert not bool(fit.converged.all())
+
+
+def test_large_norms_fall_back_to_float64_systems(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Norms of 1e4 make S = I + C D^1/2 G D^1/2 too ill-conditioned for a float32 Cholesky;
+    # the solver must switch to float64 and still reach scikit-learn's optimum (reached here
+    # from centred data: the same optimum, because the intercept is unpenalised).
+    factored: list[tuple[torch.dtype, bool]] = []
+    cholesky_ex = torch.linalg.cholesky_ex
+
+    def spy(mat: torch.Tensor, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
+        chol, info = cholesky_ex(mat, **kwargs)
+        factored.append((mat.dtype, bool((info != 0).any())))
+        return chol, info
+
+    monkeypatch.setattr(torch.linalg, "cholesky_ex", spy)
+    x, y = group(4, 80, 20)
+    x = 1e4 * x
+    xt = torch.from_numpy(x)[None]
+    mask = torch.ones(1, 1, 80, dtype=torch.float64)
+    fit = fit_kernel_logistic(xt @ xt.transpose(1, 2), torch.from_numpy(y)[None], mask)
+    assert factored[0] == (torch.float32, True)  # the case this test is about
+    assert all(dtype == torch.float64 and not failed for dtype, failed in factored[1:])
+    assert bool(fit.converged.all())
+    centre = x.mean(axis=0)
+    ref = sklearn_fit(x - centre, y)
+    # sklearn's own stopping rule leaves ~1e-6 in these logits (|logit| up to ~10)
+    np.testing.assert_allclose(
+        fit.logits[0, 0].numpy(), ref.decision_function(x - centre), atol=2e-5
+    )
+
+
+def test_non_finite_gram_is_a_clear_error() -> None:
+    x, y = group(5, 20, 6)
+    gram = torch.from_numpy(x @ x.T)[None].clone()
+    gram[0, 0, 0] = float("inf")
+    with pytest.raises(InvalidInputError, match="numerically singular"):
+        fit_kernel_logistic(
+            gram, torch.from_numpy(y)[None], torch.ones(1, 1, 20, dtype=torch.float64)
+        )

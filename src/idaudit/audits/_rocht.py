@@ -14,7 +14,7 @@ from sklearn.model_selection import StratifiedKFold
 from idaudit import dp
 from idaudit._validation import RngLike, check_integer, check_option, check_random_state
 from idaudit.audits._base import BaseAuditor, Batch, Output, check_positive_number
-from idaudit.exceptions import IdauditWarning
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.ops import fit_kernel_logistic
 
 __all__ = ["CLASSIFIERS", "ROCHTAuditor", "roc_curve"]
@@ -204,7 +204,7 @@ class ROCHTAuditor(BaseAuditor):
         """Out-of-fold probabilities of every pair, all folds of all pairs in one solve."""
         pb = batch.packed
         dev = pb.device
-        gram = batch.gram()  # (pairs, n_max, n_max)
+        gram = _centred(batch.gram(), np.add(pb.n_a, pb.n_b))  # (pairs, n_max, n_max)
         n_fold = int(self.n_folds)
         train = np.zeros((pb.n_pairs, n_fold, pb.n_max))  # (pairs, folds, n_max)
         y = np.zeros((pb.n_pairs, pb.n_max))
@@ -223,8 +223,8 @@ class ROCHTAuditor(BaseAuditor):
                 warnings.warn(
                     "ROC-HT logistic regression did not reach a gradient norm of 1e-10 in "
                     f"{fit.n_iter} Newton iterations (largest "
-                    f"{float(fit.grad_norm.max()):.2e}); the out-of-fold scores may differ "
-                    "slightly from scikit-learn's.",
+                    f"{float(fit.grad_norm.max()):.2e}); the out-of-fold scores are those of the "
+                    "last iterate, not of the exact optimum.",
                     IdauditWarning,
                     stacklevel=4,
                 )
@@ -258,6 +258,24 @@ class ROCHTAuditor(BaseAuditor):
         return scores
 
 
+def _centred(gram: torch.Tensor, n_rows: npt.ArrayLike) -> torch.Tensor:
+    """Gram matrices of each pooled sample shifted to mean zero (padding rows stay zero).
+
+    The intercept is not penalised, so shifting every row of a pair by one vector changes no
+    fitted logit; centring keeps the Newton systems well conditioned when the embeddings sit
+    far from the origin (unnormalised inputs), where float32 factorisations would fail.
+    """
+    n = torch.as_tensor(np.asarray(n_rows), device=gram.device)  # (pairs,)
+    valid = (torch.arange(gram.shape[-1], device=gram.device)[None, :] < n[:, None]).to(
+        gram.dtype
+    )  # (pairs, n_max)
+    w = valid / n[:, None].to(gram.dtype)
+    row_mean = (gram * w[:, None, :]).sum(-1)  # (pairs, n_max): <x_i, mean>
+    grand = (row_mean * w).sum(-1)  # (pairs,): <mean, mean>
+    centred = gram - row_mean[:, :, None] - row_mean[:, None, :] + grand[:, None, None]
+    return centred * valid[:, :, None] * valid[:, None, :]
+
+
 def _folds(n_a: int, n_b: int, n_folds: int, seed: int) -> list[tuple[IntArray, IntArray]]:
     """``StratifiedKFold(n_folds, shuffle=True, random_state=seed)`` splits of A-then-B rows."""
     y = np.r_[np.zeros(n_a, dtype=np.int64), np.ones(n_b, dtype=np.int64)]
@@ -280,9 +298,19 @@ def roc_curve(y_true: npt.ArrayLike, score: npt.ArrayLike) -> tuple[FloatArray, 
     fpr, tpr : numpy.ndarray of float64, shape (n_points,)
         Starting at (0, 0) and ending at (1, 1); thresholds at each distinct score, with
         points on straight segments dropped as scikit-learn does.
+
+    Raises
+    ------
+    InvalidInputError
+        If a score is not finite.
     """
     y = np.asarray(y_true, dtype=np.float64)
     s = np.asarray(score, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        # NaN would sort first and pass for a perfect separation
+        raise InvalidInputError(
+            f"score must be finite; got {int(np.sum(~np.isfinite(s)))} non-finite"
+        )
     desc = np.argsort(s, kind="mergesort")[::-1]
     s, y = s[desc], y[desc]
     last = np.r_[np.where(np.diff(s))[0], y.size - 1]  # last index of each distinct score

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from idaudit.exceptions import InvalidInputError
+
 __all__ = ["KernelLogisticFit", "fit_kernel_logistic"]
 
 
@@ -107,6 +109,12 @@ def fit_kernel_logistic(
     KernelLogisticFit
         With the logits of every row, held-out rows included (their out-of-fold scores).
 
+    Raises
+    ------
+    InvalidInputError
+        If a Newton system cannot be factored even in float64 (non-finite or astronomically
+        large Gram entries).
+
     Notes
     -----
     Minimises :math:`J(w, b) = \tfrac12\lVert w\rVert^2 + C\sum_i \log(1 + e^{f_i}) - y_i f_i`
@@ -131,8 +139,9 @@ def fit_kernel_logistic(
     the systems that only set the search direction are factored in float32 — an inexact
     Newton method whose fixed point is still the exact optimum (cond(S) is at most
     :math:`1 + Cn\max\lVert x\rVert^2/4`, so the direction is accurate to ~1e-5 and the
-    iteration still gains orders of magnitude per step). The default tolerance is reached in
-    four or five iterations.
+    iteration still gains orders of magnitude per step). Where float32 rounding destroys the
+    positive definiteness of :math:`S` (large-norm inputs), every later system is factored in
+    float64 instead. The default tolerance is reached in four or five iterations.
 
     Examples
     --------
@@ -156,9 +165,34 @@ def fit_kernel_logistic(
     rows = order[:, :n_train]  # (Q, m)
     m_loc = _local(mask.reshape(-1, n_rows), rows)  # (Q, m), 1 on real training rows
     grp = torch.arange(n_grp, device=dev).repeat_interleave(n_fold)[:, None, None]  # (Q, 1, 1)
+    g_full = gram[grp, rows[:, :, None], rows[:, None, :]]  # (Q, m, m)
+    g_full = g_full * (m_loc[:, :, None] * m_loc[:, None, :]).to(dtype)
     lin_dtype = torch.float32 if dtype == torch.float64 else dtype
-    g_loc = gram[grp, rows[:, :, None], rows[:, None, :]].to(lin_dtype)  # (Q, m, m)
-    g_loc = g_loc * (m_loc[:, :, None] * m_loc[:, None, :]).to(lin_dtype)
+    g_loc = g_full.to(lin_dtype)
+
+    def factor(root: torch.Tensor) -> torch.Tensor:
+        """Cholesky factor of S = I + C D^½ G D^½ for every problem, in ``lin_dtype``.
+
+        S is positive definite with eigenvalues >= 1, so a failed factorisation can only be
+        rounding: float32 loses S when the embeddings have large norms. The solver then
+        switches to float64 for this and every later step.
+        """
+        nonlocal lin_dtype, g_loc
+        while True:
+            root_l = root.to(lin_dtype)
+            s_mat = g_loc * (c * root_l)[:, :, None]  # (Q, m, m)
+            s_mat.mul_(root_l[:, None, :]).diagonal(dim1=-2, dim2=-1).add_(1.0)
+            with _one_thread(dev):
+                chol, info = torch.linalg.cholesky_ex(s_mat)
+            if not bool((info != 0).any()):
+                return chol
+            if lin_dtype == dtype:
+                raise InvalidInputError(
+                    "the Newton system of the logistic regression is numerically singular in "
+                    f"{dtype}; the Gram matrix holds non-finite or huge values (largest "
+                    f"|entry| {float(g_full.abs().max()):.3g}); L2-normalise the embeddings"
+                )
+            lin_dtype, g_loc = dtype, g_full
 
     def g_times(vecs: torch.Tensor) -> torch.Tensor:
         """G @ vecs for (P, F, k, n) -> (P, F, k, n), one product per group."""
@@ -189,11 +223,7 @@ def fit_kernel_logistic(
             break
         # Newton direction on the training rows, in local coordinates (Q, m)
         root = _local(dg.reshape(-1, n_rows), rows).sqrt()  # (Q, m)
-        root32 = root.to(lin_dtype)
-        s_mat = g_loc * (c * root32)[:, :, None]  # (Q, m, m)
-        s_mat.mul_(root32[:, None, :]).diagonal(dim1=-2, dim2=-1).add_(1.0)  # I + C D^½GD^½
-        with _one_thread(dev):
-            chol, _ = torch.linalg.cholesky_ex(s_mat)  # (Q, m, m)
+        chol = factor(root)  # (Q, m, m)
         gv = _local(both[:, :, 0].reshape(-1, n_rows), rows)  # (Q, m): (G v) on the rows
         gd = _local(both[:, :, 1].reshape(-1, n_rows), rows)  # (Q, m): (G D 1) = (1'DG)'
         v_loc = _local(v.reshape(-1, n_rows), rows)
