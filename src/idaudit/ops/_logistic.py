@@ -183,7 +183,9 @@ def fit_kernel_logistic(
             s_mat = g_loc * (c * root_l)[:, :, None]  # (Q, m, m)
             s_mat.mul_(root_l[:, None, :]).diagonal(dim1=-2, dim2=-1).add_(1.0)
             with _one_thread(dev):
-                chol, info = torch.linalg.cholesky_ex(s_mat)
+                factored = torch.linalg.cholesky_ex(s_mat)
+            chol: torch.Tensor = factored.L
+            info: torch.Tensor = factored.info
             if not bool((info != 0).any()):
                 return chol
             if lin_dtype == dtype:
