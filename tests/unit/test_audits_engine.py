@@ -67,7 +67,7 @@ def test_schema(ds: xr.Dataset, es: EmbeddingSet) -> None:
         "mmdtv_pvalue": "sample_estimate",
         "rocht_epsilon": "diagnostic",
         "rocht_auc": "sample_estimate",
-        "rocht_tv": "sample_estimate",
+        "rocht_tv": "diagnostic",
         "rocht_corner": "diagnostic",
     }
     assert {v: ds[v].attrs["status"] for v in ds.data_vars} == expected

@@ -346,7 +346,7 @@ def tv_witness_ratio(
     out = xr.Dataset(
         {
             "tv_witness": tv.assign_attrs(
-                long_name="max over thresholds of TPR - FPR (OOF)", status="sample_estimate"
+                long_name="max over thresholds of TPR - FPR (OOF)", status="diagnostic"
             ),
             "half_mmd": half_mmd.assign_attrs(long_name="MMD / 2", status="sample_estimate"),
             "ratio": ratio,
