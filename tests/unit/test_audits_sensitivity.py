@@ -63,10 +63,16 @@ def test_classifier_sensitivity(es: EmbeddingSet) -> None:
     diff = ds["rocht_auc"].values - ds["rocht_rf_auc"].values
     np.testing.assert_array_equal(ds["auc_difference"].values, diff)
     assert ds.attrs["mean_auc_difference"] == pytest.approx(diff.mean())
-    # both classifiers saw the same folds: the logistic numbers equal a plain fit's
-    seed = ds.attrs["rocht.rng"]
-    aud = ROCHTAuditor(n_folds=3, rng=seed).fit(es.get("a"), es.get("b"))
+    # the folds of ROCHTAuditor(rng=5) itself (seed 000 §4.4: identical 5-fold splits), so the
+    # logistic column is the main ROC-HT run's AUC, and the forest shares those folds
+    aud = ROCHTAuditor(n_folds=3, rng=5).fit(es.get("a"), es.get("b"))
     assert float(ds["rocht_auc"][0]) == pytest.approx(aud.auc_, abs=1e-12)
+    assert ds.attrs["rocht.seed"] == ds.attrs["rocht_rf.seed"] == aud.seed_
+    gen = np.random.default_rng(9)
+    ds_gen = classifier_sensitivity(
+        es, pairs[:1], n_folds=3, n_estimators=5, rng=gen, progress=False
+    )
+    assert ds_gen.attrs["rocht.seed"] == ds_gen.attrs["rocht_rf.seed"]
 
 
 def _naive_mmd(x: np.ndarray, y: np.ndarray) -> float:
@@ -106,3 +112,15 @@ def test_tv_witness_ratio_against_sklearn_and_a_naive_mmd(es: EmbeddingSet) -> N
     assert out["ratio"].attrs["status"] == "diagnostic"
     with pytest.raises(InvalidInputError, match=r"missing \['rocht_tv'\]"):
         tv_witness_ratio(ds.drop_vars("rocht_tv"))
+
+
+def test_shapiro_max_rows_none_tests_every_row() -> None:
+    gen = np.random.default_rng(12)
+    labels = np.repeat(["a", "b"], 40)
+    es = EmbeddingSet(gen.normal(size=(80, 2)), labels, normalize=False)
+    res = shapiro_residuals(es, max_rows=None)
+    x = es.embeddings
+    resid = np.vstack([x[labels == k] - x[labels == k].mean(0) for k in "ab"])
+    want = [stats.shapiro(resid[:, j]).pvalue for j in range(2)]
+    np.testing.assert_allclose(res.pvalue, want, rtol=1e-12)
+    assert (res.n_rows, res.n_pooled) == (80, 80)

@@ -151,17 +151,20 @@ class ShapiroResult:
 
 
 def shapiro_residuals(
-    es: EmbeddingSet, *, max_rows: int = 5000, level: float = 1e-3, rng: RngLike = 0
+    es: EmbeddingSet, *, max_rows: int | None = 5000, level: float = 1e-3, rng: RngLike = 0
 ) -> ShapiroResult:
     r"""Shapiro–Wilk Gaussianity test per dimension of the pooled within-identity residuals.
 
     Parameters
     ----------
     es : EmbeddingSet
-    max_rows : int, default 5000
+    max_rows : int or None, default 5000
         Test at most this many residual rows: a uniform subsample without replacement, the
-        same rows for every dimension (the paper uses 5,000 of ~40,000; scipy's p-value is
-        only accurate up to 5,000).
+        same rows for every dimension. The paper tests the pooled residuals (~40,000 rows;
+        its Q-Q figure shows a 5,000-row subsample), but scipy's Shapiro-Wilk p-value is
+        accurate only up to 5,000 rows. A subsample has less power, so its count of rejected
+        dimensions can fall below the paper's. ``None`` tests every row (scipy then warns
+        that the p-values may be inaccurate).
     level : float, default 1e-3
         Count dimensions with p below this, in (0, 1).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
@@ -191,7 +194,8 @@ def shapiro_residuals(
     """
     if not isinstance(es, EmbeddingSet):
         raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
-    max_rows = check_integer(max_rows, "max_rows", minimum=3)
+    if max_rows is not None:
+        max_rows = check_integer(max_rows, "max_rows", minimum=3)
     level = check_in_range(level, "level", 0.0, 1.0)
     gen = check_random_state(rng)
     blocks = []
@@ -205,7 +209,7 @@ def shapiro_residuals(
     n_pooled = resid.shape[0]
     if n_pooled < 3:
         raise InvalidInputError(f"Shapiro-Wilk needs at least 3 residual rows; got {n_pooled}.")
-    if n_pooled > max_rows:
+    if max_rows is not None and n_pooled > max_rows:
         resid = resid[np.sort(gen.choice(n_pooled, size=max_rows, replace=False))]
     res = stats.shapiro(resid, axis=0)
     pvalue = np.asarray(res.pvalue, dtype=np.float64)
@@ -240,7 +244,10 @@ def classifier_sensitivity(
     n_estimators : int, default 100
         Trees of the forest (otherwise scikit-learn defaults).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
-        One seed for both classifiers, so both see the same folds.
+        One seed for both classifiers, so both see the same folds. With an int or a
+        ``SeedSequence`` these are also the folds of ``ROCHTAuditor(rng=rng)`` (alone or in
+        :func:`idaudit.audit_pairs`), so the logistic column is that run's ROC-HT AUC; a
+        ``Generator`` is advanced by one draw.
     device, batch_size, progress
         As for :func:`idaudit.audit_pairs`.
 
@@ -265,11 +272,12 @@ def classifier_sensitivity(
     >>> float(ds["auc_difference"][0]) <= 1.0
     True
     """
-    gen = check_random_state(rng)
-    seed = int(gen.integers(0, 2**63 - 1))
+    if rng is None or isinstance(rng, np.random.Generator):
+        # one draw, shared: both auditors derive the same fold seed from a fixed SeedSequence
+        rng = np.random.SeedSequence(int(check_random_state(rng).integers(0, 2**63 - 1)))
     auditors = [
-        ROCHTAuditor(n_folds, "logistic", rng=seed),
-        ROCHTAuditor(n_folds, "random_forest", n_estimators=n_estimators, rng=seed),
+        ROCHTAuditor(n_folds, "logistic", rng=rng),
+        ROCHTAuditor(n_folds, "random_forest", n_estimators=n_estimators, rng=rng),
     ]
     ds = audit_pairs(es, pairs, auditors, device=device, batch_size=batch_size, progress=progress)
     diff = ds["rocht_auc"] - ds["rocht_rf_auc"]

@@ -54,7 +54,8 @@ def tv_bound(epsilon: npt.ArrayLike, delta: npt.ArrayLike = 0.0) -> Any:
     ----------
     .. [1] P. Kairouz, S. Oh and P. Viswanath, "The composition theorem for differential
        privacy", ICML 2015.
-    .. [2] B. Ghazi and I. Issa, "Total variation meets differential privacy", 2023.
+    .. [2] E. Ghazi and I. Issa, "Total variation meets differential privacy", IEEE J. Sel.
+       Areas Inf. Theory 5:207–220, 2024.
 
     Examples
     --------
