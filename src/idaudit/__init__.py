@@ -31,6 +31,7 @@ _LAZY: dict[str, str] = {
     "MMDTVAuditor": "idaudit.audits",
     "ROCHTAuditor": "idaudit.audits",
     "audit_pairs": "idaudit.audits",
+    "merge_audits": "idaudit.audits",
     "summarize": "idaudit.audits",
     "ReservedTestCertifier": "idaudit.certify",
     "sanity_controls": "idaudit.certify",
@@ -70,6 +71,9 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     )
     from idaudit.audits import (
         audit_pairs as audit_pairs,
+    )
+    from idaudit.audits import (
+        merge_audits as merge_audits,
     )
     from idaudit.audits import (
         summarize as summarize,

@@ -8,6 +8,7 @@
 :class:`ROCHTAuditor`              Kairouz–Oh–Viswanath bound over an OOF ROC (Eq. 15) —
                                    *diagnostic*
 :func:`audit_pairs`                many pairs × many auditors → one ``xarray.Dataset``
+:func:`merge_audits`               results on different pair counts → one Dataset
 :func:`summarize`                  Table 1's row from that Dataset
 :func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
 :func:`shapiro_residuals`,
@@ -28,6 +29,7 @@ from idaudit.audits._checks import check_auditor
 from idaudit.audits._engine import audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
+from idaudit.audits._merge import merge_audits
 from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
 from idaudit.audits._rocht import ROCHTAuditor
 from idaudit.audits._sensitivity import (
@@ -53,6 +55,7 @@ __all__ = [
     "audit_pairs",
     "check_auditor",
     "classifier_sensitivity",
+    "merge_audits",
     "mmd_bandwidth_sweep",
     "shapiro_residuals",
     "summarize",

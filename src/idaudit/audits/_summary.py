@@ -85,7 +85,8 @@ def summarize(ds: xr.Dataset) -> AuditSummary:
         Per auditor, in the order they were run: for ROC-HT the count of ``+inf`` ε over the
         common pairs as ``"k/n"`` and the median AUC; for the others the median ε over the
         common pairs; for MMD-TV also the maximum ε over every pair it covers (the paper's
-        "maximum over 500 pairs").
+        "maximum over 500 pairs": audit those with their own :func:`idaudit.audit_pairs` call
+        and join the results with :func:`idaudit.merge_audits`).
 
     Raises
     ------
