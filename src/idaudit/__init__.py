@@ -32,6 +32,7 @@ _LAZY: dict[str, str] = {
     "ROCHTAuditor": "idaudit.audits",
     "audit_pairs": "idaudit.audits",
     "merge_audits": "idaudit.audits",
+    "concat_conditions": "idaudit.audits",
     "summarize": "idaudit.audits",
     "ReservedTestCertifier": "idaudit.certify",
     "sanity_controls": "idaudit.certify",
@@ -71,6 +72,9 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     )
     from idaudit.audits import (
         audit_pairs as audit_pairs,
+    )
+    from idaudit.audits import (
+        concat_conditions as concat_conditions,
     )
     from idaudit.audits import (
         merge_audits as merge_audits,

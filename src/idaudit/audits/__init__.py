@@ -9,6 +9,7 @@
                                    *diagnostic*
 :func:`audit_pairs`                many pairs × many auditors → one ``xarray.Dataset``
 :func:`merge_audits`               results on different pair counts → one Dataset
+:func:`concat_conditions`          several conditions stacked along ``condition``
 :func:`summarize`                  Table 1's row from that Dataset
 :func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
 :func:`shapiro_residuals`,
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from idaudit.audits._base import STATUSES, BaseAuditor, Output
 from idaudit.audits._checks import check_auditor
+from idaudit.audits._conditions import concat_conditions
 from idaudit.audits._engine import audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
@@ -55,6 +57,7 @@ __all__ = [
     "audit_pairs",
     "check_auditor",
     "classifier_sensitivity",
+    "concat_conditions",
     "merge_audits",
     "mmd_bandwidth_sweep",
     "shapiro_residuals",

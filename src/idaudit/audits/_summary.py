@@ -114,6 +114,11 @@ def summarize(ds: xr.Dataset) -> AuditSummary:
     """
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"`ds` must be an xarray.Dataset; got {type(ds).__name__}.")
+    if "condition" in ds.dims:
+        raise InvalidInputError(
+            "`ds` holds several conditions; summarise one at a time, e.g. "
+            "summarize(ds.sel(condition=name))."
+        )
     labels = str(ds.attrs.get("auditors", "")).split(",")
     if labels == [""]:
         raise InvalidInputError(

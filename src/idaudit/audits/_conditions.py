@@ -1,0 +1,152 @@
+"""``concat_conditions``: audits of several conditions stacked along ``condition``."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from idaudit.exceptions import InvalidInputError
+
+__all__ = ["concat_conditions"]
+
+_PAIR_COORDS = ("identity_a", "identity_b", "n_a", "n_b")
+
+
+def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
+    """Stack per-pair audit results of several conditions along a new ``condition`` dimension.
+
+    A condition is one generator × encoder × dataset setting (a row of seed 000's Table 1).
+    Each gets its own :func:`idaudit.audit_pairs` (or :func:`idaudit.merge_audits`) result on
+    its own identities; this function lines them up pair slot by pair slot so that
+    ``ds.sel(condition=name)`` gives back each one, provenance included.
+
+    Parameters
+    ----------
+    results : mapping of condition name to xarray.Dataset
+        Per-pair results with the same variables and the same number of pairs (Table 1 audits
+        the first 100 pairs of every condition); names become the ``condition`` coordinate.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimensions ``(condition, pair)``. ``identity_a``, ``identity_b``, ``n_a`` and ``n_b``
+        become ``(condition, pair)`` coordinates. Attributes equal across conditions (the
+        auditors and their hyperparameters, as a rule) stay attributes; any that differ (input
+        hashes, seeds) become ``condition`` coordinates of the same name, so nothing a result
+        needs to reproduce itself is lost. Variable attributes (``status``) must agree.
+
+    Raises
+    ------
+    TypeError
+        If ``results`` is not a mapping of Datasets.
+    InvalidInputError
+        If it is empty, the Datasets hold different variables or pair counts, or a variable's
+        attributes differ between conditions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit import EmbeddingSet, MMDTVAuditor, audit_pairs, sample_pairs
+    >>> from idaudit.audits import concat_conditions
+    >>> gen = np.random.default_rng(0)
+    >>> sets = {c: EmbeddingSet(gen.normal(size=(60, 4)), np.repeat(list("abc"), 20))
+    ...         for c in ("x", "y")}
+    >>> runs = {c: audit_pairs(es, sample_pairs(es.identities, 3, rng=0), [MMDTVAuditor()],
+    ...                        progress=False) for c, es in sets.items()}
+    >>> ds = concat_conditions(runs)
+    >>> dict(ds.sizes), ds["input_sha256"].dims
+    ({'condition': 2, 'pair': 3}, ('condition',))
+    """
+    if not isinstance(results, Mapping):
+        raise TypeError(
+            "`results` must be a mapping of condition name to Dataset; got "
+            f"{type(results).__name__}."
+        )
+    if not results:
+        raise InvalidInputError("`results` must hold at least one condition.")
+    names = list(results)
+    sets = list(results.values())
+    for name, ds in zip(names, sets, strict=True):
+        if not isinstance(ds, xr.Dataset):
+            raise TypeError(
+                f"`results[{name!r}]` must be an xarray.Dataset; got {type(ds).__name__}."
+            )
+        if "pair" not in ds.dims or any(c not in ds.coords for c in _PAIR_COORDS):
+            raise InvalidInputError(
+                f"`results[{name!r}]` is not a per-pair audit result (needs dimension 'pair' "
+                f"and the coordinates {', '.join(_PAIR_COORDS)})."
+            )
+        if "condition" in ds.dims:
+            raise InvalidInputError(f"`results[{name!r}]` already has a 'condition' dimension.")
+    first_name, first = names[0], sets[0]
+    want_vars = sorted(str(v) for v in first.data_vars)
+    for name, ds in zip(names[1:], sets[1:], strict=True):
+        got = sorted(str(v) for v in ds.data_vars)
+        if got != want_vars:
+            raise InvalidInputError(
+                f"`results[{name!r}]` holds the variables {got}, `results[{first_name!r}]` "
+                f"holds {want_vars}; conditions must run the same auditors."
+            )
+        if ds.sizes["pair"] != first.sizes["pair"]:
+            raise InvalidInputError(
+                f"`results[{name!r}]` has {ds.sizes['pair']} pairs, `results[{first_name!r}]` "
+                f"{first.sizes['pair']}; audit the same number of pairs per condition (slice "
+                "with ds.isel(pair=slice(n)))."
+            )
+        for var in want_vars:
+            if ds[var].attrs != first[var].attrs:
+                raise InvalidInputError(
+                    f"variable '{var}' has different attributes in `results[{name!r}]` and "
+                    f"`results[{first_name!r}]`; were they made by the same auditors?"
+                )
+
+    keys = list(dict.fromkeys(k for ds in sets for k in ds.attrs))
+    shared: dict[str, Any] = {}
+    varying: dict[str, list[Any]] = {}
+    for key in keys:
+        values = [ds.attrs.get(key) for ds in sets]
+        if all(_same(values[0], v) for v in values[1:]):
+            shared[key] = values[0]
+        else:
+            varying[key] = values
+    condition = xr.Variable("condition", np.asarray(names))
+    stacked = xr.concat(
+        [ds.drop_attrs(deep=False) for ds in sets],
+        dim=xr.DataArray(condition, dims="condition", name="condition"),
+        data_vars="all",
+        coords="all",
+        compat="equals",
+        join="exact",
+        combine_attrs="drop",
+    )
+    for var in want_vars:
+        stacked[var].attrs = dict(first[var].attrs)
+    for coord in _PAIR_COORDS:
+        stacked[coord].attrs = dict(first[coord].attrs)
+    for key, values in varying.items():
+        if key in stacked.variables:
+            raise InvalidInputError(
+                f"attribute '{key}' differs between conditions and clashes with a variable name."
+            )
+        stacked = stacked.assign_coords({key: ("condition", _column(values))})
+    stacked.attrs = shared
+    return stacked
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Attribute equality that treats NaN as equal to NaN and compares arrays elementwise."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _column(values: list[Any]) -> np.ndarray:
+    """One attribute across conditions as a netCDF-friendly 1-d array (strings where mixed)."""
+    if any(v is None for v in values) or len({type(v) for v in values}) > 1:
+        return np.asarray([str(v) for v in values])
+    return np.asarray(values)
