@@ -81,22 +81,25 @@ def noise_sweep(
         finite truth).
     n_pairs : int, default 20
         Pairs audited: the first ``n_pairs`` of ``sample_pairs(base.identities)`` under a seed
-        derived from ``rng``.
+        derived from ``rng``; at most the number of unordered pairs of ``base``'s identities.
     n_per_identity : int, default 100
         Outputs drawn per identity at every scale.
     auditors : sequence of BaseAuditor, optional
         Default: ``GaussMechAuditor()``, ``KDELRAuditor()``, ``MMDTVAuditor()`` and
         ``ROCHTAuditor(rng=...)`` — the four routes of seed 000.
     certifier : ReservedTestCertifier, optional
-        Cloned at every scale and fit on the same draws and pairs. Default:
+        Cloned at every scale and fit on the same draws and pairs. Its ``delta`` must equal
+        the sweep's ``delta``: ``certified_epsilon`` is set beside ``true_epsilon``, and a
+        bound at one δ says nothing against a truth at another. Default:
         ``ReservedTestCertifier(n_candidates=n_pairs, n_select=min(5, k), delta=delta,
         rng=...)``, where k is the largest number of vertex-disjoint pairs that greedy selection
         finds among the audited pairs in *any* rank order (half a maximal matching, rounded up).
     certify : bool, default True
         Whether to run the certifier at all.
     delta : float, optional
-        The δ at which the truth and the default certificate are stated, in [0, 1). Default
-        1e-5 for ``"gaussian"`` (whose pure ε is infinite) and 0 for ``"laplace"``.
+        The δ at which the truth and the certificate are stated, in [0, 1). Default: the
+        mechanism's ``default_delta`` — 1e-5 for ``"gaussian"`` (whose pure ε is infinite) and
+        0 for ``"laplace"``.
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
         Randomness of the pairs, the draws, the auditors and the certifier.
     device : {"cpu", "cuda"}, default "cpu"
@@ -116,13 +119,25 @@ def noise_sweep(
         pairs, NaN elsewhere) and ``certified_epsilon_max`` (scale). Attrs record the
         mechanism, ``delta``, sizes, seeds, the base's hash and the idaudit version.
 
+    Raises
+    ------
+    InvalidInputError
+        If a scale is not positive and finite or scales repeat, ``n_pairs`` exceeds the
+        number of identity pairs, ``delta`` is outside [0, 1), or ``certifier.delta`` differs
+        from ``delta``.
+    TypeError
+        If ``base`` is not an :class:`~idaudit.data.EmbeddingSet`, ``certify`` is not a bool
+        or ``certifier`` is not a :class:`~idaudit.certify.ReservedTestCertifier`.
+
     Notes
     -----
     Every scale reuses the same seed for the draws, and the noise mechanisms draw standard
     noise and then scale it, so the scales share common random numbers: differences along
     ``scale`` come from the scale, not from resampling. Each scale's certificate is its own
     family: with probability at least 1 − α all of *that scale's* certified pairs are at most
-    their truth.
+    their truth. Over k scales the chance that some family fails is at most k·α (union bound;
+    the scales share their random numbers, so they are not independent). For one guarantee
+    over the whole sweep, pass a certifier with ``n_families=k``.
 
     For the pure-DP lower-bound routes (MMD-TV, the δ = 0 certificate) the truth to compare
     with is the pure ε, finite only for ``"laplace"``; under ``"gaussian"`` it is infinite and
@@ -157,12 +172,22 @@ def noise_sweep(
     kind = check_option(mechanism, "mechanism", ("gaussian", "laplace"))
     scale_values = _check_scales(scales)
     n_pairs = check_integer(n_pairs, "n_pairs", minimum=1)
+    n_ids = len(base.identities)
+    n_available = n_ids * (n_ids - 1) // 2
+    if n_pairs > n_available:
+        raise InvalidInputError(
+            f"`n_pairs` must be at most the number of unordered pairs, {n_available} for "
+            f"{n_ids} identities; got {n_pairs}."
+        )
     n_per_identity = check_integer(n_per_identity, "n_per_identity", minimum=2)
+    make = GaussianNoise if kind == "gaussian" else LaplaceNoise
     if delta is None:
-        delta = 1e-5 if kind == "gaussian" else 0.0
+        delta = make.default_delta
     delta = check_in_range(delta, "delta", 0.0, 1.0, closed="left")
     if not isinstance(certify, bool):
         raise TypeError(f"`certify` must be a bool; got {type(certify).__name__}.")
+    if certify and certifier is not None:
+        _check_certifier(certifier, delta)
 
     seed_pairs, seed_draws, seed_audit, seed_cert = spawn_seeds(check_random_state(rng), 4)
     pairs = sample_pairs(base.identities, n_pairs, rng=seed_pairs)
@@ -182,7 +207,6 @@ def noise_sweep(
             rng=seed_cert,
             progress=False,
         )
-    make = GaussianNoise if kind == "gaussian" else LaplaceNoise
 
     per_scale: list[xr.Dataset] = []
     cert_attrs: dict[str, Any] = {}
@@ -251,6 +275,25 @@ def _check_scales(scales: Any) -> npt.NDArray[np.float64]:
     if np.unique(values).size != values.size:
         raise InvalidInputError(f"`scales` must be distinct; got {values.tolist()!r}.")
     return values
+
+
+def _check_certifier(certifier: Any, delta: float) -> None:
+    """Check the certifier's type and that it certifies at the δ ``true_epsilon`` is stated at."""
+    from idaudit.certify import ReservedTestCertifier
+
+    if not isinstance(certifier, ReservedTestCertifier):
+        raise TypeError(
+            "`certifier` must be an idaudit.certify.ReservedTestCertifier; "
+            f"got {type(certifier).__name__}."
+        )
+    cert_delta = certifier.delta
+    if isinstance(cert_delta, numbers.Real) and float(cert_delta) != delta:
+        raise InvalidInputError(
+            f"`certifier.delta` must equal the sweep's `delta`, at which `true_epsilon` is "
+            f"stated; got certifier.delta={float(cert_delta)!r} and delta={delta!r}. Pass "
+            f"delta={float(cert_delta)!r} to state the truth at the certifier's δ, or build "
+            f"the certifier with delta={delta!r}."
+        )
 
 
 def _always_selectable(pairs: Sequence[tuple[Any, Any]]) -> int:

@@ -117,6 +117,11 @@ def test_same_rng_same_sweep(base: EmbeddingSet) -> None:
         ({"mechanism": "uniform"}, InvalidInputError, "`mechanism` must be one of"),
         ({"delta": 1.0}, InvalidInputError, r"`delta` must be in \[0, 1\); got 1.0"),
         ({"n_pairs": 0}, InvalidInputError, "`n_pairs` must be >= 1; got 0"),
+        (
+            {"n_pairs": 29},
+            InvalidInputError,
+            "`n_pairs` must be at most the number of unordered pairs, 28 for 8 identities; got 29",
+        ),
         ({"certify": "yes"}, TypeError, "`certify` must be a bool"),
     ],
 )
@@ -129,3 +134,53 @@ def test_bad_input(base: EmbeddingSet, kwargs: dict, error: type, message: str) 
 def test_base_must_be_an_embedding_set() -> None:
     with pytest.raises(TypeError, match=r"`base` must be an idaudit\.EmbeddingSet"):
         noise_sweep(np.eye(3), [1.0])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "delta", "cert_delta"),
+    [("gaussian", None, 0.0), ("laplace", None, 1e-5), ("gaussian", 1e-3, 1e-5)],
+)
+def test_certifier_at_another_delta_is_refused(
+    base: EmbeddingSet, mechanism: str, delta: float | None, cert_delta: float
+) -> None:
+    from idaudit.certify import ReservedTestCertifier
+
+    sweep_delta = {"gaussian": 1e-5, "laplace": 0.0}[mechanism] if delta is None else delta
+    message = (
+        rf"`certifier.delta` must equal the sweep's `delta`, at which `true_epsilon` is stated; "
+        rf"got certifier.delta={cert_delta!r} and delta={sweep_delta!r}"
+    )
+    with pytest.raises(InvalidInputError, match=message):
+        noise_sweep(
+            base,
+            [0.5],
+            mechanism=mechanism,  # type: ignore[arg-type]
+            delta=delta,
+            n_pairs=4,
+            certifier=ReservedTestCertifier(delta=cert_delta),
+            progress=False,
+        )
+
+
+def test_certifier_and_truth_share_the_delta(base: EmbeddingSet) -> None:
+    from idaudit.certify import ReservedTestCertifier
+
+    # a delta = 0 certificate of Gaussian noise: the truth follows to the pure epsilon (inf)
+    ds = noise_sweep(
+        base,
+        [0.3],
+        delta=0.0,
+        n_pairs=4,
+        n_per_identity=30,
+        auditors=[GaussMechAuditor()],
+        certifier=ReservedTestCertifier(n_candidates=4, n_select=1, delta=0.0, progress=False),
+        progress=False,
+    )
+    assert ds.attrs["reference_delta"] == ds.attrs["certifier.delta"] == 0.0
+    assert np.isposinf(ds["true_epsilon"]).all()
+    assert int(ds["certified_epsilon"].notnull().sum()) == 1
+
+
+def test_certifier_must_be_a_reserved_test_certifier(base: EmbeddingSet) -> None:
+    with pytest.raises(TypeError, match=r"`certifier` must be an idaudit\.certify\.ReservedTest"):
+        noise_sweep(base, [0.5], certifier=object(), progress=False)  # type: ignore[arg-type]

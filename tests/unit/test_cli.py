@@ -67,6 +67,12 @@ def test_demo_writes_report_results_and_figure(
     assert "## What each status means" in report
     for status in ("certified_lower_bound", "sample_estimate", "diagnostic", "reference"):
         assert f"**{status}**" in report
+    # each (mechanism, noise level) is one certificate family at alpha = 0.05: the report
+    # states the sweep-wide union bound, 2 x 3 families x 0.05 = 0.3, and how to get one family
+    assert ds.attrs["certificate_families"] == 6
+    assert ds.attrs["certifier.n_families"] == 1
+    assert "some* family has a violation is bounded only by 6 × α = 0.3" in report
+    assert "`n_families=6`" in report
     table_rows = [line for line in report.splitlines() if line.startswith("| 0.1 ")]
     assert len(table_rows) == 2  # the first noise level, once per mechanism
     assert (out / "noise_sweep.png").read_bytes().startswith(b"\x89PNG")

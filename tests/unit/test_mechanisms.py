@@ -376,3 +376,96 @@ def test_audit_mechanism_runs_an_encoded_generator() -> None:
     ds = audit_mechanism(mech, [MMDTVAuditor()], [("gb", "r")], 30, rng=0, progress=False)
     assert "true_epsilon" not in ds  # no known guarantee
     assert float(ds["mmdtv_mmd2"][0]) > 0.1  # red vs green/blue outputs differ
+
+
+class _StatedGuarantee:
+    """A mechanism that states a guarantee but has no ``default_delta``."""
+
+    def __init__(self, inner: GaussianNoise) -> None:
+        self.inner = inner
+        self.identities = inner.identities
+
+    def sample(self, identity: str, n: int, *, rng: object = None) -> np.ndarray:
+        return self.inner.sample(identity, n, rng=rng)
+
+    def pair_epsilon(self, a: str, b: str, delta: float) -> float:
+        return self.inner.pair_epsilon(a, b, delta)
+
+    def is_exact(self, a: str, b: str, delta: float) -> bool:
+        return self.inner.is_exact(a, b, delta)
+
+    def reference_epsilon(self, delta: float) -> float:
+        return self.inner.reference_epsilon(delta)
+
+
+def test_audit_mechanism_default_delta_follows_the_mechanism(point_base: EmbeddingSet) -> None:
+    from idaudit.audits import GaussMechAuditor
+    from idaudit.mechanisms import audit_mechanism
+
+    pairs = [("a", "b"), ("a", "c")]
+    run = {"auditors": [GaussMechAuditor()], "pairs": pairs, "n_per_identity": 20}
+    # Laplace is pure DP: the default is delta = 0, so the point-base truth stays exact
+    lap = audit_mechanism(LaplaceNoise(point_base, 0.5), rng=0, progress=False, **run)
+    assert lap.attrs["reference_delta"] == 0.0
+    assert lap["true_epsilon_exact"].values.all()
+    # |a - b|_1 = |a - c|_1 = 2, scale 0.5
+    np.testing.assert_allclose(lap["true_epsilon"], [4.0, 4.0])
+    # an explicit delta > 0 is honoured and the pure value is then labelled an upper bound
+    lap5 = audit_mechanism(LaplaceNoise(point_base, 0.5), rng=0, delta=1e-5, progress=False, **run)
+    assert lap5.attrs["reference_delta"] == 1e-5
+    assert not lap5["true_epsilon_exact"].values.any()
+    # Gaussian: infinite pure epsilon, so the default is delta = 1e-5
+    gauss = GaussianNoise(point_base, 1.0)
+    gds = audit_mechanism(gauss, rng=0, progress=False, **run)
+    assert gds.attrs["reference_delta"] == 1e-5
+    # |a - b|_2 = sqrt 2 at sigma 1, delta 1e-5: epsilon solves Balle & Wang's delta(eps)
+    eps = float(gds["true_epsilon"][0])
+    np.testing.assert_allclose(_gaussian_delta_reference(eps, 1.0, np.sqrt(2)), 1e-5, rtol=1e-6)
+    # a mechanism that states a guarantee but no default_delta gets 1e-5
+    other = audit_mechanism(_StatedGuarantee(gauss), rng=0, progress=False, **run)
+    assert other.attrs["reference_delta"] == 1e-5
+    assert float(other["true_epsilon"][0]) == eps
+
+
+@pytest.mark.parametrize(
+    ("pairs", "error", "message"),
+    [
+        ([], InvalidInputError, "`pairs` must hold at least one pair; got none."),
+        ([("a", "b"), ("a", "zz")], InvalidInputError, r"`pairs\[1\]` names identity 'zz'"),
+        ([("a",)], InvalidInputError, r"`pairs\[0\]` must be a pair \(identity_a, identity_b\)"),
+        (["ab"], InvalidInputError, r"`pairs\[0\]` must be a pair"),
+        ([("c", "c")], InvalidInputError, r"`pairs\[0\]` pairs identity 'c' with itself"),
+        (5, TypeError, "`pairs` must be a sequence of \\(identity_a, identity_b\\); got int"),
+    ],
+)
+def test_audit_mechanism_checks_pairs(
+    point_base: EmbeddingSet, pairs: object, error: type, message: str
+) -> None:
+    from idaudit.audits import MMDTVAuditor
+    from idaudit.mechanisms import audit_mechanism
+
+    with pytest.raises(error, match=message):
+        audit_mechanism(GaussianNoise(point_base, 1.0), [MMDTVAuditor()], pairs, 10, rng=0)  # type: ignore[arg-type]
+
+
+def test_audit_mechanism_checks_delta(point_base: EmbeddingSet) -> None:
+    from idaudit.audits import MMDTVAuditor
+    from idaudit.mechanisms import audit_mechanism
+
+    with pytest.raises(InvalidInputError, match=r"`delta` must be in \[0, 1\); got 1.0"):
+        audit_mechanism(
+            GaussianNoise(point_base, 1.0), [MMDTVAuditor()], [("a", "b")], 10, delta=1.0
+        )
+
+
+def test_docstrings_render_single_backslashes() -> None:
+    # raw docstrings with doubled backslashes show a literal "\\max" in rendered docs
+    import inspect
+
+    import idaudit.mechanisms as mechanisms
+
+    objects = [getattr(mechanisms, name) for name in mechanisms.__all__]
+    members = [m for obj in objects if inspect.isclass(obj) for _, m in inspect.getmembers(obj)]
+    docs = [inspect.getdoc(o) or "" for o in [*objects, *members]]
+    assert any("\\max" in d for d in docs)  # the check looks at the LaTeX-bearing docstrings
+    assert not [d for d in docs if "\\\\" in d]

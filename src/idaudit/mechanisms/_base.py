@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._validation import RngLike, check_integer, check_random_state, spawn_seeds
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_random_state,
+    spawn_seeds,
+)
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
 
@@ -22,7 +28,7 @@ __all__ = ["Mechanism", "audit_mechanism", "sample_embeddings"]
 class Mechanism(Protocol):
     r"""Anything that produces outputs for an identity: the object an identity-level audit tests.
 
-    A mechanism maps a private identity label to a random output in :math:`\\mathbb{R}^d`
+    A mechanism maps a private identity label to a random output in :math:`\mathbb{R}^d`
     (seed 000, Eq. 8). Implement these two members and every audit, the certifier and the
     benchmark accept the object.
 
@@ -116,7 +122,7 @@ def audit_mechanism(
     n_per_identity: int,
     rng: RngLike = 0,
     *,
-    delta: float = 1e-5,
+    delta: float | None = None,
     device: str = "cpu",
     batch_size: int | None = None,
     progress: bool = True,
@@ -129,14 +135,17 @@ def audit_mechanism(
         The mechanism to audit.
     auditors : sequence of BaseAuditor
         The audits to run (see :func:`idaudit.audit_pairs`).
-    pairs : sequence of (label, label)
-        Identity pairs to audit.
+    pairs : sequence of (label, label), length >= 1
+        Identity pairs to audit; every label must be one of ``mechanism.identities``.
     n_per_identity : int
         Outputs drawn per identity, at least 2.
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
         Randomness of the draws (see :func:`sample_embeddings`).
-    delta : float, default 1e-5
-        δ at which the mechanism's own guarantee is reported, when it has one.
+    delta : float, optional
+        δ in [0, 1) at which the mechanism's own guarantee is reported, when it has one.
+        Default: the mechanism's ``default_delta`` — 0 for :class:`LaplaceNoise`, which is
+        pure DP, so its point-base truths are exact; 1e-5 for :class:`GaussianNoise`, whose
+        pure ε is infinite — and 1e-5 for a mechanism without that attribute.
     device, batch_size, progress
         Passed to :func:`idaudit.audit_pairs`.
 
@@ -148,7 +157,15 @@ def audit_mechanism(
         :class:`GaussianNoise` and :class:`LaplaceNoise` do), it also holds
         ``true_epsilon`` (pair): the pair's ε at ``delta``, exact where ``true_epsilon_exact``
         is true and an upper bound elsewhere; and ``reference_epsilon`` (no dims): the
-        mechanism-wide guarantee. Attrs record the mechanism and ``reference_delta``.
+        mechanism-wide guarantee. Attrs record the mechanism and ``reference_delta`` (the δ
+        used).
+
+    Raises
+    ------
+    InvalidInputError
+        If ``pairs`` is empty, an entry is not a pair of two different identities, or a label
+        is not one of ``mechanism.identities`` (the message names the entry), or ``delta`` is
+        outside [0, 1).
 
     Examples
     --------
@@ -162,7 +179,10 @@ def audit_mechanism(
     """
     from idaudit.audits import audit_pairs
 
-    pair_list = [tuple(p) for p in pairs]
+    pair_list = _check_pairs(pairs, mechanism)
+    if delta is None:
+        delta = float(getattr(mechanism, "default_delta", 1e-5))
+    delta = check_in_range(delta, "delta", 0.0, 1.0, closed="left")
     needed = list(dict.fromkeys(label for p in pair_list for label in p))
     es = sample_embeddings(mechanism, n_per_identity, needed, rng=rng)
     ds = audit_pairs(
@@ -210,6 +230,36 @@ def add_guarantee(ds: xr.Dataset, mechanism: Any, delta: float) -> xr.Dataset:
     )
     ds.attrs["reference_delta"] = float(delta)
     return ds
+
+
+def _check_pairs(pairs: Any, mechanism: Mechanism) -> list[tuple[Any, Any]]:
+    """Validate ``pairs`` against the mechanism's labels before anything is drawn."""
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"`pairs` must be a sequence of (identity_a, identity_b); got {type(pairs).__name__}."
+        )
+    items = pairs.tolist() if isinstance(pairs, np.ndarray) else list(pairs)
+    if not items:
+        raise InvalidInputError("`pairs` must hold at least one pair; got none.")
+    known = set(np.asarray(mechanism.identities).tolist())
+    out: list[tuple[Any, Any]] = []
+    for k, item in enumerate(items):
+        if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
+            raise InvalidInputError(
+                f"`pairs[{k}]` must be a pair (identity_a, identity_b); got {item!r}."
+            )
+        a, b = (x.item() if isinstance(x, np.generic) else x for x in item)
+        for label in (a, b):
+            if label not in known:
+                raise InvalidInputError(
+                    f"`pairs[{k}]` names identity {label!r}, which the mechanism does not know."
+                )
+        if a == b:
+            raise InvalidInputError(
+                f"`pairs[{k}]` pairs identity {a!r} with itself; an audit needs two identities."
+            )
+        out.append((a, b))
+    return out
 
 
 def _check_draw(out: Any, identity: Any, n: int, dim: int | None) -> npt.NDArray[np.float64]:

@@ -27,6 +27,9 @@ class _AdditiveNoise(ABC):
     for the same ``rng`` (common random numbers across a noise sweep).
     """
 
+    #: δ at which the guarantee is reported when the caller names none (``audit_mechanism``,
+    #: ``noise_sweep``): the smallest δ at which the mechanism's ε is finite and meaningful.
+    default_delta: ClassVar[float]
     _scale_name: ClassVar[str]
     _metric: ClassVar[str]  # scipy cdist metric of the norm the guarantee uses
 
@@ -122,6 +125,13 @@ class GaussianNoise(_AdditiveNoise):
     sigma : float
         Standard deviation σ > 0 of the noise added to every coordinate.
 
+    Attributes
+    ----------
+    default_delta : float
+        1e-5: the δ at which :func:`~idaudit.mechanisms.audit_mechanism` and
+        :func:`~idaudit.benchmark.noise_sweep` state the truth by default (the pure ε of
+        Gaussian noise is infinite).
+
     Notes
     -----
     The mechanism is :math:`\tilde M(id) = X + \xi`, :math:`X \sim P_{id}`,
@@ -160,6 +170,7 @@ class GaussianNoise(_AdditiveNoise):
     6.573
     """
 
+    default_delta = 1e-5
     _scale_name = "sigma"
     _metric = "euclidean"
 
@@ -173,7 +184,7 @@ class GaussianNoise(_AdditiveNoise):
 
     @property
     def l2_sensitivity(self) -> float:
-        r"""Mechanism-wide L2 sensitivity bound :math:`2\\max_x\\|x\\|_2` (2 on the unit sphere)."""
+        r"""Mechanism-wide L2 sensitivity bound :math:`2\max_x\|x\|_2` (2 on the unit sphere)."""
         return 2.0 * float(np.linalg.norm(self._base.embeddings, axis=1).max())
 
     def reference_epsilon(self, delta: float) -> float:
@@ -204,7 +215,7 @@ class GaussianNoise(_AdditiveNoise):
         Returns
         -------
         float
-            The analytic-Gaussian ε(δ) at :math:`\\Delta = \\max\\|x - y\\|_2` over the supports
+            The analytic-Gaussian ε(δ) at :math:`\Delta = \max\|x - y\|_2` over the supports
             (0 when the two supports coincide in one point).
         """
         delta = check_in_range(delta, "delta", 0.0, 1.0, closed="both")
@@ -231,6 +242,12 @@ class LaplaceNoise(_AdditiveNoise):
     scale : float
         Laplace scale b > 0 of the noise added to every coordinate (density
         :math:`e^{-|z|/b}/2b`).
+
+    Attributes
+    ----------
+    default_delta : float
+        0.0: the mechanism is pure DP, so its truth is stated at δ = 0, where it is exact for
+        point bases.
 
     Notes
     -----
@@ -261,6 +278,7 @@ class LaplaceNoise(_AdditiveNoise):
     4.0
     """
 
+    default_delta = 0.0
     _scale_name = "scale"
     _metric = "cityblock"
 
@@ -274,7 +292,7 @@ class LaplaceNoise(_AdditiveNoise):
 
     @property
     def l1_sensitivity(self) -> float:
-        r"""Mechanism-wide L1 sensitivity bound :math:`2\\max_x\\|x\\|_1`."""
+        r"""Mechanism-wide L1 sensitivity bound :math:`2\max_x\|x\|_1`."""
         return 2.0 * float(np.abs(self._base.embeddings).sum(axis=1).max())
 
     def reference_epsilon(self, delta: float = 0.0) -> float:
@@ -307,7 +325,7 @@ class LaplaceNoise(_AdditiveNoise):
         Returns
         -------
         float
-            :math:`\\max\\|x - y\\|_1 / b` over the two supports.
+            :math:`\max\|x - y\|_1 / b` over the two supports.
         """
         check_in_range(delta, "delta", 0.0, 1.0, closed="both")
         return self._support_distance(a, b) / self._scale
