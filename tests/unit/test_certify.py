@@ -7,7 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 import xarray as xr
-from sklearn.linear_model import LogisticRegression
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from statsmodels.stats.proportion import proportion_confint
@@ -15,7 +17,7 @@ from statsmodels.stats.proportion import proportion_confint
 import idaudit.certify._reserved as reserved
 from idaudit.certify import ReservedTestCertifier
 from idaudit.data import EmbeddingSet, sample_pairs, split_identities
-from idaudit.exceptions import InvalidInputError, NotFittedError
+from idaudit.exceptions import IdauditWarning, InvalidInputError, NotFittedError
 
 
 def _clusters(
@@ -37,8 +39,9 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Record the development/test split the certifier uses."""
     box: dict[str, Any] = {}
 
-    def spy(es: EmbeddingSet, test_size: float, rng: Any) -> Any:
-        box["dev"], box["test"] = split_identities(es, test_size=test_size, rng=rng)
+    def spy(es: EmbeddingSet, test_size: float, rng: Any, **kwargs: Any) -> Any:
+        box["dev"], box["test"] = split_identities(es, test_size=test_size, rng=rng, **kwargs)
+        box["kwargs"] = kwargs
         return box["dev"], box["test"]
 
     monkeypatch.setattr(reserved, "split_identities", spy)
@@ -120,8 +123,8 @@ def test_selection_never_sees_the_test_split(
 ) -> None:
     first = ReservedTestCertifier(n_select=3, n_candidates=10, rng=2, progress=False).fit(es)
 
-    def scrambled(es: EmbeddingSet, test_size: float, rng: Any) -> Any:
-        dev, test = split_identities(es, test_size=test_size, rng=rng)
+    def scrambled(es: EmbeddingSet, test_size: float, rng: Any, **kwargs: Any) -> Any:
+        dev, test = split_identities(es, test_size=test_size, rng=rng, **kwargs)
         noise = np.random.default_rng(9).normal(size=test.embeddings.shape)
         return dev, EmbeddingSet(noise, test.labels, normalize=False)
 
@@ -217,6 +220,131 @@ def test_no_signal_certifies_nothing() -> None:
     assert cert.epsilon_lb_ < 0.5
 
 
+# -- duplicate rows -------------------------------------------------------------------------
+
+
+def _duplicated_null(seed: int, n_distinct: int = 50) -> EmbeddingSet:
+    """Two identities with the same N(0, I_8) law, every row present twice."""
+    gen = np.random.default_rng(seed)
+    x = np.repeat(gen.normal(size=(2 * n_distinct, 8)), 2, axis=0)  # (4 n_distinct, 8)
+    return EmbeddingSet(x, np.repeat(["a", "b"], 2 * n_distinct), normalize=False)
+
+
+def test_duplicated_rows_do_not_certify_identical_distributions() -> None:
+    # The true epsilon is 0. If one copy of a row sits in development and the other in test,
+    # a random forest memorises it and "certifies" epsilon > 0.5 on every one of these seeds.
+    # With copies kept on one side, a positive bound is a violation the certificate allows
+    # with probability <= alpha = 0.05 per seed (1 of 40 seeds in a longer run), so at most
+    # one of five seeds may be positive.
+    bounds = []
+    for seed in range(5):
+        cert = ReservedTestCertifier(
+            n_select=1, n_folds=2, classifier="random_forest", rng=seed, progress=False
+        )
+        with pytest.warns(IdauditWarning, match="100 of the 200 rows"):
+            cert.fit(_duplicated_null(seed))
+        bounds.append(cert.epsilon_lb_)
+    assert sum(b > 0 for b in bounds) <= 1, bounds
+
+
+def test_duplicates_are_kept_on_one_side_counted_and_warned(captured: dict[str, Any]) -> None:
+    es = _duplicated_null(0, n_distinct=20)
+    cert = ReservedTestCertifier(n_select=1, n_folds=2, rng=0, progress=False)
+    with pytest.warns(
+        IdauditWarning,
+        match=r"40 of the 80 rows of the 2 candidate identities are exact duplicates",
+    ) as record:
+        cert.fit(es)
+    assert record[0].filename == __file__  # points at the caller's `fit`
+    assert captured["kwargs"] == {"group_duplicates": True}
+    for label in ("a", "b"):
+        dev = {r.tobytes() for r in captured["dev"].get(label)}
+        test = {r.tobytes() for r in captured["test"].get(label)}
+        assert dev.isdisjoint(test)
+    assert cert.certificates_.attrs["n_duplicates"] == 40
+    assert cert.candidates_.attrs["n_duplicates"] == 40
+
+
+def test_attrs_record_duplicates_and_where_the_pairs_came_from(es: EmbeddingSet) -> None:
+    default = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False).fit(es)
+    assert default.certificates_.attrs["candidate_pairs"] == "default"
+    assert default.certificates_.attrs["n_duplicates"] == 0
+    given = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False)
+    given.fit(es, sample_pairs(es.identities, 6, rng=0))
+    assert given.certificates_.attrs["candidate_pairs"] == "given"
+    # the same pairs, so the same certificates; only the provenance differs
+    for name in default.certificates_.data_vars:
+        np.testing.assert_array_equal(default.certificates_[name], given.certificates_[name])
+
+
+# -- custom classifiers ---------------------------------------------------------------------
+
+
+class _NoParams:
+    """Has ``fit`` and ``decision_function`` but no ``get_params``: cannot be cloned."""
+
+    def fit(self, x: Any, y: Any) -> _NoParams:
+        return self
+
+    def decision_function(self, x: Any) -> Any:
+        return np.zeros(len(x))
+
+
+class _ChangesItsParams(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+    """``__init__`` alters a parameter, which ``sklearn.base.clone`` refuses."""
+
+    def __init__(self, c: float = 1.0) -> None:
+        self.c = 2 * c
+
+    def fit(self, x: Any, y: Any) -> _ChangesItsParams:
+        return self
+
+    def decision_function(self, x: Any) -> Any:
+        return np.zeros(len(x))
+
+
+def test_classifiers_that_cannot_be_cloned_are_refused(es: EmbeddingSet) -> None:
+    with pytest.raises(TypeError, match=r"`classifier` must be .* `get_params`.*got _NoParams"):
+        ReservedTestCertifier(classifier=_NoParams(), progress=False).fit(es)
+    with pytest.raises(
+        TypeError, match=r"`classifier` must be clonable .* cloning _ChangesItsParams failed"
+    ):
+        ReservedTestCertifier(classifier=_ChangesItsParams(), progress=False).fit(es)
+    assert not hasattr(ReservedTestCertifier(), "certificates_")
+
+
+@pytest.mark.parametrize(
+    ("classifier", "keys"),
+    [
+        (
+            make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=10)),
+            ["randomforestclassifier__random_state"],
+        ),
+        (SGDClassifier(loss="log_loss", random_state=123), ["random_state"]),
+    ],
+    ids=["forest_in_pipeline", "sgd"],
+)
+def test_every_random_state_is_seeded_from_rng(
+    es: EmbeddingSet, classifier: Any, keys: list[str]
+) -> None:
+    pairs = [(0, 1), (2, 3), (4, 5)]
+
+    def certify(rng: int) -> ReservedTestCertifier:
+        cert = ReservedTestCertifier(n_select=2, classifier=classifier, rng=rng, progress=False)
+        return cert.fit(es, pairs)
+
+    one, two = certify(7), certify(7)
+    for clf in one.classifiers_:
+        for key in keys:
+            value = clf.get_params(deep=True)[key]
+            assert isinstance(value, int)
+            assert value != 123  # a seed from `rng` replaces the caller's value
+    xr.testing.assert_identical(one.certificates_, two.certificates_)
+    assert classifier.get_params(deep=True)[keys[0]] in (None, 123)  # the original is untouched
+    seeds = [clf.get_params(deep=True)[keys[0]] for clf in certify(8).classifiers_]
+    assert seeds != [clf.get_params(deep=True)[keys[0]] for clf in one.classifiers_]
+
+
 # -- result schema --------------------------------------------------------------------------
 
 
@@ -289,8 +417,23 @@ def test_too_many_selected_pairs(es: EmbeddingSet) -> None:
         ReservedTestCertifier(n_select=3, progress=False).fit(es, [(0, 1), (2, 3), (0, 2)])
     # a star: five identities but every pair shares identity 0 -> greedy finds only 1
     star = [(0, k) for k in range(1, 6)]
-    with pytest.raises(InvalidInputError, match="greedy selection over the 5 candidate pairs"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"`n_select` must be at most .* greedy selection in rank order over the 5 "
+        r"candidate pairs found only 1 vertex-disjoint pair\(s\); got n_select=2\.",
+    ):
         ReservedTestCertifier(n_select=2, progress=False).fit(es, star)
+    # a path a-b, b-c, c-d whose middle pair separates best, so it ranks first: two disjoint
+    # pairs exist (a-b and c-d), but greedy selection takes b-c and then finds no other
+    gen = np.random.default_rng(0)
+    centres = np.repeat([0.0, 1.0, 10.0, 11.0], 40)[:, None]
+    path = EmbeddingSet(
+        centres + 0.5 * gen.normal(size=(160, 1)), np.repeat(list("abcd"), 40), normalize=False
+    )
+    with pytest.raises(InvalidInputError, match="over the 3 candidate pairs found only 1"):
+        ReservedTestCertifier(n_select=2, progress=False).fit(
+            path, [("a", "b"), ("b", "c"), ("c", "d")]
+        )
 
 
 def test_small_identities_are_named() -> None:

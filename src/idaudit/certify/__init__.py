@@ -4,8 +4,9 @@
 :class:`ReservedTestCertifier`      development-selected pairs, thresholds and classifiers
                                     evaluated once on reserved test data; exact one-sided
                                     bounds → ``certified_lower_bound`` ε (Eq. 16)
-:func:`sanity_controls`             same-identity split-half MMD² tests and ROC AUCs: what
-                                    the audits report when there is no identity difference
+:func:`sanity_controls`             same-identity split-half MMD² tests and ROC AUCs:
+                                    calibration of the audits (shuffled halves) and order
+                                    artefacts in the data (ordered halves)
 ==================================  ==========================================================
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from idaudit._validation import (
 )
 from idaudit.data import EmbeddingSet, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
-from idaudit.exceptions import InvalidInputError, NotFittedError
+from idaudit.exceptions import IdauditWarning, InvalidInputError, NotFittedError
 
 __all__ = ["ReservedTestCertifier"]
 
@@ -68,7 +69,8 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     Status: ``certified_lower_bound`` — with probability at least :math:`1-\alpha` (jointly over
     the ``n_select`` pairs, and over ``n_families`` conditions certified together), every
     reported ``epsilon_lb`` is at most the true ε(δ) of its pair, assuming each identity's rows
-    are iid draws from its output distribution.
+    are iid draws from its output distribution and the candidate ``pairs`` were fixed without
+    looking at the rows (see :meth:`fit`).
 
     Parameters
     ----------
@@ -89,9 +91,11 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     classifier : {"logistic", "random_forest"} or estimator, default "logistic"
         ``"logistic"``: scikit-learn ``LogisticRegression(C=1.0, solver="lbfgs",
         max_iter=1000)``, as in the paper. ``"random_forest"``: ``RandomForestClassifier``
-        with 100 trees, seeded from ``rng``. Any other scikit-learn-style binary classifier is
-        cloned for every fit; it scores with ``decision_function`` if it has one, else with
-        ``predict_proba(X)[:, 1]``.
+        with 100 trees. Any other scikit-learn-style binary classifier (it needs ``get_params``
+        so that :func:`sklearn.base.clone` can copy it) is cloned for every fit; it scores with
+        ``decision_function`` if it has one, else with ``predict_proba(X)[:, 1]``. Every
+        ``random_state`` parameter of a fit, at any depth of ``get_params(deep=True)`` (e.g.
+        inside a ``Pipeline``), is set from ``rng``, replacing any value it had.
     n_folds : int, default 5
         Stratified folds for the development out-of-fold scores.
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
@@ -127,7 +131,12 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     Choices the paper leaves open, made here:
 
     * **Split** — each identity's rows are split once with
-      :func:`idaudit.data.split_identities` (only identities of the candidate pairs).
+      :func:`idaudit.data.split_identities` (only identities of the candidate pairs), keeping
+      exact-duplicate rows of an identity on one side: a copy of a development row on the test
+      side would not be a fresh draw, and a classifier that memorised the row (a random forest,
+      a nearest neighbour) would then certify ε > 0 between identical distributions. Copies
+      that land together on the test side still count as separate rows; if they are repeated
+      encodings of one output rather than repeated outputs, deduplicate before certifying.
     * **Scores** — out-of-fold scores from ``n_folds`` stratified folds on the development
       rows of the pair; ``decision_function`` where available (logits for logistic
       regression, which do not saturate as probabilities do).
@@ -216,11 +225,18 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         es : EmbeddingSet
             Embeddings and identity labels of one condition.
         pairs : sequence of (label, label), optional
-            Candidate pairs in priority order; the first ``n_candidates`` are scored. Default:
+            Candidate pairs in priority order; the first ``n_candidates`` are scored. The list
+            and its order must be fixed **without looking at** ``es``: the order decides which
+            pairs are cut at ``n_candidates`` and breaks ranking ties, so a list ordered by
+            audits of these same rows (``audit_pairs`` on ``es``, which sees the test rows)
+            lets the test split leak into selection and voids the guarantee. Use
+            :func:`idaudit.data.sample_pairs`, or rank pairs on other data (another condition,
+            or rows never passed to this certifier). Default:
             ``sample_pairs(es.identities, n_candidates, rng=rng)`` (or all pairs, if fewer), so
             with an integer ``rng`` the certifier scores the same common first pairs as
             ``audit_pairs`` on ``sample_pairs(es.identities, n, rng=rng)`` (seed 000, §4.3).
-            With a ``Generator`` the pair list is drawn from it.
+            With a ``Generator`` the pair list is drawn from it. The attribute
+            ``candidate_pairs`` of the results records ``"default"`` or ``"given"``.
 
         Returns
         -------
@@ -232,15 +248,26 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             ``test_fpr``, ``test_fnr``, ``ufpr``, ``ufnr`` (the one-sided upper bounds),
             ``test_auc``, ``epsilon_lb`` (status ``certified_lower_bound``), ``threshold``,
             ``direction`` (+1: predict ``identity_b`` when the score is ≥ ``threshold``;
-            -1: when ≤), ``dev_auc``, ``dev_expected_epsilon`` and ``rank``.
+            -1: when ≤), ``dev_auc``, ``dev_expected_epsilon`` and ``rank``. Its attrs hold
+            the settings, ``n_duplicates`` (exact-duplicate rows among the candidate
+            identities, kept on one side of the split) and ``candidate_pairs``.
 
         Raises
         ------
         InvalidInputError
             If a parameter is out of range, a pair names an unknown identity or the same one
             twice, an identity is too small to split or to fold (the message names it and its
-            count), or fewer than ``n_select`` vertex-disjoint pairs can be selected. No
-            fitted attribute is left behind after an error.
+            count), or greedy selection finds fewer than ``n_select`` vertex-disjoint pairs.
+            No fitted attribute is left behind after an error.
+        TypeError
+            If ``es`` is not an :class:`~idaudit.data.EmbeddingSet` or ``classifier`` is not
+            a usable estimator (no ``fit``, no scoring method, or not clonable).
+
+        Warns
+        -----
+        IdauditWarning
+            When the candidate identities hold exact-duplicate rows (with their number); the
+            copies are kept on one side of the split.
         """
         self._forget()
         # many small per-pair fits: multi-threaded BLAS only adds overhead (10x on 2 cores)
@@ -252,6 +279,7 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
         p = self._checked_params()
         seed_split, seed_pairs, seed_folds = spawn_seeds(check_random_state(self.rng), 3)
+        pairs_given = pairs is not None
         if pairs is None:
             m = len(es.identities)
             n_all = m * (m - 1) // 2
@@ -268,9 +296,20 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
                 f"identities, so at most {len(identities) // 2} disjoint pairs; "
                 f"got n_select={p['n_select']}."
             )
+        pool = es.subset(identities)
         dev, test = split_identities(
-            es.subset(identities), test_size=p["test_size"], rng=seed_split
+            pool, test_size=p["test_size"], rng=seed_split, group_duplicates=True
         )
+        if pool.n_duplicates_:
+            warnings.warn(
+                f"{pool.n_duplicates_} of the {len(pool)} rows of the {len(identities)} "
+                "candidate identities are exact duplicates of an earlier row of the same "
+                "identity; all copies of a row were kept on the same side of the "
+                "development/test split. Copies on the test side still count as separate "
+                "draws: if they are repeated encodings of one output, deduplicate first.",
+                IdauditWarning,
+                stacklevel=3,  # _fit -> fit -> the caller
+            )
         for label in identities:
             n_dev = dev.counts[label]
             if n_dev < p["n_folds"]:
@@ -319,9 +358,10 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
                 break
         if len(chosen) < p["n_select"]:
             raise InvalidInputError(
-                f"`n_select` must be at most the number of vertex-disjoint pairs available; "
-                f"greedy selection over the {len(candidates)} candidate pairs found only "
-                f"{len(chosen)}; got n_select={p['n_select']}."
+                "`n_select` must be at most the number of vertex-disjoint pairs that greedy "
+                f"selection finds; greedy selection in rank order over the {len(candidates)} "
+                f"candidate pairs found only {len(chosen)} vertex-disjoint pair(s); got "
+                f"n_select={p['n_select']}."
             )
 
         rows: list[dict[str, Any]] = []
@@ -366,7 +406,7 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             )
             fitted.append(clf)
 
-        attrs = self._attrs(p, alpha_bound, len(candidates), es)
+        attrs = self._attrs(p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given)
         certificates = _certificates_dataset(rows, attrs)
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
@@ -409,17 +449,31 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
                 f"`classifier` must be one of {', '.join(map(repr, _CLASSIFIERS))} or a "
                 f"scikit-learn-style estimator; got {clf!r}."
             )
-        if not hasattr(clf, "fit") or not (
+        if not all(hasattr(clf, name) for name in ("fit", "get_params")) or not (
             hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
         ):
             raise TypeError(
-                "`classifier` must be 'logistic', 'random_forest' or an estimator with `fit` "
-                f"and `decision_function` or `predict_proba`; got {type(clf).__name__}."
+                "`classifier` must be 'logistic', 'random_forest' or a scikit-learn-style "
+                "estimator with `fit`, `get_params` (so that it can be cloned) and "
+                f"`decision_function` or `predict_proba`; got {type(clf).__name__}."
             )
+        try:
+            clone(clf)
+        except (TypeError, RuntimeError, AttributeError, ValueError) as exc:
+            raise TypeError(
+                f"`classifier` must be clonable with sklearn.base.clone; cloning "
+                f"{type(clf).__name__} failed: {exc}"
+            ) from exc
         return clf
 
     def _attrs(
-        self, p: dict[str, Any], alpha_bound: float, n_used: int, es: EmbeddingSet
+        self,
+        p: dict[str, Any],
+        alpha_bound: float,
+        n_used: int,
+        es: EmbeddingSet,
+        n_duplicates: int,
+        pairs_given: bool,
     ) -> dict[str, Any]:
         from idaudit import __version__
 
@@ -444,6 +498,9 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             "n_select": p["n_select"],
             "n_candidates": p["n_candidates"],
             "n_candidates_used": n_used,
+            # "given": the caller's list, which must not have been chosen by looking at `es`
+            "candidate_pairs": "given" if pairs_given else "default",
+            "n_duplicates": n_duplicates,
             "test_size": p["test_size"],
             "n_folds": p["n_folds"],
             "delta": p["delta"],
@@ -459,10 +516,21 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
 # -- development-side computations ----------------------------------------------------------
 
 
-def _fit(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
+def _seeded(base: Any, seed: int) -> Any:
+    """Clone ``base`` and set every ``random_state`` parameter, at any depth, to ``seed``."""
     clf = clone(base)
-    if isinstance(clf, RandomForestClassifier):
-        clf.set_params(random_state=seed % 2**32)
+    keys = [
+        key
+        for key in clf.get_params(deep=True)
+        if key == "random_state" or key.endswith("__random_state")
+    ]
+    if keys:
+        clf.set_params(**dict.fromkeys(keys, seed % 2**32))
+    return clf
+
+
+def _fit(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
+    clf = _seeded(base, seed)
     x = np.concatenate([xa, xb])  # (n_a + n_b, d)
     y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
     return clf.fit(x, y)
@@ -483,9 +551,7 @@ def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: i
     out = np.empty(len(y), dtype=np.float64)
     folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
     for k, (train, held) in enumerate(folds.split(x, y)):
-        clf = clone(base)
-        if isinstance(clf, RandomForestClassifier):
-            clf.set_params(random_state=(seed + k) % 2**32)
+        clf = _seeded(base, seed + k)
         clf.fit(x[train], y[train])
         out[held] = _score(clf, x[held])
     return out
