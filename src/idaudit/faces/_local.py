@@ -28,7 +28,7 @@ from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError, MissingWeightsError
 from idaudit.faces._io import to_rgb_uint8
-from idaudit.faces._types import Face
+from idaudit.faces._types import Face, _device_name
 from idaudit.faces._weights import resolve_weights
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,19 +51,20 @@ _EXTRA = 'pip install "idaudit[faces]"'
 
 
 def _check_crops(crops: Any, size: int) -> npt.NDArray[np.uint8]:
-    """Return ``crops`` as ``(n, size, size, 3)`` uint8 (a single crop becomes ``n = 1``)."""
+    """Return ``crops`` as a contiguous ``(n, size, size, 3)`` uint8 stack.
+
+    One crop without its batch axis is refused, as by every encoder (the protocol's rule).
+    """
     if not isinstance(crops, np.ndarray):
         raise TypeError(f"`crops` must be a numpy.ndarray; got {type(crops).__name__}.")
     if crops.dtype != np.uint8:
         raise TypeError(f"`crops` must have dtype uint8 (RGB, 0-255); got {crops.dtype}.")
-    if crops.ndim == 3:
-        crops = crops[None]
     if crops.ndim != 4 or crops.shape[1:] != (size, size, 3):
         raise InvalidInputError(
             f"`crops` must have shape (n, {size}, {size}, 3) (aligned RGB crops); "
-            f"got {crops.shape}."
+            f"got {crops.shape}. One crop needs a leading axis: `crop[None]`."
         )
-    return np.ascontiguousarray(crops)
+    return np.require(crops, requirements=["C", "W"])  # torch.from_numpy needs writable
 
 
 def _check_threads(threads: int | None) -> int:
@@ -89,28 +90,55 @@ def _align_to(image: npt.NDArray[np.uint8], face: Face, size: int) -> npt.NDArra
 # --------------------------------------------------------------------------- onnxruntime
 
 
-def _onnx_session(path: Path, threads: int, device: str) -> onnxruntime.InferenceSession:
-    """Open a local ONNX file with ``threads`` intra-op threads on ``device``."""
+def _onnx_device(device: Any) -> tuple[str, int | None]:
+    """Parse ``"cpu"``, ``"cuda"`` or ``"cuda:<i>"`` into (name, CUDA index or None)."""
+    if not isinstance(device, str):
+        raise TypeError(f"`device` must be a str such as 'cpu' or 'cuda:0'; got {device!r}.")
+    if device == "cpu":
+        return "cpu", None
+    kind, _, index = device.partition(":")
+    if kind == "cuda" and (index == "" or index.isdecimal()):
+        i = int(index or 0)
+        return f"cuda:{i}", i
+    raise InvalidInputError(f"`device` must be 'cpu', 'cuda' or 'cuda:<index>'; got {device!r}.")
+
+
+def _onnx_session(
+    path: Path, threads: int, device: str
+) -> tuple[onnxruntime.InferenceSession, str]:
+    """Open a local ONNX file with ``threads`` intra-op threads on ``device``.
+
+    Returns the session and the device's one spelling (``"cpu"`` or ``"cuda:<i>"``). A CUDA
+    session whose CUDA provider did not start raises: onnxruntime would otherwise only log a
+    warning and run on the CPU.
+    """
     try:
         import onnxruntime as ort
     except ImportError as err:  # pragma: no cover - the faces extra installs it
         raise ImportError(f"ONNX face models need onnxruntime: {_EXTRA}") from err
-    if device not in ("cpu", "cuda"):
-        raise InvalidInputError(f"`device` must be 'cpu' or 'cuda'; got {device!r}.")
-    providers = ["CPUExecutionProvider"]
-    if device == "cuda":
+    name, cuda_index = _onnx_device(device)
+    providers: list[Any] = ["CPUExecutionProvider"]
+    if cuda_index is not None:
         if "CUDAExecutionProvider" not in ort.get_available_providers():
             raise InvalidInputError(
-                "`device` is 'cuda' but this onnxruntime build has no CUDAExecutionProvider "
-                "(install onnxruntime-gpu); got 'cuda'."
+                "`device` asks for CUDA but this onnxruntime build has no "
+                f"CUDAExecutionProvider (install onnxruntime-gpu); got {device!r}."
             )
-        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        providers = [("CUDAExecutionProvider", {"device_id": cuda_index}), "CPUExecutionProvider"]
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     try:
-        return ort.InferenceSession(os.fspath(path), sess_options=options, providers=providers)
+        session = ort.InferenceSession(os.fspath(path), sess_options=options, providers=providers)
     except Exception as err:  # onnxruntime raises its own untyped errors for bad files
         raise InvalidInputError(f"Could not load the ONNX model at {path}: {err}") from err
+    active = list(session.get_providers())
+    if cuda_index is not None and (not active or active[0] != "CUDAExecutionProvider"):
+        raise InvalidInputError(
+            f"`device` is {device!r} but onnxruntime could not start its CUDA provider for "
+            f"{path} (active providers: {active}); it would have run on the CPU. Check the "
+            "CUDA and cuDNN libraries onnxruntime-gpu needs, or pass device='cpu'."
+        )
+    return session, name
 
 
 # --------------------------------------------------------------------------- detector
@@ -151,8 +179,9 @@ class RetinaFaceDetector:
     threads : int, optional
         onnxruntime intra-op threads (default: onnxruntime's choice, one per core; set it on
         shared machines).
-    device : {"cpu", "cuda"}, default "cpu"
-        ``"cuda"`` needs onnxruntime-gpu; there is no silent fallback.
+    device : {"cpu", "cuda", "cuda:<index>"}, default "cpu"
+        ``"cuda"`` needs onnxruntime-gpu with a working CUDA provider; there is no silent
+        fallback. Stored as ``"cpu"`` or ``"cuda:<index>"``.
     verify : bool, default True
         Check the file's SHA-256 when the registry pins one.
 
@@ -210,8 +239,9 @@ class RetinaFaceDetector:
         self.score_threshold = float(score_threshold)
         self.nms_threshold = float(nms_threshold)
         self.threads = threads
-        self.device = device
-        self.session = _onnx_session(self.weights_path, _check_threads(threads), device)
+        self.session, self.device = _onnx_session(
+            self.weights_path, _check_threads(threads), device
+        )
         inp = self.session.get_inputs()[0]
         self._input_name = inp.name
         fixed = inp.shape[2:4]
@@ -341,13 +371,15 @@ class OnnxEncoder:
         onnxruntime intra-op threads (default: onnxruntime's choice).
     batch_size : int, default 64
         Crops per onnxruntime call (a model with a fixed batch axis uses its own size).
-    device : {"cpu", "cuda"}, default "cpu"
-        ``"cuda"`` needs onnxruntime-gpu.
+    device : {"cpu", "cuda", "cuda:<index>"}, default "cpu"
+        ``"cuda"`` needs onnxruntime-gpu with a working CUDA provider (no silent fallback).
+        Stored as ``"cpu"`` or ``"cuda:<index>"``.
 
     Notes
     -----
-    Outputs are L2-normalised, ``e / ||e||``. onnxruntime graphs give no gradients:
-    :meth:`forward` raises :class:`TypeError`.
+    Outputs are L2-normalised, ``e / ||e||`` (``encode(crops, normalize=False)``: the raw
+    network output). onnxruntime graphs give no gradients: :meth:`forward` raises
+    :class:`TypeError`.
 
     Examples
     --------
@@ -379,14 +411,15 @@ class OnnxEncoder:
         self.bgr = bool(bgr)
         self.name = name
         self.threads = threads
-        self.device = device
         self.weights_path = Path(path).expanduser()
         if not self.weights_path.is_file():
             raise MissingWeightsError(
                 f"ONNX model file {self.weights_path} does not exist (idaudit never downloads "
                 "weights; pass the path of a local .onnx file)."
             )
-        self.session = _onnx_session(self.weights_path, _check_threads(threads), device)
+        self.session, self.device = _onnx_session(
+            self.weights_path, _check_threads(threads), device
+        )
         inp = self.session.get_inputs()[0]
         self._input_name = inp.name
         spatial = inp.shape[2:4]
@@ -424,29 +457,35 @@ class OnnxEncoder:
             chunks.append(np.asarray(out, np.float32).reshape(part.shape[0], -1)[:n])
         return np.concatenate(chunks)
 
-    def encode(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
+    def encode(
+        self, crops: npt.NDArray[np.uint8], *, normalize: bool = True
+    ) -> npt.NDArray[np.float32]:
         """Embed aligned crops.
 
         Parameters
         ----------
         crops : numpy.ndarray of uint8, shape (n, input_size, input_size, 3)
             Aligned RGB face crops (see :meth:`align`).
+        normalize : bool, default True
+            L2-normalise each row (the Encoder contract); ``False`` returns the raw network
+            output.
 
         Returns
         -------
         numpy.ndarray of float32, shape (n, dim)
-            Unit-norm embeddings.
+            Unit-norm embeddings (raw with ``normalize=False``).
         """
         crops = _check_crops(crops, self.input_size)
         if crops.shape[0] == 0:
             return np.zeros((0, self.dim), np.float32)
-        return _l2_normalise(self._run(crops))
+        raw = self._run(crops)  # (n, dim)
+        return _l2_normalise(raw) if normalize else raw
 
     def align(self, image: npt.NDArray[np.uint8], face: Face) -> npt.NDArray[np.uint8]:
         """Cut the aligned ``(input_size, input_size, 3)`` crop of ``face`` (5-point template)."""
         return _align_to(image, face, self.input_size)
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, x: Any, *, normalize: bool = True) -> Any:
         """Not available: onnxruntime graphs are not differentiable.
 
         Raises
@@ -462,7 +501,8 @@ class OnnxEncoder:
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, path='{self.weights_path}')"
+            f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, "
+            f"device={self.device!r}, path='{self.weights_path}')"
         )
 
 
@@ -478,8 +518,8 @@ class ArcFaceEncoder(OnnxEncoder):
         onnxruntime intra-op threads.
     batch_size : int, default 64
         Crops per onnxruntime call.
-    device : {"cpu", "cuda"}, default "cpu"
-        Execution device.
+    device : {"cpu", "cuda", "cuda:<index>"}, default "cpu"
+        Execution device (CUDA needs onnxruntime-gpu; no silent fallback).
     verify : bool, default True
         Check the SHA-256 when the registry pins one.
 
@@ -538,8 +578,8 @@ class LVFaceEncoder(OnnxEncoder):
         onnxruntime intra-op threads.
     batch_size : int, default 64
         Crops per onnxruntime call.
-    device : {"cpu", "cuda"}, default "cpu"
-        Execution device.
+    device : {"cpu", "cuda", "cuda:<index>"}, default "cpu"
+        Execution device (CUDA needs onnxruntime-gpu; no silent fallback).
     verify : bool, default True
         Check the SHA-256 when the registry pins one.
 
@@ -666,8 +706,9 @@ def _load_exact(
 class _TorchEncoder(ABC):
     """Shared machinery of the differentiable torch encoders.
 
-    Subclasses set ``name``, ``dim``, ``input_size``, ``self.model``, ``self.device`` and
-    implement ``_embed(x)`` on ``(n, 3, s, s)`` float RGB in [0, 1].
+    Subclasses set ``name``, ``dim``, ``input_size``, ``self.model``, ``self._device`` (and
+    ``self.device = _device_name(self._device)``) and implement ``_embed(x)``: the raw
+    network output for ``(n, 3, s, s)`` float RGB in [0, 1].
     """
 
     differentiable = True
@@ -675,6 +716,7 @@ class _TorchEncoder(ABC):
     dim: int
     input_size: int
     batch_size: int
+    device: str
     model: torch.nn.Module
     _device: torch.device
 
@@ -682,18 +724,22 @@ class _TorchEncoder(ABC):
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
         """Raw network output for preprocessed ``(n, 3, s, s)`` input."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *, normalize: bool = True) -> torch.Tensor:
         """Differentiable embedding of image tensors.
 
         Parameters
         ----------
         x : torch.Tensor, shape (n, 3, input_size, input_size)
             RGB in [0, 1] (any float dtype; gradients flow back to it).
+        normalize : bool, default True
+            L2-normalise each row, as :meth:`encode` does (the Encoder contract); ``False``
+            returns the network's raw output.
 
         Returns
         -------
         torch.Tensor, shape (n, dim)
-            Unit-norm embeddings (float32) on the encoder's device.
+            Unit-norm embeddings (float32) on the encoder's device (raw with
+            ``normalize=False``).
         """
         import torch
 
@@ -703,20 +749,25 @@ class _TorchEncoder(ABC):
         if x.ndim != 4 or tuple(x.shape[1:]) != (3, s, s):
             raise InvalidInputError(f"`x` must have shape (n, 3, {s}, {s}); got {tuple(x.shape)}.")
         emb = self._embed(x.to(self._device, torch.float32))  # (n, dim)
-        return torch.nn.functional.normalize(emb, dim=1)
+        return torch.nn.functional.normalize(emb, dim=1) if normalize else emb
 
-    def encode(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
+    def encode(
+        self, crops: npt.NDArray[np.uint8], *, normalize: bool = True
+    ) -> npt.NDArray[np.float32]:
         """Embed aligned crops.
 
         Parameters
         ----------
         crops : numpy.ndarray of uint8, shape (n, input_size, input_size, 3)
             Aligned RGB face crops (see :meth:`align`).
+        normalize : bool, default True
+            L2-normalise each row (the Encoder contract); ``False`` returns the raw network
+            output.
 
         Returns
         -------
         numpy.ndarray of float32, shape (n, dim)
-            Unit-norm embeddings.
+            Unit-norm embeddings (raw with ``normalize=False``).
         """
         import torch
 
@@ -726,7 +777,8 @@ class _TorchEncoder(ABC):
             for start in range(0, crops.shape[0], self.batch_size):
                 part = torch.from_numpy(crops[start : start + self.batch_size])
                 x = part.to(self._device).permute(0, 3, 1, 2).float() / 255.0  # (b, 3, s, s)
-                out[start : start + part.shape[0]] = self.forward(x).cpu().numpy()
+                emb = self.forward(x, normalize=normalize)  # (b, dim)
+                out[start : start + part.shape[0]] = emb.cpu().numpy()
         return out
 
     def align(self, image: npt.NDArray[np.uint8], face: Face) -> npt.NDArray[np.uint8]:
@@ -734,7 +786,7 @@ class _TorchEncoder(ABC):
         return _align_to(image, face, self.input_size)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, device='{self._device}')"
+        return f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, device={self.device!r})"
 
 
 class InceptionResnetV1Encoder(_TorchEncoder):
@@ -746,7 +798,8 @@ class InceptionResnetV1Encoder(_TorchEncoder):
         ``20180402-114759-vggface2.pt`` or its folder. Default:
         ``$IDAUDIT_WEIGHTS/facenet_vggface2/20180402-114759-vggface2.pt``.
     device : str, default "cpu"
-        ``"cpu"`` or ``"cuda[:i]"``; CUDA must be available when asked for.
+        ``"cpu"`` or ``"cuda[:i]"``; CUDA must be available when asked for. Stored as
+        ``"cpu"`` or ``"cuda:<index>"``.
     batch_size : int, default 64
         Crops per forward pass in :meth:`encode`.
     verify : bool, default True
@@ -757,7 +810,8 @@ class InceptionResnetV1Encoder(_TorchEncoder):
     The state dict is read with ``torch.load(weights_only=True)`` into
     ``facenet_pytorch.InceptionResnetV1(pretrained=None)``, which never downloads; the
     classifier entries (``logits.*``) are dropped. Input: RGB, ``(x - 127.5) / 128`` (facenet's
-    fixed image standardisation), 160×160 crops from the 5-point alignment.
+    fixed image standardisation), 160×160 crops from the 5-point alignment. facenet-pytorch's
+    network already L2-normalises its output, so ``normalize=False`` changes nothing here.
 
     References
     ----------
@@ -806,7 +860,7 @@ class InceptionResnetV1Encoder(_TorchEncoder):
         self.name = "facenet-vggface2"
         self.dim = 512
         self.input_size = 160
-        self.device = device
+        self.device = _device_name(self._device)
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.model((x * 255.0 - 127.5) / 128.0)  # (n, 512)
@@ -826,7 +880,8 @@ class AdaFaceEncoder(_TorchEncoder):
         The ``.ckpt`` file or its folder. Default:
         ``$IDAUDIT_WEIGHTS/adaface_ir50/adaface_ir50_ms1mv2.ckpt``.
     device : str, default "cpu"
-        ``"cpu"`` or ``"cuda[:i]"``; CUDA must be available when asked for.
+        ``"cpu"`` or ``"cuda[:i]"``; CUDA must be available when asked for. Stored as
+        ``"cpu"`` or ``"cuda:<index>"``.
     batch_size : int, default 64
         Crops per forward pass in :meth:`encode`.
     verify : bool, default True
@@ -840,7 +895,8 @@ class AdaFaceEncoder(_TorchEncoder):
     too. The depth (18/34/50/100) is read from the number of residual blocks, and every backbone
     key must match by name and shape. Input: BGR channel order, ``(x / 255 - 0.5) / 0.5``, as
     AdaFace's own ``to_input``; crops aligned on the ArcFace 112×112 template (AdaFace's
-    reference points are the same). The network's feature norm is discarded by :meth:`encode`.
+    reference points are the same). The network returns a unit vector and the feature norm
+    (AdaFace's quality proxy); ``normalize=False`` gives their product, the raw feature.
 
     References
     ----------
@@ -898,10 +954,11 @@ class AdaFaceEncoder(_TorchEncoder):
         self.name = f"adaface-ir{101 if depth == 100 else depth}"  # AdaFace calls it IR-101
         self.dim = 512
         self.input_size = 112
-        self.device = device
+        self.device = _device_name(self._device)
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
         bgr = x.flip(1)  # AdaFace models take BGR
-        emb, _norm = self.model((bgr - 0.5) / 0.5)  # (n, 512), (n, 1)
-        out: torch.Tensor = emb
+        unit, norm = self.model((bgr - 0.5) / 0.5)  # (n, 512), (n, 1)
+        # the network returns its output split into direction and norm; raw = both together
+        out: torch.Tensor = unit * norm  # (n, 512)
         return out

@@ -3,8 +3,9 @@
 Identity encoders say whether two faces are the same person; these metrics say whether two
 *pictures* look alike (lighting, framing, background, colour). Both share one API:
 
-* ``name`` — recorded with every result, so a number always says which metric made it
-  (``"lpips-alex-v0.1"`` or ``"ssim-gaussian1.5"`` / ``"ssim-uniform7"``);
+* ``name`` — recorded with every result, so a number always says which metric made it: every
+  setting that changes the values is in it (``"lpips-alex-v0.1"``, ``"lpips-alex-v0.1-128px"``,
+  ``"ssim-gaussian1.5"``, ``"ssim-uniform7"``, ``"ssim-uniform7-samplecov"``);
 * ``distance(a, b)`` — one distance per row pair, ``(n,)``;
 * ``pairwise(a, b=None)`` — all pairs, ``(n_a, n_b)``.
 
@@ -28,6 +29,7 @@ from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._io import to_rgb_uint8
+from idaudit.faces._types import _device_name
 from idaudit.faces._weights import resolve_weights
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -170,9 +172,12 @@ class LPIPSDistance:
         torchvision's ``alexnet-owt-7be5be79.pth`` or its folder. Default:
         ``$IDAUDIT_WEIGHTS/torchvision_alexnet/alexnet-owt-7be5be79.pth``.
     device : str, default "cpu"
-        ``"cpu"`` or ``"cuda[:i]"``; CUDA must be available when asked for.
+        ``"cpu"`` or ``"cuda[:i]"``; CUDA must be available when asked for. Stored as
+        ``"cpu"`` or ``"cuda:<index>"``.
     size : int, default 256
         Both images are resized (bilinear, antialiased) to ``size × size`` before comparison.
+        LPIPS was calibrated at 256; another size is another metric, and :attr:`name` says
+        so (``"lpips-alex-v0.1-128px"``).
     batch_size : int, default 16
         Images per AlexNet pass.
     verify : bool, default True
@@ -207,8 +212,6 @@ class LPIPSDistance:
     >>> lp.distance(images_a, images_b)  # (n,)  # doctest: +SKIP
     """
 
-    name = "lpips-alex-v0.1"
-
     def __init__(
         self,
         backbone_weights: str | os.PathLike[str] | None = None,
@@ -219,7 +222,7 @@ class LPIPSDistance:
         verify: bool = True,
     ) -> None:
         self._device = resolve_device(device)
-        self.device = device
+        self.device = _device_name(self._device)
         self.size = check_integer(size, "size", minimum=32)
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         self.backbone_path = resolve_weights(
@@ -231,6 +234,12 @@ class LPIPSDistance:
         )
         self.heads_path = resolve_weights("lpips_alex", None, verify=verify)
         self._net = _build_lpips_net(self.backbone_path, self.heads_path).to(self._device)
+
+    @property
+    def name(self) -> str:
+        """Metric name recorded with results: ``"lpips-alex-v0.1"``, plus ``-<size>px`` off 256."""
+        base = "lpips-alex-v0.1"
+        return base if self.size == 256 else f"{base}-{self.size}px"
 
     def _to_input(self, x: torch.Tensor) -> torch.Tensor:
         """``(n, 3, H, W)`` in [0, 1] → resized ``(n, 3, size, size)`` in [-1, 1]."""
@@ -389,7 +398,7 @@ class LPIPSDistance:
         return [torch.cat(c) for c in chunks]
 
     def __repr__(self) -> str:
-        return f"LPIPSDistance(name={self.name!r}, size={self.size}, device='{self._device}')"
+        return f"LPIPSDistance(name={self.name!r}, device={self.device!r})"
 
 
 # --------------------------------------------------------------------------- SSIM
@@ -404,12 +413,21 @@ class SSIMDistance:
         Gaussian-weighted local statistics (Wang et al.'s setting) rather than a uniform
         window.
     sigma : float, default 1.5
-        Gaussian width in pixels (used when ``gaussian_weights``; the window is 11×11).
+        Gaussian width in pixels (used when ``gaussian_weights``; the window is then
+        ``2 ⌊3.5 σ + 0.5⌋ + 1`` pixels wide, 11×11 at 1.5, as scikit-image sizes it).
     win_size : int, optional
-        Side of the uniform window (odd, default 7); ignored with Gaussian weights.
+        Side of the uniform window (odd, default 7). Only with ``gaussian_weights=False``:
+        with Gaussian weights the window follows ``sigma``, and passing both raises (a
+        ``win_size`` would silently change the border that scikit-image crops).
     use_sample_covariance : bool, default False
         Normalise local covariances by ``N - 1`` instead of ``N``; ``False`` is Wang et al.'s
         definition.
+
+    Attributes
+    ----------
+    name : str
+        Every setting that changes the values: ``"ssim-gaussian<σ>"`` or
+        ``"ssim-uniform<w>"``, with ``"-samplecov"`` appended for sample covariances.
 
     Notes
     -----
@@ -448,6 +466,12 @@ class SSIMDistance:
         if not float(sigma) > 0:
             raise InvalidInputError(f"`sigma` must be positive; got {sigma!r}.")
         if win_size is not None:
+            if gaussian_weights:
+                raise InvalidInputError(
+                    "`win_size` sets the uniform window; with gaussian_weights=True the window "
+                    "follows `sigma`. Pass win_size=None or gaussian_weights=False; got "
+                    f"win_size={win_size!r}."
+                )
             win_size = check_integer(win_size, "win_size", minimum=3)
             if win_size % 2 == 0:
                 raise InvalidInputError(f"`win_size` must be odd; got {win_size!r}.")
@@ -460,8 +484,10 @@ class SSIMDistance:
     def name(self) -> str:
         """Metric name recorded with results, e.g. ``"ssim-gaussian1.5"``."""
         if self.gaussian_weights:
-            return f"ssim-gaussian{self.sigma:g}"
-        return f"ssim-uniform{self.win_size or 7}"
+            base = f"ssim-gaussian{self.sigma:g}"
+        else:
+            base = f"ssim-uniform{self.win_size or 7}"
+        return base + ("-samplecov" if self.use_sample_covariance else "")
 
     def _one(self, x: npt.NDArray[np.uint8], y: npt.NDArray[np.uint8], where: str) -> float:
         from skimage.metrics import structural_similarity
@@ -479,7 +505,7 @@ class SSIMDistance:
                 channel_axis=-1,
                 gaussian_weights=self.gaussian_weights,
                 sigma=self.sigma,
-                win_size=self.win_size,
+                win_size=self.win_size,  # None under Gaussian weights (see __init__)
                 use_sample_covariance=self.use_sample_covariance,
             )
         except ValueError as err:  # e.g. an image smaller than the window

@@ -55,6 +55,9 @@ class MTCNNDetector:
         Scale step of the image pyramid (≈ 1/√2, the published setting).
     weights : str or os.PathLike, optional
         Folder holding ``pnet.pt``, ``rnet.pt`` and ``onet.pt`` instead of the shipped copies.
+    verify : bool, default True
+        Check each file against the SHA-256 of the published copy; ``False`` loads any state
+        dicts of the right shapes (e.g. re-saved or fine-tuned ones).
 
     Attributes
     ----------
@@ -92,6 +95,7 @@ class MTCNNDetector:
         factor: float = 0.709,
         *,
         weights: str | os.PathLike[str] | None = None,
+        verify: bool = True,
     ) -> None:
         import torch
 
@@ -112,7 +116,9 @@ class MTCNNDetector:
         nets: list[Any] = []
         for cls, stem in ((mtcnn.PNet, "pnet"), (mtcnn.RNet, "rnet"), (mtcnn.ONet, "onet")):
             net = cls(pretrained=False)
-            path = resolve_weights("mtcnn", f"{stem}.pt", weights, argument="weights")
+            path = resolve_weights(
+                "mtcnn", f"{stem}.pt", weights, verify=bool(verify), argument="weights"
+            )
             net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
             nets.append(net.to(self.device).eval())
         self._pnet, self._rnet, self._onet = nets

@@ -11,22 +11,23 @@ import numpy.typing as npt
 import pandas as pd
 
 from idaudit._validation import check_integer
-from idaudit.exceptions import IdauditError, InvalidInputError
-from idaudit.faces._io import load_image, to_rgb_uint8
+from idaudit.exceptions import InvalidInputError
+from idaudit.faces._io import read_pixels, to_rgb_uint8
 from idaudit.faces._types import Detector, Encoder, Face
 
 __all__ = ["OUTCOME_COLUMNS", "STATUSES", "FacePipeline"]
 
 
 def _read_errors() -> tuple[type[BaseException], ...]:
-    """Return the exceptions that mean "this image file cannot be read", and nothing broader.
+    """Return the exceptions that mean "this image file cannot be decoded", nothing broader.
 
-    ``OSError`` covers missing, truncated and undecodable files; ``ValueError`` and
-    :class:`~idaudit.exceptions.IdauditError` bad pixel data; ``SyntaxError`` is what older
-    Pillow plugins raise on a malformed header; ``PIL.Image.DecompressionBombError`` (a plain
-    ``Exception``) an image over ``PIL.Image.MAX_IMAGE_PIXELS``.
+    ``OSError`` covers missing, truncated and undecodable files; ``ValueError`` what Pillow
+    raises on some malformed data; ``SyntaxError`` what older Pillow plugins raise on a
+    malformed header; ``PIL.Image.DecompressionBombError`` (a plain ``Exception``) an image
+    over ``PIL.Image.MAX_IMAGE_PIXELS``. A ``TypeError`` is not among them: from the decoder
+    it would be a bug, and it propagates.
     """
-    errors: tuple[type[BaseException], ...] = (OSError, IdauditError, ValueError, SyntaxError)
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError, SyntaxError)
     try:
         from PIL import Image
     except ImportError:  # pragma: no cover - pillow is in the faces extra
@@ -173,14 +174,9 @@ class FacePipeline:
         for index, item in iterator:
             source = None if isinstance(item, np.ndarray) else os.fspath(item)
             base = {"input_index": index, "source": source}
-            try:
-                image = to_rgb_uint8(item) if source is None else load_image(item)
-            except (TypeError, InvalidInputError) as exc:
-                rows.append({**base, "status": "bad_format", "n_faces": 0, "message": str(exc)})
-                continue
-            except _read_errors() as exc:
-                message = str(exc) or type(exc).__name__
-                rows.append({**base, "status": "unreadable", "n_faces": 0, "message": message})
+            image = self._load(item, source)
+            if isinstance(image, dict):  # unreadable or bad_format, with the reason
+                rows.append({**base, "n_faces": 0, **image})
                 continue
             faces = self.detector.detect(image)
             if not faces:
@@ -218,6 +214,24 @@ class FacePipeline:
             else np.zeros((0, dim), dtype=np.float32)
         )
         return embeddings, _outcomes_frame(rows)
+
+    @staticmethod
+    def _load(item: Any, source: str | None) -> npt.NDArray[np.uint8] | dict[str, str]:
+        """Return the RGB pixels of the input, or the ``status`` and ``message`` of the failure."""
+        raw = item
+        if source is not None:
+            try:
+                raw = read_pixels(item)
+            except InvalidInputError as exc:  # decoded, but with pixel values idaudit refuses
+                return {"status": "bad_format", "message": str(exc)}
+            except _read_errors() as exc:
+                return {"status": "unreadable", "message": str(exc) or type(exc).__name__}
+        try:
+            # only the conversion's own refusals: an unsupported dtype (TypeError) or shape,
+            # emptiness or value range (InvalidInputError)
+            return to_rgb_uint8(raw, "image" if source is None else "path")
+        except (TypeError, InvalidInputError) as exc:
+            return {"status": "bad_format", "message": str(exc)}
 
     def _keep(self, faces: list[Face]) -> list[int]:
         by_area = sorted(range(len(faces)), key=lambda i: -faces[i].area)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
 
 __all__ = ["Detector", "Encoder", "Face"]
 
@@ -64,12 +67,28 @@ class Encoder(Protocol):
         Side of the square aligned crop the encoder expects, in pixels.
     differentiable : bool
         ``True`` when :meth:`forward` runs a torch graph that gradients can flow through.
+    device : str
+        Where the model runs: ``"cpu"`` or ``"cuda:<index>"`` (dlib always runs on ``"cpu"``).
+
+    Notes
+    -----
+    One contract for every encoder:
+
+    * ``encode(crops)`` takes a stack ``(n, input_size, input_size, 3)`` of uint8 RGB crops;
+      a single crop needs its leading axis (``crop[None]``): a 3-D array is refused, never
+      guessed to be one crop.
+    * ``encode`` and ``forward`` both return **L2-normalised** rows by default, so a distance
+      or threshold computed on ``forward(x)`` means the same as one on ``encode(crops)``.
+      ``normalize=False`` gives the network's raw output (for dlib the scale on which its 0.6
+      threshold applies).
+    * Non-differentiable encoders raise :class:`TypeError` from ``forward``.
     """
 
     name: str
     dim: int
     input_size: int
     differentiable: bool
+    device: str
 
     def encode(self, crops: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
         """Embed ``(n, input_size, input_size, 3)`` uint8 RGB crops → ``(n, dim)`` float32."""
@@ -79,9 +98,20 @@ class Encoder(Protocol):
         """Cut the ``(input_size, input_size, 3)`` crop this encoder expects for ``face``."""
         ...
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, x: Any, *, normalize: bool = True) -> Any:
         """Differentiable torch forward on ``(n, 3, input_size, input_size)`` floats in [0, 1].
 
-        Encoders with ``differentiable = False`` raise :class:`TypeError` here.
+        Returns ``(n, dim)`` unit-norm rows (``normalize=False``: the raw network output) on
+        :attr:`device`. Encoders with ``differentiable = False`` raise :class:`TypeError`.
         """
         ...
+
+
+def _device_name(device: torch.device) -> str:
+    """``"cpu"`` or ``"cuda:<index>"``: the one spelling of a device every encoder reports."""
+    if device.type == "cuda" and device.index is None:
+        import torch
+
+        # a bare "cuda" means the current CUDA device, where torch puts the weights
+        return f"cuda:{torch.cuda.current_device()}"
+    return str(device)

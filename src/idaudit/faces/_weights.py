@@ -340,7 +340,8 @@ def _verify(path: Path, spec: ModelSpec, entry: WeightFile) -> None:
         raise InvalidInputError(
             f"SHA-256 of {path} is {got}, but the published {entry.filename!r} of model "
             f"{spec.name!r} has {kind} {entry.sha256}: the file is corrupt or holds other "
-            "weights. Loaders that take a `verify` argument load it anyway with verify=False."
+            "weights. If you trust it, pass verify=False to the model (every idaudit model "
+            "that checks a digest accepts it) to load it anyway."
         )
 
 

@@ -1,4 +1,5 @@
-"""Fixtures of the faces tests: no network at all, shipped models, shipped real photos."""
+"""Fixtures of the faces tests: no network at all, shipped models, shipped real photos, and
+stand-in weight files in the published formats (built once per session)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
+from _standins import lightning_checkpoint, random_ir_state, write_buffalo
 
 SHIPPED_PHOTOS_INSTALL = 'pip install --no-deps "insightface==2.1"'
 
@@ -72,3 +75,41 @@ def dcgan() -> Any:
     from idaudit.faces import ShippedFaceGenerator
 
     return ShippedFaceGenerator()
+
+
+@pytest.fixture(scope="session")
+def buffalo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``buffalo_l`` folder with stand-in ``det_10g.onnx`` and ``w600k_r50.onnx``."""
+    return write_buffalo(tmp_path_factory.mktemp("weights") / "buffalo_l")
+
+
+@pytest.fixture(scope="session")
+def facenet_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A VGGFace2-format state dict: random network weights plus the 8631-way ``logits``."""
+    from facenet_pytorch import InceptionResnetV1
+
+    torch.manual_seed(5)
+    net = InceptionResnetV1(pretrained=None)
+    state = dict(net.state_dict())
+    # BatchNorm statistics comparable to the activations: without them a random ReLU network
+    # is nearly scale-invariant and would not notice a wrong input scaling.
+    for key, value in state.items():
+        if key.endswith("running_mean"):
+            value.normal_(0.0, 1.0)
+        elif key.endswith("running_var"):
+            value.uniform_(0.5, 1.5)
+    state["logits.weight"] = torch.randn(8631, 512) * 0.01
+    state["logits.bias"] = torch.zeros(8631)
+    path = tmp_path_factory.mktemp("facenet") / "20180402-114759-vggface2.pt"
+    torch.save(state, path)
+    return path, state
+
+
+@pytest.fixture(scope="session")
+def ir18_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, torch.Tensor]]:
+    """An IR-18 checkpoint (the smallest AdaFace release) in AdaFace's published layout, with
+    seeded random values, and its backbone state dict."""
+    state = random_ir_state(18, seed=2)
+    path = tmp_path_factory.mktemp("adaface18") / "adaface_ir18.ckpt"
+    torch.save(lightning_checkpoint(state), path)
+    return path, state

@@ -153,8 +153,10 @@ def test_parse_rejects_damaged_files_naming_the_offset(
     path.write_bytes(edit(encoder.weights_path.read_bytes()))
     with pytest.raises(DlibFormatError, match=match):
         parse_dnn(path)
+    with pytest.raises(InvalidInputError, match=r"SHA-256 of .* the file is corrupt"):
+        TorchDlibEncoder(weights=path)  # not the published file
     with pytest.raises(ValueError, match="byte offset"):
-        TorchDlibEncoder(weights=path)
+        TorchDlibEncoder(weights=path, verify=False)  # the parser still checks the structure
 
 
 # ---------------------------------------------------------------------------------- parity
@@ -196,9 +198,12 @@ def test_encode_normalises_raw_descriptors(encoder, face_chips) -> None:
 def test_forward_on_unit_range_images_matches_encode(encoder, face_chips) -> None:
     x = torch.from_numpy(face_chips).permute(0, 3, 1, 2).float() / 255
     with torch.no_grad():
-        got = encoder(x).numpy()
+        raw = encoder(x, normalize=False).numpy()
+        unit = encoder(x).numpy()  # the Encoder contract: unit rows, like encode
     # x * 255 differs from the integer pixel by float32 rounding only
-    np.testing.assert_allclose(got, encoder.encode(face_chips, normalize=False), atol=1e-5)
+    np.testing.assert_allclose(raw, encoder.encode(face_chips, normalize=False), atol=1e-5)
+    np.testing.assert_allclose(unit, encoder.encode(face_chips), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, atol=1e-6)
 
 
 def test_empty_batch_gives_empty_result(encoder) -> None:
@@ -264,6 +269,42 @@ def test_align_cuts_dlibs_chip(encoder, shape_predictor) -> None:
     np.testing.assert_array_equal(encoder.align(image, face), np.asarray(expected))
 
 
+def _linked_weights(folder: Path, source: Path, names: list[str]) -> Path:
+    """A weights folder whose files are links to the shipped ones (no 30 MB copies)."""
+    folder.mkdir()
+    for name in names:
+        (folder / name).symlink_to(source.with_name(name))
+    return folder
+
+
+def test_align_uses_the_predictor_beside_the_given_weights(
+    encoder, shape_predictor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import skimage.data
+
+    from idaudit.faces import _weights
+
+    image = skimage.data.astronaut()
+    rect = dlib.get_frontal_face_detector()(image, 1)[0]
+    face = Face(
+        np.array([rect.left(), rect.top(), rect.right(), rect.bottom()], float),
+        1.0,
+        np.zeros((5, 2)),
+    )
+    names = ["dlib_face_recognition_resnet_model_v1.dat", "shape_predictor_5_face_landmarks.dat"]
+    both = _linked_weights(tmp_path / "both", encoder.weights_path, names)
+    only_net = _linked_weights(tmp_path / "only_net", encoder.weights_path, names[:1])
+    # Without face-recognition-models: the given folder is the only source of files.
+    monkeypatch.setattr(_weights, "_package_dir", lambda package: None)
+    expected = dlib.get_face_chip(image, shape_predictor(image, rect), size=150, padding=0.25)
+    for weights in (both, both / names[0]):  # the folder, or the network file inside it
+        chip = TorchDlibEncoder(weights=weights).align(image, face)
+        np.testing.assert_array_equal(chip, np.asarray(expected))
+    # a given folder is searched alone, as for DlibEncoder: no silent fall-back
+    with pytest.raises(MissingWeightsError, match=r"shape_predictor_5_face_landmarks\.dat"):
+        TorchDlibEncoder(weights=only_net).align(image, face)
+
+
 def test_bad_chips_raise_clear_errors(encoder) -> None:
     with pytest.raises(TypeError, match="`crops` must be uint8"):
         encoder.encode(np.zeros((1, 150, 150, 3), np.float32))
@@ -297,9 +338,12 @@ def test_bad_arguments_raise_clear_errors(tmp_path: Path) -> None:
 def test_cuda_matches_dlib(dlib_model, face_chips) -> None:
     # cuDNN would run float32 convs in TF32 (errors ~1e-3) unless the encoder turns it off
     enc = TorchDlibEncoder(device="cuda")
+    assert enc.device == f"cuda:{torch.cuda.current_device()}"  # one spelling, a str
     expected = _dlib_descriptors(dlib_model, face_chips)
     np.testing.assert_allclose(enc.encode(face_chips, normalize=False), expected, atol=PARITY_ATOL)
     x = (torch.from_numpy(face_chips).permute(0, 3, 1, 2).float() / 255).cuda().requires_grad_()
-    enc(x).sum().backward()
+    emb = enc(x)
+    torch.testing.assert_close(emb.norm(dim=1), torch.ones(len(x), device="cuda"))
+    emb.sum().backward()
     assert x.grad is not None
     assert torch.isfinite(x.grad).all()

@@ -4,20 +4,29 @@ Every stand-in has the published file's format: ONNX graphs with the input/outpu
 ``det_10g.onnx`` / ``w600k_r50.onnx`` / LVFace, an AdaFace Lightning-style checkpoint with the
 ``model.``/``head.`` keys, a facenet-pytorch VGGFace2 state dict including its ``logits``.
 Expected values are computed independently (numpy preprocessing, facenet-pytorch's own
-network, torchvision's NMS, hand-derived boxes).
+network, torchvision's NMS, hand-derived boxes, and for AdaFace a key -> shape layout and a
+functional forward pass written from AdaFace's net.py, in ``_standins``).
 """
 
 from __future__ import annotations
 
 import argparse
-import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+import onnxruntime
 import pytest
 import torch
-import torch.nn.functional as F
+from _standins import (
+    PUBLISHED_UNITS,
+    encoder_standin,
+    export_onnx,
+    lightning_checkpoint,
+    published_ir_layout,
+    reference_block,
+    reference_ir_forward,
+)
 
 from idaudit.exceptions import InvalidInputError, MissingWeightsError
 from idaudit.faces._local import (
@@ -35,87 +44,7 @@ from idaudit.faces._weights import ENV_VAR
 pytestmark = pytest.mark.faces
 
 
-def _export(
-    module: torch.nn.Module,
-    example: torch.Tensor,
-    path: Path,
-    n_outputs: int,
-    *,
-    dynamic_batch: bool,
-    dynamic_hw: bool = False,
-) -> Path:
-    """Export ``module`` to ONNX with InsightFace's input name and dynamic axes as asked."""
-    outputs = [f"out{i}" for i in range(n_outputs)]
-    axes: dict[str, dict[int, str]] = {}
-    if dynamic_batch:
-        axes["input.1"] = {0: "n"}
-        axes.update({name: {0: "n"} for name in outputs})
-    if dynamic_hw:
-        axes["input.1"] = {**axes.get("input.1", {}), 2: "h", 3: "w"}
-        axes.update({name: {0: "anchors"} for name in outputs})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():  # the TorchScript exporter announces its deprecation
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            module.eval(),
-            (example,),
-            str(path),
-            input_names=["input.1"],
-            output_names=outputs,
-            dynamic_axes=axes,
-            dynamo=False,
-        )
-    return path
-
-
 # ----------------------------------------------------------------------------- detector
-
-#: Box distances (l, t, r, b) and keypoint offsets the stand-in predicts, in stride units.
-_DIST = (1.0, 2.0, 3.0, 4.0)
-_KPS = (-1.0, -1.0, 1.0, -1.0, 0.0, 0.0, -1.0, 1.0, 1.0, 1.0)
-
-
-class _SCRFDStandIn(torch.nn.Module):
-    """SCRFD signature with planted-face logic.
-
-    Stride ``s`` in (8, 16, 32) fires where an ``s × s`` cell of input channel (0, 1, 2) is
-    bright: on RGB input, a red 8×8 block is a stride-8 face and a blue 32×32 block a stride-32
-    face. Each cell has two anchors (the second scoring 0.9 × the first), constant box
-    distances and keypoint offsets. Outputs come interleaved per stride, not grouped as in
-    ``det_10g.onnx``: the decoder must sort them by shape.
-    """
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        outs: list[torch.Tensor] = []
-        for stride, channel in ((8, 0), (16, 1), (32, 2)):
-            pooled = F.avg_pool2d(x[:, channel : channel + 1], stride)  # (1, 1, h, w)
-            score = torch.sigmoid(20.0 * (pooled - 0.5)).reshape(-1, 1)  # (h*w, 1)
-            scores = torch.cat([score, 0.9 * score], dim=1).reshape(-1, 1)  # (2hw, 1)
-            ones = torch.ones_like(scores)
-            outs += [scores, ones * torch.tensor([_DIST]), ones * torch.tensor([_KPS])]
-        return tuple(outs)
-
-
-@pytest.fixture(scope="module")
-def buffalo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A ``buffalo_l`` folder with stand-in ``det_10g.onnx`` and ``w600k_r50.onnx``."""
-    root = tmp_path_factory.mktemp("weights") / "buffalo_l"
-    _export(
-        _SCRFDStandIn(),
-        torch.zeros(1, 3, 160, 160),
-        root / "det_10g.onnx",
-        9,
-        dynamic_batch=False,
-        dynamic_hw=True,
-    )
-    _export(
-        _encoder_standin(),
-        torch.zeros(2, 3, 112, 112),
-        root / "w600k_r50.onnx",
-        1,
-        dynamic_batch=True,
-    )
-    return root
 
 
 def _planted_image() -> np.ndarray:
@@ -203,16 +132,6 @@ def test_nms_matches_torchvision() -> None:
 # ----------------------------------------------------------------------------- ONNX encoders
 
 
-def _encoder_standin() -> torch.nn.Module:
-    """1x3x112x112 -> 512: 8x8 block means, then a fixed seeded linear map."""
-    gen = torch.Generator().manual_seed(11)
-    linear = torch.nn.Linear(3 * 14 * 14, 512)
-    with torch.no_grad():
-        linear.weight.copy_(torch.randn(512, 3 * 14 * 14, generator=gen))
-        linear.bias.copy_(torch.randn(512, generator=gen))
-    return torch.nn.Sequential(torch.nn.AvgPool2d(8), torch.nn.Flatten(), linear)
-
-
 def _reference_embedding(crops: np.ndarray, model: torch.nn.Module, bgr: bool) -> np.ndarray:
     """The stand-in's output computed in numpy from the published preprocessing."""
     x = crops.astype(np.float64)[..., ::-1] if bgr else crops.astype(np.float64)
@@ -236,12 +155,16 @@ def test_arcface_encoder_matches_insightface_preprocessing(
     emb = enc.encode(crops)
     assert emb.dtype == np.float32
     assert emb.shape == (5, 512)
-    expected = _reference_embedding(crops, _encoder_standin(), bgr=False)
+    expected = _reference_embedding(crops, encoder_standin(), bgr=False)
     # float32 network vs float64 reference on O(1) values
     np.testing.assert_allclose(emb, expected, atol=2e-5)
-    wrong_order = _reference_embedding(crops, _encoder_standin(), bgr=True)
+    wrong_order = _reference_embedding(crops, encoder_standin(), bgr=True)
     assert np.abs(emb - wrong_order).max() > 1e-2
+    raw = enc.encode(crops, normalize=False)  # the network output itself
+    assert np.linalg.norm(raw, axis=1).min() > 2.0
+    np.testing.assert_allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), emb, atol=1e-6)
     assert isinstance(enc, Encoder)
+    assert enc.device == "cpu"
     assert (enc.name, enc.dim, enc.input_size, enc.differentiable) == (
         "arcface-w600k-r50",
         512,
@@ -269,8 +192,8 @@ def test_arcface_encoder_missing_file_is_reported(
 
 
 def test_onnx_encoder_with_a_fixed_batch_axis(tmp_path: Path, crops: np.ndarray) -> None:
-    path = _export(
-        _encoder_standin(),
+    path = export_onnx(
+        encoder_standin(),
         torch.zeros(1, 3, 112, 112),
         tmp_path / "b1.onnx",
         1,
@@ -278,24 +201,25 @@ def test_onnx_encoder_with_a_fixed_batch_axis(tmp_path: Path, crops: np.ndarray)
     )
     enc = OnnxEncoder(path, mean=127.5, std=127.5, name="fixed")
     np.testing.assert_allclose(
-        enc.encode(crops), _reference_embedding(crops, _encoder_standin(), bgr=False), atol=2e-5
+        enc.encode(crops), _reference_embedding(crops, encoder_standin(), bgr=False), atol=2e-5
     )
 
 
 def test_onnx_encoder_bgr_and_per_channel_normalisation(tmp_path: Path, crops: np.ndarray) -> None:
-    path = _export(
-        _encoder_standin(), torch.zeros(2, 3, 112, 112), tmp_path / "e.onnx", 1, dynamic_batch=True
+    path = export_onnx(
+        encoder_standin(), torch.zeros(2, 3, 112, 112), tmp_path / "e.onnx", 1, dynamic_batch=True
     )
     enc = OnnxEncoder(path, mean=(127.5, 127.5, 127.5), std=127.5, bgr=True)
     np.testing.assert_allclose(
-        enc.encode(crops), _reference_embedding(crops, _encoder_standin(), bgr=True), atol=2e-5
+        enc.encode(crops), _reference_embedding(crops, encoder_standin(), bgr=True), atol=2e-5
     )
 
 
 def test_onnx_encoder_input_checks(buffalo_dir: Path, crops: np.ndarray) -> None:
     enc = ArcFaceEncoder(buffalo_dir)
     assert enc.encode(np.zeros((0, 112, 112, 3), np.uint8)).shape == (0, 512)
-    assert enc.encode(crops[0]).shape == (1, 512)  # one crop without the batch axis
+    with pytest.raises(InvalidInputError, match=r"One crop needs a leading axis: `crop\[None\]`"):
+        enc.encode(crops[0])  # the protocol's rule: no guessing that 3-D means one crop
     with pytest.raises(InvalidInputError, match=r"`crops` must have shape \(n, 112, 112, 3\)"):
         enc.encode(np.zeros((2, 160, 160, 3), np.uint8))
     with pytest.raises(TypeError, match="`crops` must have dtype uint8"):
@@ -306,6 +230,74 @@ def test_onnx_encoder_input_checks(buffalo_dir: Path, crops: np.ndarray) -> None
         OnnxEncoder(enc.weights_path, input_size=160)
 
 
+class _SessionOnCPU:
+    """Stands in for ``onnxruntime.InferenceSession`` on a machine whose CUDA provider is
+    compiled in: records the providers asked for, runs on the CPU, and reports ``active`` as
+    the providers in use (onnxruntime's own fallback reports only the CPU)."""
+
+    requested: ClassVar[list[Any]] = []
+    active: ClassVar[list[str]] = ["CPUExecutionProvider"]
+    real = onnxruntime.InferenceSession
+
+    def __init__(self, path: str, sess_options: Any = None, providers: Any = None) -> None:
+        _SessionOnCPU.requested = list(providers)
+        self._session = self.real(
+            path, sess_options=sess_options, providers=["CPUExecutionProvider"]
+        )
+
+    def get_providers(self) -> list[str]:
+        return list(self.active)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+@pytest.fixture
+def cuda_build(monkeypatch: pytest.MonkeyPatch) -> type[_SessionOnCPU]:
+    """An onnxruntime that lists the CUDA provider (this machine's build has none)."""
+    available = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: available)
+    monkeypatch.setattr(onnxruntime, "InferenceSession", _SessionOnCPU)
+    monkeypatch.setattr(_SessionOnCPU, "active", ["CPUExecutionProvider"])
+    return _SessionOnCPU
+
+
+def test_onnx_cuda_that_silently_runs_on_cpu_is_refused(
+    buffalo_dir: Path, cuda_build: type[_SessionOnCPU]
+) -> None:
+    with pytest.raises(
+        InvalidInputError,
+        match=r"`device` is 'cuda' but onnxruntime could not start its CUDA provider .*"
+        r"\(active providers: \['CPUExecutionProvider'\]\)",
+    ):
+        ArcFaceEncoder(buffalo_dir, device="cuda")
+    with pytest.raises(InvalidInputError, match="could not start its CUDA provider"):
+        RetinaFaceDetector(buffalo_dir, device="cuda")
+
+
+def test_onnx_cuda_device_index_reaches_the_provider(
+    buffalo_dir: Path, cuda_build: type[_SessionOnCPU], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cuda_build, "active", ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    enc = ArcFaceEncoder(buffalo_dir, device="cuda:1")
+    assert enc.device == "cuda:1"
+    assert cuda_build.requested == [
+        ("CUDAExecutionProvider", {"device_id": 1}),
+        "CPUExecutionProvider",
+    ]
+    assert ArcFaceEncoder(buffalo_dir, device="cuda").device == "cuda:0"
+
+
+def test_onnx_device_spellings(buffalo_dir: Path) -> None:
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        with pytest.raises(InvalidInputError, match="has no CUDAExecutionProvider"):
+            ArcFaceEncoder(buffalo_dir, device="cuda")
+    with pytest.raises(InvalidInputError, match="`device` must be 'cpu', 'cuda' or 'cuda:<index>'"):
+        ArcFaceEncoder(buffalo_dir, device="gpu")
+    with pytest.raises(TypeError, match="`device` must be a str"):
+        ArcFaceEncoder(buffalo_dir, device=0)  # type: ignore[arg-type]
+
+
 def test_corrupt_onnx_file_gives_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "w600k_r50.onnx"
     bad.write_bytes(b"this is not a protobuf")
@@ -314,8 +306,8 @@ def test_corrupt_onnx_file_gives_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_lvface_variant_picks_the_file(tmp_path: Path, crops: np.ndarray) -> None:
-    _export(
-        _encoder_standin(),
+    export_onnx(
+        encoder_standin(),
         torch.zeros(2, 3, 112, 112),
         tmp_path / "lvface" / "LVFace-S_Glint360K.onnx",
         1,
@@ -325,7 +317,7 @@ def test_lvface_variant_picks_the_file(tmp_path: Path, crops: np.ndarray) -> Non
     assert enc.name == "lvface-s-glint360k"
     # LVFace's (x / 255 - 0.5) / 0.5 on RGB is the same map as ArcFace's.
     np.testing.assert_allclose(
-        enc.encode(crops), _reference_embedding(crops, _encoder_standin(), bgr=False), atol=2e-5
+        enc.encode(crops), _reference_embedding(crops, encoder_standin(), bgr=False), atol=2e-5
     )
     with pytest.raises(MissingWeightsError, match=r"'LVFace-B_Glint360K\.onnx' of model 'lvface'"):
         LVFaceEncoder(tmp_path / "lvface")
@@ -345,28 +337,6 @@ def test_encoder_align_uses_the_template(buffalo_dir: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- InceptionResnetV1
-
-
-@pytest.fixture(scope="module")
-def facenet_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """A VGGFace2-format state dict: random network weights plus the 8631-way ``logits``."""
-    from facenet_pytorch import InceptionResnetV1
-
-    torch.manual_seed(5)
-    net = InceptionResnetV1(pretrained=None)
-    state = dict(net.state_dict())
-    # BatchNorm statistics comparable to the activations: without them a random ReLU network
-    # is nearly scale-invariant and would not notice a wrong input scaling.
-    for key, value in state.items():
-        if key.endswith("running_mean"):
-            value.normal_(0.0, 1.0)
-        elif key.endswith("running_var"):
-            value.uniform_(0.5, 1.5)
-    state["logits.weight"] = torch.randn(8631, 512) * 0.01
-    state["logits.bias"] = torch.zeros(8631)
-    path = tmp_path_factory.mktemp("facenet") / "20180402-114759-vggface2.pt"
-    torch.save(state, path)
-    return path, state
 
 
 def test_inception_resnet_matches_facenet_pytorch_with_gradients(
@@ -442,14 +412,41 @@ def test_inception_resnet_rejects_an_incomplete_state_dict(
 # ----------------------------------------------------------------------------- AdaFace
 
 
-def _lightning_checkpoint(backbone: dict[str, torch.Tensor], **extra: Any) -> dict[str, Any]:
-    """The layout of AdaFace's released .ckpt files: backbone under ``model.``, head under
-    ``head.``, plus Lightning's bookkeeping."""
-    state = {f"model.{k}": v for k, v in backbone.items()}
-    state["head.kernel"] = torch.randn(512, 10, generator=torch.Generator().manual_seed(3))
-    state["head.t"] = torch.zeros(1)
-    return {"epoch": 25, "global_step": 1000, "state_dict": state, **extra}
-
+#: One full width-changing block of the published IR-50, transcribed from AdaFace's net.py:
+#: ``body.3`` is the first block of the second stage, ``BasicBlockIR(64, 128, stride=2)``.
+_IR50_BODY3 = {
+    # shortcut_layer = Sequential(Conv2d(64, 128, (1, 1), 2, bias=False), BatchNorm2d(128))
+    "body.3.shortcut_layer.0.weight": (128, 64, 1, 1),
+    "body.3.shortcut_layer.1.weight": (128,),
+    "body.3.shortcut_layer.1.bias": (128,),
+    "body.3.shortcut_layer.1.running_mean": (128,),
+    "body.3.shortcut_layer.1.running_var": (128,),
+    "body.3.shortcut_layer.1.num_batches_tracked": (),
+    # res_layer.0 = BatchNorm2d(in_channel): the input width, 64
+    "body.3.res_layer.0.weight": (64,),
+    "body.3.res_layer.0.bias": (64,),
+    "body.3.res_layer.0.running_mean": (64,),
+    "body.3.res_layer.0.running_var": (64,),
+    "body.3.res_layer.0.num_batches_tracked": (),
+    # res_layer.1 = Conv2d(64, 128, (3, 3), (1, 1), 1, bias=False)
+    "body.3.res_layer.1.weight": (128, 64, 3, 3),
+    # res_layer.2 = BatchNorm2d(128)
+    "body.3.res_layer.2.weight": (128,),
+    "body.3.res_layer.2.bias": (128,),
+    "body.3.res_layer.2.running_mean": (128,),
+    "body.3.res_layer.2.running_var": (128,),
+    "body.3.res_layer.2.num_batches_tracked": (),
+    # res_layer.3 = PReLU(128)
+    "body.3.res_layer.3.weight": (128,),
+    # res_layer.4 = Conv2d(128, 128, (3, 3), stride 2, 1, bias=False)
+    "body.3.res_layer.4.weight": (128, 128, 3, 3),
+    # res_layer.5 = BatchNorm2d(128)
+    "body.3.res_layer.5.weight": (128,),
+    "body.3.res_layer.5.bias": (128,),
+    "body.3.res_layer.5.running_mean": (128,),
+    "body.3.res_layer.5.running_var": (128,),
+    "body.3.res_layer.5.num_batches_tracked": (),
+}
 
 #: state-dict entries of the published IR-50, counted by hand from the architecture: the stem
 #: has 7 (conv 1, BN 5, PReLU 1); each of the 24 blocks 18 in its residual branch (BN 5,
@@ -458,42 +455,42 @@ def _lightning_checkpoint(backbone: dict[str, torch.Tensor], **extra: Any) -> di
 _IR50_ENTRIES = 7 + 24 * 18 + 3 * 6 + 10
 
 
+def test_published_layout_listing_is_consistent() -> None:
+    # The programmatic listing (used to build checkpoints) against the hand transcriptions.
+    layout = published_ir_layout(50)
+    assert len(layout) == _IR50_ENTRIES
+    assert {k: v for k, v in layout.items() if k.startswith("body.3.")} == _IR50_BODY3
+    projecting = {int(k.split(".")[1]) for k in layout if ".shortcut_layer." in k}
+    assert projecting == {3, 7, 21}  # stage starts 3, 3 + 4, 3 + 4 + 14 change width
+
+
 @pytest.fixture(scope="module")
 def ir50_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, torch.Tensor]]:
-    from idaudit.faces._iresnet import ir50
-
-    with torch.device("meta"):
-        shapes = {k: tuple(v.shape) for k, v in ir50().state_dict().items()}
-    # Values do not matter for key mapping: zero-stride views keep the file a few kB.
+    """An IR-50 checkpoint in AdaFace's published layout (values irrelevant: key mapping)."""
+    # zero-stride views keep the file a few kB
     backbone = {
         k: torch.zeros(1).expand(s) if s else torch.zeros((), dtype=torch.long)
-        for k, s in shapes.items()
+        for k, s in published_ir_layout(50).items()
     }
     path = tmp_path_factory.mktemp("adaface") / "adaface_ir50_ms1mv2.ckpt"
-    torch.save(_lightning_checkpoint(backbone), path)
+    torch.save(lightning_checkpoint(backbone), path)
     return path, backbone
 
 
 def test_adaface_ir50_checkpoint_maps_every_key(ir50_file: tuple[Path, dict]) -> None:
-    path, backbone = ir50_file
-    assert len(backbone) == _IR50_ENTRIES
+    path, _ = ir50_file
     enc = AdaFaceEncoder(weights=path)
     assert enc.depth == 50
     assert enc.name == "adaface-ir50"
-    loaded = enc.model.state_dict()
-    assert set(loaded) == set(backbone)
-    assert not any(t.is_meta for t in loaded.values())
-    # A few entries whose shapes the published checkpoint fixes.
-    assert loaded["input_layer.0.weight"].shape == (64, 3, 3, 3)
-    assert loaded["body.3.shortcut_layer.0.weight"].shape == (128, 64, 1, 1)
-    assert loaded["output_layer.3.weight"].shape == (512, 512 * 7 * 7)
-    assert "output_layer.4.weight" not in loaded  # the last BatchNorm has no affine part
+    loaded = {k: tuple(v.shape) for k, v in enc.model.state_dict().items()}
+    assert loaded == published_ir_layout(50)  # every key, every shape, nothing else
+    assert not any(t.is_meta for t in enc.model.state_dict().values())
 
 
 def test_adaface_missing_key_is_named(ir50_file: tuple[Path, dict], tmp_path: Path) -> None:
     backbone = dict(ir50_file[1])
     del backbone["body.3.shortcut_layer.0.weight"]
-    torch.save(_lightning_checkpoint(backbone), tmp_path / "broken.ckpt")
+    torch.save(lightning_checkpoint(backbone), tmp_path / "broken.ckpt")
     with pytest.raises(
         InvalidInputError,
         match=r"do not fit IR-50: keys 1 missing \(first: model\.body\.3\.shortcut_layer\.0\."
@@ -507,7 +504,7 @@ def test_adaface_wrong_shape_and_extra_keys_are_refused(
 ) -> None:
     backbone = dict(ir50_file[1])
     backbone["output_layer.3.bias"] = torch.zeros(256)
-    torch.save(_lightning_checkpoint(backbone), tmp_path / "shape.ckpt")
+    torch.save(lightning_checkpoint(backbone), tmp_path / "shape.ckpt")
     with pytest.raises(
         InvalidInputError,
         match=r"Entry .model\.output_layer\.3\.bias. of .* has shape \(256,\); "
@@ -515,13 +512,13 @@ def test_adaface_wrong_shape_and_extra_keys_are_refused(
     ):
         AdaFaceEncoder(weights=tmp_path / "shape.ckpt")
     backbone = {**ir50_file[1], "extra.weight": torch.zeros(3)}
-    torch.save(_lightning_checkpoint(backbone), tmp_path / "extra.ckpt")
+    torch.save(lightning_checkpoint(backbone), tmp_path / "extra.ckpt")
     with pytest.raises(InvalidInputError, match=r"1 unexpected \(first: model\.extra\.weight\)"):
         AdaFaceEncoder(weights=tmp_path / "extra.ckpt")
 
 
 def test_adaface_refuses_pickled_objects(ir50_file: tuple[Path, dict], tmp_path: Path) -> None:
-    ckpt = _lightning_checkpoint(ir50_file[1], hyper_parameters=argparse.Namespace(arch="ir_50"))
+    ckpt = lightning_checkpoint(ir50_file[1], hyper_parameters=argparse.Namespace(arch="ir_50"))
     torch.save(ckpt, tmp_path / "pickled.ckpt")
     with pytest.raises(
         InvalidInputError,
@@ -543,39 +540,49 @@ def test_adaface_unknown_depth(tmp_path: Path) -> None:
         AdaFaceEncoder(weights=tmp_path / "x")
 
 
-@pytest.fixture(scope="module")
-def ir18_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
-    """A random IR-18 checkpoint (the smallest AdaFace release) for numerical checks."""
-    from idaudit.faces._iresnet import IResNet
-
-    torch.manual_seed(2)
-    net = IResNet(18)
-    with torch.no_grad():
-        for name, buf in net.named_buffers():
-            if name.endswith("running_mean"):
-                buf.normal_(0.0, 0.1)
-            elif name.endswith("running_var"):
-                buf.uniform_(0.5, 1.5)
-    path = tmp_path_factory.mktemp("adaface18") / "adaface_ir18.ckpt"
-    torch.save(_lightning_checkpoint(net.state_dict()), path)
-    return path, net.eval()
-
-
-def test_adaface_matches_its_network_with_gradients(
-    ir18_file: tuple[Path, torch.nn.Module],
+@pytest.mark.parametrize(
+    ("block", "shape"),
+    [
+        (0, (1, 64, 32, 32)),  # stride 2, same width: the MaxPool2d(1, 2) shortcut
+        (1, (1, 64, 16, 16)),  # stride 1, identity shortcut
+        (2, (1, 64, 16, 16)),  # stride 2, 64 -> 128: the projection shortcut
+    ],
+)
+def test_ir_block_matches_a_hand_written_forward(
+    ir18_file: tuple[Path, dict[str, torch.Tensor]], block: int, shape: tuple[int, ...]
 ) -> None:
-    path, net = ir18_file
+    path, state = ir18_file
+    enc = AdaFaceEncoder(weights=path)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(block))
+    stride = 1 if block == 1 else 2
+    with torch.no_grad():
+        got = enc.model.body[block](x)
+        expected = reference_block(x, state, f"body.{block}", stride)
+    # the same float32 operations in possibly another order: rounding only
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_adaface_matches_the_published_network_with_gradients(
+    ir18_file: tuple[Path, dict[str, torch.Tensor]],
+) -> None:
+    path, state = ir18_file
     enc = AdaFaceEncoder(weights=path)
     assert isinstance(enc, Encoder)
     assert (enc.depth, enc.dim, enc.input_size, enc.differentiable) == (18, 512, 112, True)
-    crops = np.random.default_rng(4).integers(0, 256, (1, 112, 112, 3), dtype=np.uint8)
+    assert sum(PUBLISHED_UNITS[18]) == len(enc.model.body)
+    crops = np.random.default_rng(4).integers(0, 256, (2, 112, 112, 3), dtype=np.uint8)
     # AdaFace's to_input: BGR, (x / 255 - 0.5) / 0.5, channels first.
     bgr = ((crops[..., ::-1] / 255.0 - 0.5) / 0.5).transpose(0, 3, 1, 2)
     with torch.no_grad():
-        expected, _norm = net(torch.from_numpy(np.ascontiguousarray(bgr)).float())
+        unit, norm = reference_ir_forward(
+            torch.from_numpy(np.ascontiguousarray(bgr)).float(), state, 18
+        )
     x = (torch.from_numpy(crops).permute(0, 3, 1, 2).float() / 255.0).requires_grad_()
     emb = enc.forward(x)
-    np.testing.assert_allclose(emb.detach().numpy(), expected.numpy(), atol=1e-5)
+    # float32 through 18 layers, two implementations: rounding of order 1e-6
+    np.testing.assert_allclose(emb.detach().numpy(), unit.numpy(), atol=1e-5)
+    raw = enc.forward(x, normalize=False)  # the feature before AdaFace splits off its norm
+    np.testing.assert_allclose(raw.detach().numpy(), (unit * norm).numpy(), rtol=1e-4, atol=1e-4)
     emb.sum().backward()
     assert x.grad is not None
     assert x.grad.abs().sum() > 0
@@ -583,7 +590,7 @@ def test_adaface_matches_its_network_with_gradients(
         enc.forward(np.zeros((1, 3, 112, 112)))  # type: ignore[arg-type]
 
 
-def test_adaface_feeds_bgr_scaled_to_unit_range(ir18_file: tuple[Path, torch.nn.Module]) -> None:
+def test_adaface_feeds_bgr_scaled_to_unit_range(ir18_file: tuple[Path, dict]) -> None:
     enc = AdaFaceEncoder(weights=ir18_file[0])
     enc.model = _Probe(returns_norm=True)
     crops = np.random.default_rng(5).integers(0, 256, (2, 112, 112, 3), dtype=np.uint8)
@@ -593,13 +600,13 @@ def test_adaface_feeds_bgr_scaled_to_unit_range(ir18_file: tuple[Path, torch.nn.
 
 
 def test_adaface_accepts_a_bare_backbone_state_dict(
-    ir18_file: tuple[Path, torch.nn.Module], tmp_path: Path
+    ir18_file: tuple[Path, dict], tmp_path: Path
 ) -> None:
-    torch.save(ir18_file[1].state_dict(), tmp_path / "bare.pt")
+    torch.save(ir18_file[1], tmp_path / "bare.pt")
     assert AdaFaceEncoder(weights=tmp_path / "bare.pt").depth == 18
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA refusal")
-def test_torch_encoders_refuse_missing_cuda(ir18_file: tuple[Path, torch.nn.Module]) -> None:
+def test_torch_encoders_refuse_missing_cuda(ir18_file: tuple[Path, dict]) -> None:
     with pytest.raises(InvalidInputError, match="CUDA is not available"):
         AdaFaceEncoder(weights=ir18_file[0], device="cuda")

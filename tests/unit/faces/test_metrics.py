@@ -58,7 +58,44 @@ def test_ssim_uniform_window_matches_scikit_image() -> None:
         for x, y in zip(a, b, strict=True)
     ]
     np.testing.assert_allclose(got.distance(a, b), expected, rtol=1e-12)
-    assert got.name == "ssim-uniform7"
+    assert got.name == "ssim-uniform7-samplecov"
+
+
+def test_ssim_name_tells_apart_settings_that_change_the_value() -> None:
+    a, b = _images(2, 1, 48), _images(3, 1, 48)
+    settings = [
+        {},
+        {"sigma": 2.5},
+        {"use_sample_covariance": True},
+        {"gaussian_weights": False},
+        {"gaussian_weights": False, "win_size": 3},
+        {"gaussian_weights": False, "win_size": 7},  # the uniform default, spelled out
+    ]
+    metrics = [SSIMDistance(**kw) for kw in settings]
+    assert [m.name for m in metrics] == [
+        "ssim-gaussian1.5",
+        "ssim-gaussian2.5",
+        "ssim-gaussian1.5-samplecov",
+        "ssim-uniform7",
+        "ssim-uniform3",
+        "ssim-uniform7",
+    ]
+    values = [float(m.distance(a, b)[0]) for m in metrics]
+    by_name: dict[str, set[float]] = {}
+    for m, v in zip(metrics, values, strict=True):
+        by_name.setdefault(m.name, set()).add(v)
+    assert all(len(v) == 1 for v in by_name.values())  # one name, one value
+    assert len(set(values)) == len(by_name)  # different values, different names
+
+
+def test_ssim_window_size_under_gaussian_weights_is_refused() -> None:
+    # scikit-image would use win_size to crop the border even with Gaussian weights,
+    # changing the value under an unchanged name.
+    with pytest.raises(
+        InvalidInputError,
+        match=r"with gaussian_weights=True the window follows `sigma`.*got win_size=3\.",
+    ):
+        SSIMDistance(win_size=3)
 
 
 def test_ssim_of_constant_images_has_a_closed_form() -> None:
@@ -262,5 +299,14 @@ def test_lpips_input_errors(lpips_metric: LPIPSDistance) -> None:
         lpips_metric.distance("a.png", _images(0, 1))
     with pytest.raises(InvalidInputError, match=r"`x` must be \(n, 3, H, W\)"):
         lpips_metric.forward(torch.zeros(1, 64, 64), torch.zeros(1, 3, 64, 64))
-    assert lpips_metric.name == "lpips-alex-v0.1"
     assert isinstance(lpips_metric, AppearanceDistance)
+
+
+def test_lpips_name_says_the_size_when_it_is_not_256(
+    lpips_metric: LPIPSDistance, lpips_small: LPIPSDistance
+) -> None:
+    assert lpips_metric.name == "lpips-alex-v0.1"
+    assert lpips_small.name == "lpips-alex-v0.1-64px"
+    assert lpips_metric.device == "cpu"
+    a, b = _images(4, 1), _images(5, 1)
+    assert lpips_metric.distance(a, b)[0] != lpips_small.distance(a, b)[0]

@@ -204,18 +204,38 @@ def test_plugin_errors_are_unreadable(
     def fail(path: Any) -> np.ndarray:
         raise error
 
-    monkeypatch.setattr("idaudit.faces._pipeline.load_image", fail)
+    monkeypatch.setattr("idaudit.faces._pipeline.read_pixels", fail)
     pipeline = FacePipeline(_FixedDetector([]), _ConstantEncoder(), progress=False)
     _, out = pipeline.encode([tmp_path / "x.png"])
     assert out["status"].tolist() == ["unreadable"]
     assert str(error) in out.loc[0, "message"]
 
 
-def test_programming_errors_still_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("bug", [AttributeError("a bug"), TypeError("a bug in the decoder")])
+def test_programming_errors_still_raise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bug: Exception
+) -> None:
+    # A TypeError from reading a file is a bug, not a bad pixel format: it must not become a
+    # bad_format row (only the pixel conversion's own refusals do).
     def fail(path: Any) -> np.ndarray:
-        raise AttributeError("a bug, not a bad file")
+        raise bug
 
-    monkeypatch.setattr("idaudit.faces._pipeline.load_image", fail)
+    monkeypatch.setattr("idaudit.faces._pipeline.read_pixels", fail)
     pipeline = FacePipeline(_FixedDetector([]), _ConstantEncoder(), progress=False)
-    with pytest.raises(AttributeError, match="a bug"):
+    with pytest.raises(type(bug), match="a bug"):
         pipeline.encode([tmp_path / "x.png"])
+
+
+def test_files_with_refused_pixels_are_bad_format(tmp_path: Path) -> None:
+    # Decoded fine, but the pixels break the conversion rules: bad_format, not unreadable.
+    wide = tmp_path / "i32.tif"
+    Image.fromarray(np.full((10, 10), 70000, np.int32)).save(wide)  # beyond 16 bits
+    floats = tmp_path / "f32.tif"
+    Image.fromarray(np.full((10, 10), 200.0, np.float32)).save(floats)  # 0-255 floats
+    face = Face(np.array([1.0, 1.0, 8.0, 8.0]), 0.99, np.full((5, 2), 4.0))
+    pipeline = FacePipeline(_FixedDetector([face]), _ConstantEncoder(), progress=False)
+    _, out = pipeline.encode([wide, floats, np.zeros((10, 10, 3), np.int32)])
+    assert out["status"].tolist() == ["bad_format"] * 3
+    assert "within 0–65535" in out.loc[0, "message"]
+    assert "must lie in [0, 1]" in out.loc[1, "message"]
+    assert "must have dtype uint8, uint16 or float" in out.loc[2, "message"]

@@ -7,6 +7,7 @@ import importlib.util
 import re
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 
@@ -217,7 +218,8 @@ def test_verify_rejects_a_changed_file(pinned_model: Path) -> None:
         InvalidInputError,
         match=r"SHA-256 of .*w\.bin is [0-9a-f]{64}, but the published 'w.bin' of model "
         r"'pinned' has SHA-256 [0-9a-f]{64}: the file is corrupt or holds other weights\. "
-        r"Loaders that take a `verify` argument load it anyway with verify=False\.",
+        r"If you trust it, pass verify=False to the model \(every idaudit model that checks "
+        r"a digest accepts it\) to load it anyway\.",
     ):
         resolve_weights("pinned", path=pinned_model)
     assert resolve_weights("pinned", path=pinned_model, verify=False).is_file()
@@ -303,3 +305,86 @@ def test_shipped_model_missing_everywhere_names_env_path(
     assert f"not found at {expected}" in message
     assert "ships in the `lpips` package" in message
     assert f"${ENV_VAR}/lpips_alex/alex.pth" in message
+
+
+# ----------------------------------------------------------------------------- verify=
+
+
+def test_every_loader_of_registry_weights_takes_verify() -> None:
+    import inspect
+
+    import idaudit.faces as faces
+
+    loaders = {name for spec in MODEL_REGISTRY.values() for f in spec.files for name in
+               f.loader.split(", ")}  # fmt: skip
+    assert loaders >= {"MTCNNDetector", "DlibEncoder", "TorchDlibEncoder", "ShippedFaceGenerator"}
+    for name in sorted(loaders):
+        parameter = inspect.signature(getattr(faces, name)).parameters.get("verify")
+        assert parameter is not None, name
+        assert parameter.default is True, name
+
+
+def _shipped(model: str, filename: str) -> Path:
+    package = MODEL_REGISTRY[model].shipped_in
+    if package is None or importlib.util.find_spec(package) is None:
+        pytest.skip(f"{package} is not installed")
+    return resolve_weights(model, filename)
+
+
+def _altered_torch_file(source: Path, target: Path, key: str | None = None) -> None:
+    """Save ``source``'s tensors again with one value nudged: same format, other digest."""
+    import torch
+
+    state = torch.load(source, map_location="cpu", weights_only=True)
+    inner = state[key] if key else state
+    key0 = next(iter(inner))
+    flat = inner[key0].flatten().clone()
+    flat[0] += 1e-3
+    inner[key0] = flat.reshape(inner[key0].shape)
+    torch.save(state, target)
+
+
+def _mtcnn_folder(folder: Path) -> Path:
+    for net in ("pnet", "rnet"):
+        (folder / f"{net}.pt").symlink_to(_shipped("mtcnn", f"{net}.pt"))
+    _altered_torch_file(_shipped("mtcnn", "onet.pt"), folder / "onet.pt")
+    return folder
+
+
+def _dcgan_folder(folder: Path) -> Path:
+    _altered_torch_file(
+        _shipped("dcgan_faces", "weights.tar"), folder / "weights.tar", key="netG_state_dict"
+    )
+    return folder
+
+
+def _dlib_folder(folder: Path) -> Path:
+    shape5 = "shape_predictor_5_face_landmarks.dat"
+    (folder / shape5).symlink_to(_shipped("dlib", shape5))
+    resnet = "dlib_face_recognition_resnet_model_v1.dat"
+    data = bytearray(_shipped("dlib", resnet).read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit of one float32 weight
+    (folder / resnet).write_bytes(bytes(data))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("loader", "make_folder"),
+    [
+        ("MTCNNDetector", _mtcnn_folder),
+        ("ShippedFaceGenerator", _dcgan_folder),
+        ("DlibEncoder", _dlib_folder),
+        ("TorchDlibEncoder", _dlib_folder),
+    ],
+)
+def test_changed_weights_are_refused_alike_and_the_advice_works(
+    loader: str, make_folder: Any, tmp_path: Path
+) -> None:
+    import idaudit.faces as faces
+
+    cls = getattr(faces, loader)
+    folder = make_folder(tmp_path)
+    # the same rule for every loader of shipped weights, given a path or not
+    with pytest.raises(InvalidInputError, match=r"the file is corrupt or holds other weights"):
+        cls(weights=folder)
+    assert cls(weights=folder, verify=False) is not None  # what the message advises
