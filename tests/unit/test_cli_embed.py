@@ -1,0 +1,213 @@
+"""``idaudit embed``: folders of face photos -> an embeddings file the audits read.
+
+Runs the real shipped models (MTCNN + dlib) on photos that ship in installed packages, and the
+InsightFace route on stand-in ONNX files in the published format. Every socket is refused.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import socket
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from idaudit.cli import main
+from idaudit.data import EmbeddingSet
+
+pytestmark = pytest.mark.faces
+
+pytest.importorskip("dlib")
+pytest.importorskip("facenet_pytorch")
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise OSError("network access attempted during an embed test: nothing may download")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _block_network() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(socket.socket, "connect", _refuse)
+        mp.setattr(socket.socket, "connect_ex", _refuse)
+        mp.setattr(socket, "create_connection", _refuse)
+        yield
+
+
+def _standins() -> ModuleType:
+    """The faces tests' stand-in weight builders (tests/unit/faces/_standins.py)."""
+    path = Path(__file__).parent / "faces" / "_standins.py"
+    spec = importlib.util.spec_from_file_location("_embed_standins", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _save(image: np.ndarray, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image).save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def photo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two real people, two photos each (one mirrored), plus files that must be dropped."""
+    import skimage.data
+
+    found = importlib.util.find_spec("insightface")
+    hanks_file = None
+    if found is not None and found.submodule_search_locations:
+        root = Path(next(iter(found.submodule_search_locations)))
+        hanks_file = root / "data" / "images" / "Tom_Hanks_54745.png"
+    if hanks_file is None or not hanks_file.is_file():
+        pytest.skip('the shipped photos need: pip install --no-deps "insightface==2.1"')
+    hanks = np.asarray(Image.open(hanks_file).convert("RGB"))
+    collins = skimage.data.astronaut()  # Eileen Collins
+    root = tmp_path_factory.mktemp("photos")
+    _save(collins, root / "collins" / "a.png")
+    _save(np.ascontiguousarray(collins[:, ::-1]), root / "collins" / "b.jpg")
+    _save(hanks, root / "hanks" / "a.png")
+    _save(np.ascontiguousarray(hanks[:, ::-1]), root / "hanks" / "sub" / "b.png")  # nested
+    _save(np.zeros((120, 120, 3), np.uint8), root / "hanks" / "blank.png")  # no face
+    (root / "hanks" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")  # unreadable
+    (root / "hanks" / "notes.txt").write_text("not an image")  # skipped
+    (root / "hanks" / ".hidden.png").write_bytes(b"ignored")  # hidden: ignored
+    (root / "README.txt").write_text("outside any identity folder")  # skipped
+    return root
+
+
+def test_dlib_route_writes_embeddings_the_audits_read(
+    photo_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "new" / "emb.npz"
+    assert main(["embed", str(photo_dir), "--out", str(out), "--quiet", "--threads", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "6 images in 2 identity folders; 2 other files skipped" in printed
+    assert "encoder dlib-resnet-v1 (dim 128), device cpu" in printed
+    assert "kept 4 faces from 4 images; dropped 2 images (no_face: 1, unreadable: 1, " in printed
+    outcomes_path = tmp_path / "new" / "emb.outcomes.csv"
+    for path in (out, outcomes_path):
+        assert _mode(path) == 0o600  # biometric data: owner-only
+    assert _mode(out.parent) == 0o700
+
+    es = EmbeddingSet.from_npz(out)  # the reader behind `idaudit audit` / `certify`
+    assert es.counts == {"collins": 2, "hanks": 2}
+    assert es.dim == 128
+    with np.load(out, allow_pickle=False) as archive:
+        emb, labels = archive["embeddings"], archive["labels"]
+        sources = archive["sources"].tolist()
+        assert str(archive["encoder"]) == "dlib-resnet-v1"
+    assert sources == ["collins/a.png", "collins/b.jpg", "hanks/a.png", "hanks/sub/b.png"]
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-6)
+    # Labels sit on the right rows: a photo and its mirror image (dlib: raw < 0.6, about 0.4
+    # normalised) are closer than any two photos of different people.
+    dist = np.linalg.norm(emb[:, None] - emb[None], axis=2)
+    same = labels[:, None] == labels[None]
+    off_diagonal = ~np.eye(len(emb), dtype=bool)
+    assert dist[same & off_diagonal].max() < 0.4 < dist[~same].min()
+
+    outcomes = pd.read_csv(outcomes_path)
+    names = outcomes["source"].map(lambda s: Path(s).name)
+    by_file = dict(zip(names, outcomes["status"], strict=True))
+    assert by_file["blank.png"] == "no_face"
+    assert by_file["broken.jpg"] == "unreadable"
+    assert set(outcomes["identity"]) == {"collins", "hanks"}
+    assert sorted(outcomes["embedding_row"].dropna().astype(int)) == [0, 1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def buffalo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _standins().write_buffalo(tmp_path_factory.mktemp("weights") / "buffalo_l")
+
+
+def test_arcface_route_with_stand_in_models(
+    buffalo_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The stand-in detector sees a face where a red 8x8 block sits (after resizing to 640 px);
+    # the stand-in encoder is a fixed linear map of 8x8 block means.
+    root = tmp_path / "faces"
+    for i, (identity, corner) in enumerate([("p1", 40), ("p1", 48), ("p2", 72), ("p2", 80)]):
+        image = np.full((160, 160, 3), 30 * (i + 1), np.uint8)
+        image[corner : corner + 8, corner : corner + 8] = (255, 0, 0)
+        _save(image, root / identity / f"{i}.png")
+    _save(np.zeros((160, 160, 3), np.uint8), root / "p2" / "empty.png")
+    out = tmp_path / "emb.csv"
+    args = ["--out", str(out), "--arcface-dir", str(buffalo_dir), "--threads", "1", "--quiet"]
+    code = main(["embed", str(root), *args])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "detector RetinaFaceDetector, encoder arcface-w600k-r50 (dim 512)" in printed
+    assert "dropped 1 images (no_face: 1, unreadable: 0, bad_format: 0)" in printed
+    es = EmbeddingSet.from_csv(out)
+    assert es.counts == {"p1": 2, "p2": 2}
+    assert es.dim == 512
+    assert (tmp_path / "emb.outcomes.csv").is_file()
+
+
+def test_help_says_insightface_models_are_non_commercial(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["embed", "--help"])
+    assert info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "non-commercial research" in text
+    assert "det_10g.onnx and w600k_r50.onnx" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--out", "{tmp}/emb.txt"], r"`--out` must end in \.npz, \.csv, \.parquet or \.pq"),
+        (["--out", "{tmp}/e.npz", "--encoder", "dlib", "--arcface-dir", "{tmp}"], "--arcface"),
+        (["--out", "{tmp}/e.npz", "--device", "cuda"], "`--device` must be cpu for --encoder"),
+        (["--out", "{tmp}/e.npz", "--batch-size", "0"], r"`--batch-size` must be >= 1"),
+    ],
+)
+def test_usage_errors_exit_with_status_2(
+    photo_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    argv = ["embed", str(photo_dir), *(a.format(tmp=tmp_path) for a in args), "--quiet"]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("idaudit embed: error: ")
+    assert re.search(message, err)
+
+
+def test_folder_without_identity_folders_or_faces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flat = tmp_path / "flat"
+    _save(np.zeros((50, 50, 3), np.uint8), flat / "x.png")
+    with pytest.raises(SystemExit):
+        main(["embed", str(flat), "--out", str(tmp_path / "e.npz"), "--quiet"])
+    assert "must hold one sub-folder per identity" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit):  # images, but not one face: outcomes only
+        main(["embed", str(tmp_path), "--out", str(tmp_path / "e.npz"), "--quiet"])
+    err = capsys.readouterr().err
+    assert "no face was embedded from the 1 images" in err
+    assert not (tmp_path / "e.npz").exists()
+    assert (tmp_path / "e.outcomes.csv").is_file()
