@@ -123,7 +123,8 @@ def noise_sweep(
     ------
     InvalidInputError
         If a scale is not positive and finite or scales repeat, ``n_pairs`` exceeds the
-        number of identity pairs, ``delta`` is outside [0, 1), or ``certifier.delta`` differs
+        number of identity pairs, ``delta`` is outside [0, 1), ``certifier`` is given with
+        ``certify=False``, or ``certifier.delta`` differs
         from ``delta``.
     TypeError
         If ``base`` is not an :class:`~idaudit.data.EmbeddingSet`, ``certify`` is not a bool
@@ -186,7 +187,11 @@ def noise_sweep(
     delta = check_in_range(delta, "delta", 0.0, 1.0, closed="left")
     if not isinstance(certify, bool):
         raise TypeError(f"`certify` must be a bool; got {type(certify).__name__}.")
-    if certify and certifier is not None:
+    if certifier is not None:
+        if not certify:
+            raise InvalidInputError(
+                "`certifier` is given but `certify` is False; drop one of them."
+            )
         _check_certifier(certifier, delta)
 
     seed_pairs, seed_draws, seed_audit, seed_cert = spawn_seeds(check_random_state(rng), 4)

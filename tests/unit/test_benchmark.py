@@ -184,3 +184,10 @@ def test_certifier_and_truth_share_the_delta(base: EmbeddingSet) -> None:
 def test_certifier_must_be_a_reserved_test_certifier(base: EmbeddingSet) -> None:
     with pytest.raises(TypeError, match=r"`certifier` must be an idaudit\.certify\.ReservedTest"):
         noise_sweep(base, [0.5], certifier=object(), progress=False)  # type: ignore[arg-type]
+
+
+def test_certifier_without_certify_is_refused(base: EmbeddingSet) -> None:
+    from idaudit.certify import ReservedTestCertifier
+
+    with pytest.raises(InvalidInputError, match="`certifier` is given but `certify` is False"):
+        noise_sweep(base, [0.5], certifier=ReservedTestCertifier(), certify=False, progress=False)
