@@ -49,7 +49,7 @@ def ds(es: EmbeddingSet) -> xr.Dataset:
 
 
 def test_schema(ds: xr.Dataset, es: EmbeddingSet) -> None:
-    assert dict(ds.sizes) == {"pair": 5}
+    assert dict(ds.sizes) == {"pair": 5, "embedding_dim": 6}
     assert set(ds.coords) == {"identity_a", "identity_b", "n_a", "n_b"}
     assert ds["identity_a"].values.tolist() == [a for a, _ in PAIRS]
     assert ds["n_b"].values.tolist() == [es.counts[b] for _, b in PAIRS]
@@ -58,7 +58,9 @@ def test_schema(ds: xr.Dataset, es: EmbeddingSet) -> None:
         "gaussmech_mean_distance": "sample_estimate",
         "gaussmech_sigma": "sample_estimate",
         "kdelr_epsilon": "diagnostic",
+        "kdelr_epsilon_per_dim": "diagnostic",
         "kdelr_alpha0.01_epsilon": "diagnostic",
+        "kdelr_alpha0.01_epsilon_per_dim": "diagnostic",
         "mmdtv_epsilon": "sample_estimate",
         "mmdtv_epsilon_hs": "sample_estimate",
         "mmdtv_mmd2": "sample_estimate",
@@ -73,6 +75,11 @@ def test_schema(ds: xr.Dataset, es: EmbeddingSet) -> None:
     assert {v: ds[v].attrs["status"] for v in ds.data_vars} == expected
     assert all(ds[v].attrs["long_name"] for v in ds.data_vars)
     assert ds["rocht_corner"].dtype == bool
+    # the per-coordinate KDE-LR terms sum to the pair's epsilon (Eq. 11)
+    assert ds["kdelr_epsilon_per_dim"].dims == ("pair", "embedding_dim")
+    np.testing.assert_allclose(
+        ds["kdelr_epsilon_per_dim"].sum("embedding_dim"), ds["kdelr_epsilon"], rtol=1e-12
+    )
 
 
 def test_attributes(ds: xr.Dataset, es: EmbeddingSet) -> None:

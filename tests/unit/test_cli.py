@@ -51,7 +51,7 @@ def test_demo_writes_report_results_and_figure(
     assert not list(out.glob(".*.tmp"))  # no temporary files left behind
     with xr.open_dataset(out / "results.nc") as ds:
         ds = ds.load()
-    assert dict(ds.sizes) == {"mechanism": 2, "noise_sd": 3, "pair": 6}
+    assert dict(ds.sizes) == {"mechanism": 2, "noise_sd": 3, "pair": 6, "embedding_dim": 8}
     assert list(ds["mechanism"].values) == ["gaussian", "laplace"]
     assert ds["certified_epsilon"].attrs["status"] == "certified_lower_bound"
     assert ds["true_epsilon_exact"].dtype == bool

@@ -60,12 +60,16 @@ class Output:
         Formal status of the number (the variable's ``status`` attribute).
     dtype : type
         ``float`` or ``bool``.
+    dims : tuple of str
+        Dimensions after ``pair`` (empty for one number per pair), e.g. ``("embedding_dim",)``
+        for a value per embedding coordinate.
     """
 
     name: str
     long_name: str
     status: str
     dtype: type = float
+    dims: tuple[str, ...] = ()
 
 
 class Batch:

@@ -148,11 +148,17 @@ def check_auditor(auditor: BaseAuditor) -> None:
             got = ds[f"{auditor.label}_{out.name}"].values
             for k, single in enumerate(singles):
                 want = getattr(single, out.name + "_")
-                ok = (
-                    bool(got[k]) == bool(want)
-                    if out.dtype is bool
-                    else _close(float(got[k]), float(want), 1e-6)
-                )
+                if out.dims:
+                    ok = np.shape(got[k]) == np.shape(want) and all(
+                        _close(float(g), float(w), 1e-6)
+                        for g, w in zip(np.ravel(got[k]), np.ravel(want), strict=True)
+                    )
+                else:
+                    ok = (
+                        bool(got[k]) == bool(want)
+                        if out.dtype is bool
+                        else _close(float(got[k]), float(want), 1e-6)
+                    )
                 _require(
                     ok,
                     f"{name}: audit_pairs(batch_size={batch_size}) {out.name} of pair {k} is "

@@ -121,13 +121,20 @@ class KDELRAuditor(BaseAuditor):
         return "kdelr" if alpha == 0.0 else f"kdelr_alpha{alpha:g}"
 
     def outputs(self) -> tuple[Output, ...]:
-        """Per-pair outputs: ``epsilon``."""
+        """Per-pair outputs: ``epsilon`` and ``epsilon_per_dim`` (one value per coordinate)."""
         return (
             Output(
                 "epsilon",
                 f"KDE-LR epsilon, alpha={float(self.alpha):g} (per-dimension KDE log-ratio sum, "
                 "Eq. 11)",
                 self.status,
+            ),
+            Output(
+                "epsilon_per_dim",
+                f"KDE-LR per-coordinate log-ratio maximum, alpha={float(self.alpha):g} (the "
+                "terms of Eq. 11)",
+                self.status,
+                dims=("embedding_dim",),
             ),
         )
 
