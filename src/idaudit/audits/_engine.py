@@ -331,8 +331,8 @@ def _assemble(
                 )
             values = np.concatenate([r[aud.label][out.name] for r in results])
             values = values.astype(bool if out.dtype is bool else np.float64)
-            attrs = {"long_name": out.long_name, "status": out.status}
-            data_vars[var] = (("pair", *out.dims), values, attrs)
+            var_attrs = {"long_name": out.long_name, "status": out.status}
+            data_vars[var] = (("pair", *out.dims), values, var_attrs)
     coords = {
         "identity_a": ("pair", np.asarray([a for a, _ in pairs])),
         "identity_b": ("pair", np.asarray([b for _, b in pairs])),
