@@ -88,7 +88,9 @@ def test_vector_column_selects_columns(tmp_path, table):
     wide.to_csv(path2, index=False)
     es2 = EmbeddingSet.from_csv(path2, vector_column=["b", "c"])
     np.testing.assert_allclose(es2.embeddings, sk_normalize(x[:, 1:3]), rtol=1e-15)
-    with pytest.raises(InvalidInputError, match=r"column 'note' is not numeric; name the vector"):
+    with pytest.raises(
+        InvalidInputError, match=r"column 'note' is not numeric; if it holds the labels"
+    ):
         EmbeddingSet.from_csv(path2)
 
 
@@ -271,3 +273,78 @@ def test_parquet_unreadable(tmp_path):
     path.write_bytes(b"not parquet")
     with pytest.raises(InvalidInputError, match="as Parquet"):
         EmbeddingSet.from_parquet(path)
+
+
+def test_space_before_a_quoted_vector_parses(tmp_path):
+    # `a, "[1, 2]"`: without skipinitialspace the quote is data and the row splits into more
+    # fields than the header, which pandas used to turn into a shifted index
+    path = tmp_path / "spaced.csv"
+    path.write_text(
+        'identity, embedding\na, "[1, 2, 3, 4]"\nb, "[3, 4, 5, 6]"\nb, "[3, 1, 5, 6]"\n'
+    )
+    es = EmbeddingSet.from_csv(path)
+    assert es.counts == {"a": 1, "b": 2}
+    np.testing.assert_allclose(es.get("b")[1], sk_normalize([[3.0, 1.0, 5.0, 6.0]])[0])
+
+
+def test_rows_longer_than_the_header_are_refused(tmp_path, table):
+    x, labels = table
+    path = tmp_path / "short_header.csv"
+    header = "identity," + ",".join(f"e{j}" for j in range(x.shape[1] - 1))  # one name missing
+    rows = [f"{lab}," + ",".join(map(str, row)) for lab, row in zip(labels, x, strict=True)]
+    path.write_text("\n".join([header, *rows]) + "\n")
+    with pytest.raises(InvalidInputError, match="some rows hold more fields than the header"):
+        EmbeddingSet.from_csv(path)
+
+
+@pytest.mark.parametrize("label_name", ["identity", "person"])
+def test_pandas_default_index_column_is_refused(tmp_path, table, label_name):
+    x, labels = table
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(x.shape[1])])
+    frame.insert(0, label_name, labels)
+    path = tmp_path / "with_index.csv"
+    frame.to_csv(path)  # index=True: an unnamed first column 0..n-1
+    with pytest.raises(InvalidInputError, match=r"\['Unnamed: 0'\] have no header name"):
+        EmbeddingSet.from_csv(path)
+    # naming the columns uses the file as it is
+    es = EmbeddingSet.from_csv(
+        path, label_column=label_name, vector_column=[f"e{j}" for j in range(x.shape[1])]
+    )
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+
+
+def test_trailing_comma_column_is_refused(tmp_path, table):
+    x, labels = table
+    path = tmp_path / "trailing.csv"
+    header = "identity," + ",".join(f"e{j}" for j in range(x.shape[1])) + ","
+    rows = [f"{lab}," + ",".join(map(str, row)) + "," for lab, row in zip(labels, x, strict=True)]
+    path.write_text("\n".join([header, *rows]) + "\n")
+    with pytest.raises(InvalidInputError, match=r"\['Unnamed: 5'\] have no header name"):
+        EmbeddingSet.from_csv(path)
+
+
+def test_boolean_column_is_not_a_coordinate(tmp_path, table):
+    x, labels = table
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(x.shape[1])])
+    frame.insert(0, "identity", labels)
+    frame.insert(1, "is_real", [True, False] * 4 + [True])
+    path = tmp_path / "flag.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InvalidInputError, match=r"\['is_real'\] hold true/false values"):
+        EmbeddingSet.from_csv(path)
+
+
+def test_parquet_integer_labels_with_a_null_stay_exact(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    big = 2**60
+    ids = pa.array([big, big + 1, big + 1, None, big], type=pa.int64())
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    table = pa.table({"identity": ids, **{f"e{j}": x[:, j] for j in range(3)}})
+    path = tmp_path / "big_ids.parquet"
+    pq.write_table(table, path)
+    with pytest.warns(IdauditWarning, match="dropped 1 of 5 rows"):
+        es = EmbeddingSet.from_parquet(path)
+    # 2**60 and 2**60 + 1 collide as float64; they must stay two identities
+    assert es.counts == {big: 2, big + 1: 2}
+    assert es.n_dropped_ == 1

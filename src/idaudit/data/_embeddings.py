@@ -181,7 +181,11 @@ class EmbeddingSet:
         ``True`` are labels like any other; only an empty label cell is missing. To use
         integer labels, convert them (e.g. build an :class:`EmbeddingSet` from the arrays
         with ``labels.astype(int)``). A file whose column names other than the label column
-        all parse as numbers is taken to have no header row and refused.
+        all parse as numbers is taken to have no header row and refused. Without
+        ``vector_column``, a column with no header name (a row index written by
+        ``DataFrame.to_csv``) and a column of true/false values are refused rather than read
+        as coordinates; rows with more fields than the header are refused; spaces after a
+        delimiter are ignored.
 
         Examples
         --------

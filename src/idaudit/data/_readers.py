@@ -12,6 +12,7 @@ import hashlib
 import io
 import os
 import re
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -35,6 +36,11 @@ _UNPARSEABLE = _REASON_CODE["unparseable"]
 # brackets and quotes around a text vector, e.g. "[0.1, 0.2]" or "(0.1 0.2)"
 _STRIP = "[](){} \t\r\n'\""
 _WHITESPACE = re.compile(r"\s+")
+# the name pandas gives a column whose header cell is empty (e.g. an index written by to_csv)
+_UNNAMED = re.compile(r"^Unnamed: \d+$")
+# every read_csv call: no column ever becomes the index (rows with more fields than the
+# header are an error, not a shifted frame), and spaces after a delimiter are not data
+_CSV_OPTIONS: dict[str, Any] = {"index_col": False, "skipinitialspace": True}
 _CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(")
 # pandas' default missing-value spellings (``keep_default_na``), kept for the non-label
 # columns of a CSV file while the label column is read as plain text
@@ -85,25 +91,37 @@ def read_csv(
     """
     raw = _read_bytes(path)
     where = os.fspath(path)
-    try:
-        # the header alone first, to know which column holds the labels
-        columns = [str(c) for c in pd.read_csv(io.BytesIO(raw), nrows=0).columns]
-        label = _choose_label_column(columns, label_column) if len(columns) >= 2 else None
-        if label is not None:
-            _check_header(columns, label, by_name=label_column is not None, where=where)
-            na_values: Any = {c: list(_DEFAULT_NA) for c in columns}
-            na_values[label] = [""]  # only an empty label cell is missing
-            frame = pd.read_csv(
-                io.BytesIO(raw),
-                low_memory=False,
-                dtype={label: str},
-                keep_default_na=False,
-                na_values=na_values,
-            )
-        else:
-            frame = pd.read_csv(io.BytesIO(raw), low_memory=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {where!r} as CSV: {exc}") from exc
+    with warnings.catch_warnings():
+        # pandas only warns when the rows hold more fields than the header; that is an error
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            # the header alone first, to know which column holds the labels
+            columns = [
+                str(c) for c in pd.read_csv(io.BytesIO(raw), nrows=0, **_CSV_OPTIONS).columns
+            ]
+            label = _choose_label_column(columns, label_column) if len(columns) >= 2 else None
+            if label is not None:
+                _check_header(columns, label, by_name=label_column is not None, where=where)
+                na_values: Any = {c: list(_DEFAULT_NA) for c in columns}
+                na_values[label] = [""]  # only an empty label cell is missing
+                frame = pd.read_csv(
+                    io.BytesIO(raw),
+                    low_memory=False,
+                    dtype={label: str},
+                    keep_default_na=False,
+                    na_values=na_values,
+                    **_CSV_OPTIONS,
+                )
+            else:
+                frame = pd.read_csv(io.BytesIO(raw), low_memory=False, **_CSV_OPTIONS)
+        except pd.errors.ParserWarning as exc:
+            raise InvalidInputError(
+                f"cannot read {where!r} as CSV: some rows hold more fields than the header names "
+                f"{len(columns)} columns (a missing column name, or an unquoted comma inside a "
+                "text vector?)."
+            ) from exc
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"cannot read {where!r} as CSV: {exc}") from exc
     if label is not None and len(frame) == 0:
         shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
         raise InvalidInputError(f"{where!r} has no data rows: it holds only the header {shown}.")
@@ -158,7 +176,8 @@ def read_parquet(
         table = pq.read_table(io.BytesIO(raw))
     except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
         raise InvalidInputError(f"cannot read {os.fspath(path)!r} as Parquet: {exc}") from exc
-    frame = table.to_pandas()
+    # integer labels with nulls stay exact Python ints (not float64, which merges ids > 2**53)
+    frame = table.to_pandas(integer_object_nulls=True)
     if len(frame) == 0 and frame.shape[1] >= 2:
         raise InvalidInputError(f"{os.fspath(path)!r} has no data rows.")
     return _parse_frame(frame, label_column, vector_column), _sha256(raw)
@@ -208,6 +227,16 @@ def _parse_frame(
             f"columns {columns}."
         )
     label = _choose_label_column(columns, label_column)
+    if vector_column is None:
+        # columns without a header name are never guessed into a role: the usual one is the
+        # row index that DataFrame.to_csv writes by default, which would become coordinate 0
+        unnamed = [c for c in columns if _UNNAMED.match(c) and c != label_column]
+        if unnamed:
+            raise InvalidInputError(
+                f"column(s) {unnamed} have no header name (a row index written by "
+                "DataFrame.to_csv? save with index=False); name the vector column(s) with "
+                "`vector_column` and the labels with `label_column` to use this file as it is."
+            )
     labels = _check_labels(frame[label], label)
 
     if isinstance(vector_column, str):
@@ -266,6 +295,12 @@ def _parse_numeric_columns(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
     """Parse numeric columns into (n, d); non-numbers in them mark the row unparseable."""
     reasons = np.zeros(len(frame), dtype=np.int8)
+    flags = [c for c in cols if pd.api.types.is_bool_dtype(frame[c])]
+    if flags:
+        raise InvalidInputError(
+            f"column(s) {flags} hold true/false values, not embedding coordinates; name the "
+            "vector column(s) with `vector_column`."
+        )
     numeric = [
         pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
         for c in cols
@@ -289,8 +324,8 @@ def _parse_numeric_columns(
         bad = np.isnan(values) & ~col.isna().to_numpy()
         if not explicit and bad.all():
             raise InvalidInputError(
-                f"column {cols[j]!r} is not numeric; name the vector column(s) with "
-                "`vector_column`."
+                f"column {cols[j]!r} is not numeric; if it holds the labels, name it with "
+                "`label_column`; otherwise name the vector column(s) with `vector_column`."
             )
         reasons[bad & (reasons == 0)] = _UNPARSEABLE
         x[:, j] = values
