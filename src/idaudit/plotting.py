@@ -212,8 +212,7 @@ def plot_roc(
         np.asarray(fpr, dtype=float),
         np.asarray(tpr, dtype=float),
         label=label,
-        drawstyle="steps-post",
-    )
+    )  # straight segments between operating points: tied scores give diagonal segments
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
     ax.set_xlim(-0.01, 1.01)
     ax.set_ylim(-0.01, 1.01)

@@ -97,3 +97,16 @@ def test_roc_draws_on_given_axes(ax_given: bool) -> None:
     ax = fig.subplots() if ax_given else None
     out = plot_roc([0, 1], [0, 1], ax=ax)
     assert (out is fig) == ax_given
+
+
+def test_roc_with_tied_scores_encloses_the_reported_auc() -> None:
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    y = [0, 0, 0, 0, 1, 1, 1, 1]
+    score = [0.1, 0.5, 0.5, 0.9, 0.5, 0.5, 0.9, 0.9]  # ties give diagonal ROC segments
+    fpr, tpr, _ = roc_curve(y, score)
+    fig = plot_roc(fpr, tpr)
+    path = fig.axes[0].get_lines()[0].get_path()  # the drawn polyline, after any step styling
+    x, yy = path.vertices[:, 0], path.vertices[:, 1]
+    drawn_area = float(np.sum(np.diff(x) * (yy[1:] + yy[:-1]) / 2))
+    assert drawn_area == pytest.approx(roc_auc_score(y, score), abs=1e-12)
