@@ -88,6 +88,11 @@ def test_bad_inputs(es: EmbeddingSet, runs: tuple) -> None:
         merge_audits(common, {})
     with pytest.raises(InvalidInputError, match="auditor label 'mmdtv' appears in more than one"):
         merge_audits(mmd, mmd)
+    flipped = audit_pairs(
+        es, [(b, a) for a, b in pairs[:2]], [MMDTVAuditor(name="m4")], progress=False
+    )
+    with pytest.raises(InvalidInputError, match=r"of an earlier input in reverse order"):
+        merge_audits(common, flipped)
     with pytest.raises(InvalidInputError, match="is not an audit_pairs result"):
         merge_audits(common, xr.Dataset({"x": ("pair", [1.0])}))
     other = EmbeddingSet(es.embeddings[::-1].copy(), es.labels[::-1].copy())

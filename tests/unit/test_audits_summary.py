@@ -63,13 +63,24 @@ def test_common_pairs_only(ds: xr.Dataset) -> None:
     assert row.n_pairs == 3
     assert row["mmdtv_epsilon (median)"] == np.median(ds["mmdtv_epsilon"].values[:3])
     assert row["mmdtv_epsilon (max)"] == np.max(ds["mmdtv_epsilon"].values)
+    # the maximum covers every pair MMD-TV saw, and says so
+    assert "mmdtv_epsilon (max)" in repr(row)
+    assert "(over 5 pairs)" in repr(row)
+    assert row.to_xarray()["mmdtv_epsilon (max)"].attrs["n_pairs"] == 5
+    assert row.to_xarray()["mmdtv_epsilon (median)"].attrs["n_pairs"] == 3
 
 
 def test_exports(ds: xr.Dataset) -> None:
     row = summarize(ds)
     frame = row.to_pandas(name="synthetic")
     assert frame.index.tolist() == ["synthetic"]
-    assert frame.columns.tolist() == list(row.columns)
+    # the status travels with every number into pandas
+    assert frame.columns.tolist() == list(zip(row.columns, row.statuses, strict=True))
+    assert frame.columns.names == ["column", "status"]
+    assert (
+        frame[("mmdtv_epsilon (median)", "sample_estimate")].item() == row["mmdtv_epsilon (median)"]
+    )
+    assert frame.droplevel("status", axis=1).columns.tolist() == list(row.columns)
     assert row.to_dict()["rocht_auc (median)"] == row["rocht_auc (median)"]
     as_ds = row.to_xarray()
     assert as_ds["rocht_epsilon (+inf count)"].item() == row["rocht_epsilon (+inf count)"]

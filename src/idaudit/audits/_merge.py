@@ -48,8 +48,8 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
         If an argument is not an ``xarray.Dataset``.
     InvalidInputError
         If no result is given, the inputs audited different data, an auditor label or a
-        variable appears in two inputs, an input is not an ``audit_pairs`` result, or one pair
-        has different row counts in two inputs.
+        variable appears in two inputs, an input is not an ``audit_pairs`` result, one pair
+        has different row counts in two inputs, or a pair appears in both orientations.
 
     Examples
     --------
@@ -120,6 +120,12 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
             )
         ):
             pair = (a, b)
+            if pair not in index and (b, a) in index:
+                raise InvalidInputError(
+                    f"pair ({a!r}, {b!r}) of results[{k}] is pair ({b!r}, {a!r}) of an earlier "
+                    "input in reverse order; audit every pair in one orientation (as "
+                    "sample_pairs gives them) so their numbers line up."
+                )
             if pair not in index:
                 index[pair] = len(counts)
                 counts.append((int(na), int(nb)))

@@ -30,12 +30,16 @@ class AuditSummary:
         The numbers; ``+inf`` counts are strings ``"k/n"``.
     statuses : tuple of str
         The formal status of each column's variable.
+    column_pairs : tuple of int
+        How many pairs each column is computed over: ``n_pairs`` for medians and counts, every
+        pair its auditor covers for the MMD-TV maximum.
     """
 
     n_pairs: int
     columns: tuple[str, ...]
     values: tuple[float | str, ...]
     statuses: tuple[str, ...]
+    column_pairs: tuple[int, ...] = ()
 
     def __getitem__(self, column: str) -> float | str:
         try:
@@ -48,15 +52,25 @@ class AuditSummary:
         return dict(zip(self.columns, self.values, strict=True))
 
     def to_pandas(self, name: Any = None) -> pd.DataFrame:
-        """Return a one-row DataFrame (index ``name``), ready to stack several conditions."""
-        return pd.DataFrame([self.to_dict()], index=[name])
+        """Return a one-row DataFrame (index ``name``), ready to stack several conditions.
+
+        The columns are a two-level index, ``(column, status)``, so the formal status of every
+        number travels with it into pandas (``frame.droplevel("status", axis=1)`` drops it).
+        """
+        index = pd.MultiIndex.from_arrays(
+            [list(self.columns), list(self.statuses)], names=["column", "status"]
+        )
+        return pd.DataFrame([list(self.values)], index=[name], columns=index)
 
     def to_xarray(self) -> xr.Dataset:
-        """Return the row as a Dataset of 0-d variables (``status`` attrs kept)."""
+        """Return the row as a Dataset of 0-d variables (``status``, ``n_pairs`` attrs)."""
+        counts = self.column_pairs or (self.n_pairs,) * len(self.columns)
         return xr.Dataset(
             {
-                col: ((), val, {"status": status})
-                for col, val, status in zip(self.columns, self.values, self.statuses, strict=True)
+                col: ((), val, {"status": status, "n_pairs": k})
+                for col, val, status, k in zip(
+                    self.columns, self.values, self.statuses, counts, strict=True
+                )
             },
             attrs={"n_pairs": self.n_pairs},
         )
@@ -64,9 +78,13 @@ class AuditSummary:
     def __repr__(self) -> str:
         width = max(len(c) for c in self.columns)
         lines = [f"AuditSummary over {self.n_pairs} common pairs"]
-        for col, val, status in zip(self.columns, self.values, self.statuses, strict=True):
+        counts = self.column_pairs or (self.n_pairs,) * len(self.columns)
+        for col, val, status, k in zip(
+            self.columns, self.values, self.statuses, counts, strict=True
+        ):
             text = val if isinstance(val, str) else f"{val:.6g}"
-            lines.append(f"  {col:<{width}}  {text:>12}  [{status}]")
+            over = "" if k == self.n_pairs else f"  (over {k} pairs)"
+            lines.append(f"  {col:<{width}}  {text:>12}  [{status}]{over}")
         return "\n".join(lines)
 
 
@@ -138,10 +156,13 @@ def summarize(ds: xr.Dataset) -> AuditSummary:
     values: list[float | str] = []
     statuses: list[str] = []
 
-    def add(column: str, value: float | str, var: str) -> None:
+    column_pairs: list[int] = []
+
+    def add(column: str, value: float | str, var: str, over: int = n) -> None:
         columns.append(column)
         values.append(value)
         statuses.append(str(ds[var].attrs.get("status", "")))
+        column_pairs.append(over)
 
     for lab, var in zip(labels, eps_vars, strict=True):
         cls = ds.attrs.get(f"{lab}.class", "")
@@ -154,5 +175,5 @@ def summarize(ds: xr.Dataset) -> AuditSummary:
         else:
             add(f"{var} (median)", float(np.median(eps[common])), var)
             if cls == "MMDTVAuditor":
-                add(f"{var} (max)", float(np.nanmax(eps)), var)
-    return AuditSummary(n, tuple(columns), tuple(values), tuple(statuses))
+                add(f"{var} (max)", float(np.nanmax(eps)), var, int(np.sum(~np.isnan(eps))))
+    return AuditSummary(n, tuple(columns), tuple(values), tuple(statuses), tuple(column_pairs))
