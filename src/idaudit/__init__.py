@@ -1,11 +1,10 @@
 """idaudit: measure how much identity survives a face pipeline.
 
-Three questions, one library:
-
-* **audit** — is an image-to-image face generator identity-level (ε, δ)-DP? Four routes from
-  embeddings to ε (GaussMech, KDE-LR, MMD-TV, ROC-HT) and reserved-test certificates;
-* **memorisation** — do a generator's samples sit closer to its training faces than held-out faces?
-* **inversion** — can a face of the right identity be rebuilt from an embedding alone?
+It answers: is an image-to-image face generator identity-level (ε, δ)-DP? Four routes from
+embeddings to ε (GaussMech, KDE-LR, MMD-TV, ROC-HT), reserved-test certificates, sanity
+controls, benchmark mechanisms with a known ε, and the face models that turn photos into
+identity embeddings offline. Memorisation checks and embedding inversion are planned and not
+yet part of the package.
 
 Every ε carries its formal status: ``"diagnostic"``, ``"sample_estimate"`` or
 ``"certified_lower_bound"``.

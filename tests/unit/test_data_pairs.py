@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from idaudit.data import sample_pairs
+from idaudit.data import EmbeddingSet, sample_pairs
 from idaudit.exceptions import InvalidInputError
 
 
@@ -78,6 +78,11 @@ def test_large_prefix_decodes_like_the_reference():
         ((["a", 1], None), TypeError, "mutually orderable"),
         (("ab", None), InvalidInputError, "not a single string"),
         ((np.zeros((2, 2)), None), InvalidInputError, "must be 1-D"),
+        (
+            (EmbeddingSet(np.eye(2), ["a", "b"]), None),
+            TypeError,
+            r"got an EmbeddingSet \(pass es.identities\)",
+        ),
     ],
 )
 def test_bad_input(args, exc, match):

@@ -95,6 +95,12 @@ def _decode_pairs(
 def _unique_sorted(identities: Any) -> npt.NDArray[Any]:
     if isinstance(identities, (str, bytes)):
         raise InvalidInputError("`identities` must be a sequence of labels, not a single string.")
+    from idaudit.data._embeddings import EmbeddingSet
+
+    if isinstance(identities, EmbeddingSet):
+        raise TypeError(
+            "`identities` must be a sequence of labels; got an EmbeddingSet (pass es.identities)."
+        )
     if isinstance(identities, np.ndarray):
         arr = identities
     else:
