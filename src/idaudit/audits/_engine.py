@@ -60,7 +60,8 @@ def audit_pairs(
         Show a tqdm bar over pairs.
     backend : {"local", "dask"}, default "local"
         ``"dask"`` sends chunks of ``batch_size`` pairs to the workers of a
-        ``dask.distributed`` cluster and returns the identical Dataset.
+        ``dask.distributed`` cluster and returns the same Dataset (floating-point values equal
+        to rounding, ≤ 1e-12).
     client : dask.distributed.Client, optional
         The client to use with ``backend="dask"`` (default: the current one).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +45,11 @@ class KernelLogisticFit:
     converged: torch.Tensor
 
 
+# torch's thread count is process-wide: threads entering _one_thread at once (threaded dask
+# workers) take turns, so none restores a count another one has just lowered
+_THREADS_LOCK = threading.RLock()
+
+
 @contextmanager
 def _one_thread(device: torch.device) -> Iterator[None]:
     """Run a batch of small LAPACK factorisations on one CPU thread.
@@ -53,15 +59,19 @@ def _one_thread(device: torch.device) -> Iterator[None]:
     slows down 10-20 fold, while one thread is as fast on an idle machine. The thread count
     is process-wide, so it is restored right after the call.
     """
-    before = torch.get_num_threads()
-    if device.type != "cpu" or before == 1:
+    if device.type != "cpu":
         yield
         return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    with _THREADS_LOCK:
+        before = torch.get_num_threads()
+        if before == 1:
+            yield
+            return
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def _objective(
