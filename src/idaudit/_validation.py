@@ -8,6 +8,7 @@ and the value.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Container
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "check_integer",
     "check_option",
     "check_pair",
+    "check_pairs",
     "check_random_state",
     "spawn_seeds",
 ]
@@ -187,3 +189,66 @@ def check_pair(
             f"got {a.shape[1]} vs {b.shape[1]}."
         )
     return a, b
+
+
+def check_pairs(pairs: Any, known: Container[Any], *, unknown: str) -> list[tuple[Any, Any]]:
+    """Validate a list of identity pairs against the identities that exist.
+
+    Parameters
+    ----------
+    pairs : sequence of (label, label) or array_like, shape (n_pairs, 2)
+        At least one pair; each names two different identities.
+    known : container
+        The identities that exist (``label in known``).
+    unknown : str
+        How the error for a label not in ``known`` ends, e.g. ``"which `es` does not contain"``.
+
+    Returns
+    -------
+    list of tuple
+        The pairs, NumPy scalars turned into Python scalars (labels as ``EmbeddingSet`` stores
+        them).
+
+    Raises
+    ------
+    TypeError
+        If ``pairs`` is a string or not iterable.
+    InvalidInputError
+        If it is empty, an array of another shape, an item is not a pair, a label is unknown,
+        or a pair names one identity twice; the message names the item (``pairs[k]``).
+    """
+    if isinstance(pairs, np.ndarray):
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise InvalidInputError(
+                "`pairs` must be a sequence of (identity_a, identity_b) or an array of shape "
+                f"(n_pairs, 2); got an array of shape {pairs.shape}."
+            )
+        items: list[Any] = pairs.tolist()
+    else:
+        try:
+            if isinstance(pairs, (str, bytes)):
+                raise TypeError
+            items = list(pairs)
+        except TypeError:
+            raise TypeError(
+                "`pairs` must be a sequence of (identity_a, identity_b); got "
+                f"{type(pairs).__name__}."
+            ) from None
+    if not items:
+        raise InvalidInputError("`pairs` must hold at least one pair; got none.")
+    out: list[tuple[Any, Any]] = []
+    for k, item in enumerate(items):
+        if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
+            raise InvalidInputError(
+                f"`pairs[{k}]` must be a pair (identity_a, identity_b); got {item!r}."
+            )
+        a, b = (x.item() if isinstance(x, np.generic) else x for x in item)
+        for label in (a, b):
+            if label not in known:
+                raise InvalidInputError(f"`pairs[{k}]` names identity {label!r}, {unknown}.")
+        if a == b:
+            raise InvalidInputError(
+                f"`pairs[{k}]` pairs identity {a!r} with itself; an audit needs two identities."
+            )
+        out.append((a, b))
+    return out

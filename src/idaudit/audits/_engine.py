@@ -13,7 +13,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from idaudit._device import resolve_device
-from idaudit._validation import check_integer, check_option
+from idaudit._validation import check_integer, check_option, check_pairs
 from idaudit.audits._base import BaseAuditor, Batch, PairError
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
@@ -114,7 +114,7 @@ def audit_pairs(
     check_option(backend, "backend", ("local", "dask"))
     if batch_size is not None:
         batch_size = check_integer(batch_size, "batch_size", minimum=1)
-    pair_list = _check_pairs(pairs, es)
+    pair_list = check_pairs(pairs, es, unknown="which `es` does not contain")
     for aud in auditor_list:
         aud._check_params()
         need = aud.min_rows()
@@ -169,49 +169,6 @@ def _check_auditors(auditors: Any) -> list[BaseAuditor]:
                 f"two auditors share the label {label!r}; pass name=... to tell them apart."
             )
     return items
-
-
-def _scalar(value: Any) -> Any:
-    """Numpy scalars to Python scalars (labels as EmbeddingSet stores them)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _check_pairs(pairs: Any, es: EmbeddingSet) -> list[tuple[Any, Any]]:
-    if isinstance(pairs, np.ndarray):
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise InvalidInputError(
-                "`pairs` must be a sequence of (identity_a, identity_b) or an array of shape "
-                f"(n_pairs, 2); got an array of shape {pairs.shape}."
-            )
-        items: list[Any] = pairs.tolist()
-    else:
-        try:
-            items = list(pairs)
-        except TypeError:
-            raise TypeError(
-                f"`pairs` must be a sequence of (identity_a, identity_b); got "
-                f"{type(pairs).__name__}."
-            ) from None
-    if not items:
-        raise InvalidInputError("`pairs` must hold at least one pair; got none.")
-    out = []
-    for k, item in enumerate(items):
-        if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
-            raise InvalidInputError(
-                f"`pairs[{k}]` must be a pair (identity_a, identity_b); got {item!r}."
-            )
-        a, b = (_scalar(x) for x in item)
-        for label in (a, b):
-            if label not in es:
-                raise InvalidInputError(
-                    f"`pairs[{k}]` names identity {label!r}, which `es` does not contain."
-                )
-        if a == b:
-            raise InvalidInputError(
-                f"`pairs[{k}]` pairs identity {a!r} with itself; an audit needs two identities."
-            )
-        out.append((a, b))
-    return out
 
 
 def _samples(

@@ -12,6 +12,7 @@ from idaudit._validation import (
     RngLike,
     check_in_range,
     check_integer,
+    check_pairs,
     check_random_state,
     spawn_seeds,
 )
@@ -179,7 +180,8 @@ def audit_mechanism(
     """
     from idaudit.audits import audit_pairs
 
-    pair_list = _check_pairs(pairs, mechanism)
+    known = set(np.asarray(mechanism.identities).tolist())
+    pair_list = check_pairs(pairs, known, unknown="which the mechanism does not know")
     if delta is None:
         delta = float(getattr(mechanism, "default_delta", 1e-5))
     delta = check_in_range(delta, "delta", 0.0, 1.0, closed="left")
@@ -230,36 +232,6 @@ def add_guarantee(ds: xr.Dataset, mechanism: Any, delta: float) -> xr.Dataset:
     )
     ds.attrs["reference_delta"] = float(delta)
     return ds
-
-
-def _check_pairs(pairs: Any, mechanism: Mechanism) -> list[tuple[Any, Any]]:
-    """Validate ``pairs`` against the mechanism's labels before anything is drawn."""
-    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, (Sequence, np.ndarray)):
-        raise TypeError(
-            f"`pairs` must be a sequence of (identity_a, identity_b); got {type(pairs).__name__}."
-        )
-    items = pairs.tolist() if isinstance(pairs, np.ndarray) else list(pairs)
-    if not items:
-        raise InvalidInputError("`pairs` must hold at least one pair; got none.")
-    known = set(np.asarray(mechanism.identities).tolist())
-    out: list[tuple[Any, Any]] = []
-    for k, item in enumerate(items):
-        if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
-            raise InvalidInputError(
-                f"`pairs[{k}]` must be a pair (identity_a, identity_b); got {item!r}."
-            )
-        a, b = (x.item() if isinstance(x, np.generic) else x for x in item)
-        for label in (a, b):
-            if label not in known:
-                raise InvalidInputError(
-                    f"`pairs[{k}]` names identity {label!r}, which the mechanism does not know."
-                )
-        if a == b:
-            raise InvalidInputError(
-                f"`pairs[{k}]` pairs identity {a!r} with itself; an audit needs two identities."
-            )
-        out.append((a, b))
-    return out
 
 
 def _check_draw(out: Any, identity: Any, n: int, dim: int | None) -> npt.NDArray[np.float64]:
