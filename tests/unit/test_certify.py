@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -62,8 +63,15 @@ def test_zero_error_certificates_reproduce_the_paper(
     x = np.repeat(10.0 * np.eye(10), n_rows, axis=0) + 0.01 * gen.normal(size=(10 * n_rows, 10))
     es = EmbeddingSet(x, np.repeat(np.arange(10), n_rows))
     cert = ReservedTestCertifier(n_select=5, n_families=8, alpha=0.05, rng=0, progress=False)
-    cert.fit(es, [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)])
+    pairs = [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)]
+    if expected == 0.0:
+        # 10 test rows per class cannot certify above 0 at this level: the fit says so
+        with pytest.warns(IdauditWarning, match=r"5 of the 5 selected pairs can only certify"):
+            cert.fit(es, pairs)
+    else:
+        cert.fit(es, pairs)  # no warning (pytest turns an IdauditWarning into an error)
     c = cert.certificates_
+    assert c.attrs["min_test_rows_for_nonzero"] == 11
     np.testing.assert_array_equal(c["n_test_a"], n_test)
     np.testing.assert_array_equal(c["test_fp"] + c["test_fn"], 0)
     assert c.attrs["alpha_per_bound"] == pytest.approx(0.000625)
@@ -218,6 +226,87 @@ def test_no_signal_certifies_nothing() -> None:
     es = EmbeddingSet(gen.normal(size=(240, 3)), np.repeat(np.arange(6), 40))
     cert = ReservedTestCertifier(n_select=3, rng=0, progress=False).fit(es)
     assert cert.epsilon_lb_ < 0.5
+
+
+# -- small data: the ceiling of a certificate --------------------------------------------
+
+
+def _zero_error_epsilon(m: int, alpha_bound: float, delta: float) -> float:
+    """Eq. 16 at the statsmodels Clopper-Pearson bound for 0 errors in m rows, both classes."""
+    # a one-sided bound at level a is the upper end of the two-sided interval at 2a
+    u = proportion_confint(0, m, alpha=2 * alpha_bound, method="beta")[1]
+    return max(0.0, float(np.log((1 - delta - u) / u))) if 1 - delta - u > 0 else 0.0
+
+
+@pytest.mark.parametrize(
+    ("n_select", "n_families", "alpha", "delta", "expected"),
+    [
+        (2, 20, 0.05, 0.0, 11),  # the paper's alpha' = 0.05 / 80
+        (2, 3, 0.05, 0.0, 8),
+        (2, 1, 0.1, 0.1, 7),
+        (1, 1, 0.2, 0.5, 9),  # ln(a) / ln((1 + delta) / 2) = 8.004: just above an integer
+        (1, 1, 0.1, 0.6, 14),  # more than the 12 test rows below: warns
+    ],
+)
+def test_min_test_rows_for_nonzero_is_where_zero_errors_first_certify(
+    n_select: int, n_families: int, alpha: float, delta: float, expected: int
+) -> None:
+    # closed form: zero errors give U = 1 - a^(1/m) on both sides, and Eq. 16 is positive iff
+    # m > ln(a) / ln((1 + delta) / 2); the expected values are floor of that, plus one
+    alpha_bound = alpha / (n_families * n_select * 2)
+    assert expected == int(np.floor(np.log(alpha_bound) / np.log((1 + delta) / 2))) + 1
+    assert _zero_error_epsilon(expected - 1, alpha_bound, delta) == 0.0
+    assert _zero_error_epsilon(expected, alpha_bound, delta) > 0.0
+    # through the certifier: 4 far-apart identities with 40 rows (12 test rows each)
+    gen = np.random.default_rng(0)
+    x = np.repeat(10.0 * np.eye(4), 40, axis=0) + 0.01 * gen.normal(size=(160, 4))
+    es = EmbeddingSet(x, np.repeat(np.arange(4), 40))
+    cert = ReservedTestCertifier(
+        n_select=n_select,
+        n_families=n_families,
+        alpha=alpha,
+        delta=delta,
+        rng=0,
+        progress=False,
+    )
+    if expected > 12:
+        with pytest.warns(IdauditWarning, match=f"certify 0 below {expected} test rows"):
+            cert.fit(es, [(0, 1), (2, 3)])
+        assert cert.epsilon_lb_ == 0.0
+    else:
+        cert.fit(es, [(0, 1), (2, 3)])  # no warning: pytest would turn it into an error
+        assert cert.epsilon_lb_ > 0.0
+    assert cert.alpha_per_bound_ == pytest.approx(alpha_bound)
+    assert cert.certificates_.attrs["min_test_rows_for_nonzero"] == expected
+
+
+def test_too_few_test_rows_warn_and_certify_zero() -> None:
+    # 6 separable identities with 8 rows: 2 test rows each, alpha' = 0.05 / 6 needs 7
+    gen = np.random.default_rng(1)
+    x = np.repeat(10.0 * np.eye(6), 8, axis=0) + 0.01 * gen.normal(size=(48, 6))
+    es = EmbeddingSet(x, np.repeat(np.arange(6), 8))
+    cert = ReservedTestCertifier(n_select=3, n_folds=2, rng=0, progress=False)
+    with pytest.warns(IdauditWarning) as record:
+        cert.fit(es)
+    (warning,) = record
+    assert warning.filename == __file__  # points at the caller's `fit`
+    message = str(warning.message)
+    assert "3 of the 3 selected pairs can only certify epsilon_lb = 0" in message
+    assert "(n_test_a, n_test_b) are (2, 2), (2, 2), (2, 2)" in message
+    assert "even zero test errors certify 0 below 7 test rows per identity" in message
+    assert "about 22 rows per identity at test_size = 0.3" in message
+    c = cert.certificates_
+    np.testing.assert_array_equal(c["test_fp"] + c["test_fn"], 0)  # perfect, yet 0
+    assert cert.epsilon_lb_ == 0.0
+    assert c.attrs["min_test_rows_for_nonzero"] == 7
+    # 22 rows per identity give 7 test rows: the same data certify above 0, without a warning
+    x = np.repeat(10.0 * np.eye(6), 22, axis=0) + 0.01 * gen.normal(size=(132, 6))
+    es = EmbeddingSet(x, np.repeat(np.arange(6), 22))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdauditWarning)
+        cert.fit(es)
+    np.testing.assert_array_equal(cert.certificates_["n_test_a"], 7)
+    assert cert.epsilon_lb_ > 0
 
 
 # -- duplicate rows -------------------------------------------------------------------------
@@ -483,6 +572,36 @@ def test_sklearn_estimator_contract() -> None:
 
     cert = ReservedTestCertifier(n_select=3, alpha=0.01)
     assert cert.get_params()["n_select"] == 3
+    assert "status" not in cert.get_params()
     twin = clone(cert)
     assert twin.get_params() == cert.get_params()
-    assert "n_select=3" in repr(cert)
+    assert repr(cert) == (
+        "ReservedTestCertifier(alpha=0.01, n_select=3)  # status: certified_lower_bound"
+    )
+
+
+def test_status_is_certified_lower_bound() -> None:
+    assert ReservedTestCertifier.status == "certified_lower_bound"
+    assert "epsilon_lb_" in ReservedTestCertifier.__doc__
+    assert "certified lower bound" in ReservedTestCertifier.__doc__
+
+
+@pytest.mark.parametrize(
+    ("test_size", "n_folds"), [(0.3, 5), (0.3, 2), (0.5, 3), (0.1, 5), (0.8, 4)]
+)
+def test_min_rows_is_the_fewest_rows_that_split_and_fold(test_size: float, n_folds: int) -> None:
+    cert = ReservedTestCertifier(test_size=test_size, n_folds=n_folds)
+    need = cert.min_rows()
+
+    def dev_rows(n: int) -> int:
+        es = EmbeddingSet(np.random.default_rng(0).normal(size=(n, 3)), [0] * n)
+        try:
+            dev, _ = split_identities(es, test_size=test_size, rng=0)
+        except InvalidInputError:  # too few rows to split at all
+            return 0
+        return int(dev.counts[0])
+
+    assert dev_rows(need) >= n_folds
+    assert dev_rows(need - 1) < n_folds
+    with pytest.raises(InvalidInputError, match=r"`n_folds` must be >= 2; got 1\."):
+        ReservedTestCertifier(n_folds=1).min_rows()

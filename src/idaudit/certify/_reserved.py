@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -66,9 +67,10 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     thresholds are then evaluated exactly once on an untouched test split, and exact one-sided
     confidence bounds on the two test error rates give a simultaneous certificate.
 
-    Status: ``certified_lower_bound`` — with probability at least :math:`1-\alpha` (jointly over
-    the ``n_select`` pairs, and over ``n_families`` conditions certified together), every
-    reported ``epsilon_lb`` is at most the true ε(δ) of its pair, assuming each identity's rows
+    Status: ``certified_lower_bound`` (the class attribute :attr:`status`, also shown in the
+    repr) — with probability at least :math:`1-\alpha` (jointly over the ``n_select`` pairs, and
+    over ``n_families`` conditions certified together), every reported ``epsilon_lb``, and
+    hence ``epsilon_lb_``, is at most the true ε(δ) of its pair, assuming each identity's rows
     are iid draws from its output distribution and the candidate ``pairs`` were fixed without
     looking at the rows (see :meth:`fit`).
 
@@ -105,13 +107,17 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
 
     Attributes
     ----------
+    status : str
+        Class attribute, ``"certified_lower_bound"``: the formal status of ``epsilon_lb_`` and
+        of the ``epsilon_lb`` variable of :attr:`certificates_` (see docs/status.md).
     certificates_ : xarray.Dataset
         One entry per selected pair (dim ``pair``, in selection order); variables listed in
         :meth:`fit`.
     epsilon_lb_ : float
-        The largest certified lower bound (what the certificate says about the mechanism:
-        identity-level DP must hold for every pair, so each pair's bound refutes any smaller
-        mechanism-wide ε).
+        The largest certified lower bound — status ``certified_lower_bound``, at the joint
+        confidence :math:`1-\alpha` stated above (what the certificate says about the
+        mechanism: identity-level DP must hold for every pair, so each pair's bound refutes
+        any smaller mechanism-wide ε). It is 0 when no pair could be certified above 0.
     candidates_ : xarray.Dataset
         The development ranking of every candidate pair (diagnostic only).
     classifiers_ : list of estimators
@@ -178,6 +184,8 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     True
     """
 
+    status: ClassVar[str] = "certified_lower_bound"
+
     def __init__(
         self,
         *,
@@ -203,6 +211,38 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         self.rng = rng
         self.progress = progress
 
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        """Parameters as scikit-learn prints them, then the formal status of ``epsilon_lb_``."""
+        return f"{super().__repr__(N_CHAR_MAX)}  # status: {self.status}"
+
+    def min_rows(self) -> int:
+        """Fewest rows an identity of a candidate pair needs with the current parameters.
+
+        The identity must be splittable (at least 2 rows on each side, see
+        :func:`idaudit.data.split_identities`) and leave at least ``n_folds`` development rows
+        (one per fold). Identities with exact-duplicate rows can need a few more.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        InvalidInputError
+            If ``test_size`` or ``n_folds`` is out of range.
+
+        Examples
+        --------
+        >>> from idaudit import ReservedTestCertifier
+        >>> ReservedTestCertifier().min_rows()  # 7 rows: 2 test rows, 5 development rows
+        7
+        >>> ReservedTestCertifier(n_folds=2).min_rows()
+        4
+        """
+        test_size = check_in_range(self.test_size, "test_size", 0.0, 1.0)
+        n_folds = check_integer(self.n_folds, "n_folds", minimum=2)
+        return _smallest(lambda n: n - _n_test(n, test_size) >= n_folds, start=4)
+
     # -- fitted attributes ------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
         # only reached when normal lookup fails: a fitted attribute read before fit
@@ -218,7 +258,7 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         return float(self.certificates_.attrs["alpha_per_bound"])
 
     def fit(self, es: EmbeddingSet, pairs: Sequence[tuple[Any, Any]] | None = None) -> Any:
-        """Split, select on development data, evaluate once on the reserved test data.
+        r"""Split, select on development data, evaluate once on the reserved test data.
 
         Parameters
         ----------
@@ -250,7 +290,9 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             ``direction`` (+1: predict ``identity_b`` when the score is ≥ ``threshold``;
             -1: when ≤), ``dev_auc``, ``dev_expected_epsilon`` and ``rank``. Its attrs hold
             the settings, ``n_duplicates`` (exact-duplicate rows among the candidate
-            identities, kept on one side of the split) and ``candidate_pairs``.
+            identities, kept on one side of the split), ``candidate_pairs`` and
+            ``min_test_rows_for_nonzero`` (fewest test rows per identity at which zero test
+            errors certify more than 0).
 
         Raises
         ------
@@ -268,6 +310,13 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         IdauditWarning
             When the candidate identities hold exact-duplicate rows (with their number); the
             copies are kept on one side of the split.
+        IdauditWarning
+            When a selected pair has so few reserved test rows that even zero test errors
+            certify 0 (the message names the test sizes and the minimum needed): with zero
+            errors both bounds are :math:`1 - \alpha'^{1/m}`, and Eq. 16 exceeds 0 only when
+            :math:`m > \ln\alpha' / \ln((1 + \delta)/2)` test rows per identity (11 at the
+            paper's :math:`\alpha' = 0.05/80`, δ = 0). The attribute
+            ``min_test_rows_for_nonzero`` records that minimum.
         """
         self._forget()
         # many small per-pair fits: multi-threaded BLAS only adds overhead (10x on 2 cores)
@@ -364,6 +413,14 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
                 f"n_select={p['n_select']}."
             )
 
+        min_test = _min_test_rows(alpha_bound, p["delta"])
+        self._warn_if_zero_ceiling(
+            [(test.counts[candidates[i][0]], test.counts[candidates[i][1]]) for i in chosen],
+            p,
+            alpha_bound,
+            min_test,
+        )
+
         rows: list[dict[str, Any]] = []
         fitted: list[Any] = []
         for i in chosen:
@@ -406,7 +463,9 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             )
             fitted.append(clf)
 
-        attrs = self._attrs(p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given)
+        attrs = self._attrs(
+            p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given, min_test
+        )
         certificates = _certificates_dataset(rows, attrs)
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
@@ -419,6 +478,34 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         return self
 
     # -- helpers --------------------------------------------------------------------------------
+    @staticmethod
+    def _warn_if_zero_ceiling(
+        sizes: list[tuple[int, int]], p: dict[str, Any], alpha_bound: float, min_test: int
+    ) -> None:
+        """Warn when some selected pair cannot certify above 0 whatever its test errors."""
+        capped = [
+            (m_a, m_b)
+            for m_a, m_b in sizes
+            if not _zero_error_bound(m_a, m_b, alpha_bound, p["delta"]) > 0
+        ]
+        if not capped:
+            return
+        shown = ", ".join(f"({m_a}, {m_b})" for m_a, m_b in capped[:5])
+        if len(capped) > 5:
+            shown += ", ..."
+        rows = _smallest(lambda n: _n_test(n, p["test_size"]) >= min_test, start=4)
+        warnings.warn(
+            f"{len(capped)} of the {len(sizes)} selected pairs can only certify epsilon_lb = 0, "
+            f"whatever their test errors: their reserved test sizes (n_test_a, n_test_b) are "
+            f"{shown}, and at alpha_per_bound = {alpha_bound:.3g} (alpha / (n_families * "
+            f"n_select * 2)) and delta = {p['delta']:g} even zero test errors certify 0 below "
+            f"{min_test} test rows per identity (about {rows} rows per identity at test_size = "
+            f"{p['test_size']:g}). To certify above 0, use more rows per identity (or a larger "
+            "test_size), fewer selected pairs or families, or a larger alpha.",
+            IdauditWarning,
+            stacklevel=4,  # _warn_if_zero_ceiling -> _fit -> fit -> the caller
+        )
+
     def _forget(self) -> None:
         for name in ("certificates_", "epsilon_lb_", "candidates_", "classifiers_"):
             self.__dict__.pop(name, None)
@@ -474,6 +561,7 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         es: EmbeddingSet,
         n_duplicates: int,
         pairs_given: bool,
+        min_test: int,
     ) -> dict[str, Any]:
         from idaudit import __version__
 
@@ -501,6 +589,9 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             # "given": the caller's list, which must not have been chosen by looking at `es`
             "candidate_pairs": "given" if pairs_given else "default",
             "n_duplicates": n_duplicates,
+            # fewest test rows per identity (equal on both sides) at which zero test errors
+            # certify more than 0; below it every certificate is 0 by construction
+            "min_test_rows_for_nonzero": min_test,
             "test_size": p["test_size"],
             "n_folds": p["n_folds"],
             "delta": p["delta"],
@@ -511,6 +602,46 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             "idaudit_version": __version__,
             "input_sha256": str(es.sha256),
         }
+
+
+# -- sizes ----------------------------------------------------------------------------------
+
+
+def _n_test(n: int, test_size: float) -> int:
+    """Test rows :func:`split_identities` targets for an identity of ``n`` rows (its Notes)."""
+    return min(max(math.floor(test_size * n + 0.5), 2), n - 2)
+
+
+def _smallest(holds: Callable[[int], bool], start: int) -> int:
+    """Smallest ``n >= start`` where ``holds``, a predicate false up to some n then true."""
+    low, high = start, start
+    while not holds(high):  # doubling, then bisection: O(log n) evaluations
+        low, high = high + 1, 2 * high
+    while low < high:
+        mid = (low + high) // 2
+        if holds(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _zero_error_bound(m_a: int, m_b: int, alpha_bound: float, delta: float) -> float:
+    """Eq. 16 for a test without errors on ``m_a``, ``m_b`` rows: the largest certificate."""
+    # the one-sided Clopper-Pearson upper bound at 0 errors in m trials is 1 - alpha'^(1/m)
+    u_a = -math.expm1(math.log(alpha_bound) / m_a)
+    u_b = -math.expm1(math.log(alpha_bound) / m_b)
+    return float(epsilon_from_error_rates(u_a, u_b, delta))
+
+
+def _min_test_rows(alpha_bound: float, delta: float) -> int:
+    r"""Fewest test rows per identity (both sides equal) at which zero errors certify > 0.
+
+    With zero errors both bounds are :math:`U = 1 - \alpha'^{1/m}`, and Eq. 16 exceeds 0 iff
+    :math:`1 - \delta - U > U`, i.e. :math:`m > \ln\alpha' / \ln((1 + \delta)/2)`. The
+    search evaluates the certificate's own formula, so rounding cannot put it off by one.
+    """
+    return _smallest(lambda m: _zero_error_bound(m, m, alpha_bound, delta) > 0, start=1)
 
 
 # -- development-side computations ----------------------------------------------------------
