@@ -11,12 +11,16 @@ script
    reject about 5 % of the time and sit at chance;
 3. draws the out-of-fold ROC of the first certified pair and the H0/H1 MMD² histograms.
 
+Figures drawn from embeddings are derived biometric data: they are written atomically and
+owner-only (``0600``), into a folder created owner-only (``0700``, missing parents included),
+the way the ``idaudit`` command writes its outputs.
+
 Replace ``make_condition`` with ``ida.EmbeddingSet.from_csv("your_embeddings.csv")`` to
 certify real data.
 
 Run::
 
-    python examples/certify_condition.py [OUT_DIR]     # about 20 s on 2 cores
+    python examples/certify_condition.py [OUT_DIR]     # about 10 s on 2 cores
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 import idaudit as ida
+from idaudit._demo import write_atomic
 from idaudit.certify import sanity_controls
 from idaudit.plotting import plot_mmd_null, plot_roc
 
@@ -41,8 +48,23 @@ def make_condition(n_identities: int = 60, n_rows: int = 100, dim: int = 128) ->
     return ida.EmbeddingSet(x, np.repeat([f"id{k:03d}" for k in range(n_identities)], n_rows))
 
 
+def owner_only_folder(out: Path) -> Path:
+    """Create ``out`` and its missing parents with mode 0700; an existing folder is left as is."""
+    for folder in (*reversed(out.parents), out):
+        if not folder.exists():
+            folder.mkdir(mode=0o700)
+    return out
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write a PNG atomically (temporary file, then rename) with owner-only permissions."""
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png"))
+    plt.close(fig)
+    return path
+
+
 def main(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    owner_only_folder(out)
     es = make_condition()
     pairs = ida.sample_pairs(es.identities, 100, rng=0)
 
@@ -54,7 +76,7 @@ def main(out: Path) -> None:
             ["n_test_a", "test_fp", "test_fn", "ufpr", "ufnr", "test_auc", "epsilon_lb"]
         ].to_dataframe()
     )
-    print(f"largest certified lower bound: {cert.epsilon_lb_:.3f}  [certified_lower_bound]")
+    print(f"largest certified lower bound: {cert.epsilon_lb_:.3f}  [{cert.status}]")
 
     controls = sanity_controls(es, n_permutations=1000, rng=0)
     print(
@@ -65,10 +87,14 @@ def main(out: Path) -> None:
 
     a, b = c["identity_a"].values[0], c["identity_b"].values[0]
     roc = ida.ROCHTAuditor(rng=0).fit(es.get(a), es.get(b))
-    plot_roc(roc.fpr_, roc.tpr_, label=f"{a} vs {b}, AUC {roc.auc_:.3f}").savefig(out / "roc.png")
+    roc_png = save_figure(
+        plot_roc(roc.fpr_, roc.tpr_, label=f"{a} vs {b}, AUC {roc.auc_:.3f}"), out / "roc.png"
+    )
     cross = ida.audit_pairs(es, pairs, [ida.MMDTVAuditor()], progress=False)
-    plot_mmd_null(controls["mmd2"], cross["mmdtv_mmd2"]).savefig(out / "mmd_null.png")
-    print(f"wrote {out / 'roc.png'} and {out / 'mmd_null.png'}")
+    null_png = save_figure(
+        plot_mmd_null(controls["mmd2"], cross["mmdtv_mmd2"]), out / "mmd_null.png"
+    )
+    print(f"wrote {roc_png} and {null_png} (owner-only)")
 
 
 if __name__ == "__main__":

@@ -17,23 +17,32 @@
     ``audit`` and ``certify`` read, plus an outcome table saying what happened to each photo.
 
 Every file is written atomically with owner-only permissions (embeddings and what is derived
-from them are biometric data); new output folders are created owner-only.
+from them are biometric data); output folders the command creates, parents included, are
+owner-only, and they are created (or checked) before any computation. Flags are checked
+before the input is read; every input error is one line naming the flag or argument, with exit
+status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from idaudit.exceptions import IdauditWarning
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["main"]
 
 _SUFFIXES = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
+#: How many dropped identities are named in the output (all of them are counted).
+_N_NAMED = 10
+#: Pairs `idaudit audit` audits without --n-pairs (all of them, when there are fewer).
+_DEFAULT_N_PAIRS = 100
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,7 +111,11 @@ def _parser() -> argparse.ArgumentParser:
         "--out", default="idaudit-audit", help="output folder (default: %(default)s)"
     )
     audit.add_argument(
-        "--n-pairs", type=int, default=100, help="pairs audited, a seeded prefix (default: 100)"
+        "--n-pairs",
+        type=int,
+        metavar="N",
+        help="pairs audited, a seeded prefix of all pairs; at most the number of pairs "
+        "available (default: 100, or all pairs when there are fewer, which is said)",
     )
     audit.add_argument(
         "--methods",
@@ -114,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         nargs="+",
         default=[0.0, 0.01],
-        help="KDE-LR smoothing weights, one auditor each (default: 0 0.01)",
+        help="KDE-LR smoothing weights in [0, 1], distinct, one auditor each (default: 0 0.01)",
     )
     audit.add_argument(
         "--n-permutations",
@@ -128,8 +141,16 @@ def _parser() -> argparse.ArgumentParser:
         default="logistic",
         help="ROC-HT classifier (default: logistic)",
     )
-    audit.add_argument("--seed", type=int, default=0, help="seed of pairs, folds, permutations")
-    audit.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    audit.add_argument(
+        "--seed", type=int, default=0, help="seed of pairs, folds, permutations (>= 0)"
+    )
+    audit.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu, cuda or cuda:<i>: where the batched audit kernels run; no fallback "
+        "(default: cpu)",
+    )
+    _add_min_rows(audit, "the chosen audits need (5 with rocht, else 2)")
     _add_quiet(audit)
     audit.set_defaults(run=_run_audit)
 
@@ -181,10 +202,21 @@ def _parser() -> argparse.ArgumentParser:
         "--n-permutations",
         type=int,
         default=1000,
-        help="permutations of each control's MMD^2 test (default: 1000)",
+        help="permutations of each control's MMD^2 test, >= 1 (default: 1000)",
     )
-    certify.add_argument("--seed", type=int, default=0, help="seed of split, folds, pairs")
-    certify.add_argument("--device", default="cpu", help="cpu or cuda, for the controls")
+    certify.add_argument("--seed", type=int, default=0, help="seed of split, folds, pairs (>= 0)")
+    certify.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu, cuda or cuda:<i>: where the batched kernels of the --controls run (the "
+        "certifier's scikit-learn classifiers always run on the CPU); checked even without "
+        "--controls, no fallback (default: cpu)",
+    )
+    _add_min_rows(
+        certify,
+        "the certifier needs to split and fold (7 at the default --test-size and --n-folds), "
+        "or 2 x --n-folds with --controls if that is more",
+    )
     _add_quiet(certify)
     certify.set_defaults(run=_run_certify)
     _add_embed(sub)
@@ -269,12 +301,111 @@ def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--labels-key", default="labels", help="NPZ array of labels")
 
 
+def _add_min_rows(parser: argparse.ArgumentParser, need: str) -> None:
+    parser.add_argument(
+        "--min-rows",
+        type=int,
+        metavar="N",
+        help="drop identities with fewer than N rows before pairs are sampled; they are "
+        f"counted and named in the output (default and smallest allowed: what {need})",
+    )
+
+
 def _add_quiet(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+# -- checks shared by the commands -------------------------------------------------------------
+
+
+def _at_least(value: int, flag: str, minimum: int) -> None:
+    if value < minimum:
+        raise InvalidInputError(f"`{flag}` must be >= {minimum}; got {value}.")
+
+
+def _inside(value: float, flag: str, low: float, high: float, *, closed: str = "neither") -> None:
+    left = value >= low if closed in ("left", "both") else value > low
+    right = value <= high if closed in ("right", "both") else value < high
+    if not (left and right):  # NaN fails both comparisons
+        lb = "[" if closed in ("left", "both") else "("
+        rb = "]" if closed in ("right", "both") else ")"
+        raise InvalidInputError(f"`{flag}` must be in {lb}{low:g}, {high:g}{rb}; got {value!r}.")
+
+
+def _check_device(device: str) -> None:
+    """Refuse a ``--device`` that cannot run here, before any input is read (no fallback)."""
+    import torch
+
+    from idaudit._device import resolve_device
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):
+        raise InvalidInputError(f"`--device` must be cpu, cuda or cuda:<i>; got {device!r}.")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidInputError(
+            f"`--device` {device} needs CUDA, which is not available here "
+            "(torch.cuda.is_available() is False); use --device cpu."
+        )
+    resolve_device(dev)  # the library's own rule, which the computation applies again
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise InvalidInputError(
+            f"`--device` {device} names CUDA device {dev.index}, but only "
+            f"{torch.cuda.device_count()} is visible here (cuda:0 to "
+            f"cuda:{torch.cuda.device_count() - 1})."
+        )
+
+
+def _min_rows(value: int | None, need: int, who: str) -> int:
+    """``--min-rows``, defaulting to ``need``, the fewest rows per identity ``who``."""
+    if value is None:
+        return need
+    if value < need:
+        raise InvalidInputError(
+            f"`--min-rows` must be >= {need}, the fewest rows per identity {who}; got {value}."
+        )
+    return value
+
+
+def _out_dir(path: str | Path, flag: str = "--out") -> Path:
+    """Create the output folder and its missing parents (0700), or check an existing one.
+
+    Called before any computation, so an unusable folder fails in seconds, not after the
+    audit. Only folders created here get a mode; an existing folder keeps its own.
+    """
+    out = Path(path)
+    missing: list[Path] = []
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    try:
+        for folder in reversed(missing):
+            try:
+                folder.mkdir(mode=0o700)  # the umask can only narrow it
+            except FileExistsError:
+                if not folder.is_dir():
+                    raise
+        if not out.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "it is not a folder")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "it is not writable")
+    except OSError as exc:
+        raise InvalidInputError(
+            f"`{flag}` must be a folder that can be created and written to; {str(out)!r}: "
+            f"{exc.strerror or exc}."
+        ) from None
+    return out
+
+
 def _say(text: str) -> None:
     sys.stdout.write(text + "\n")
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 # -- demo -------------------------------------------------------------------------------------
@@ -284,14 +415,15 @@ def _run_demo(args: argparse.Namespace) -> int:
     from idaudit._demo import QUICK, DemoConfig, run_demo
 
     config = QUICK if args.quick else DemoConfig()
-    result = run_demo(args.out, config=config, progress=not args.quiet)
+    out = _out_dir(args.out)
+    result = run_demo(out, config=config, progress=not args.quiet)
     _say(f"idaudit demo finished in {result.seconds:.0f} s; wrote:")
     for path in (result.report, result.results, result.figure):
         _say(f"  {path}")
     return 0
 
 
-# -- audit ------------------------------------------------------------------------------------
+# -- reading the input ------------------------------------------------------------------------
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -326,10 +458,54 @@ def _describe(es: Any) -> str:
     )
 
 
-def _out_dir(path: str) -> Path:
-    out = Path(path)
-    out.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return out
+def _keep_min_rows(es: Any, min_rows: int) -> tuple[Any, dict[Any, int]]:
+    """Keep identities with at least ``min_rows`` rows; also return each dropped one's rows."""
+    small = {label: int(n) for label, n in es.counts.items() if n < min_rows}
+    kept = [label for label in es.identities if label not in small]
+    if len(kept) < 2:
+        if small:
+            raise InvalidInputError(
+                f"`--min-rows` {min_rows} leaves {len(kept)} of the {len(es.identities)} "
+                "identities; at least 2 are needed (see the counts above)."
+            )
+        raise InvalidInputError(
+            f"`embeddings` must hold at least 2 identities; got {len(es.identities)}."
+        )
+    return (es.subset(kept) if small else es), small
+
+
+def _named(small: dict[Any, int]) -> str:
+    shown = ", ".join(
+        f"{label} ({_plural(n, 'row', 'rows')})" for label, n in list(small.items())[:_N_NAMED]
+    )
+    return shown + (f", and {len(small) - _N_NAMED} more" if len(small) > _N_NAMED else "")
+
+
+def _min_rows_line(min_rows: int, small: dict[Any, int]) -> str:
+    """One sentence saying which identities ``--min-rows`` dropped (or that none were)."""
+    if not small:
+        return f"Identities with fewer than {min_rows} rows (`--min-rows`): none."
+    return (
+        f"Dropped {_plural(len(small), 'identity', 'identities')} with fewer than {min_rows} "
+        f"rows (`--min-rows`) before pairs were chosen, "
+        f"{_plural(sum(small.values()), 'row', 'rows')} in all: {_named(small)}."
+    )
+
+
+def _min_rows_attrs(min_rows: int, small: dict[Any, int]) -> dict[str, Any]:
+    """Dataset attributes recording the ``--min-rows`` filter (scalars and strings only)."""
+    labels = ", ".join(str(label) for label in list(small)[:_N_NAMED])
+    if len(small) > _N_NAMED:
+        labels += f", and {len(small) - _N_NAMED} more"
+    return {
+        "min_rows": min_rows,
+        "n_identities_dropped_min_rows": len(small),
+        "n_rows_dropped_min_rows": sum(small.values()),
+        "identities_dropped_min_rows": labels,
+    }
+
+
+# -- audit ------------------------------------------------------------------------------------
 
 
 def _run_audit(args: argparse.Namespace) -> int:
@@ -344,6 +520,7 @@ def _run_audit(args: argparse.Namespace) -> int:
     )
     from idaudit.data import sample_pairs
 
+    # every flag is checked before the input is read
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     known = ("gaussmech", "kdelr", "mmdtv", "rocht")
     unknown = [m for m in methods if m not in known]
@@ -352,11 +529,18 @@ def _run_audit(args: argparse.Namespace) -> int:
             f"`--methods` must be a comma-separated subset of {','.join(known)}; "
             f"got {args.methods!r}."
         )
-    es = _load(args)
-    _say(f"read {args.embeddings}: {_describe(es)}")
-    m = len(es.identities)
-    n_pairs = min(args.n_pairs, m * (m - 1) // 2)
-    pairs = sample_pairs(es.identities, n_pairs, rng=args.seed)
+    if args.n_pairs is not None:
+        _at_least(args.n_pairs, "--n-pairs", 1)
+    _at_least(args.seed, "--seed", 0)
+    for alpha in args.kde_alpha:
+        _inside(alpha, "--kde-alpha", 0.0, 1.0, closed="both")
+    if len(set(args.kde_alpha)) < len(args.kde_alpha):
+        raise InvalidInputError(
+            "`--kde-alpha` values must be distinct (one KDE-LR auditor each); got "
+            f"{' '.join(f'{a:g}' for a in args.kde_alpha)}."
+        )
+    _at_least(args.n_permutations, "--n-permutations", 0)
+    _check_device(args.device)
     auditors: list[Any] = []
     for method in methods:
         if method == "gaussmech":
@@ -367,24 +551,69 @@ def _run_audit(args: argparse.Namespace) -> int:
             auditors.append(MMDTVAuditor(n_permutations=args.n_permutations, rng=args.seed))
         else:
             auditors.append(ROCHTAuditor(classifier=args.classifier, rng=args.seed))
-    ds = audit_pairs(es, pairs, auditors, device=args.device, progress=not args.quiet)
-    summary = summarize(ds)
+    min_rows = _min_rows(
+        args.min_rows, max(aud.min_rows() for aud in auditors), "the chosen audits need"
+    )
+
+    read = _load(args)
+    _say(f"read {args.embeddings}: {_describe(read)}")
+    es, small = _keep_min_rows(read, min_rows)
+    if small:
+        _say(_min_rows_line(min_rows, small))
+    m = len(es.identities)
+    available = m * (m - 1) // 2
+    n_pairs = args.n_pairs
+    if n_pairs is None:
+        n_pairs = min(_DEFAULT_N_PAIRS, available)
+        if n_pairs < _DEFAULT_N_PAIRS:
+            _say(
+                f"auditing all {available} pairs of the {m} identities (fewer than the "
+                f"default --n-pairs {_DEFAULT_N_PAIRS})"
+            )
+    elif n_pairs > available:
+        raise InvalidInputError(
+            f"`--n-pairs` must be at most the number of identity pairs available, "
+            f"{available} for the {m} identities with at least {min_rows} rows; "
+            f"got {n_pairs}."
+        )
     out = _out_dir(args.out)
+
+    pairs = sample_pairs(es.identities, n_pairs, rng=args.seed)
+    ds = audit_pairs(es, pairs, auditors, device=args.device, progress=not args.quiet)
+    ds.attrs.update(_min_rows_attrs(min_rows, small))
+    summary = summarize(ds)
     results = write_netcdf(ds, out / "results.nc")
-    text = _summary_markdown(summary, args.embeddings, es, n_pairs)
+    text = _summary_markdown(summary, args.embeddings, read, n_pairs, m, min_rows, small)
     report = write_text(text, out / "summary.md")
     _say(repr(summary))
     _say(f"wrote:\n  {results}\n  {report}")
     return 0
 
 
-def _summary_markdown(summary: Any, source: str, es: Any, n_pairs: int) -> str:
+def _summary_markdown(
+    summary: Any,
+    source: str,
+    read: Any,
+    n_pairs: int,
+    n_identities: int,
+    min_rows: int,
+    small: dict[Any, int],
+) -> str:
     lines = [
         "# idaudit audit",
         "",
-        f"Input `{source}`: {_describe(es)}.",
-        f"Pairs: the first {n_pairs} of one seeded shuffle of all identity pairs; the medians "
-        f"below are over the {summary.n_pairs} pairs where every method has a value.",
+        f"Input `{source}`: {_describe(read)}.",
+        "",
+        _min_rows_line(min_rows, small),
+        "",
+        (
+            f"Pairs: all {n_pairs} pairs of the {n_identities} identities kept"
+            if n_pairs == n_identities * (n_identities - 1) // 2
+            else f"Pairs: the first {n_pairs} of one seeded shuffle of all pairs of the "
+            f"{n_identities} identities kept"
+        )
+        + f"; the medians below are over the {summary.n_pairs} pairs where every method has "
+        "a value.",
         "",
         "| column | value | status |",
         "|---|---|---|",
@@ -411,8 +640,20 @@ def _run_certify(args: argparse.Namespace) -> int:
     from idaudit._demo import write_netcdf, write_text
     from idaudit.certify import ReservedTestCertifier, sanity_controls
 
-    es = _load(args)
-    _say(f"read {args.embeddings}: {_describe(es)}")
+    # every flag is checked before the input is read
+    _inside(args.alpha, "--alpha", 0.0, 1.0)
+    _inside(args.delta, "--delta", 0.0, 1.0, closed="left")
+    _inside(args.test_size, "--test-size", 0.0, 1.0)
+    for flag, value, minimum in (
+        ("--n-candidates", args.n_candidates, 1),
+        ("--n-select", args.n_select, 1),
+        ("--n-families", args.n_families, 1),
+        ("--n-folds", args.n_folds, 2),
+        ("--n-permutations", args.n_permutations, 1),
+        ("--seed", args.seed, 0),
+    ):
+        _at_least(value, flag, minimum)
+    _check_device(args.device)  # used by the controls only, but never ignored
     cert = ReservedTestCertifier(
         test_size=args.test_size,
         n_candidates=args.n_candidates,
@@ -424,40 +665,78 @@ def _run_certify(args: argparse.Namespace) -> int:
         n_folds=args.n_folds,
         rng=args.seed,
         progress=not args.quiet,
-    ).fit(es)
-    controls = None
-    if args.controls:
-        controls = sanity_controls(
-            es,
-            n_permutations=args.n_permutations,
-            n_folds=args.n_folds,
-            rng=args.seed,
-            device=args.device,
-            progress=not args.quiet,
-        )
+    )
+    need, who = cert.min_rows(), "the certifier needs to split and fold"
+    if args.controls and 2 * args.n_folds > need:
+        need, who = 2 * args.n_folds, "the --controls need (2 x --n-folds)"
+    min_rows = _min_rows(args.min_rows, need, who)
+
+    read = _load(args)
+    _say(f"read {args.embeddings}: {_describe(read)}")
+    es, small = _keep_min_rows(read, min_rows)
+    if small:
+        _say(_min_rows_line(min_rows, small))
     out = _out_dir(args.out)
-    written = [
-        write_netcdf(cert.certificates_, out / "certificates.nc"),
-        write_netcdf(cert.candidates_, out / "candidates.nc"),
-    ]
+
+    # the library's warnings (duplicates, too few test rows) go to stderr and the report
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", IdauditWarning)
+        cert.fit(es)
+        controls = None
+        if args.controls:
+            controls = sanity_controls(
+                es,
+                n_permutations=args.n_permutations,
+                n_folds=args.n_folds,
+                rng=args.seed,
+                device=args.device,
+                progress=not args.quiet,
+            )
+    notes = _relay(caught, "certify")
+    extra = _min_rows_attrs(min_rows, small)
+    datasets = {"certificates.nc": cert.certificates_, "candidates.nc": cert.candidates_}
     if controls is not None:
-        written.append(write_netcdf(controls, out / "controls.nc"))
-    text = _certificate_markdown(cert.certificates_, controls, args.embeddings, es)
+        datasets["controls.nc"] = controls
+    written = []
+    for name, ds in datasets.items():
+        ds.attrs.update(extra)
+        written.append(write_netcdf(ds, out / name))
+    text = _certificate_markdown(
+        cert.certificates_, controls, args.embeddings, read, _min_rows_line(min_rows, small), notes
+    )
     written.append(write_text(text, out / "certificates.md"))
     _say(text)
     _say("wrote:\n" + "\n".join(f"  {p}" for p in written))
     return 0
 
 
-def _certificate_markdown(c: Any, controls: Any, source: str, es: Any) -> str:
+def _relay(caught: list[warnings.WarningMessage], command: str) -> list[str]:
+    """Print idaudit's warnings as one line each on stderr; pass the others on unchanged."""
+    notes: list[str] = []
+    for w in caught:
+        if issubclass(w.category, IdauditWarning):
+            notes.append(str(w.message))
+            sys.stderr.write(f"idaudit {command}: warning: {w.message}\n")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return notes
+
+
+def _certificate_markdown(
+    c: Any, controls: Any, source: str, read: Any, min_rows_line: str, notes: list[str]
+) -> str:
     a = c.attrs
     lines = [
         "# idaudit certify",
         "",
-        f"Input `{source}`: {_describe(es)}.",
+        f"Input `{source}`: {_describe(read)}.",
+        "",
+        min_rows_line,
         "",
         f"Status **certified_lower_bound**: {a['confidence']}. Each error-rate bound is a "
-        f"one-sided Clopper-Pearson bound at {a['alpha_per_bound']:.3g}; delta = {a['delta']:g}.",
+        f"one-sided Clopper-Pearson bound at {a['alpha_per_bound']:.3g}; delta = {a['delta']:g}. "
+        f"Even an error-free test certifies 0 below {a['min_test_rows_for_nonzero']} test rows "
+        "per identity.",
         "",
         "| identity_a | identity_b | test n (a, b) | test errors (fp, fn) | UFPR | UFNR | "
         "test AUC | epsilon_lb |",
@@ -473,6 +752,8 @@ def _certificate_markdown(c: Any, controls: Any, source: str, es: Any) -> str:
             f"{float(row['epsilon_lb']):.3f} |"
         )
     lines += ["", f"Largest certified lower bound: **{a['epsilon_lb']:.3f}**.", ""]
+    if notes:
+        lines += ["## Warnings", "", *(f"- {note}" for note in notes), ""]
     if controls is not None:
         ca = controls.attrs
         lines += [
@@ -604,6 +885,9 @@ def _run_embed(args: argparse.Namespace) -> int:
         + (f"; {skipped} other files skipped" if skipped else "")
     )
     detector, encoder = _face_models(args)
+    # the folders that will hold the two files, before the (long) encoding
+    _out_dir(out.parent, "--out")
+    _out_dir(outcomes_path.parent, "--outcomes")
     _say(
         f"detector {type(detector).__name__}, encoder {encoder.name} (dim {encoder.dim}), "
         f"device {encoder.device}"
@@ -617,8 +901,6 @@ def _run_embed(args: argparse.Namespace) -> int:
     )
     emb, outcomes = pipeline.encode(paths)
     outcomes.insert(0, "identity", [labels[i] for i in outcomes["input_index"]])
-    for target in (out, outcomes_path):
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_atomic(outcomes_path, lambda tmp: outcomes.to_csv(tmp, index=False))
 
     kept = outcomes[outcomes["status"] == "ok"].sort_values("embedding_row")

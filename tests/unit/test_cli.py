@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import warnings
@@ -13,7 +14,8 @@ import pytest
 import xarray as xr
 
 from idaudit.cli import main
-from idaudit.exceptions import IdauditWarning
+from idaudit.data import sample_pairs
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 
 def _mode(path: Path) -> int:
@@ -127,7 +129,7 @@ def test_certify_command_with_controls(
     [
         (["certify", "missing.csv"], "`embeddings` must be an existing file"),
         (["audit", "{csv}", "--methods", "gaussmech,psychic"], "`--methods` must be"),
-        (["certify", "{npz}", "--alpha", "2"], r"`alpha` must be in \(0, 1\); got 2.0."),
+        (["certify", "{npz}", "--alpha", "2"], r"`--alpha` must be in \(0, 1\); got 2.0."),
         (["audit", "{txt}"], r"must end in .csv, .npz, .parquet or .pq; got 'emb.txt'"),
     ],
 )
@@ -195,13 +197,269 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
     assert _mode(path) == 0o600
 
 
-def test_unusable_out_folder_is_an_input_error(
-    tmp_path: Path, embedding_files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+# -- flags are checked before the input is read ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["audit", "--n-pairs", "-3"], r"`--n-pairs` must be >= 1; got -3\."),
+        (["audit", "--n-pairs", "0"], r"`--n-pairs` must be >= 1; got 0\."),
+        (["audit", "--seed", "-1"], r"`--seed` must be >= 0; got -1\."),
+        (["audit", "--kde-alpha", "2"], r"`--kde-alpha` must be in \[0, 1\]; got 2\.0\."),
+        (["audit", "--kde-alpha", "nan"], r"`--kde-alpha` must be in \[0, 1\]; got nan\."),
+        (
+            ["audit", "--kde-alpha", "0", "0.0"],
+            r"`--kde-alpha` values must be distinct \(one KDE-LR auditor each\); got 0 0\.",
+        ),
+        (["audit", "--n-permutations", "-1"], r"`--n-permutations` must be >= 0; got -1\."),
+        (
+            ["audit", "--min-rows", "4"],
+            r"`--min-rows` must be >= 5, the fewest rows per identity the chosen audits need; "
+            r"got 4\.",
+        ),
+        (["audit", "--methods", "gaussmech", "--min-rows", "1"], r"`--min-rows` must be >= 2,"),
+        (["audit", "--device", "tpu"], r"`--device` must be cpu, cuda or cuda:<i>; got 'tpu'\."),
+        (["certify", "--alpha", "0"], r"`--alpha` must be in \(0, 1\); got 0\.0\."),
+        (["certify", "--alpha", "nan"], r"`--alpha` must be in \(0, 1\); got nan\."),
+        (["certify", "--delta", "1"], r"`--delta` must be in \[0, 1\); got 1\.0\."),
+        (["certify", "--test-size", "1.5"], r"`--test-size` must be in \(0, 1\); got 1\.5\."),
+        (["certify", "--n-candidates", "0"], r"`--n-candidates` must be >= 1; got 0\."),
+        (["certify", "--n-select", "0"], r"`--n-select` must be >= 1; got 0\."),
+        (["certify", "--n-families", "0"], r"`--n-families` must be >= 1; got 0\."),
+        (["certify", "--n-folds", "1"], r"`--n-folds` must be >= 2; got 1\."),
+        (["certify", "--n-permutations", "0"], r"`--n-permutations` must be >= 1; got 0\."),
+        (["certify", "--seed", "-2"], r"`--seed` must be >= 0; got -2\."),
+        (
+            ["certify", "--min-rows", "6"],
+            r"`--min-rows` must be >= 7, the fewest rows per identity the certifier needs to "
+            r"split and fold; got 6\.",
+        ),
+        (
+            ["certify", "--controls", "--min-rows", "9"],
+            r"`--min-rows` must be >= 10, the fewest rows per identity the --controls need "
+            r"\(2 x --n-folds\); got 9\.",
+        ),
+        # CUDA requested on a machine without it: refused even when only the controls use it
+        (["audit", "--device", "cuda"], r"`--device` cuda needs CUDA, which is not available"),
+        (["certify", "--device", "cuda"], r"`--device` cuda needs CUDA, which is not available"),
+        (["certify", "--device", "cuda:1"], r"`--device` cuda:1 needs CUDA"),
+    ],
+)
+def test_flags_are_checked_before_the_input_is_read(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
 ) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    # the input does not exist: a flag error proves the flags were checked first
+    command, *flags = argv
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exc:
+        main([command, str(tmp_path / "missing.csv"), *flags, "--out", str(out), "--quiet"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1  # one line
+    assert err.startswith(f"idaudit {command}: error: ")
+    assert re.search(message, err), err
+    assert not out.exists()  # nothing created for a run that cannot start
+
+
+@pytest.fixture(scope="module")
+def uneven_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six identities of 30 rows, 'tiny' with 3 rows and 'small' with 6 (NPZ)."""
+    gen = np.random.default_rng(3)
+    counts = {**{f"p{i}": 30 for i in range(6)}, "tiny": 3, "small": 6}
+    labels = np.concatenate([[k] * n for k, n in counts.items()])
+    centres = gen.normal(size=(len(counts), 6))
+    x = np.repeat(centres, list(counts.values()), axis=0) + 0.5 * gen.normal(size=(189, 6))
+    path = tmp_path_factory.mktemp("uneven") / "uneven.npz"
+    np.savez(path, embeddings=x, labels=labels)
+    return path
+
+
+def test_n_pairs_above_the_pairs_available_is_an_error(
+    tmp_path: Path, uneven_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 7 identities keep >= 5 rows ('tiny' is dropped): 21 pairs, as sample_pairs counts them
+    with pytest.raises(InvalidInputError, match=r"at most the number of unordered pairs, 21"):
+        sample_pairs([f"p{i}" for i in range(6)] + ["small"], 22)
+    argv = ["audit", str(uneven_file), "--out", str(tmp_path / "o"), "--n-pairs", "22"]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--quiet"])
+    assert exc.value.code == 2
+    assert (
+        "idaudit audit: error: `--n-pairs` must be at most the number of identity pairs "
+        "available, 21 for the 7 identities with at least 5 rows; got 22.\n"
+    ) in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    # without --n-pairs: 100, or all pairs when there are fewer, which is said (GaussMech
+    # alone needs 2 rows per identity, so all 8 identities and their 28 pairs are kept)
+    assert main([*argv[:-2], "--methods", "gaussmech", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "auditing all 28 pairs of the 8 identities (fewer than the default --n-pairs 100)" in (
+        printed
+    )
+    summary = (tmp_path / "o" / "summary.md").read_text(encoding="utf-8")
+    assert "Pairs: all 28 pairs of the 8 identities kept;" in summary
+
+
+def test_audit_drops_and_counts_identities_below_min_rows(
+    tmp_path: Path, uneven_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "audit"
+    argv = ["audit", str(uneven_file), "--out", str(out), "--n-pairs", "4", "--quiet"]
+    # default: 5 rows, what ROC-HT's five folds need; 'tiny' (3 rows) goes
+    assert main([*argv, "--methods", "gaussmech,rocht"]) == 0
+    printed = capsys.readouterr().out
+    line = (
+        "Dropped 1 identity with fewer than 5 rows (`--min-rows`) before pairs were chosen, "
+        "3 rows in all: tiny (3 rows)."
+    )
+    assert line in printed
+    assert line in (out / "summary.md").read_text(encoding="utf-8")
+    kept = [f"p{i}" for i in range(6)] + ["small"]
+    with xr.open_dataset(out / "results.nc") as ds:
+        assert ds.attrs["min_rows"] == 5
+        assert ds.attrs["n_identities_dropped_min_rows"] == 1
+        assert ds.attrs["n_rows_dropped_min_rows"] == 3
+        assert ds.attrs["identities_dropped_min_rows"] == "tiny"
+        # the pairs are sampled from the identities kept
+        got = list(zip(ds["identity_a"].values, ds["identity_b"].values, strict=True))
+    assert got == sample_pairs(kept, 4, rng=0)
+
+    # without ROC-HT two rows are enough, and nothing is dropped (said so in the summary)
+    assert main([*argv, "--methods", "gaussmech"]) == 0
+    assert "Dropped" not in capsys.readouterr().out
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "Identities with fewer than 2 rows (`--min-rows`): none." in summary
+    with xr.open_dataset(out / "results.nc") as ds:
+        assert ds.attrs["n_identities_dropped_min_rows"] == 0
+        assert ds.attrs["identities_dropped_min_rows"] == ""
+
+    # a larger --min-rows drops more; too large leaves too few identities
+    assert main([*argv, "--methods", "gaussmech", "--min-rows", "10"]) == 0
+    assert "Dropped 2 identities with fewer than 10 rows" in capsys.readouterr().out
+    with xr.open_dataset(out / "results.nc") as ds:
+        assert ds.attrs["identities_dropped_min_rows"] == "small, tiny"
+        assert ds.attrs["n_rows_dropped_min_rows"] == 9
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--min-rows", "31"])
+    assert exc.value.code == 2
+    assert "`--min-rows` 31 leaves 0 of the 8 identities; at least 2" in capsys.readouterr().err
+
+
+def test_certify_drops_small_identities_and_relays_the_small_test_warning(
+    tmp_path: Path, uneven_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cert"
+    argv = ["certify", str(uneven_file), "--out", str(out), "--n-select", "2", "--quiet"]
+    # default --min-rows: 7 (2 test + 5 development rows), so 'tiny' and 'small' go; 30 rows
+    # give 9 test rows, above the 7 that alpha' = 0.05 / 4 needs: no warning
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "Dropped 2 identities with fewer than 7 rows" in captured.out
+    assert "warning" not in captured.err
+    md = (out / "certificates.md").read_text(encoding="utf-8")
+    assert "small (6 rows), tiny (3 rows)" in md
+    assert "certifies 0 below 7 test rows per identity" in md
+    for name in ("certificates.nc", "candidates.nc"):
+        with xr.open_dataset(out / name) as ds:
+            assert ds.attrs["n_identities_dropped_min_rows"] == 2
+            assert ds.attrs["min_rows"] == 7
+    # with --n-families 10, alpha' = 0.05 / 40 needs 10 test rows, one more than the 9 that
+    # 30 rows give: every certificate is 0, and the command says so
+    assert main([*argv, "--n-families", "10"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith(
+        "idaudit certify: warning: 2 of the 2 selected pairs can only certify epsilon_lb = 0"
+    )
+    assert "certify 0 below 10 test rows per identity" in captured.err
+    md = (out / "certificates.md").read_text(encoding="utf-8")
+    assert "## Warnings" in md
+    assert "2 of the 2 selected pairs can only certify epsilon_lb = 0" in md
+    with xr.open_dataset(out / "certificates.nc") as ds:
+        assert float(ds["epsilon_lb"].max()) == 0.0
+
+
+# -- the output folder ----------------------------------------------------------------------
+
+
+def test_out_folder_and_parents_are_created_owner_only_before_the_audit(
+    tmp_path: Path,
+    embedding_files: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import idaudit.audits
+
+    existing = tmp_path / "shared"
+    existing.mkdir(mode=0o755)
+    existing.chmod(0o755)
+    out = existing / "a" / "b" / "out"
+    seen: dict[str, bool] = {}
+
+    def stop(*args: object, **kwargs: object) -> None:
+        seen["out_ready"] = out.is_dir()
+        raise RuntimeError("stop before computing")
+
+    monkeypatch.setattr(idaudit.audits, "audit_pairs", stop)
+    argv = ["audit", str(embedding_files["npz"]), "--out", str(out), "--quiet"]
+    with pytest.raises(RuntimeError, match="stop before computing"):
+        main(argv)
+    assert seen == {"out_ready": True}
+    for folder in (existing / "a", existing / "a" / "b", out):
+        assert _mode(folder) == 0o700, folder
+    assert _mode(existing) == 0o755  # a folder that existed keeps its mode
+
+
+def test_unusable_out_folder_is_an_input_error(
+    tmp_path: Path,
+    embedding_files: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import idaudit.audits
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the audit ran before the output folder was checked")
+
+    monkeypatch.setattr(idaudit.audits, "audit_pairs", never)
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    argv = ["audit", str(embedding_files["csv"]), "--out", str(blocker / "out"), "--quiet"]
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    assert "idaudit audit: error:" in capsys.readouterr().err
+    for out in (blocker / "out", blocker):
+        argv = ["audit", str(embedding_files["npz"]), "--out", str(out), "--quiet"]
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(
+            "idaudit audit: error: `--out` must be a folder that can be created and written to; "
+            f"{str(out)!r}: "
+        )
+        assert err.count("\n") == 1
+
+
+def test_read_only_out_folder_is_refused_before_the_audit(
+    tmp_path: Path,
+    embedding_files: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "ro"
+    out.mkdir(mode=0o500)
+    real_access = os.access
+    # root may write anywhere, so the folder is also reported unwritable to the check
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: False if Path(path) == out else real_access(path, mode)
+    )
+    try:
+        with pytest.raises(SystemExit):
+            main(["audit", str(embedding_files["npz"]), "--out", str(out), "--quiet"])
+    finally:
+        out.chmod(0o700)
+    assert f"{str(out)!r}: it is not writable." in capsys.readouterr().err
+    assert not (out / "results.nc").exists()
