@@ -8,7 +8,7 @@ and the value.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Container
+from collections.abc import Iterable
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -191,23 +191,23 @@ def check_pair(
     return a, b
 
 
-def check_pairs(pairs: Any, known: Container[Any], *, unknown: str) -> list[tuple[Any, Any]]:
+def check_pairs(pairs: Any, known: Iterable[Any], *, unknown: str) -> list[tuple[Any, Any]]:
     """Validate a list of identity pairs against the identities that exist.
 
     Parameters
     ----------
     pairs : sequence of (label, label) or array_like, shape (n_pairs, 2)
         At least one pair; each names two different identities.
-    known : container
-        The identities that exist (``label in known``).
+    known : iterable
+        The identities that exist, as stored (e.g. ``EmbeddingSet.identities``).
     unknown : str
         How the error for a label not in ``known`` ends, e.g. ``"which `es` does not contain"``.
 
     Returns
     -------
     list of tuple
-        The pairs, NumPy scalars turned into Python scalars (labels as ``EmbeddingSet`` stores
-        them).
+        The pairs, each label replaced by the stored label it equals (so ``1.0`` or
+        ``np.int64(1)`` become the stored ``1``).
 
     Raises
     ------
@@ -215,7 +215,8 @@ def check_pairs(pairs: Any, known: Container[Any], *, unknown: str) -> list[tupl
         If ``pairs`` is a string or not iterable.
     InvalidInputError
         If it is empty, an array of another shape, an item is not a pair, a label is unknown,
-        or a pair names one identity twice; the message names the item (``pairs[k]``).
+        a bool or unhashable, or a pair names one identity twice; the message names the item
+        (``pairs[k]``).
     """
     if isinstance(pairs, np.ndarray):
         if pairs.ndim != 2 or pairs.shape[1] != 2:
@@ -236,19 +237,32 @@ def check_pairs(pairs: Any, known: Container[Any], *, unknown: str) -> list[tupl
             ) from None
     if not items:
         raise InvalidInputError("`pairs` must hold at least one pair; got none.")
+    stored = {_python(label): _python(label) for label in known}
     out: list[tuple[Any, Any]] = []
     for k, item in enumerate(items):
         if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
             raise InvalidInputError(
                 f"`pairs[{k}]` must be a pair (identity_a, identity_b); got {item!r}."
             )
-        a, b = (x.item() if isinstance(x, np.generic) else x for x in item)
-        for label in (a, b):
-            if label not in known:
-                raise InvalidInputError(f"`pairs[{k}]` names identity {label!r}, {unknown}.")
+        found = []
+        for label in map(_python, item):
+            if isinstance(label, bool):  # True == 1: it would silently name identity 1
+                raise InvalidInputError(f"`pairs[{k}]` names {label!r}; labels are not bools.")
+            try:
+                found.append(stored[label])
+            except (KeyError, TypeError):  # TypeError: unhashable, so not a label
+                raise InvalidInputError(
+                    f"`pairs[{k}]` names identity {label!r}, {unknown}."
+                ) from None
+        a, b = found
         if a == b:
             raise InvalidInputError(
                 f"`pairs[{k}]` pairs identity {a!r} with itself; an audit needs two identities."
             )
         out.append((a, b))
     return out
+
+
+def _python(value: Any) -> Any:
+    """Return the Python scalar a NumPy scalar holds; anything else unchanged."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -72,3 +72,41 @@ def test_bad_inputs(runs: dict[str, xr.Dataset]) -> None:
         concat_conditions({"vgg": runs["vgg"], "x": runs["celeba"].drop_vars("rocht_auc")})
     with pytest.raises(InvalidInputError, match="summarise one at a time"):
         summarize(concat_conditions(runs))
+
+
+def test_encoders_of_different_dimension_and_auditor_order() -> None:
+    from idaudit import KDELRAuditor
+
+    gen = np.random.default_rng(5)
+    labels = np.repeat(["a", "b", "c"], 12)
+    small = EmbeddingSet(gen.normal(size=(36, 4)), labels)
+    large = EmbeddingSet(gen.normal(size=(36, 8)), labels)
+    pairs = sample_pairs(small.identities, 3, rng=0)
+    runs = {
+        "d4": audit_pairs(small, pairs, [KDELRAuditor(), MMDTVAuditor()], progress=False),
+        "d8": audit_pairs(large, pairs, [MMDTVAuditor(), KDELRAuditor()], progress=False),
+    }
+    ds = concat_conditions(runs)
+    assert ds.sizes["embedding_dim"] == 8
+    assert ds["n_embedding_dim"].values.tolist() == [4, 8]
+    per_dim = ds["kdelr_epsilon_per_dim"].sel(condition="d4").values
+    np.testing.assert_array_equal(per_dim[:, :4], runs["d4"]["kdelr_epsilon_per_dim"].values)
+    assert np.isnan(per_dim[:, 4:]).all()
+    # the same auditors in another order: one shared 'auditors' attribute, summaries per condition
+    assert ds.attrs["auditors"] == "kdelr,mmdtv"
+    for name, one in runs.items():
+        got = summarize(ds.sel(condition=name)).to_dict()
+        want = summarize(one).to_dict()
+        assert got == {column: want[column] for column in got}
+
+
+def test_mixed_label_types_are_refused() -> None:
+    gen = np.random.default_rng(6)
+    as_text = EmbeddingSet(gen.normal(size=(24, 3)), np.repeat(["a", "b"], 12))
+    as_int = EmbeddingSet(gen.normal(size=(24, 3)), np.repeat([1, 2], 12))
+    runs = {
+        "text": audit_pairs(as_text, [("a", "b")], [MMDTVAuditor()], progress=False),
+        "int": audit_pairs(as_int, [(1, 2)], [MMDTVAuditor()], progress=False),
+    }
+    with pytest.raises(InvalidInputError, match="are of different types"):
+        concat_conditions(runs)

@@ -170,6 +170,7 @@ def test_dask_backend_needs_a_client(es: EmbeddingSet) -> None:
         ([("id0",)], r"`pairs\[0\]` must be a pair"),
         ([], "`pairs` must hold at least one pair"),
         (np.array(["id0", "id1"]), r"array of shape \(n_pairs, 2\); got an array of shape \(2,\)"),
+        ([("id0", True)], r"`pairs\[0\]` names True; labels are not bools"),
     ],
 )
 def test_bad_pairs(es: EmbeddingSet, pairs: object, match: str) -> None:
@@ -202,3 +203,12 @@ def test_progress_bar_is_optional(es: EmbeddingSet, capsys: pytest.CaptureFixtur
     assert "audit_pairs" not in capsys.readouterr().err
     audit_pairs(es, PAIRS[:1], [GaussMechAuditor()], progress=True)
     assert "audit_pairs" in capsys.readouterr().err
+
+
+def test_pairs_are_reported_with_the_stored_labels() -> None:
+    gen = np.random.default_rng(4)
+    es = EmbeddingSet(gen.normal(size=(30, 3)), np.repeat([1, 2, 3], 10))
+    ds = audit_pairs(es, [(1.0, np.int32(2))], [GaussMechAuditor()], progress=False)
+    assert ds["identity_a"].values.tolist() == [1]
+    assert ds["identity_a"].dtype.kind == "i"
+    assert ds["identity_b"].values.tolist() == [2]

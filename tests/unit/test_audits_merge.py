@@ -8,6 +8,7 @@ import xarray as xr
 
 from idaudit import (
     EmbeddingSet,
+    GaussMechAuditor,
     InvalidInputError,
     MMDTVAuditor,
     ROCHTAuditor,
@@ -73,6 +74,15 @@ def test_netcdf_round_trip(runs: tuple, tmp_path) -> None:
         xr.testing.assert_identical(back.load(), ds)
 
 
+def test_chained_merges_keep_every_input_hash(es: EmbeddingSet, runs: tuple) -> None:
+    pairs, common, mmd = runs
+    gauss = audit_pairs(es, pairs[:6], [GaussMechAuditor()], progress=False)
+    once = merge_audits(merge_audits(common, mmd), gauss)
+    hashes = [ds.attrs["pairs_sha256"] for ds in (common, mmd, gauss)]
+    assert once.attrs["merged_pairs_sha256"] == ",".join(hashes)
+    xr.testing.assert_identical(once, merge_audits(common, mmd, gauss))
+
+
 def test_order_of_inputs_sets_pair_order(runs: tuple) -> None:
     pairs, common, mmd = runs
     ds = merge_audits(mmd, common)
@@ -93,6 +103,9 @@ def test_bad_inputs(es: EmbeddingSet, runs: tuple) -> None:
     )
     with pytest.raises(InvalidInputError, match=r"of an earlier input in reverse order"):
         merge_audits(common, flipped)
+    twice = audit_pairs(es, [pairs[0], pairs[0]], [MMDTVAuditor(name="m5")], progress=False)
+    with pytest.raises(InvalidInputError, match=r"appears twice in results\[0\]"):
+        merge_audits(twice)
     with pytest.raises(InvalidInputError, match="is not an audit_pairs result"):
         merge_audits(common, xr.Dataset({"x": ("pair", [1.0])}))
     other = EmbeddingSet(es.embeddings[::-1].copy(), es.labels[::-1].copy())

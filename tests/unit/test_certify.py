@@ -491,12 +491,15 @@ def test_bad_parameters(
 
 def test_bad_pairs(es: EmbeddingSet) -> None:
     cert = ReservedTestCertifier(n_select=1, progress=False)
-    with pytest.raises(InvalidInputError, match="names identity 99, which `es` does not contain"):
+    match = r"`pairs\[0\]` names identity 99, which `es` does not contain"
+    with pytest.raises(InvalidInputError, match=match):
         cert.fit(es, [(0, 99)])
-    with pytest.raises(InvalidInputError, match="must pair two different identities; got"):
+    with pytest.raises(InvalidInputError, match=r"`pairs\[0\]` pairs identity 1 with itself"):
         cert.fit(es, [(1, 1)])
-    with pytest.raises(InvalidInputError, match=r"must hold \(identity_a, identity_b\) tuples"):
+    with pytest.raises(InvalidInputError, match=r"`pairs\[0\]` must be a pair \(identity_a, iden"):
         cert.fit(es, [(0, 1, 2)])
+    with pytest.raises(InvalidInputError, match=r"`pairs\[0\]` names identity \[0\]"):
+        cert.fit(es, [([0], 1)])  # unhashable: not a label
     with pytest.raises(TypeError, match=r"`es` must be an idaudit\.EmbeddingSet"):
         cert.fit(np.zeros((4, 2)))  # type: ignore[arg-type]
 

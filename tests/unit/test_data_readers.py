@@ -332,6 +332,9 @@ def test_boolean_column_is_not_a_coordinate(tmp_path, table):
     frame.to_csv(path, index=False)
     with pytest.raises(InvalidInputError, match=r"\['is_real'\] hold true/false values"):
         EmbeddingSet.from_csv(path)
+    # named explicitly, a flag is read as 0 / 1
+    es = EmbeddingSet.from_csv(path, vector_column=["is_real", "e0"], normalize=False)
+    np.testing.assert_array_equal(es.embeddings[:, 0], [1, 0] * 4 + [1])
 
 
 def test_parquet_integer_labels_with_a_null_stay_exact(tmp_path):

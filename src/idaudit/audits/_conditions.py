@@ -36,15 +36,19 @@ def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
         become ``(condition, pair)`` coordinates. Attributes equal across conditions (the
         auditors and their hyperparameters, as a rule) stay attributes; any that differ (input
         hashes, seeds) become ``condition`` coordinates of the same name, so nothing a result
-        needs to reproduce itself is lost. Variable attributes (``status``) must agree.
+        needs to reproduce itself is lost. Variable attributes (``status``) must agree. A
+        trailing dimension of different sizes (``embedding_dim`` of KDE-LR's per-coordinate
+        terms, e.g. a 128-d and a 512-d encoder) is NaN-padded to the largest, and each
+        condition's size kept as the coordinate ``n_<dim>``.
 
     Raises
     ------
     TypeError
         If ``results`` is not a mapping of Datasets.
     InvalidInputError
-        If it is empty, the Datasets hold different variables or pair counts, or a variable's
-        attributes differ between conditions.
+        If it is empty, the Datasets hold different variables or pair counts, a variable's
+        attributes differ between conditions, or the identity labels are of different types
+        (numbers in one condition, text in another).
 
     Examples
     --------
@@ -102,19 +106,45 @@ def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
                     f"variable '{var}' has different attributes in `results[{name!r}]` and "
                     f"`results[{first_name!r}]`; were they made by the same auditors?"
                 )
+        for coord in ("identity_a", "identity_b"):
+            kinds = {first[coord].dtype.kind, ds[coord].dtype.kind}
+            if len(kinds) > 1 and not kinds <= {"U", "S", "O"} and not kinds <= {"i", "u"}:
+                raise InvalidInputError(
+                    f"identity labels of `results[{name!r}]` ({ds[coord].dtype}) and "
+                    f"`results[{first_name!r}]` ({first[coord].dtype}) are of different types; "
+                    "a stacked result could not be saved. Use one label type (e.g. str)."
+                )
 
     keys = list(dict.fromkeys(k for ds in sets for k in ds.attrs))
     shared: dict[str, Any] = {}
     varying: dict[str, list[Any]] = {}
     for key in keys:
         values = [ds.attrs.get(key) for ds in sets]
-        if all(_same(values[0], v) for v in values[1:]):
+        if key == "auditors" and len({frozenset(str(v).split(",")) for v in values}) == 1:
+            shared[key] = values[0]  # the same auditors run in another order
+        elif all(_same(values[0], v) for v in values[1:]):
             shared[key] = values[0]
         else:
             varying[key] = values
+    bare = []
+    extra_sizes: dict[str, list[int]] = {}
+    for ds in sets:
+        ds = ds.copy(deep=False)
+        ds.attrs = {}
+        bare.append(ds)
+    # trailing dimensions (KDE-LR's embedding_dim) may differ between conditions: NaN-pad to the
+    # largest and keep each condition's own size as a coordinate
+    for dim in dict.fromkeys(d for ds in sets for d in ds.dims if d != "pair"):
+        sizes = [int(ds.sizes.get(dim, 0)) for ds in sets]
+        extra_sizes[f"n_{dim}"] = sizes
+        largest = max(sizes)
+        bare = [
+            ds.pad({dim: (0, largest - size)}) if 0 < size < largest else ds
+            for ds, size in zip(bare, sizes, strict=True)
+        ]
     condition = xr.Variable("condition", np.asarray(names))
     stacked = xr.concat(
-        [ds.drop_attrs(deep=False) for ds in sets],
+        bare,
         dim=xr.DataArray(condition, dims="condition", name="condition"),
         data_vars="all",
         coords="all",
@@ -132,6 +162,9 @@ def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
                 f"attribute '{key}' differs between conditions and clashes with a variable name."
             )
         stacked = stacked.assign_coords({key: ("condition", _column(values))})
+    for key, sizes in extra_sizes.items():
+        if len(set(sizes)) > 1:
+            stacked = stacked.assign_coords({key: ("condition", np.asarray(sizes, dtype=np.int64))})
     stacked.attrs = shared
     return stacked
 

@@ -114,7 +114,7 @@ def audit_pairs(
     check_option(backend, "backend", ("local", "dask"))
     if batch_size is not None:
         batch_size = check_integer(batch_size, "batch_size", minimum=1)
-    pair_list = check_pairs(pairs, es, unknown="which `es` does not contain")
+    pair_list = check_pairs(pairs, es.identities, unknown="which `es` does not contain")
     for aud in auditor_list:
         aud._check_params()
         need = aud.min_rows()

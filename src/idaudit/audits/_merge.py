@@ -14,7 +14,7 @@ __all__ = ["merge_audits"]
 # attributes that must agree between the inputs: they say which data were audited
 _SAME_DATA = ("input_sha256",)
 # attributes that describe one input's pair list and would be wrong for the union
-_PER_INPUT = ("pairs_sha256", "n_pairs", "auditors")
+_PER_INPUT = ("pairs_sha256", "merged_pairs_sha256", "n_pairs", "auditors")
 
 
 def merge_audits(*results: xr.Dataset) -> xr.Dataset:
@@ -40,7 +40,8 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
         audited; a boolean variable that has such gaps becomes float64 (1.0 / 0.0 / NaN). The
         attributes are the union of the inputs' (per-auditor ``<label>.*`` attributes
         included); ``auditors`` lists every label, ``n_pairs`` counts the union and
-        ``merged_pairs_sha256`` lists each input's ``pairs_sha256``.
+        ``merged_pairs_sha256`` lists each input's ``pairs_sha256`` (a merged input's own list,
+        so chained merges keep every hash).
 
     Raises
     ------
@@ -49,7 +50,8 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
     InvalidInputError
         If no result is given, the inputs audited different data, an auditor label or a
         variable appears in two inputs, an input is not an ``audit_pairs`` result, one pair
-        has different row counts in two inputs, or a pair appears in both orientations.
+        has different row counts in two inputs, a pair appears in both orientations, or one
+        input holds a pair twice.
 
     Examples
     --------
@@ -110,6 +112,7 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
     positions: list[np.ndarray] = []
     for k, ds in enumerate(results):
         pos = np.empty(ds.sizes["pair"], dtype=np.int64)
+        seen: set[tuple[Any, Any]] = set()
         for i, (a, b, na, nb) in enumerate(
             zip(
                 ds["identity_a"].values.tolist(),
@@ -120,6 +123,12 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
             )
         ):
             pair = (a, b)
+            if pair in seen:
+                raise InvalidInputError(
+                    f"pair ({a!r}, {b!r}) appears twice in results[{k}]; its two values would "
+                    "have to share one slot."
+                )
+            seen.add(pair)
             if pair not in index and (b, a) in index:
                 raise InvalidInputError(
                     f"pair ({a!r}, {b!r}) of results[{k}] is pair ({b!r}, {a!r}) of an earlier "
@@ -171,7 +180,11 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
                 attrs.setdefault(key, value)
     attrs["auditors"] = ",".join(labels)
     attrs["n_pairs"] = n_total
-    attrs["merged_pairs_sha256"] = ",".join(str(ds.attrs.get("pairs_sha256", "")) for ds in results)
+    # a merged input contributes the hashes of its own inputs, so chained merges keep them all
+    attrs["merged_pairs_sha256"] = ",".join(
+        str(ds.attrs.get("merged_pairs_sha256") or ds.attrs.get("pairs_sha256", ""))
+        for ds in results
+    )
     columns = {
         "identity_a": np.asarray(ids_a),
         "identity_b": np.asarray(ids_b),

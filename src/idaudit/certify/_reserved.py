@@ -24,6 +24,7 @@ from idaudit._validation import (
     RngLike,
     check_in_range,
     check_integer,
+    check_pairs,
     check_random_state,
     spawn_seeds,
 )
@@ -336,7 +337,9 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             # common first pairs that the audits of the same condition use (Sec. 4.3)
             pair_rng = seed_pairs if isinstance(self.rng, np.random.Generator) else self.rng
             pairs = sample_pairs(es.identities, min(p["n_candidates"], n_all), rng=pair_rng)
-        candidates = _check_pairs(pairs, es)[: p["n_candidates"]]
+        candidates = check_pairs(pairs, es.identities, unknown="which `es` does not contain")[
+            : p["n_candidates"]
+        ]
         identities = list(dict.fromkeys(label for pair in candidates for label in pair))
         if len(identities) // 2 < p["n_select"]:
             raise InvalidInputError(
@@ -746,27 +749,6 @@ def _auc(ua: FloatArray, ub: FloatArray) -> float:
 
 
 # -- validation and result assembly ---------------------------------------------------------
-
-
-def _check_pairs(pairs: Sequence[tuple[Any, Any]], es: EmbeddingSet) -> list[tuple[Any, Any]]:
-    out: list[tuple[Any, Any]] = []
-    for pair in pairs:
-        if isinstance(pair, (str, bytes)) or len(pair) != 2:
-            raise InvalidInputError(
-                f"`pairs` must hold (identity_a, identity_b) tuples; got {pair!r}."
-            )
-        a, b = pair
-        for label in (a, b):
-            if label not in es.counts:
-                raise InvalidInputError(
-                    f"`pairs` names identity {label!r}, which `es` does not contain."
-                )
-        if a == b:
-            raise InvalidInputError(f"`pairs` must pair two different identities; got {pair!r}.")
-        out.append((a, b))
-    if not out:
-        raise InvalidInputError("`pairs` must hold at least one pair; got none.")
-    return out
 
 
 _CERT_VARS: dict[str, tuple[str, str]] = {

@@ -296,7 +296,7 @@ def _parse_numeric_columns(
     """Parse numeric columns into (n, d); non-numbers in them mark the row unparseable."""
     reasons = np.zeros(len(frame), dtype=np.int8)
     flags = [c for c in cols if pd.api.types.is_bool_dtype(frame[c])]
-    if flags:
+    if flags and not explicit:  # named in `vector_column`: the caller wants them as 0 / 1
         raise InvalidInputError(
             f"column(s) {flags} hold true/false values, not embedding coordinates; name the "
             "vector column(s) with `vector_column`."

@@ -180,7 +180,7 @@ def audit_mechanism(
     """
     from idaudit.audits import audit_pairs
 
-    known = set(np.asarray(mechanism.identities).tolist())
+    known = np.asarray(mechanism.identities).tolist()
     pair_list = check_pairs(pairs, known, unknown="which the mechanism does not know")
     if delta is None:
         delta = float(getattr(mechanism, "default_delta", 1e-5))
