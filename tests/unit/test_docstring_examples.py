@@ -22,6 +22,7 @@ def test_examples(name: str) -> None:
     )
     report: list[str] = []
     for test in finder.find(module, name):
-        test.globs = dict(test.globs)  # no state shared between docstrings
+        # a fresh namespace: every example must import what it uses, as a reader copying it would
+        test.globs = {"__name__": name}
         runner.run(test, out=report.append)
     assert runner.failures == 0, "".join(report)

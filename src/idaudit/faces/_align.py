@@ -66,6 +66,7 @@ def arcface_template(size: int = 112, margin: float = 0.0) -> npt.NDArray[np.flo
 
     Examples
     --------
+    >>> from idaudit.faces import arcface_template
     >>> arcface_template(224)[0].tolist()
     [76.5892, 103.3926]
     """
@@ -172,6 +173,7 @@ def estimate_similarity(src: npt.ArrayLike, dst: npt.ArrayLike) -> SimilarityTra
 
     Examples
     --------
+    >>> from idaudit.faces import SimilarityTransform, arcface_template, estimate_similarity
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> src = rng.uniform(0, 100, (5, 2))
@@ -323,6 +325,7 @@ def align(
 
     Examples
     --------
+    >>> from idaudit.faces import align, arcface_template, estimate_similarity
     >>> import numpy as np
     >>> img = np.zeros((200, 200, 3), np.uint8)
     >>> crop, tf = align(img, arcface_template(112) + 40.0, return_transform=True)

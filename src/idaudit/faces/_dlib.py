@@ -189,6 +189,7 @@ class DlibEncoder:
 
     Examples
     --------
+    >>> from idaudit.faces import DlibEncoder
     >>> import numpy as np
     >>> enc = DlibEncoder()
     >>> chips = np.random.default_rng(0).integers(0, 256, (2, 150, 150, 3), dtype=np.uint8)
@@ -326,6 +327,7 @@ class DlibDetector:
 
     Examples
     --------
+    >>> from idaudit.faces import DlibDetector
     >>> import numpy as np
     >>> DlibDetector().detect(np.zeros((100, 100, 3), np.uint8))
     []

@@ -110,6 +110,7 @@ class ShippedFaceGenerator:
 
     Examples
     --------
+    >>> from idaudit.faces import ShippedFaceGenerator
     >>> gen = ShippedFaceGenerator()
     >>> images = gen.sample(2, rng=0)
     >>> images.shape, images.dtype
@@ -409,6 +410,7 @@ def synthetic_identities(
 
     Examples
     --------
+    >>> from idaudit.faces import synthetic_identities
     >>> ids = synthetic_identities(3, 2, rng=0)
     >>> ids.images.shape, ids.labels.tolist()
     ((6, 64, 64, 3), [0, 0, 1, 1, 2, 2])

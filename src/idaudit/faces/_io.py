@@ -67,6 +67,7 @@ def to_rgb_uint8(image: Any, name: str = "image") -> npt.NDArray[np.uint8]:
 
     Examples
     --------
+    >>> from idaudit.faces._io import to_rgb_uint8
     >>> import numpy as np
     >>> to_rgb_uint8(np.full((2, 2), 65535, dtype=np.uint16))[0, 0].tolist()
     [255, 255, 255]
@@ -139,6 +140,7 @@ def load_image(path: str | os.PathLike[str]) -> npt.NDArray[np.uint8]:
 
     Examples
     --------
+    >>> from idaudit.faces import load_image
     >>> import numpy as np, tempfile, pathlib
     >>> from PIL import Image
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "grey.png"

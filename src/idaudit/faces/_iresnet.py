@@ -87,6 +87,7 @@ class IResNet(nn.Module):
 
     Examples
     --------
+    >>> from idaudit.faces._iresnet import IResNet
     >>> import torch
     >>> net = IResNet(depth=18).eval()
     >>> emb, norm = net(torch.zeros(2, 3, 112, 112))

@@ -449,6 +449,7 @@ class SSIMDistance:
 
     Examples
     --------
+    >>> from idaudit.faces import SSIMDistance
     >>> import numpy as np
     >>> img = np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3), dtype=np.uint8)
     >>> SSIMDistance().distance(img, img)

@@ -79,6 +79,7 @@ class MTCNNDetector:
 
     Examples
     --------
+    >>> from idaudit.faces import MTCNNDetector
     >>> import numpy as np
     >>> det = MTCNNDetector()
     >>> det.detect(np.zeros((120, 160, 3), np.uint8))

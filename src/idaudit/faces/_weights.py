@@ -280,6 +280,7 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
     Examples
     --------
+    >>> from idaudit.faces._weights import file_sha256
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "empty"
     >>> _ = p.write_bytes(b"")
@@ -392,6 +393,7 @@ def resolve_weights(
 
     Examples
     --------
+    >>> from idaudit.faces import resolve_weights
     >>> import os, tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> (root / "buffalo_l").mkdir()
