@@ -116,6 +116,30 @@ def test_grouping_does_not_move_a_split_without_duplicates(es):
             np.testing.assert_array_equal(one.labels, two.labels)
 
 
+def test_split_is_the_documented_permutation_prefix(es):
+    # the split written out from its documented recipe (not through idaudit): a 63-bit base
+    # seed from rng, a SeedSequence keyed by the SHA-256 of repr(label), and the first n_test
+    # rows of that generator's permutation; the certificates depend on exactly these rows
+    import hashlib
+    import math
+
+    for seed in range(3):
+        base = int(np.random.default_rng(seed).integers(0, 2**63 - 1, size=1, dtype=np.int64)[0])
+        dev, test = split_identities(es, rng=seed)
+        for label in es.counts:  # labels as Python objects: repr('a'), not repr(np.str_('a'))
+            rows = es.get(label)
+            n = len(rows)
+            n_test = min(max(math.floor(0.3 * n + 0.5), 2), n - 2)
+            digest = hashlib.sha256(repr(label).encode()).digest()
+            key = (int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:8], "little"))
+            perm = np.random.default_rng(np.random.SeedSequence(base, spawn_key=key)).permutation(n)
+            want = {rows[i].tobytes() for i in perm[:n_test]}
+            assert {r.tobytes() for r in test.get(label)} == want
+            assert {r.tobytes() for r in dev.get(label)} == {
+                rows[i].tobytes() for i in perm[n_test:]
+            }
+
+
 def test_grouped_split_ignores_other_identities_and_is_seeded(dup_es):
     _, full = split_identities(dup_es, rng=4)
     _, part = split_identities(dup_es.subset(["a"]), rng=4)
