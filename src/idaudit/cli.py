@@ -778,8 +778,11 @@ _IMAGE_SUFFIXES = frozenset(
 _EMBEDDING_SUFFIXES = (".npz", ".csv", ".parquet", ".pq")
 
 
-def _find_images(root: Path) -> tuple[list[Path], list[str], int]:
-    """Image files below each identity folder of ``root``: (paths, labels, files skipped).
+def _find_images(root: Path) -> tuple[list[Path], list[str], int, int]:
+    """Image files below each identity folder of ``root``.
+
+    Returns ``(paths, labels, n_folders, n_skipped)``: the image paths, their folder names, how
+    many identity folders there are, and how many other files were skipped.
 
     Identity folders are the visible sub-folders of ``root``; their images are found at any
     depth, in sorted order. Hidden files and folders are ignored; visible files that are not
@@ -807,7 +810,12 @@ def _find_images(root: Path) -> tuple[list[Path], list[str], int]:
                 labels.append(folder.name)
             else:
                 skipped += 1
-    return paths, labels, skipped
+    if not paths:
+        raise ValueError(
+            f"`IMAGES_DIR` holds {len(folders)} identity folder(s) but no image files "
+            f"({', '.join(sorted(_IMAGE_SUFFIXES))}); {skipped} other file(s)."
+        )
+    return paths, labels, len(folders), skipped
 
 
 def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -878,10 +886,11 @@ def _run_embed(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise ValueError(f"`--batch-size` must be >= 1; got {args.batch_size}.")
     root = Path(args.images_dir)
-    paths, labels, skipped = _find_images(root)
+    paths, labels, n_folders, skipped = _find_images(root)
     n_ids = len(set(labels))
     _say(
-        f"read {root}: {len(paths)} images in {n_ids} identity folders"
+        f"read {root}: {len(paths)} images in {n_folders} identity folders"
+        + (f" ({n_folders - n_ids} without images)" if n_ids < n_folders else "")
         + (f"; {skipped} other files skipped" if skipped else "")
     )
     detector, encoder = _face_models(args)

@@ -211,3 +211,23 @@ def test_folder_without_identity_folders_or_faces(
     assert "no face was embedded from the 1 images" in err
     assert not (tmp_path / "e.npz").exists()
     assert (tmp_path / "e.outcomes.csv").is_file()
+
+
+def test_identity_folders_without_images_fail_before_loading_models(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import idaudit.cli
+
+    for name in ("a", "b"):
+        (tmp_path / "imgs" / name).mkdir(parents=True)
+    (tmp_path / "imgs" / "a" / "notes.txt").write_text("no image here")
+
+    def no_models(args: object) -> object:
+        raise AssertionError("models loaded although there is nothing to embed")
+
+    monkeypatch.setattr(idaudit.cli, "_face_models", no_models)
+    with pytest.raises(SystemExit):
+        main(["embed", str(tmp_path / "imgs"), "--out", str(tmp_path / "e.npz"), "--quiet"])
+    err = capsys.readouterr().err
+    assert "holds 2 identity folder(s) but no image files" in err
+    assert not (tmp_path / "e.outcomes.csv").exists()
