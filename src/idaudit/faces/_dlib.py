@@ -277,16 +277,24 @@ class DlibEncoder:
 
 
 def _check_chips(crops: Any, size: int) -> npt.NDArray[np.uint8]:
+    """Return dlib face chips as a contiguous, writable ``(n, size, size, 3)`` uint8 stack.
+
+    Shared by :class:`DlibEncoder` and :class:`~idaudit.faces.TorchDlibEncoder` (torch's
+    ``from_numpy`` needs a writable array).
+    """
     if not isinstance(crops, np.ndarray):
         raise TypeError(f"`crops` must be a numpy array; got {type(crops).__name__}.")
     if crops.dtype != np.uint8:
-        raise TypeError(f"`crops` must be uint8 RGB chips; got dtype {crops.dtype}.")
+        raise TypeError(
+            f"`crops` must be uint8 RGB chips (0–255); got dtype {crops.dtype}. "
+            "Scale floats with `(x * 255).round().astype(np.uint8)`."
+        )
     if crops.ndim != 4 or crops.shape[1:] != (size, size, 3):
         raise InvalidInputError(
             f"`crops` must have shape (n, {size}, {size}, 3); got {crops.shape}. "
             "Cut chips with `align` (one chip needs a leading axis: `chip[None]`)."
         )
-    return np.ascontiguousarray(crops)
+    return np.require(crops, requirements=["C", "W"])
 
 
 class DlibDetector:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +23,7 @@ from torch import nn
 from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
-from idaudit.faces._dlib import _weights_folder
+from idaudit.faces._dlib import _check_chips, _weights_folder
 from idaudit.faces._dlib_format import DlibFormatError, DlibLayer, DlibNetwork, parse_dnn
 from idaudit.faces._types import Face, _device_name
 from idaudit.faces._weights import resolve_weights
@@ -409,7 +408,7 @@ class TorchDlibEncoder(nn.Module):
         -------
         numpy.ndarray of float32, shape (n, 128)
         """
-        chips = _check_chips(crops)
+        chips = _check_chips(crops, _INPUT_SIZE)
         out = np.empty((chips.shape[0], self.dim), dtype=np.float32)
         starts = range(0, chips.shape[0], self.batch_size)
         if progress:
@@ -451,19 +450,3 @@ class TorchDlibEncoder(nn.Module):
         return dlib_face_chip(
             image, face, size=_INPUT_SIZE, weights=self._predictor_folder, verify=self.verify
         )
-
-
-def _check_chips(crops: Any) -> npt.NDArray[np.uint8]:
-    if not isinstance(crops, np.ndarray):
-        raise TypeError(f"`crops` must be a numpy array; got {type(crops).__name__}.")
-    if crops.dtype != np.uint8:
-        raise TypeError(
-            f"`crops` must be uint8 RGB chips (0–255); got dtype {crops.dtype}. "
-            "Scale floats with `(x * 255).round().astype(np.uint8)` or call `forward`."
-        )
-    if crops.ndim != 4 or crops.shape[1:] != (_INPUT_SIZE, _INPUT_SIZE, 3):
-        raise InvalidInputError(
-            f"`crops` must have shape (n, 150, 150, 3); got {crops.shape}. "
-            "Cut chips with `align` (a single chip needs a leading axis: `chip[None]`)."
-        )
-    return np.require(crops, requirements=["C", "W"])  # torch.from_numpy needs writable
