@@ -1,24 +1,20 @@
 """``idaudit embed``: folders of face photos -> an embeddings file the audits read.
 
 Runs the real shipped models (MTCNN + dlib) on photos that ship in installed packages, and the
-InsightFace route on stand-in ONNX files in the published format. Every socket is refused.
+InsightFace route on stand-in ONNX files in the published format. Every socket is refused (the
+faces conftest's autouse fixture).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import socket
 import stat
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from _standins import write_buffalo
 from PIL import Image
 
 from idaudit.cli import main
@@ -28,31 +24,6 @@ pytestmark = pytest.mark.faces
 
 pytest.importorskip("dlib")
 pytest.importorskip("facenet_pytorch")
-
-
-def _refuse(*args: Any, **kwargs: Any) -> Any:
-    raise OSError("network access attempted during an embed test: nothing may download")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _block_network() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(socket.socket, "connect", _refuse)
-        mp.setattr(socket.socket, "connect_ex", _refuse)
-        mp.setattr(socket, "create_connection", _refuse)
-        yield
-
-
-def _standins() -> ModuleType:
-    """The faces tests' stand-in weight builders (tests/unit/faces/_standins.py)."""
-    path = Path(__file__).parent / "faces" / "_standins.py"
-    spec = importlib.util.spec_from_file_location("_embed_standins", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _mode(path: Path) -> int:
@@ -66,18 +37,11 @@ def _save(image: np.ndarray, path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def photo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def photo_dir(tmp_path_factory: pytest.TempPathFactory, shipped_photos: Path) -> Path:
     """Two real people, two photos each (one mirrored), plus files that must be dropped."""
     import skimage.data
 
-    found = importlib.util.find_spec("insightface")
-    hanks_file = None
-    if found is not None and found.submodule_search_locations:
-        root = Path(next(iter(found.submodule_search_locations)))
-        hanks_file = root / "data" / "images" / "Tom_Hanks_54745.png"
-    if hanks_file is None or not hanks_file.is_file():
-        pytest.skip('the shipped photos need: pip install --no-deps "insightface==2.1"')
-    hanks = np.asarray(Image.open(hanks_file).convert("RGB"))
+    hanks = np.asarray(Image.open(shipped_photos / "Tom_Hanks_54745.png").convert("RGB"))
     collins = skimage.data.astronaut()  # Eileen Collins
     root = tmp_path_factory.mktemp("photos")
     _save(collins, root / "collins" / "a.png")
@@ -133,7 +97,7 @@ def test_dlib_route_writes_embeddings_the_audits_read(
 
 @pytest.fixture(scope="module")
 def buffalo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _standins().write_buffalo(tmp_path_factory.mktemp("weights") / "buffalo_l")
+    return write_buffalo(tmp_path_factory.mktemp("weights") / "buffalo_l")
 
 
 def test_arcface_route_with_stand_in_models(
