@@ -27,6 +27,7 @@ from scipy import stats
 from idaudit.audits import MMDTVAuditor, audit_pairs
 from idaudit.data import EmbeddingSet
 from idaudit.mechanisms import LaplaceNoise, sample_embeddings
+from references import median_mmd
 
 pytestmark = pytest.mark.calibration
 
@@ -45,21 +46,6 @@ def _audit(n_pairs: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, flo
     return ds["mmdtv_epsilon"].values, ds["mmdtv_epsilon_hs"].values, truth, samples
 
 
-def _plain_mmd(x: np.ndarray, y: np.ndarray) -> float:
-    """Eq. 7 by explicit sums, RBF kernel at the median pooled distance; negative MMD² -> 0."""
-    z = np.vstack([x, y])
-    d2 = ((z[:, None, :] - z[None, :, :]) ** 2).sum(-1)
-    sigma = np.median(np.sqrt(d2[np.triu_indices(len(z), 1)]))
-    k = np.exp(-d2 / (2 * sigma**2))
-    n, m = len(x), len(y)
-    mmd2 = (
-        (k[:n, :n].sum() - np.trace(k[:n, :n])) / (n * (n - 1))
-        + (k[n:, n:].sum() - np.trace(k[n:, n:])) / (m * (m - 1))
-        - 2 * k[:n, n:].mean()
-    )
-    return float(np.sqrt(max(mmd2, 0.0)))
-
-
 @pytest.mark.slow
 def test_population_bound_holds_at_large_n() -> None:
     tv, hs, truth, _ = _audit(n_pairs=20, n=1000, seed=1000)
@@ -76,7 +62,7 @@ def test_sample_estimate_overshoots_at_small_n() -> None:
     tv, hs, truth, samples = _audit(n_pairs=400, n=10, seed=10)
     # independent reference on the same draws: Eq. 7 by plain sums, then Eq. 14 and the
     # hockey-stick map written out
-    mmd = np.array([_plain_mmd(x, y) for x, y in samples])
+    mmd = np.array([median_mmd(x, y) for x, y in samples])
     np.testing.assert_allclose(tv, np.log((1 + mmd / 2) / (1 - mmd / 2)), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(hs, 2 * np.arctanh(mmd / np.sqrt(2)), rtol=1e-9, atol=1e-12)
     over = int((tv > truth).sum())

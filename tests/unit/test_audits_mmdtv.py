@@ -10,17 +10,7 @@ from scipy.spatial.distance import pdist
 
 from idaudit import InvalidInputError, MMDTVAuditor
 from idaudit.ops import permutation_splits, split_masks
-
-
-def loop_mmd2(x: np.ndarray, y: np.ndarray, sigma: float) -> float:
-    def k(u: np.ndarray, v: np.ndarray) -> float:
-        return math.exp(-float(np.sum((u - v) ** 2)) / (2 * sigma**2))
-
-    n, m = len(x), len(y)
-    s_xx = sum(k(x[i], x[j]) for i in range(n) for j in range(n) if i != j)
-    s_yy = sum(k(y[i], y[j]) for i in range(m) for j in range(m) if i != j)
-    s_xy = sum(k(x[i], y[j]) for i in range(n) for j in range(m))
-    return s_xx / (n * (n - 1)) + s_yy / (m * (m - 1)) - 2 * s_xy / (n * m)
+from references import loop_mmd2
 
 
 @pytest.fixture
