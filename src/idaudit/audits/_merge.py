@@ -151,6 +151,7 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
 
     data_vars: dict[str, xr.Variable] = {}
     for ds, pos in zip(results, positions, strict=True):
+        complete = pos.size == n_total  # an input's pairs are distinct (checked above)
         for var_name, var in ds.data_vars.items():
             name = str(var_name)
             if var.dims[:1] != ("pair",):
@@ -158,7 +159,6 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
                     f"variable '{name}' does not run along 'pair' first; cannot merge it."
                 )
             column = np.asarray(var.values)
-            complete = np.unique(pos).size == n_total
             dtype = column.dtype
             if not complete and not np.issubdtype(dtype, np.floating):
                 if np.issubdtype(dtype, np.bool_) or np.issubdtype(dtype, np.number):
