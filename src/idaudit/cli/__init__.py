@@ -26,14 +26,22 @@ status 2.
 from __future__ import annotations
 
 import argparse
-import errno
-import os
+import importlib
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from idaudit.cli._common import (
+    add_quiet,
+    at_least,
+    check_device,
+    inside,
+    out_dir,
+    plural,
+    say,
+)
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["main"]
@@ -43,6 +51,9 @@ _SUFFIXES = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parque
 _N_NAMED = 10
 #: Pairs `idaudit audit` audits without --n-pairs (all of them, when there are fewer).
 _DEFAULT_N_PAIRS = 100
+#: Sub-commands that live in a module of their own; each module exposes
+#: ``add_parser(subparsers)``, which registers the command with ``set_defaults(run=...)``.
+_COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="idaudit-demo", help="output folder (default: %(default)s)")
     demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)
-    _add_quiet(demo)
+    add_quiet(demo)
     demo.set_defaults(run=_run_demo)
 
     audit = sub.add_parser(
@@ -151,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
         "(default: cpu)",
     )
     _add_min_rows(audit, "the chosen audits need (5 with rocht, else 2)")
-    _add_quiet(audit)
+    add_quiet(audit)
     audit.set_defaults(run=_run_audit)
 
     certify = sub.add_parser(
@@ -217,9 +228,11 @@ def _parser() -> argparse.ArgumentParser:
         "the certifier needs to split and fold (7 at the default --test-size and --n-folds), "
         "or 2 x --n-folds with --controls if that is more",
     )
-    _add_quiet(certify)
+    add_quiet(certify)
     certify.set_defaults(run=_run_certify)
     _add_embed(sub)
+    for module in _COMMAND_MODULES:
+        importlib.import_module(module).add_parser(sub)
     return parser
 
 
@@ -287,7 +300,7 @@ def _add_embed(sub: Any) -> None:
         metavar="N",
         help="aligned faces per encoder call (default: 32)",
     )
-    _add_quiet(embed)
+    add_quiet(embed)
     embed.set_defaults(run=_run_embed)
 
 
@@ -311,51 +324,7 @@ def _add_min_rows(parser: argparse.ArgumentParser, need: str) -> None:
     )
 
 
-def _add_quiet(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
 # -- checks shared by the commands -------------------------------------------------------------
-
-
-def _at_least(value: int, flag: str, minimum: int) -> None:
-    if value < minimum:
-        raise InvalidInputError(f"`{flag}` must be >= {minimum}; got {value}.")
-
-
-def _inside(value: float, flag: str, low: float, high: float, *, closed: str = "neither") -> None:
-    left = value >= low if closed in ("left", "both") else value > low
-    right = value <= high if closed in ("right", "both") else value < high
-    if not (left and right):  # NaN fails both comparisons
-        lb = "[" if closed in ("left", "both") else "("
-        rb = "]" if closed in ("right", "both") else ")"
-        raise InvalidInputError(f"`{flag}` must be in {lb}{low:g}, {high:g}{rb}; got {value!r}.")
-
-
-def _check_device(device: str) -> None:
-    """Refuse a ``--device`` that cannot run here, before any input is read (no fallback)."""
-    import torch
-
-    from idaudit._device import resolve_device
-
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        dev = None
-    if dev is None or dev.type not in ("cpu", "cuda"):
-        raise InvalidInputError(f"`--device` must be cpu, cuda or cuda:<i>; got {device!r}.")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidInputError(
-            f"`--device` {device} needs CUDA, which is not available here "
-            "(torch.cuda.is_available() is False); use --device cpu."
-        )
-    resolve_device(dev)  # the library's own rule, which the computation applies again
-    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise InvalidInputError(
-            f"`--device` {device} names CUDA device {dev.index}, but only "
-            f"{torch.cuda.device_count()} is visible here (cuda:0 to "
-            f"cuda:{torch.cuda.device_count() - 1})."
-        )
 
 
 def _min_rows(value: int | None, need: int, who: str) -> int:
@@ -369,45 +338,6 @@ def _min_rows(value: int | None, need: int, who: str) -> int:
     return value
 
 
-def _out_dir(path: str | Path, flag: str = "--out") -> Path:
-    """Create the output folder and its missing parents (0700), or check an existing one.
-
-    Called before any computation, so an unusable folder fails in seconds, not after the
-    audit. Only folders created here get a mode; an existing folder keeps its own.
-    """
-    out = Path(path)
-    missing: list[Path] = []
-    probe = out
-    while not probe.exists() and probe != probe.parent:
-        missing.append(probe)
-        probe = probe.parent
-    try:
-        for folder in reversed(missing):
-            try:
-                folder.mkdir(mode=0o700)  # the umask can only narrow it
-            except FileExistsError:
-                if not folder.is_dir():
-                    raise
-        if not out.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, "it is not a folder")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise PermissionError(errno.EACCES, "it is not writable")
-    except OSError as exc:
-        raise InvalidInputError(
-            f"`{flag}` must be a folder that can be created and written to; {str(out)!r}: "
-            f"{exc.strerror or exc}."
-        ) from None
-    return out
-
-
-def _say(text: str) -> None:
-    sys.stdout.write(text + "\n")
-
-
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 # -- demo -------------------------------------------------------------------------------------
 
 
@@ -415,11 +345,11 @@ def _run_demo(args: argparse.Namespace) -> int:
     from idaudit._demo import QUICK, DemoConfig, run_demo
 
     config = QUICK if args.quick else DemoConfig()
-    out = _out_dir(args.out)
+    out = out_dir(args.out)
     result = run_demo(out, config=config, progress=not args.quiet)
-    _say(f"idaudit demo finished in {result.seconds:.0f} s; wrote:")
+    say(f"idaudit demo finished in {result.seconds:.0f} s; wrote:")
     for path in (result.report, result.results, result.figure):
-        _say(f"  {path}")
+        say(f"  {path}")
     return 0
 
 
@@ -476,7 +406,7 @@ def _keep_min_rows(es: Any, min_rows: int) -> tuple[Any, dict[Any, int]]:
 
 def _named(small: dict[Any, int]) -> str:
     shown = ", ".join(
-        f"{label} ({_plural(n, 'row', 'rows')})" for label, n in list(small.items())[:_N_NAMED]
+        f"{label} ({plural(n, 'row', 'rows')})" for label, n in list(small.items())[:_N_NAMED]
     )
     return shown + (f", and {len(small) - _N_NAMED} more" if len(small) > _N_NAMED else "")
 
@@ -486,9 +416,9 @@ def _min_rows_line(min_rows: int, small: dict[Any, int]) -> str:
     if not small:
         return f"Identities with fewer than {min_rows} rows (`--min-rows`): none."
     return (
-        f"Dropped {_plural(len(small), 'identity', 'identities')} with fewer than {min_rows} "
+        f"Dropped {plural(len(small), 'identity', 'identities')} with fewer than {min_rows} "
         f"rows (`--min-rows`) before pairs were chosen, "
-        f"{_plural(sum(small.values()), 'row', 'rows')} in all: {_named(small)}."
+        f"{plural(sum(small.values()), 'row', 'rows')} in all: {_named(small)}."
     )
 
 
@@ -509,7 +439,7 @@ def _min_rows_attrs(min_rows: int, small: dict[Any, int]) -> dict[str, Any]:
 
 
 def _run_audit(args: argparse.Namespace) -> int:
-    from idaudit._demo import write_netcdf, write_text
+    from idaudit._results import write_netcdf, write_text
     from idaudit.audits import (
         GaussMechAuditor,
         KDELRAuditor,
@@ -530,17 +460,17 @@ def _run_audit(args: argparse.Namespace) -> int:
             f"got {args.methods!r}."
         )
     if args.n_pairs is not None:
-        _at_least(args.n_pairs, "--n-pairs", 1)
-    _at_least(args.seed, "--seed", 0)
+        at_least(args.n_pairs, "--n-pairs", 1)
+    at_least(args.seed, "--seed", 0)
     for alpha in args.kde_alpha:
-        _inside(alpha, "--kde-alpha", 0.0, 1.0, closed="both")
+        inside(alpha, "--kde-alpha", 0.0, 1.0, closed="both")
     if len(set(args.kde_alpha)) < len(args.kde_alpha):
         raise InvalidInputError(
             "`--kde-alpha` values must be distinct (one KDE-LR auditor each); got "
             f"{' '.join(f'{a:g}' for a in args.kde_alpha)}."
         )
-    _at_least(args.n_permutations, "--n-permutations", 0)
-    _check_device(args.device)
+    at_least(args.n_permutations, "--n-permutations", 0)
+    check_device(args.device)
     auditors: list[Any] = []
     for method in methods:
         if method == "gaussmech":
@@ -556,17 +486,17 @@ def _run_audit(args: argparse.Namespace) -> int:
     )
 
     read = _load(args)
-    _say(f"read {args.embeddings}: {_describe(read)}")
+    say(f"read {args.embeddings}: {_describe(read)}")
     es, small = _keep_min_rows(read, min_rows)
     if small:
-        _say(_min_rows_line(min_rows, small))
+        say(_min_rows_line(min_rows, small))
     m = len(es.identities)
     available = m * (m - 1) // 2
     n_pairs = args.n_pairs
     if n_pairs is None:
         n_pairs = min(_DEFAULT_N_PAIRS, available)
         if n_pairs < _DEFAULT_N_PAIRS:
-            _say(
+            say(
                 f"auditing all {available} pairs of the {m} identities (fewer than the "
                 f"default --n-pairs {_DEFAULT_N_PAIRS})"
             )
@@ -576,7 +506,7 @@ def _run_audit(args: argparse.Namespace) -> int:
             f"{available} for the {m} identities with at least {min_rows} rows; "
             f"got {n_pairs}."
         )
-    out = _out_dir(args.out)
+    out = out_dir(args.out)
 
     pairs = sample_pairs(es.identities, n_pairs, rng=args.seed)
     ds = audit_pairs(es, pairs, auditors, device=args.device, progress=not args.quiet)
@@ -585,8 +515,8 @@ def _run_audit(args: argparse.Namespace) -> int:
     results = write_netcdf(ds, out / "results.nc")
     text = _summary_markdown(summary, args.embeddings, read, n_pairs, m, min_rows, small)
     report = write_text(text, out / "summary.md")
-    _say(repr(summary))
-    _say(f"wrote:\n  {results}\n  {report}")
+    say(repr(summary))
+    say(f"wrote:\n  {results}\n  {report}")
     return 0
 
 
@@ -637,13 +567,13 @@ def _summary_markdown(
 
 
 def _run_certify(args: argparse.Namespace) -> int:
-    from idaudit._demo import write_netcdf, write_text
+    from idaudit._results import write_netcdf, write_text
     from idaudit.certify import ReservedTestCertifier, sanity_controls
 
     # every flag is checked before the input is read
-    _inside(args.alpha, "--alpha", 0.0, 1.0)
-    _inside(args.delta, "--delta", 0.0, 1.0, closed="left")
-    _inside(args.test_size, "--test-size", 0.0, 1.0)
+    inside(args.alpha, "--alpha", 0.0, 1.0)
+    inside(args.delta, "--delta", 0.0, 1.0, closed="left")
+    inside(args.test_size, "--test-size", 0.0, 1.0)
     for flag, value, minimum in (
         ("--n-candidates", args.n_candidates, 1),
         ("--n-select", args.n_select, 1),
@@ -652,8 +582,8 @@ def _run_certify(args: argparse.Namespace) -> int:
         ("--n-permutations", args.n_permutations, 1),
         ("--seed", args.seed, 0),
     ):
-        _at_least(value, flag, minimum)
-    _check_device(args.device)  # used by the controls only, but never ignored
+        at_least(value, flag, minimum)
+    check_device(args.device)  # used by the controls only, but never ignored
     cert = ReservedTestCertifier(
         test_size=args.test_size,
         n_candidates=args.n_candidates,
@@ -672,11 +602,11 @@ def _run_certify(args: argparse.Namespace) -> int:
     min_rows = _min_rows(args.min_rows, need, who)
 
     read = _load(args)
-    _say(f"read {args.embeddings}: {_describe(read)}")
+    say(f"read {args.embeddings}: {_describe(read)}")
     es, small = _keep_min_rows(read, min_rows)
     if small:
-        _say(_min_rows_line(min_rows, small))
-    out = _out_dir(args.out)
+        say(_min_rows_line(min_rows, small))
+    out = out_dir(args.out)
 
     # the library's warnings (duplicates, too few test rows) go to stderr and the report
     with warnings.catch_warnings(record=True) as caught:
@@ -705,8 +635,8 @@ def _run_certify(args: argparse.Namespace) -> int:
         cert.certificates_, controls, args.embeddings, read, _min_rows_line(min_rows, small), notes
     )
     written.append(write_text(text, out / "certificates.md"))
-    _say(text)
-    _say("wrote:\n" + "\n".join(f"  {p}" for p in written))
+    say(text)
+    say("wrote:\n" + "\n".join(f"  {p}" for p in written))
     return 0
 
 
@@ -876,7 +806,7 @@ def _embeddings_writer(path: Path, emb: Any, labels: Any, sources: Any, encoder:
 
 
 def _run_embed(args: argparse.Namespace) -> int:
-    from idaudit._demo import write_atomic
+    from idaudit._results import write_atomic
     from idaudit.faces import FacePipeline
 
     out = Path(args.out)
@@ -888,16 +818,16 @@ def _run_embed(args: argparse.Namespace) -> int:
     root = Path(args.images_dir)
     paths, labels, n_folders, skipped = _find_images(root)
     n_ids = len(set(labels))
-    _say(
+    say(
         f"read {root}: {len(paths)} images in {n_folders} identity folders"
         + (f" ({n_folders - n_ids} without images)" if n_ids < n_folders else "")
         + (f"; {skipped} other files skipped" if skipped else "")
     )
     detector, encoder = _face_models(args)
     # the folders that will hold the two files, before the (long) encoding
-    _out_dir(out.parent, "--out")
-    _out_dir(outcomes_path.parent, "--outcomes")
-    _say(
+    out_dir(out.parent, "--out")
+    out_dir(outcomes_path.parent, "--outcomes")
+    say(
         f"detector {type(detector).__name__}, encoder {encoder.name} (dim {encoder.dim}), "
         f"device {encoder.device}"
     )
@@ -919,7 +849,7 @@ def _run_embed(args: argparse.Namespace) -> int:
     dropped = {
         status: int(counts.get(status, 0)) for status in ("no_face", "unreadable", "bad_format")
     }
-    _say(
+    say(
         f"kept {len(kept)} faces from {int(counts.get('ok', 0))} images; dropped "
         f"{sum(dropped.values())} images ("
         + ", ".join(f"{k}: {v}" for k, v in dropped.items())
@@ -929,7 +859,7 @@ def _run_embed(args: argparse.Namespace) -> int:
     missing = sorted(set(labels) - set(kept["identity"]))
     if missing:
         shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
-        _say(f"identities without any kept face: {len(missing)} ({shown})")
+        say(f"identities without any kept face: {len(missing)} ({shown})")
     if len(kept) == 0:
         raise ValueError(
             f"no face was embedded from the {len(paths)} images, so {str(out)!r} was not "
@@ -938,7 +868,7 @@ def _run_embed(args: argparse.Namespace) -> int:
     sources = [str(Path(s).relative_to(root)) for s in kept["source"]]
     write = _embeddings_writer(out, emb, kept["identity"].to_numpy(), sources, encoder.name)
     write_atomic(out, write)
-    _say(f"wrote:\n  {out}\n  {outcomes_path}")
+    say(f"wrote:\n  {out}\n  {outcomes_path}")
     return 0
 
 
