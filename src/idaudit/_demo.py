@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from idaudit._results import write_atomic, write_netcdf, write_text
+from idaudit._results import variable, write_atomic, write_netcdf, write_text
 from idaudit.data import EmbeddingSet
 
 __all__ = [
@@ -144,7 +144,12 @@ def _combine(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
         part = ds.assign_coords(noise_sd=("scale", sd)).swap_dims(scale="noise_sd")
         part = part.rename_vars(scale="mechanism_scale")
         part["mechanism_scale"].attrs = {"long_name": str(ds.attrs["scale_name"])}
-        part["reference_delta"] = ((), float(ds.attrs["reference_delta"]), _ref_attrs())
+        part["reference_delta"] = variable(
+            (),
+            float(ds.attrs["reference_delta"]),
+            long_name="delta at which true_epsilon is stated",
+            status="reference",
+        )
         parts.append(part)
     combined = xr.concat(
         parts,
@@ -166,10 +171,6 @@ def _combine(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
         "one per (mechanism, noise_sd), each holding with probability >= 1 - certifier.alpha"
     )
     return combined
-
-
-def _ref_attrs() -> dict[str, str]:
-    return {"long_name": "delta at which true_epsilon is stated", "status": "reference"}
 
 
 def _fmt(value: float) -> str:

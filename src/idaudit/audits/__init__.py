@@ -25,7 +25,7 @@ one-pair case, so :func:`audit_pairs` and ``fit`` give the same numbers.
 
 from __future__ import annotations
 
-from idaudit.audits._base import STATUSES, BaseAuditor, Output
+from idaudit.audits._base import BaseAuditor, Output
 from idaudit.audits._checks import check_auditor
 from idaudit.audits._conditions import concat_conditions
 from idaudit.audits._engine import audit_pairs
@@ -44,7 +44,6 @@ from idaudit.audits._sensitivity import (
 from idaudit.audits._summary import AuditSummary, summarize
 
 __all__ = [
-    "STATUSES",
     "AuditSummary",
     "BaseAuditor",
     "GaussMechAuditor",

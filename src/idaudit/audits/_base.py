@@ -16,23 +16,27 @@ import torch
 from sklearn.base import BaseEstimator
 
 from idaudit._device import resolve_device
+from idaudit._results import Status
 from idaudit._validation import check_pair, check_random_state, spawn_seeds
 from idaudit.exceptions import InvalidInputError, NotFittedError
 from idaudit.ops import PairBatch, pack_pairs
 
 __all__ = [
     "LABEL_PATTERN",
-    "STATUSES",
+    "RESERVED_LABELS",
     "BaseAuditor",
     "Output",
     "PairError",
 ]
 
 #: Labels (variable prefixes): a letter or underscore, then letters, digits, ``_``, ``.``, ``-``.
+#: Result attributes are keyed ``"<label>.<parameter>"``; parameter names never hold a dot, so
+#: a key splits unambiguously at its *last* dot (``"kdelr_alpha0.01.n_grid"``).
 LABEL_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
-#: The formal statuses an ε can carry, weakest first (see docs/status.md).
-STATUSES = ("diagnostic", "sample_estimate", "certified_lower_bound")
+#: Labels an auditor may not take: the prefixes of the run-level attributes of a result
+#: (:func:`idaudit._results.provenance` writes ``seed.<name>`` and ``setting.<name>``).
+RESERVED_LABELS = frozenset({"seed", "setting"})
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -67,7 +71,7 @@ class Output:
 
     name: str
     long_name: str
-    status: str
+    status: Status
     dtype: type = float
     dims: tuple[str, ...] = ()
 
@@ -176,7 +180,7 @@ class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
     then :func:`check_auditor` should pass.
     """
 
-    status: ClassVar[str] = "diagnostic"
+    status: ClassVar[Status] = "diagnostic"
     symmetric: ClassVar[bool] = True
     row_order_invariant: ClassVar[bool] = True
     _prefix: ClassVar[str] = ""
@@ -258,11 +262,14 @@ class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
         """Validate the parameters (raise naming the parameter, the rule and the value)."""
         name = getattr(self, "name", None)
         if name is not None and (
-            not isinstance(name, str) or LABEL_PATTERN.fullmatch(name) is None
+            not isinstance(name, str)
+            or LABEL_PATTERN.fullmatch(name) is None
+            or name in RESERVED_LABELS
         ):
             raise InvalidInputError(
                 "`name` must be None or a label of letters, digits, '_', '.' or '-' starting "
-                f"with a letter or '_', such as 'mmdtv_wide'; got {name!r}."
+                "with a letter or '_', such as 'mmdtv_wide', other than 'seed' and 'setting'; "
+                f"got {name!r}."
             )
         if hasattr(self, "device"):
             resolve_device(self.device)

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from idaudit.audits._base import LABEL_PATTERN, STATUSES, BaseAuditor
+from idaudit._results import EPSILON_STATUSES
+from idaudit.audits._base import LABEL_PATTERN, BaseAuditor
 from idaudit.exceptions import InvalidInputError, NotFittedError
 
 __all__ = ["check_auditor"]
@@ -81,7 +82,7 @@ def check_auditor(auditor: BaseAuditor) -> None:
     for key, value in params.items():
         got = twin.get_params(deep=False)[key]
         _require(got is value or got == value, f"{name}: set_params/get_params round-trip of {key}")
-    _require(auditor.status in STATUSES[:2], f"{name}: unknown status {auditor.status!r}")
+    _require(auditor.status in EPSILON_STATUSES, f"{name}: unknown status {auditor.status!r}")
     _require(
         LABEL_PATTERN.fullmatch(auditor.label) is not None,
         f"{name}: label {auditor.label!r} does not match {LABEL_PATTERN.pattern}",
