@@ -171,7 +171,7 @@ def test_writing_netcdf_without_a_netcdf4_backend_names_the_package(
 ) -> None:
     import importlib.util
 
-    from idaudit import _demo
+    from idaudit import results
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -180,7 +180,7 @@ def test_writing_netcdf_without_a_netcdf4_backend_names_the_package(
         lambda name, *a: None if name in ("netCDF4", "h5py") else real(name, *a),
     )
     with pytest.raises(ImportError, match=r"netCDF-4 writer; install one with pip install netCDF4"):
-        _demo.write_netcdf(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
+        results.write_netcdf(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
     assert not list(tmp_path.iterdir())
 
 

@@ -1,4 +1,4 @@
-"""``idaudit demo``: the calibrated-noise benchmark on a built-in synthetic identity set."""
+"""What ``idaudit demo`` computes and writes: two noise sweeps, their report and figure."""
 
 from __future__ import annotations
 
@@ -286,7 +286,7 @@ def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         "",
         f"* **Identities**: {cfg.n_identities} synthetic identities, one point each on the unit "
         f"sphere in {cfg.dim} dimensions (standard-normal directions, seed {DEMO_SEED}; "
-        "`idaudit._demo.demo_identities`). No real face data is involved.",
+        "`idaudit.cli._demo_run.demo_identities`). No real face data is involved.",
         f"* **Mechanisms**: that point plus noise, drawn {cfg.n_per_identity} times per identity "
         "at each noise level — `GaussianNoise` (σ = noise sd; true ε(δ) from the analytic "
         "Gaussian mechanism at δ = 1e-5; its pure ε is infinite) and `LaplaceNoise` (scale "
