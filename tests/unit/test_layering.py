@@ -87,7 +87,7 @@ def test_no_import_cycle() -> None:
             if nxt.startswith(node + "."):
                 continue
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt) :] + [nxt]
+                cycle = [*path[path.index(nxt) :], nxt]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if nxt not in state:
                 visit(nxt)
@@ -120,7 +120,7 @@ def _private_imports(module: str, path: Path) -> Iterator[str]:
             continue
         full = f"{target}.{name}" if name is not None and f"{target}.{name}" in MODULES else target
         owner = _package(full) if full in MODULES else full.rpartition(".")[0]
-        if owner == here or owner.startswith(here + ".") and here:
+        if owner == here or (owner.startswith(here + ".") and here):
             continue
         private_module = any(part.startswith("_") for part in full.split(".")[1:])
         private_name = name is not None and name.startswith("_") and not name.startswith("__")

@@ -22,12 +22,17 @@ from tqdm.auto import tqdm
 
 from idaudit._results import Status, pair_dataset, provenance, variable
 from idaudit._validation import (
+    Boolean,
+    Constraint,
+    Interval,
+    RandomState,
     RngLike,
     check_in_range,
     check_integer,
     check_pairs,
     check_random_state,
     spawn_seeds,
+    validate_params,
 )
 from idaudit.data import EmbeddingSet, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
@@ -59,6 +64,47 @@ class _Plan:
     threshold: float
     auc: float  # out-of-fold AUC in the chosen direction
     margin: float  # (min b score - max a score) / pooled sd, in the chosen direction
+
+
+def _base_classifier(clf: Any) -> Any:
+    """Return the unfitted classifier ``clf`` names (a string) or is (an estimator)."""
+    if isinstance(clf, str):
+        if clf == "logistic":
+            return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000)
+        if clf == "random_forest":
+            return RandomForestClassifier(n_estimators=100)
+        raise InvalidInputError(
+            f"`classifier` must be one of {', '.join(map(repr, _CLASSIFIERS))} or a "
+            f"scikit-learn-style estimator; got {clf!r}."
+        )
+    if not all(hasattr(clf, name) for name in ("fit", "get_params")) or not (
+        hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
+    ):
+        raise TypeError(
+            "`classifier` must be 'logistic', 'random_forest' or a scikit-learn-style "
+            "estimator with `fit`, `get_params` (so that it can be cloned) and "
+            f"`decision_function` or `predict_proba`; got {type(clf).__name__}."
+        )
+    try:
+        clone(clf)
+    except (TypeError, RuntimeError, AttributeError, ValueError) as exc:
+        raise TypeError(
+            f"`classifier` must be clonable with sklearn.base.clone; cloning "
+            f"{type(clf).__name__} failed: {exc}"
+        ) from exc
+    return clf
+
+
+@dataclass(frozen=True)
+class _Classifier:
+    """``"logistic"``, ``"random_forest"`` or a clonable scikit-learn-style classifier."""
+
+    def check(self, value: Any, name: str) -> Any:
+        _base_classifier(value)
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("svm", object())
 
 
 class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
@@ -187,6 +233,18 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     """
 
     status: ClassVar[str] = "certified_lower_bound"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "test_size": Interval(0.0, 1.0),
+        "n_candidates": Interval(1, integer=True),
+        "n_select": Interval(1, integer=True),
+        "alpha": Interval(0.0, 1.0),
+        "n_families": Interval(1, integer=True),
+        "delta": Interval(0.0, 1.0, closed="left"),
+        "classifier": _Classifier(),
+        "n_folds": Interval(2, integer=True),
+        "rng": RandomState(),
+        "progress": Boolean(),
+    }
 
     def __init__(
         self,
@@ -515,47 +573,10 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             self.__dict__.pop(name, None)
 
     def _checked_params(self) -> dict[str, Any]:
-        p: dict[str, Any] = {
-            "test_size": check_in_range(self.test_size, "test_size", 0.0, 1.0),
-            "n_candidates": check_integer(self.n_candidates, "n_candidates", minimum=1),
-            "n_select": check_integer(self.n_select, "n_select", minimum=1),
-            "alpha": check_in_range(self.alpha, "alpha", 0.0, 1.0),
-            "n_families": check_integer(self.n_families, "n_families", minimum=1),
-            "delta": check_in_range(self.delta, "delta", 0.0, 1.0, closed="left"),
-            "n_folds": check_integer(self.n_folds, "n_folds", minimum=2),
-        }
-        if not isinstance(self.progress, bool):
-            raise TypeError(f"`progress` must be a bool; got {type(self.progress).__name__}.")
-        self._base_classifier()  # validates `classifier`
-        return p
+        return validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _base_classifier(self) -> Any:
-        clf = self.classifier
-        if isinstance(clf, str):
-            if clf == "logistic":
-                return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000)
-            if clf == "random_forest":
-                return RandomForestClassifier(n_estimators=100)
-            raise InvalidInputError(
-                f"`classifier` must be one of {', '.join(map(repr, _CLASSIFIERS))} or a "
-                f"scikit-learn-style estimator; got {clf!r}."
-            )
-        if not all(hasattr(clf, name) for name in ("fit", "get_params")) or not (
-            hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
-        ):
-            raise TypeError(
-                "`classifier` must be 'logistic', 'random_forest' or a scikit-learn-style "
-                "estimator with `fit`, `get_params` (so that it can be cloned) and "
-                f"`decision_function` or `predict_proba`; got {type(clf).__name__}."
-            )
-        try:
-            clone(clf)
-        except (TypeError, RuntimeError, AttributeError, ValueError) as exc:
-            raise TypeError(
-                f"`classifier` must be clonable with sklearn.base.clone; cloning "
-                f"{type(clf).__name__} failed: {exc}"
-            ) from exc
-        return clf
+        return _base_classifier(self.classifier)
 
     def _attrs(
         self,
