@@ -100,9 +100,11 @@ def test_every_constraint_refuses_its_own_invalid_values() -> None:
     ]
     for constraint in constraints:
         assert constraint.invalid(), constraint
+        # the seed and device checks are shared with functions, whose arguments have these names
+        name = {RandomState: "rng", Device: "device"}.get(type(constraint), "p")
         for value in constraint.invalid():
-            with pytest.raises((TypeError, InvalidInputError), match="`p`"):
-                constraint.check(value, "p")
+            with pytest.raises((TypeError, InvalidInputError), match=f"`{name}`"):
+                constraint.check(value, name)
 
 
 def test_validate_params_checks_each_parameter_and_requires_a_constraint() -> None:
