@@ -28,6 +28,7 @@ __all__ = [
     "Options",
     "Positive",
     "RandomState",
+    "Renamed",
     "RngLike",
     "check_embeddings",
     "check_in_range",
@@ -442,6 +443,22 @@ class Label:
 
     def invalid(self) -> tuple[Any, ...]:
         return ("1st", "a b", *sorted(self.reserved))
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A parameter's former name: ``None`` (not used), or a value ``inner`` accepts.
+
+    The estimator warns when it is used and takes its value in place of the new name's.
+    """
+
+    inner: Constraint
+
+    def check(self, value: Any, name: str) -> Any:
+        return None if value is None else self.inner.check(value, name)
+
+    def invalid(self) -> tuple[Any, ...]:
+        return self.inner.invalid()
 
 
 def validate_params(

@@ -208,11 +208,11 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
         (["audit", "--n-pairs", "-3"], r"`--n-pairs` must be >= 1; got -3\."),
         (["audit", "--n-pairs", "0"], r"`--n-pairs` must be >= 1; got 0\."),
         (["audit", "--seed", "-1"], r"`--seed` must be >= 0; got -1\."),
-        (["audit", "--kde-alpha", "2"], r"`--kde-alpha` must be in \[0, 1\]; got 2\.0\."),
-        (["audit", "--kde-alpha", "nan"], r"`--kde-alpha` must be in \[0, 1\]; got nan\."),
+        (["audit", "--kde-mix", "2"], r"`--kde-mix` must be in \[0, 1\]; got 2\.0\."),
+        (["audit", "--kde-alpha", "nan"], r"`--kde-mix` must be in \[0, 1\]; got nan\."),
         (
-            ["audit", "--kde-alpha", "0", "0.0"],
-            r"`--kde-alpha` values must be distinct \(one KDE-LR auditor each\); got 0 0\.",
+            ["audit", "--kde-mix", "0", "0.0"],
+            r"`--kde-mix` values must be distinct \(one KDE-LR auditor each\); got 0 0\.",
         ),
         (["audit", "--n-permutations", "-1"], r"`--n-permutations` must be >= 0; got -1\."),
         (

@@ -38,7 +38,7 @@ __all__ = [
 
 #: Labels (variable prefixes): a letter or underscore, then letters, digits, ``_``, ``.``, ``-``.
 #: Result attributes are keyed ``"<label>.<parameter>"``; parameter names never hold a dot, so
-#: a key splits unambiguously at its *last* dot (``"kdelr_alpha0.01.n_grid"``).
+#: a key splits unambiguously at its *last* dot (``"kdelr_mix0.01.n_grid"``).
 LABEL_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 #: Labels an auditor may not take: the prefixes of the run-level attributes of a result
