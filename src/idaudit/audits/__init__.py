@@ -33,6 +33,7 @@ from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
 from idaudit.audits._merge import merge_audits
 from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
+from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
 from idaudit.audits._rocht import ROCHTAuditor
 from idaudit.audits._sensitivity import (
     ShapiroResult,
@@ -60,8 +61,12 @@ __all__ = [
     "concat_conditions",
     "merge_audits",
     "mmd_bandwidth_sweep",
+    "oof_scores",
     "parametrize_auditor_checks",
+    "roc_auc",
+    "roc_curve",
     "shapiro_residuals",
+    "stratified_folds",
     "summarize",
     "tv_witness_ratio",
 ]

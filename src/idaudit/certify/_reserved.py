@@ -16,7 +16,6 @@ from scipy import stats
 from sklearn.base import BaseEstimator, clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
@@ -34,6 +33,7 @@ from idaudit._validation import (
     spawn_seeds,
     validate_params,
 )
+from idaudit.audits import oof_scores, stratified_folds
 from idaudit.data import EmbeddingSet, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
 from idaudit.exceptions import IdauditWarning, InvalidInputError, NotFittedError
@@ -701,16 +701,9 @@ def _score(clf: Any, x: FloatArray) -> FloatArray:
 
 
 def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: int) -> FloatArray:
-    """Out-of-fold scores of the pooled development rows, a-rows first."""
-    x = np.concatenate([xa, xb])  # (n, d)
-    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
-    out = np.empty(len(y), dtype=np.float64)
-    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
-    for k, (train, held) in enumerate(folds.split(x, y)):
-        clf = _seeded(base, seed + k)
-        clf.fit(x[train], y[train])
-        out[held] = _score(clf, x[held])
-    return out
+    """Out-of-fold scores of the pooled development rows, a-rows first (fold k seeded seed + k)."""
+    folds = stratified_folds(len(xa), len(xb), n_folds, seed % 2**32)
+    return oof_scores(lambda k: _seeded(base, seed + k), xa, xb, folds, _score)
 
 
 def _expected_bound(
