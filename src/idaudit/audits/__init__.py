@@ -25,7 +25,7 @@ one-pair case, so :func:`audit_pairs` and ``fit`` give the same numbers.
 
 from __future__ import annotations
 
-from idaudit.audits._base import BaseAuditor, Output
+from idaudit.audits._base import BaseAuditor, Output, StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
 from idaudit.audits._engine import audit_pairs
@@ -55,6 +55,7 @@ __all__ = [
     "Output",
     "ROCHTAuditor",
     "ShapiroResult",
+    "StatusEstimator",
     "audit_pairs",
     "check_auditor",
     "classifier_sensitivity",
