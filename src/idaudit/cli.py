@@ -187,6 +187,14 @@ def _parser() -> argparse.ArgumentParser:
         "--test-size", type=float, default=0.3, help="test fraction per identity (default: 0.3)"
     )
     certify.add_argument(
+        "--duplicates",
+        choices=("keep", "collapse"),
+        default="keep",
+        help="exact-duplicate rows of an identity: 'keep' = each row is a draw (the mechanism "
+        "repeats outputs); 'collapse' = copies of one draw, used once (--min-rows then counts "
+        "distinct rows) (default: keep)",
+    )
+    certify.add_argument(
         "--classifier",
         choices=("logistic", "random_forest"),
         default="logistic",
@@ -458,9 +466,15 @@ def _describe(es: Any) -> str:
     )
 
 
-def _keep_min_rows(es: Any, min_rows: int) -> tuple[Any, dict[Any, int]]:
-    """Keep identities with at least ``min_rows`` rows; also return each dropped one's rows."""
-    small = {label: int(n) for label, n in es.counts.items() if n < min_rows}
+def _keep_min_rows(
+    es: Any, min_rows: int, counts: dict[Any, int] | None = None
+) -> tuple[Any, dict[Any, int]]:
+    """Keep identities with at least ``min_rows`` rows; also return each dropped one's rows.
+
+    ``counts`` replaces ``es.counts`` as the rows per identity (e.g. distinct rows).
+    """
+    counts = es.counts if counts is None else counts
+    small = {label: int(n) for label, n in counts.items() if n < min_rows}
     kept = [label for label in es.identities if label not in small]
     if len(kept) < 2:
         if small:
@@ -656,6 +670,7 @@ def _run_certify(args: argparse.Namespace) -> int:
     _check_device(args.device)  # used by the controls only, but never ignored
     cert = ReservedTestCertifier(
         test_size=args.test_size,
+        duplicates=args.duplicates,
         n_candidates=args.n_candidates,
         n_select=args.n_select,
         alpha=args.alpha,
@@ -673,7 +688,9 @@ def _run_certify(args: argparse.Namespace) -> int:
 
     read = _load(args)
     _say(f"read {args.embeddings}: {_describe(read)}")
-    es, small = _keep_min_rows(read, min_rows)
+    # with --duplicates collapse an identity has as many draws as distinct rows
+    draws = read.drop_duplicates() if args.duplicates == "collapse" else read
+    es, small = _keep_min_rows(read, min_rows, draws.counts)
     if small:
         _say(_min_rows_line(min_rows, small))
     out = _out_dir(args.out)
@@ -688,6 +705,7 @@ def _run_certify(args: argparse.Namespace) -> int:
                 es,
                 n_permutations=args.n_permutations,
                 n_folds=args.n_folds,
+                duplicates=args.duplicates,
                 rng=args.seed,
                 device=args.device,
                 progress=not args.quiet,
