@@ -1,17 +1,10 @@
-"""``idaudit demo``: the calibrated-noise benchmark on a built-in synthetic identity set.
-
-Also holds the owner-only, atomic file writing every ``idaudit`` command uses (embeddings and
-results derived from them are biometric data: DESIGN, "Biometric data").
-"""
+"""``idaudit demo``: the calibrated-noise benchmark on a built-in synthetic identity set."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
-import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from idaudit._results import write_atomic, write_netcdf, write_text
 from idaudit.data import EmbeddingSet
 
 __all__ = [
@@ -28,9 +22,6 @@ __all__ = [
     "DemoResult",
     "demo_identities",
     "run_demo",
-    "write_atomic",
-    "write_netcdf",
-    "write_text",
 ]
 
 #: Seed of everything the demo draws (the identity set, pairs, noise, folds).
@@ -380,63 +371,3 @@ def _write_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
     for col, (name, ds) in enumerate(sweeps.items()):
         plot_noise_sweep(ds, axes=(grid[0, col], grid[1, col]), title=titles[name])
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
-
-
-# -- owner-only atomic writes -----------------------------------------------------------------
-
-
-def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], Any]) -> Path:
-    """Write a file atomically with owner-only permissions.
-
-    ``write(tmp)`` fills a temporary file in the destination's folder; it is then made
-    ``0o600`` and renamed over ``path`` (atomic on POSIX), so a reader never sees a partial
-    file and a failure leaves no file behind.
-
-    Parameters
-    ----------
-    path : path
-        Destination.
-    write : callable
-        Called with the temporary path.
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
-    """
-    dest = Path(path)
-    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return dest
-
-
-def write_text(text: str, path: str | os.PathLike[str]) -> Path:
-    """Write UTF-8 text atomically, owner-only."""
-    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def write_netcdf(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
-    """Write a Dataset to netCDF-4 atomically, owner-only.
-
-    Raises
-    ------
-    ImportError
-        If no netCDF-4 writer is installed: ``netCDF4`` (a core dependency), or ``h5netcdf``
-        with ``h5py``. netCDF-3, all scipy can write, cannot hold the 64-bit seeds and counts
-        idaudit records.
-    """
-    has_netcdf4 = importlib.util.find_spec("netCDF4") is not None
-    has_h5 = all(importlib.util.find_spec(m) for m in ("h5netcdf", "h5py"))
-    if not (has_netcdf4 or has_h5):
-        raise ImportError(
-            "writing .nc results needs a netCDF-4 writer; install one with pip install netCDF4"
-        )
-    return write_atomic(path, lambda tmp: ds.to_netcdf(tmp))

@@ -183,7 +183,7 @@ def test_writing_netcdf_without_a_netcdf4_backend_names_the_package(
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
-    from idaudit._demo import write_atomic, write_text
+    from idaudit._results import write_atomic, write_text
 
     def boom(tmp: Path) -> None:
         tmp.write_text("partial")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from idaudit._device import resolve_device
+from idaudit._results import attr_value
 from idaudit._validation import check_integer, check_option, check_pairs
 from idaudit.audits._base import BaseAuditor, Batch, PairError
 from idaudit.data import EmbeddingSet
@@ -257,19 +257,6 @@ def _run_dask(
     return results
 
 
-def _attr(value: Any) -> Any:
-    """Convert a parameter value to a netCDF-safe attribute (number or string)."""
-    if isinstance(value, (bool, np.bool_)) or value is None:
-        return str(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, str):
-        return value
-    return type(value).__name__
-
-
 def _assemble(
     es: EmbeddingSet,
     pairs: list[tuple[Any, Any]],
@@ -310,7 +297,7 @@ def _assemble(
         attrs[f"{aud.label}.class"] = type(aud).__name__
         attrs[f"{aud.label}.status"] = aud.status
         for key, value in aud.get_params(deep=False).items():
-            attrs[f"{aud.label}.{key}"] = _attr(value)
+            attrs[f"{aud.label}.{key}"] = attr_value(value)
         if seed is not None:
             attrs[f"{aud.label}.seed"] = int(seed)
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)

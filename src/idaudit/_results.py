@@ -1,0 +1,492 @@
+"""The results core: formal statuses, result Datasets, provenance and owner-only file writing.
+
+Every number idaudit reports carries a *formal status* (what kind of statement it is), every
+result Dataset is built and checked the same way, and every file written from biometric data
+(embeddings, crops, anything derived from them) goes through the atomic, owner-only writers
+here. Other modules import these names; none defines its own copy.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import numbers
+import os
+import platform
+import tempfile
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from idaudit.exceptions import InvalidInputError
+
+__all__ = [
+    "EPSILON_STATUSES",
+    "STATUSES",
+    "AttrValue",
+    "Status",
+    "attr_value",
+    "check_result_dataset",
+    "check_status",
+    "pair_coords",
+    "pair_dataset",
+    "provenance",
+    "variable",
+    "write_atomic",
+    "write_csv",
+    "write_json",
+    "write_netcdf",
+    "write_text",
+]
+
+#: Every formal status a reported number can carry.
+Status = Literal[
+    "diagnostic",
+    "sample_estimate",
+    "certified_lower_bound",
+    "certified_upper_bound",
+    "reference",
+    "descriptive",
+]
+
+#: Each status with the one-line meaning docs/status.md expands on (weakest ε statement first).
+STATUSES: Mapping[str, str] = {
+    "diagnostic": (
+        "computed under modelling or aggregation assumptions the data do not satisfy, or chosen "
+        "on the data it is evaluated on; not a bound at any confidence"
+    ),
+    "sample_estimate": (
+        "the plug-in sample value of a population quantity with a valid population meaning; "
+        "no confidence correction, so it can overshoot"
+    ),
+    "certified_lower_bound": (
+        "a lower bound holding with a stated probability under the stated sampling model, "
+        "every adaptive choice fixed before the evaluation data were seen"
+    ),
+    "certified_upper_bound": (
+        "an upper bound holding with a stated probability (e.g. an exact one-sided "
+        "Clopper-Pearson bound on an error rate)"
+    ),
+    "reference": (
+        "a property of a benchmark mechanism proved in closed form (a true epsilon), the truth "
+        "estimates are checked against"
+    ),
+    "descriptive": (
+        "an exact property of the inputs or of the run (a count, a size, a setting), "
+        "not an estimate of anything"
+    ),
+}
+assert tuple(STATUSES) == get_args(Status)  # one list, two spellings
+
+#: The statuses an ε estimated from audit data may carry (weakest first).
+EPSILON_STATUSES: tuple[Status, ...] = ("diagnostic", "sample_estimate", "certified_lower_bound")
+
+#: What a netCDF attribute may hold.
+AttrValue = str | int | float
+
+
+def check_status(status: Any) -> Status:
+    """Return ``status`` if it is a known status label, else raise.
+
+    Parameters
+    ----------
+    status : str
+        A key of :data:`STATUSES`.
+
+    Returns
+    -------
+    str
+        ``status``.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``status`` is not a known label.
+
+    Examples
+    --------
+    >>> from idaudit._results import check_status
+    >>> check_status("reference")
+    'reference'
+    """
+    if not isinstance(status, str) or status not in STATUSES:
+        raise InvalidInputError(f"`status` must be one of {', '.join(STATUSES)}; got {status!r}.")
+    return status  # type: ignore[return-value]
+
+
+def attr_value(value: Any) -> AttrValue:
+    """Convert a setting to a netCDF-safe attribute: a number or a string.
+
+    Booleans and ``None`` become their names (netCDF has no boolean), integers ``int``, reals
+    ``float``, strings stay, and anything else becomes its class name (an estimator or a
+    callable passed as a setting).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit._results import attr_value
+    >>> attr_value(True), attr_value(3), attr_value(np.float32(0.5)), attr_value(None)
+    ('True', 3, 0.5, 'None')
+    """
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, str):
+        return value
+    return type(value).__name__
+
+
+def variable(
+    dims: str | Sequence[str],
+    values: Any,
+    *,
+    long_name: str,
+    status: Status,
+    units: str | None = None,
+    **attrs: Any,
+) -> xr.Variable:
+    """One result variable with its ``long_name``, ``status`` and (optional) ``units``.
+
+    Parameters
+    ----------
+    dims : str or sequence of str
+        Dimension names, e.g. ``"pair"`` or ``("pair", "embedding_dim")``.
+    values : array_like
+        The values.
+    long_name : str
+        Human-readable description.
+    status : str
+        Formal status (a key of :data:`STATUSES`).
+    units : str, optional
+        Units, when the number has any (``"nats"``, ``"s"``).
+    **attrs
+        Further attributes (converted with :func:`attr_value`).
+
+    Returns
+    -------
+    xarray.Variable
+
+    Examples
+    --------
+    >>> from idaudit._results import variable
+    >>> v = variable("pair", [0.5, 1.0], long_name="epsilon", status="sample_estimate")
+    >>> v.attrs["status"]
+    'sample_estimate'
+    """
+    if not isinstance(long_name, str) or not long_name:
+        raise InvalidInputError(f"`long_name` must be a non-empty string; got {long_name!r}.")
+    var_attrs: dict[str, AttrValue] = {"long_name": long_name, "status": check_status(status)}
+    if units is not None:
+        var_attrs["units"] = units
+    var_attrs.update({k: attr_value(v) for k, v in attrs.items()})
+    return xr.Variable(dims, np.asarray(values), attrs=var_attrs)
+
+
+def pair_coords(
+    pairs: Sequence[tuple[Hashable, Hashable]],
+    n_a: Sequence[int] | np.ndarray,
+    n_b: Sequence[int] | np.ndarray,
+) -> dict[str, tuple[str, np.ndarray]]:
+    """Build the coordinates every per-pair Dataset carries (``identity_a/b``, ``n_a/b``).
+
+    Parameters
+    ----------
+    pairs : sequence of (label, label)
+        The identity pairs, in result order.
+    n_a, n_b : sequence of int
+        Rows of the first / second identity behind each pair's numbers.
+
+    Returns
+    -------
+    dict
+        ``{name: ("pair", values)}``, ready for ``xarray.Dataset(coords=...)``.
+    """
+    n_a = np.asarray(n_a, dtype=np.int64)
+    n_b = np.asarray(n_b, dtype=np.int64)
+    if n_a.shape != (len(pairs),) or n_b.shape != (len(pairs),):
+        raise InvalidInputError(
+            f"`n_a` and `n_b` must hold one count per pair ({len(pairs)}); "
+            f"got {n_a.shape} and {n_b.shape}."
+        )
+    return {
+        "identity_a": ("pair", np.asarray([a for a, _ in pairs])),
+        "identity_b": ("pair", np.asarray([b for _, b in pairs])),
+        "n_a": ("pair", n_a),
+        "n_b": ("pair", n_b),
+    }
+
+
+def pair_dataset(
+    pairs: Sequence[tuple[Hashable, Hashable]],
+    data_vars: Mapping[str, xr.Variable],
+    *,
+    n_a: Sequence[int] | np.ndarray,
+    n_b: Sequence[int] | np.ndarray,
+    attrs: Mapping[str, Any],
+) -> xr.Dataset:
+    """Build a per-pair result Dataset (dim ``pair``) and check it.
+
+    Parameters
+    ----------
+    pairs : sequence of (label, label)
+        The identity pairs, in result order.
+    data_vars : mapping of str to xarray.Variable
+        Result variables made with :func:`variable`; each has ``pair`` as its first dim.
+    n_a, n_b : sequence of int
+        Rows of each identity behind each pair's numbers.
+    attrs : mapping
+        Dataset attributes, normally :func:`provenance` plus method settings.
+
+    Returns
+    -------
+    xarray.Dataset
+        Passes :func:`check_result_dataset`.
+
+    Examples
+    --------
+    >>> from idaudit._results import pair_dataset, provenance, variable
+    >>> ds = pair_dataset(
+    ...     [("a", "b")], {"eps": variable("pair", [0.3], long_name="eps", status="diagnostic")},
+    ...     n_a=[10], n_b=[12], attrs=provenance(title="example"))
+    >>> int(ds.sizes["pair"])
+    1
+    """
+    ds = xr.Dataset(
+        dict(data_vars),
+        coords=pair_coords(pairs, n_a, n_b),
+        attrs={k: attr_value(v) for k, v in attrs.items()},
+    )
+    check_result_dataset(ds)
+    return ds
+
+
+def _version(module: str) -> str:
+    if importlib.util.find_spec(module) is None:
+        return "not installed"
+    mod = __import__(module)
+    return str(getattr(mod, "__version__", "unknown"))
+
+
+def provenance(
+    *,
+    title: str,
+    inputs: Mapping[str, str] | None = None,
+    seeds: Mapping[str, int | None] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> dict[str, AttrValue]:
+    """Dataset attributes that let a saved result say where it came from.
+
+    Parameters
+    ----------
+    title : str
+        What the result is (the function that made it).
+    inputs : mapping of str to str, optional
+        Input name → content hash (``input_sha256``, ``pairs_sha256``, ...). Keys are used
+        as given.
+    seeds : mapping of str to int, optional
+        Name → seed actually used; stored as ``seed.<name>`` (``None`` entries are skipped).
+    settings : mapping, optional
+        Run settings actually used (device, batch size, backend, thresholds); stored as
+        ``setting.<name>`` through :func:`attr_value`.
+
+    Returns
+    -------
+    dict
+        ``title``, ``idaudit_version`` and the versions of numpy, scipy, torch and xarray, the
+        Python version, then the given inputs, seeds and settings. No timestamp, so that one
+        run's files are byte-for-byte reproducible.
+
+    Examples
+    --------
+    >>> from idaudit._results import provenance
+    >>> attrs = provenance(title="demo", seeds={"rng": 0}, settings={"device": "cpu"})
+    >>> attrs["seed.rng"], attrs["setting.device"]
+    (0, 'cpu')
+    """
+    from idaudit import __version__
+
+    attrs: dict[str, AttrValue] = {
+        "title": title,
+        "idaudit_version": __version__,
+        "python_version": platform.python_version(),
+    }
+    for module in ("numpy", "scipy", "torch", "xarray"):
+        attrs[f"{module}_version"] = _version(module)
+    for key, digest in (inputs or {}).items():
+        attrs[key] = str(digest)
+    for key, seed in (seeds or {}).items():
+        if seed is not None:
+            attrs[f"seed.{key}"] = int(seed)
+    for key, value in (settings or {}).items():
+        attrs[f"setting.{key}"] = attr_value(value)
+    return attrs
+
+
+_PAIR_COORDS = ("identity_a", "identity_b", "n_a", "n_b")
+
+
+def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> None:
+    """Check that ``ds`` follows the result schema; raise listing every problem found.
+
+    The rules (DESIGN, "Results"): every data variable has a non-empty ``long_name`` and a
+    ``status`` from :data:`STATUSES`; Dataset attributes are strings or finite-or-infinite
+    numbers only (so ``to_netcdf`` round-trips); ``idaudit_version`` is recorded; a Dataset
+    with a ``pair`` dim carries the coords ``identity_a``, ``identity_b`` (distinct in every
+    pair) and integer ``n_a``, ``n_b`` ≥ 0 along ``pair``.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A result.
+    require_provenance : bool, default True
+        Whether ``idaudit_version`` must be among the attributes.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming every rule broken.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from idaudit._results import check_result_dataset
+    >>> check_result_dataset(xr.Dataset({"x": ("pair", [1.0])}))
+    Traceback (most recent call last):
+    ...
+    idaudit.exceptions.InvalidInputError: not a valid idaudit result: ...
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"`ds` must be an xarray.Dataset; got {type(ds).__name__}.")
+    problems: list[str] = []
+    for name, var in ds.data_vars.items():
+        long_name = var.attrs.get("long_name")
+        if not isinstance(long_name, str) or not long_name:
+            problems.append(f"variable {name!r} has no long_name")
+        status = var.attrs.get("status")
+        if status not in STATUSES:
+            problems.append(f"variable {name!r} has status {status!r}, not one of STATUSES")
+    for key, value in ds.attrs.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (str, numbers.Integral, numbers.Real)
+        ):
+            problems.append(f"attribute {key!r} is {type(value).__name__}, not a str or number")
+        elif isinstance(value, numbers.Real) and math.isnan(float(value)):
+            problems.append(f"attribute {key!r} is NaN")
+    if require_provenance and "idaudit_version" not in ds.attrs:
+        problems.append("attribute 'idaudit_version' is missing")
+    if "pair" in ds.dims:
+        for coord in _PAIR_COORDS:
+            if coord not in ds.coords:
+                problems.append(f"coordinate {coord!r} is missing")
+            elif ds[coord].dims != ("pair",):
+                problems.append(f"coordinate {coord!r} has dims {ds[coord].dims}, not ('pair',)")
+        if all(c in ds.coords for c in _PAIR_COORDS):
+            for coord in ("n_a", "n_b"):
+                counts = ds[coord].values
+                if not np.issubdtype(counts.dtype, np.integer) or (counts < 0).any():
+                    problems.append(f"coordinate {coord!r} must hold integers >= 0")
+            same = np.asarray(ds["identity_a"].values == ds["identity_b"].values)
+            if same.any():
+                problems.append(f"{int(same.sum())} pair(s) pair an identity with itself")
+    if problems:
+        raise InvalidInputError("not a valid idaudit result: " + "; ".join(problems) + ".")
+
+
+# -- owner-only atomic writes (embeddings and everything derived from them are biometric) ------
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], Any]) -> Path:
+    """Write a file atomically with owner-only permissions.
+
+    ``write(tmp)`` fills a temporary file in the destination's folder; it is then made
+    ``0o600`` and renamed over ``path`` (atomic on POSIX), so a reader never sees a partial
+    file and a failure leaves no file behind.
+
+    Parameters
+    ----------
+    path : path
+        Destination.
+    write : callable
+        Called with the temporary path.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    dest = Path(path)
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def write_text(text: str, path: str | os.PathLike[str]) -> Path:
+    """Write UTF-8 text atomically, owner-only."""
+    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """Write JSON atomically, owner-only (sorted keys, indented, NaN/inf refused).
+
+    NumPy scalars and arrays are converted to Python numbers and lists. Non-finite floats
+    are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (JSON has no such
+    numbers), so no reader chokes on the file.
+    """
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, np.ndarray):
+            return plain(value.tolist())
+        if isinstance(value, np.generic):
+            return plain(value.item())
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        if isinstance(value, Path):
+            return str(value)
+        return value
+
+    text = json.dumps(plain(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    return write_text(text, path)
+
+
+def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str], *, index: bool = False) -> Path:
+    """Write a DataFrame to CSV atomically, owner-only."""
+    return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=index))
+
+
+def write_netcdf(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
+    """Write a Dataset to netCDF-4 atomically, owner-only.
+
+    Raises
+    ------
+    ImportError
+        If no netCDF-4 writer is installed: ``netCDF4`` (a core dependency), or ``h5netcdf``
+        with ``h5py``. netCDF-3, all scipy can write, cannot hold the 64-bit seeds and counts
+        idaudit records.
+    """
+    has_netcdf4 = importlib.util.find_spec("netCDF4") is not None
+    has_h5 = all(importlib.util.find_spec(m) for m in ("h5netcdf", "h5py"))
+    if not (has_netcdf4 or has_h5):
+        raise ImportError(
+            "writing .nc results needs a netCDF-4 writer; install one with pip install netCDF4"
+        )
+    return write_atomic(path, lambda tmp: ds.to_netcdf(tmp))
