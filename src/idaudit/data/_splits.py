@@ -26,8 +26,8 @@ DUPLICATES: tuple[str, ...] = ("keep", "collapse")
 def split_identities(
     es: EmbeddingSet,
     test_size: float = 0.3,
-    rng: RngLike = 0,
     *,
+    rng: RngLike = 0,
     duplicates: Literal["keep", "collapse"] = "keep",
 ) -> tuple[EmbeddingSet, EmbeddingSet]:
     r"""Split every identity's rows once into development and reserved test rows.
