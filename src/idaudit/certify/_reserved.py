@@ -439,9 +439,15 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         for label in identities:
             n_dev = dev.counts[label]
             if n_dev < p["n_folds"]:
+                n_draws = n_dev + test.counts[label]
+                all_rows = (
+                    f"{es.counts[label]} rows in all, {n_draws} distinct; duplicates='collapse'"
+                    if n_draws != es.counts[label]
+                    else f"{es.counts[label]} in all"
+                )
                 raise InvalidInputError(
-                    f"identity {label!r} has {n_dev} development rows ({es.counts[label]} in "
-                    f"all); `n_folds`={p['n_folds']} folds need at least {p['n_folds']}."
+                    f"identity {label!r} has {n_dev} development rows ({all_rows}); "
+                    f"`n_folds`={p['n_folds']} folds need at least {p['n_folds']}."
                 )
         alpha_bound = p["alpha"] / (p["n_families"] * p["n_select"] * 2)
         fold_seeds = spawn_seeds(seed_folds, len(candidates))
