@@ -31,7 +31,7 @@ BOUNDS: tuple[str, ...] = ("betting", "bernstein", "mcdiarmid")
 
 
 def split_rows(n: int, seed: int, role: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """Selection and evaluation row indices of one identity: a seeded half split.
+    """Split the rows of one identity into a selection and an evaluation half, seeded.
 
     The split depends only on ``seed``, the identity's role in the pair (0 for A, 1 for B) and
     its row count — never on row values — so the evaluation half is independent of every

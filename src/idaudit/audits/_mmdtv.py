@@ -337,7 +337,7 @@ class MMDTVAuditor(BaseAuditor):
         return out
 
     def _certified(self, batch: Batch, seed: int) -> dict[str, Any]:
-        """The certified bounds of every pair (one seeded split per pair, see _mmdcert)."""
+        """Compute the certified bounds of every pair (one seeded split each, see _mmdcert)."""
         alpha = (1.0 - float(self.confidence)) / int(self.n_simultaneous)  # type: ignore[arg-type]
         fixed = None if self.bandwidth == "median" else float(self.bandwidth)
         mmd_lb, sigma = np.empty(batch.n_pairs), np.empty(batch.n_pairs)
@@ -354,9 +354,7 @@ class MMDTVAuditor(BaseAuditor):
         return {
             "mmd_lb": mmd_lb,
             "epsilon_lb": np.asarray(dp.epsilon_from_tv(mmd_lb / 2.0), dtype=np.float64),
-            "epsilon_hs_lb": np.asarray(
-                dp.epsilon_from_mmd_hockey_stick(mmd_lb), dtype=np.float64
-            ),
+            "epsilon_hs_lb": np.asarray(dp.epsilon_from_mmd_hockey_stick(mmd_lb), dtype=np.float64),
             "bandwidth_lb": sigma,
         }
 

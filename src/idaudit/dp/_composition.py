@@ -47,7 +47,7 @@ def compose_epsilon(
     delta_prime: float | None = None,
     value_discretization_interval: float = 1e-4,
 ) -> ComposedPrivacy:
-    r"""What a per-query (ε, δ) *guarantee* implies for releasing k outputs of one identity.
+    r"""Compose a per-query (ε, δ) *guarantee* into one for k outputs of one identity.
 
     **Direction.** The result is an *upper* bound on the privacy loss of k independent
     outputs for a mechanism that is known to be (ε, δ)-DP per query — e.g. the reference
@@ -174,9 +174,7 @@ def _pld_epsilon(eps: float, dlt: float, k: int, delta_k: float, step: float) ->
     return max(float(composed.get_epsilon_for_delta(delta_k)), 0.0)
 
 
-def compose_error_rates(
-    fpr_upper: Any, fnr_upper: Any, k: int, delta: float = 0.0
-) -> float:
+def compose_error_rates(fpr_upper: Any, fnr_upper: Any, k: int, delta: float = 0.0) -> float:
     r"""Certified lower bound on the ε of k outputs from one certified test of one output.
 
     A per-query certificate bounds the error rates of a fixed test from above

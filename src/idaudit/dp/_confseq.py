@@ -53,6 +53,8 @@ def anytime_upper_bound(k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike
     ----------
     k : int or array_like of int
         Number of successes (e.g. test errors) among the first ``n`` draws, ``0 <= k <= n``.
+        A non-integer ``k`` gives the continuous extension of the formula below (useful when
+        planning with an *expected* count; it is not a confidence bound).
     n : int or array_like of int
         Number of draws so far, ``n >= 1``.
     alpha : float or array_like, default 0.05
@@ -114,7 +116,7 @@ def anytime_upper_bound(k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike
     1.0
     """
     scalar = is_scalar(k, n, alpha)
-    kk, nn, a = _check(k, n, alpha)
+    kk, nn, a = _check(k, n, alpha, integer_k=False)
     target = -np.log(a)  # reject p0 when log K >= log(1/alpha)
     lo = np.zeros_like(kk)
     hi = np.ones_like(kk)
@@ -288,13 +290,16 @@ def _check_alpha(alpha: Any) -> float:
 
 
 def _check(
-    k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike
+    k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike, *, integer_k: bool = True
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     kk = as_float_array(k, "k")
     nn = as_float_array(n, "n")
     a = as_float_array(alpha, "alpha")
     check_integer_valued(nn, "n")
-    check_integer_valued(kk, "k")
+    if integer_k:
+        check_integer_valued(kk, "k")
+    elif np.isnan(kk).any():
+        raise InvalidInputError("`k` must be a number in [0, n]; got nan.")
     if (nn < 1).any():
         raise InvalidInputError(f"`n` must be a positive integer; got {int(nn[nn < 1].flat[0])}.")
     check_range(a, "alpha", 0.0, 1.0, closed="neither")

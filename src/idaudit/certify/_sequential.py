@@ -1,0 +1,646 @@
+"""Anytime-valid sequential ε certificates: draw test outputs until the bound is good enough."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+import xarray as xr
+from sklearn.base import BaseEstimator, clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from idaudit._results import pair_coords, provenance, variable
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_pairs,
+    check_random_state,
+    spawn_seeds,
+)
+from idaudit.dp import anytime_lower_bound, anytime_upper_bound, epsilon_from_error_rates
+from idaudit.exceptions import InvalidInputError, NotFittedError
+
+__all__ = ["SequentialCertifier"]
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Why the sampling stopped (the ``stop_reason`` attribute of ``path_``).
+STOP_REASONS = ("target_reached", "target_unreachable", "max_samples")
+
+
+class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
+    r"""Certified ε lower bounds that stay valid however long one keeps sampling.
+
+    A classifier and a threshold are fixed per pair on a *development* draw from the
+    mechanism; test outputs are then drawn in batches and the false-positive and
+    false-negative counts of the fixed test feed one-sided *confidence sequences*
+    (:func:`idaudit.dp.anytime_upper_bound`) for the two error rates. Substituted into
+    Eq. 16 of seed 000 they give an ε lower bound that holds at every sample size
+    simultaneously, so sampling may stop whenever the bound is good enough — or hopeless —
+    without any correction for having looked.
+
+    Status: ``certified_lower_bound`` — with probability at least :math:`1 - \alpha`, jointly
+    over all pairs and all sample sizes, every ``epsilon_lb`` on the path (and hence
+    ``epsilon_lb_``) is at most its pair's true ε(δ), when the mechanism's outputs for an
+    identity are iid and the pairs were chosen without looking at its outputs.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Anything with ``identities`` and ``sample(identity, n, *, rng)``
+        (:class:`idaudit.mechanisms.Mechanism`).
+    pairs : sequence of (label, label)
+        The identity pairs to certify, fixed before sampling.
+    classifier : estimator, optional
+        A scikit-learn-style binary classifier (cloned; scored with ``decision_function`` if
+        it has one, else ``predict_proba(X)[:, 1]``; every ``random_state`` is set from
+        ``rng``). Default: ROC-HT's ``LogisticRegression(C=1.0, solver="lbfgs",
+        max_iter=1000)``.
+    alpha : float, default 0.05
+        Family-wise error level in (0, 1); each of the ``2 * len(pairs)`` confidence sequences
+        is run at :math:`\alpha / (2\,n_\text{pairs})` (union bound).
+    target_epsilon : float, optional
+        Stop as soon as the largest certified bound reaches this value, or once no pair can
+        reach it any more. Without it, sampling runs to ``max_samples``.
+    max_samples : int
+        Most test outputs drawn per identity (development draws not included), at least
+        ``batch_size``.
+    n_dev : int, default 100
+        Development outputs per identity (classifier, threshold and direction), at least
+        ``2 * n_folds``.
+    batch_size : int, default 50
+        Test outputs drawn per identity between two looks at the bound.
+    delta : float, default 0.0
+        The δ of the guarantee being refuted, in [0, 1); 0 certifies pure DP.
+    n_folds : int, default 5
+        Stratified folds for the development out-of-fold scores that choose the threshold.
+    rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
+        Randomness of the draws, the folds and the classifier.
+    progress : bool, default True
+        Show a progress bar over the looks.
+
+    Attributes
+    ----------
+    status : str
+        Class attribute, ``"certified_lower_bound"``.
+    epsilon_lb_ : float
+        Largest certified bound over the pairs at the stopping time.
+    certificates_ : xarray.Dataset
+        Per pair (dim ``pair``): ``epsilon_lb`` (certified lower bound), ``ufpr``, ``ufnr``
+        (anytime upper confidence bounds, ``certified_upper_bound``), ``test_fp``, ``test_fn``,
+        ``n_test``, ``threshold``, ``direction``, ``dev_auc``.
+    n_used_ : int
+        Outputs drawn per identity in all: ``n_dev`` plus the test outputs drawn.
+    n_test_ : int
+        Test outputs drawn per identity.
+    stop_reason_ : str
+        ``"target_reached"``, ``"target_unreachable"`` or ``"max_samples"``.
+    path_ : xarray.Dataset
+        The certificate at every look: dim ``n`` (test outputs per identity; coordinate
+        ``n_total`` adds ``n_dev``) and ``pair``; variables ``epsilon_lb`` (n, pair),
+        ``epsilon_lb_max`` (n), ``ufpr``, ``ufnr``, ``test_fp``, ``test_fn`` (n, pair), and the
+        attribute ``stop_reason``.
+    classifiers_ : list of estimators
+        The fixed classifier of each pair (fit on its development draws).
+
+    Notes
+    -----
+    **Why it is valid at every n.** For a fixed test (classifier and threshold chosen on
+    development draws only), the test errors on fresh iid outputs are iid Bernoulli with the
+    test's true FPR and FNR. :func:`~idaudit.dp.anytime_upper_bound` is a confidence sequence:
+    with probability :math:`1 - \alpha'` the running upper bound stays above the true rate at
+    *every* n. A union bound over the two rates of every pair makes all of them hold together
+    with probability :math:`1 - \alpha`, and on that event Eq. 16 at the bounds is below the
+    true ε(δ) at every n — in particular at any stopping time, however chosen. The bounds
+    are made monotone by running minima (an intersection of confidence sets is one too).
+
+    **Stopping.** ``target_reached``: the largest bound is at least ``target_epsilon``.
+    ``target_unreachable``: for every pair, either even zero further errors up to
+    ``max_samples`` cannot lift the bound to the target, or the target exceeds an *upper*
+    confidence bound on the fixed test's population ε (Eq. 2 at the anytime *lower* bounds on
+    both rates, at the same :math:`\alpha'`): the certificate of a test converges to that
+    population value, so it would get there only on the α-probability event. Stopping early
+    never affects validity. ``max_samples``: the budget is spent.
+
+    **Threshold.** On development out-of-fold scores, both score directions and every
+    midpoint between consecutive scores are tried; the one maximising the bound *expected*
+    at ``max_samples`` (development error rates :math:`(k + 1/2)/(n + 1)` scaled to
+    ``max_samples`` and put through the anytime bound) is kept, ties to the larger TPR − FPR.
+
+    References
+    ----------
+    .. [1] I. Waudby-Smith and A. Ramdas, "Estimating means of bounded random variables by
+       betting", J. R. Stat. Soc. B 86(1), 2024.
+    .. [2] T. González, M. Dulce-Rubio, A. Ramdas and M. Ribero, "Sequentially auditing
+       differential privacy", NeurIPS 2025.
+    .. [3] P. Kairouz, S. Oh and P. Viswanath, "The composition theorem for differential
+       privacy", ICML 2015.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.certify import SequentialCertifier
+    >>> from idaudit.data import EmbeddingSet
+    >>> from idaudit.mechanisms import LaplaceNoise
+    >>> mech = LaplaceNoise(EmbeddingSet(np.array([[0.0], [1.0]]), ["a", "b"],
+    ...                                  normalize=False), scale=0.5)   # true pure ε = 2
+    >>> cert = SequentialCertifier(mech, [("a", "b")], target_epsilon=1.0, max_samples=5000,
+    ...                            rng=0, progress=False).fit()
+    >>> cert.stop_reason_, cert.n_test_, round(cert.epsilon_lb_, 3)
+    ('target_reached', 350, 1.009)
+    """
+
+    status: ClassVar[str] = "certified_lower_bound"
+
+    def __init__(
+        self,
+        mechanism: Any,
+        pairs: Sequence[tuple[Any, Any]],
+        *,
+        classifier: Any = None,
+        alpha: float = 0.05,
+        target_epsilon: float | None = None,
+        max_samples: int,
+        n_dev: int = 100,
+        batch_size: int = 50,
+        delta: float = 0.0,
+        n_folds: int = 5,
+        rng: RngLike = 0,
+        progress: bool = True,
+    ) -> None:
+        self.mechanism = mechanism
+        self.pairs = pairs
+        self.classifier = classifier
+        self.alpha = alpha
+        self.target_epsilon = target_epsilon
+        self.max_samples = max_samples
+        self.n_dev = n_dev
+        self.batch_size = batch_size
+        self.delta = delta
+        self.n_folds = n_folds
+        self.rng = rng
+        self.progress = progress
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        """Parameters as scikit-learn prints them, then the formal status of ``epsilon_lb_``."""
+        return f"{super().__repr__(N_CHAR_MAX)}  # status: {self.status}"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.endswith("_") and not name.startswith("_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet; call `fit()` before reading "
+                f"`{name}`."
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # ------------------------------------------------------------------------------ fit
+    def fit(self) -> SequentialCertifier:
+        """Fix the tests on a development draw, then sample test outputs until a stop rule fires.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InvalidInputError
+            If a parameter is out of range, or a pair names an identity the mechanism does not
+            know or the same identity twice.
+        TypeError
+            If ``mechanism`` lacks ``identities``/``sample`` or ``classifier`` is not a usable
+            estimator.
+        """
+        for name in (
+            "epsilon_lb_",
+            "certificates_",
+            "n_used_",
+            "n_test_",
+            "stop_reason_",
+            "path_",
+            "classifiers_",
+        ):
+            self.__dict__.pop(name, None)
+        with threadpool_limits(limits=1, user_api="blas"):  # many small fits
+            return self._fit()
+
+    def _fit(self) -> SequentialCertifier:
+        p = self._checked_params()
+        mech = self.mechanism
+        known = np.asarray(mech.identities).tolist()
+        pairs = check_pairs(self.pairs, known, unknown="which the mechanism does not know")
+        labels = list(dict.fromkeys(x for pair in pairs for x in pair))
+        seed_dev, seed_test, seed_fit = spawn_seeds(check_random_state(self.rng), 3)
+        dev_seeds = dict(zip(labels, spawn_seeds(seed_dev, len(labels)), strict=True))
+        test_gens = {
+            label: np.random.default_rng(s)
+            for label, s in zip(labels, spawn_seeds(seed_test, len(labels)), strict=True)
+        }
+        fit_seeds = spawn_seeds(seed_fit, len(pairs))
+        alpha_bound = p["alpha"] / (2 * len(pairs))
+        dev = {label: _draw(mech, label, p["n_dev"], dev_seeds[label]) for label in labels}
+        base = self._base_classifier()
+
+        plans: list[tuple[float, float, float]] = []  # (direction, threshold, dev AUC)
+        fitted: list[Any] = []
+        for (a, b), seed in zip(pairs, fit_seeds, strict=True):
+            oof = _oof_scores(base, dev[a], dev[b], p["n_folds"], seed)
+            direction, tau, auc = _plan(
+                oof[: p["n_dev"]], oof[p["n_dev"] :], p["max_samples"], alpha_bound, p["delta"]
+            )
+            plans.append((direction, tau, auc))
+            fitted.append(_fit_classifier(base, dev[a], dev[b], seed))
+
+        n_pairs = len(pairs)
+        fp = np.zeros(n_pairs, dtype=np.int64)
+        fn = np.zeros(n_pairs, dtype=np.int64)
+        ufpr = np.ones(n_pairs)
+        ufnr = np.ones(n_pairs)
+        looks: list[dict[str, Any]] = []
+        n_test = 0
+        reason = "max_samples"
+        target = p["target_epsilon"]
+        bar = tqdm(total=p["max_samples"], desc="sequential certificate", disable=not p["progress"])
+        try:
+            while n_test < p["max_samples"]:
+                step = min(p["batch_size"], p["max_samples"] - n_test)
+                draws = {label: _draw(mech, label, step, test_gens[label]) for label in labels}
+                n_test += step
+                for i, ((a, b), (direction, tau, _)) in enumerate(zip(pairs, plans, strict=True)):
+                    fp[i] += int(np.count_nonzero(direction * _score(fitted[i], draws[a]) >= tau))
+                    fn[i] += int(np.count_nonzero(direction * _score(fitted[i], draws[b]) < tau))
+                ufpr = np.minimum(ufpr, anytime_upper_bound(fp, n_test, alpha_bound))
+                ufnr = np.minimum(ufnr, anytime_upper_bound(fn, n_test, alpha_bound))
+                eps = np.asarray(epsilon_from_error_rates(ufpr, ufnr, p["delta"]), dtype=float)
+                looks.append(
+                    {
+                        "n": n_test,
+                        "eps": eps,
+                        "ufpr": ufpr.copy(),
+                        "ufnr": ufnr.copy(),
+                        "fp": fp.copy(),
+                        "fn": fn.copy(),
+                    }
+                )
+                bar.update(step)
+                if target is not None:
+                    if float(eps.max()) >= target:
+                        reason = "target_reached"
+                        break
+                    if n_test < p["max_samples"] and not _reachable(
+                        fp,
+                        fn,
+                        n_test,
+                        ufpr,
+                        ufnr,
+                        p["max_samples"],
+                        alpha_bound,
+                        p["delta"],
+                        target,
+                    ):
+                        reason = "target_unreachable"
+                        break
+        finally:
+            bar.close()
+
+        attrs = self._attrs(p, alpha_bound, reason, len(pairs))
+        self.path_ = _path_dataset(looks, pairs, p["n_dev"], attrs)
+        self.certificates_ = _certificates_dataset(looks[-1], pairs, plans, p["n_dev"], attrs)
+        self.epsilon_lb_ = float(looks[-1]["eps"].max())
+        self.n_test_ = n_test
+        self.n_used_ = p["n_dev"] + n_test
+        self.stop_reason_ = reason
+        self.classifiers_ = fitted
+        return self
+
+    # ------------------------------------------------------------------------ helpers
+    def _checked_params(self) -> dict[str, Any]:
+        mech = self.mechanism
+        if not (hasattr(mech, "identities") and callable(getattr(mech, "sample", None))):
+            raise TypeError(
+                "`mechanism` must follow the idaudit.mechanisms.Mechanism protocol "
+                f"(`identities` and `sample(identity, n, *, rng)`); got {type(mech).__name__}."
+            )
+        p: dict[str, Any] = {
+            "alpha": check_in_range(self.alpha, "alpha", 0.0, 1.0),
+            "n_folds": check_integer(self.n_folds, "n_folds", minimum=2),
+            "batch_size": check_integer(self.batch_size, "batch_size", minimum=1),
+            "delta": check_in_range(self.delta, "delta", 0.0, 1.0, closed="left"),
+            "target_epsilon": None,
+        }
+        p["n_dev"] = check_integer(self.n_dev, "n_dev", minimum=2 * p["n_folds"])
+        p["max_samples"] = check_integer(self.max_samples, "max_samples", minimum=p["batch_size"])
+        if self.target_epsilon is not None:
+            p["target_epsilon"] = check_in_range(self.target_epsilon, "target_epsilon", 0.0, None)
+            if math.isinf(p["target_epsilon"]):
+                raise InvalidInputError(
+                    f"`target_epsilon` must be finite; got {self.target_epsilon!r}."
+                )
+        if not isinstance(self.progress, bool):
+            raise TypeError(f"`progress` must be a bool; got {type(self.progress).__name__}.")
+        p["progress"] = self.progress
+        self._base_classifier()
+        return p
+
+    def _base_classifier(self) -> Any:
+        clf = self.classifier
+        if clf is None:
+            return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000)
+        if not all(hasattr(clf, name) for name in ("fit", "get_params")) or not (
+            hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
+        ):
+            raise TypeError(
+                "`classifier` must be None or a scikit-learn-style estimator with `fit`, "
+                "`get_params` and `decision_function` or `predict_proba`; "
+                f"got {type(clf).__name__}."
+            )
+        return clf
+
+    def _attrs(self, p: dict[str, Any], alpha_bound: float, reason: str, n_pairs: int) -> Any:
+        rng = self.rng
+        seed = int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
+        clf = "logistic" if self.classifier is None else type(self.classifier).__name__
+        attrs = provenance(
+            title="anytime-valid sequential certificate (idaudit.certify.SequentialCertifier)",
+            seeds={"rng": seed},
+            settings={
+                "alpha": p["alpha"],
+                "alpha_per_bound": alpha_bound,
+                "delta": p["delta"],
+                "n_dev": p["n_dev"],
+                "batch_size": p["batch_size"],
+                "max_samples": p["max_samples"],
+                "target_epsilon": p["target_epsilon"],
+                "n_folds": p["n_folds"],
+                "classifier": clf,
+                "mechanism": repr(self.mechanism),
+            },
+        )
+        attrs["status"] = "certified_lower_bound"
+        attrs["stop_reason"] = reason
+        attrs["confidence"] = (
+            f"with probability >= {1 - p['alpha']:g} jointly over all {n_pairs} pair(s), both "
+            "error rates (union bound) and every sample size, every epsilon_lb is at most its "
+            "pair's true epsilon(delta)"
+        )
+        return attrs
+
+
+# -- development side -------------------------------------------------------------------------
+
+
+def _draw(mech: Any, label: Any, n: int, rng: Any) -> FloatArray:
+    out = np.asarray(mech.sample(label, n, rng=rng), dtype=np.float64)
+    if out.ndim != 2 or out.shape[0] != n or not np.isfinite(out).all():
+        raise InvalidInputError(
+            f"the mechanism must return {n} finite rows (shape (n, d)) for identity {label!r}; "
+            f"got shape {out.shape}."
+        )
+    return out
+
+
+def _seeded(base: Any, seed: int) -> Any:
+    clf = clone(base)
+    keys = [
+        k for k in clf.get_params(deep=True) if k == "random_state" or k.endswith("__random_state")
+    ]
+    if keys:
+        clf.set_params(**dict.fromkeys(keys, seed % 2**32))
+    return clf
+
+
+def _fit_classifier(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
+    x = np.concatenate([xa, xb])  # (n_a + n_b, d)
+    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
+    return _seeded(base, seed).fit(x, y)
+
+
+def _score(clf: Any, x: FloatArray) -> FloatArray:
+    if hasattr(clf, "decision_function"):
+        return np.asarray(clf.decision_function(x), dtype=np.float64).reshape(-1)
+    return np.asarray(clf.predict_proba(x), dtype=np.float64)[:, 1]
+
+
+def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: int) -> FloatArray:
+    """Out-of-fold development scores, rows of ``xa`` first."""
+    x = np.concatenate([xa, xb])  # (n, d)
+    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
+    out = np.empty(len(y))
+    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
+    for k, (train, held) in enumerate(folds.split(x, y)):
+        clf = _seeded(base, seed + k).fit(x[train], y[train])
+        out[held] = _score(clf, x[held])
+    return out
+
+
+def _plan(
+    sa: FloatArray, sb: FloatArray, n_plan: int, alpha_bound: float, delta: float
+) -> tuple[float, float, float]:
+    """Direction, threshold and development AUC: maximise the bound expected at ``n_plan``."""
+    n_a, n_b = len(sa), len(sb)
+    best: tuple[float, float, float, float] | None = None  # (objective, youden, dir, tau)
+    for direction in (1.0, -1.0):
+        ua, ub = np.sort(direction * sa), np.sort(direction * sb)
+        values = np.unique(np.concatenate([ua, ub]))
+        if values.size < 2:
+            continue
+        cut = values[1:]  # predict b iff score >= cut
+        fp = n_a - np.searchsorted(ua, cut, side="left")
+        tp = n_b - np.searchsorted(ub, cut, side="left")
+        k_a = n_plan * (fp + 0.5) / (n_a + 1.0)  # expected counts at n_plan (continuous)
+        k_b = n_plan * (n_b - tp + 0.5) / (n_b + 1.0)
+        objective = np.asarray(
+            epsilon_from_error_rates(
+                anytime_upper_bound(k_a, n_plan, alpha_bound),
+                anytime_upper_bound(k_b, n_plan, alpha_bound),
+                delta,
+            )
+        )
+        youden = tp / n_b - fp / n_a
+        i = int(np.lexsort((youden, objective))[-1])
+        cand = (
+            float(objective[i]),
+            float(youden[i]),
+            direction,
+            0.5 * float(values[i] + values[i + 1]),
+        )
+        if best is None or cand[:2] > best[:2]:
+            best = cand
+    if best is None:  # every development score equal: a test that never predicts b
+        return 1.0, math.inf, 0.5
+    _, _, direction, tau = best
+    return direction, tau, _auc(direction * sa, direction * sb)
+
+
+def _auc(ua: FloatArray, ub: FloatArray) -> float:
+    """Mann-Whitney AUC of ``ub`` (positives) against ``ua``, ties 1/2."""
+    diff = ub[:, None] - ua[None, :]
+    return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size)
+
+
+def _reachable(
+    fp: npt.NDArray[np.int64],
+    fn: npt.NDArray[np.int64],
+    n: int,
+    ufpr: FloatArray,
+    ufnr: FloatArray,
+    n_max: int,
+    alpha_bound: float,
+    delta: float,
+    target: float,
+) -> bool:
+    """Whether some pair can still certify ``target`` by ``n_max`` (see the class Notes)."""
+    # best case: no further error until n_max
+    best = np.asarray(
+        epsilon_from_error_rates(
+            np.minimum(ufpr, anytime_upper_bound(fp, n_max, alpha_bound)),
+            np.minimum(ufnr, anytime_upper_bound(fn, n_max, alpha_bound)),
+            delta,
+        )
+    )
+    # upper confidence bound on the population epsilon of each fixed test
+    ceiling = np.asarray(
+        epsilon_from_error_rates(
+            anytime_lower_bound(fp, n, alpha_bound), anytime_lower_bound(fn, n, alpha_bound), delta
+        )
+    )
+    return bool(np.any((best >= target) & (ceiling >= target)))
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+def _path_dataset(
+    looks: list[dict[str, Any]], pairs: list[tuple[Any, Any]], n_dev: int, attrs: Any
+) -> xr.Dataset:
+    n = np.asarray([look["n"] for look in looks], dtype=np.int64)
+
+    def stack(key: str) -> Any:
+        return np.stack([look[key] for look in looks])  # (looks, pairs)
+
+    eps = stack("eps")
+    coords: dict[str, Any] = dict(pair_coords(pairs, [n_dev] * len(pairs), [n_dev] * len(pairs)))
+    coords["n"] = ("n", n, {"long_name": "test outputs drawn per identity"})
+    coords["n_total"] = (
+        "n",
+        n + n_dev,
+        {"long_name": "outputs drawn per identity, development included"},
+    )
+    ds = xr.Dataset(
+        {
+            "epsilon_lb": variable(
+                ("n", "pair"),
+                eps,
+                long_name="certified lower bound on epsilon (Eq. 16 at anytime bounds)",
+                status="certified_lower_bound",
+            ),
+            "epsilon_lb_max": variable(
+                "n",
+                eps.max(axis=1),
+                long_name="largest certified lower bound over the pairs",
+                status="certified_lower_bound",
+            ),
+            "ufpr": variable(
+                ("n", "pair"),
+                stack("ufpr"),
+                long_name="anytime upper confidence bound on the FPR",
+                status="certified_upper_bound",
+            ),
+            "ufnr": variable(
+                ("n", "pair"),
+                stack("ufnr"),
+                long_name="anytime upper confidence bound on the FNR",
+                status="certified_upper_bound",
+            ),
+            "test_fp": variable(
+                ("n", "pair"),
+                stack("fp"),
+                long_name="test rows of identity_a predicted as identity_b so far",
+                status="descriptive",
+            ),
+            "test_fn": variable(
+                ("n", "pair"),
+                stack("fn"),
+                long_name="test rows of identity_b predicted as identity_a so far",
+                status="descriptive",
+            ),
+        },
+        coords=coords,
+        attrs=dict(attrs),
+    )
+    return ds
+
+
+def _certificates_dataset(
+    last: dict[str, Any],
+    pairs: list[tuple[Any, Any]],
+    plans: list[tuple[float, float, float]],
+    n_dev: int,
+    attrs: Any,
+) -> xr.Dataset:
+    n_test = int(last["n"])
+    k = len(pairs)
+    data = {
+        "epsilon_lb": variable(
+            "pair",
+            last["eps"],
+            long_name="certified lower bound on epsilon at the stopping time",
+            status="certified_lower_bound",
+        ),
+        "ufpr": variable(
+            "pair",
+            last["ufpr"],
+            long_name="anytime upper confidence bound on the FPR",
+            status="certified_upper_bound",
+        ),
+        "ufnr": variable(
+            "pair",
+            last["ufnr"],
+            long_name="anytime upper confidence bound on the FNR",
+            status="certified_upper_bound",
+        ),
+        "test_fp": variable(
+            "pair",
+            last["fp"],
+            long_name="test rows of identity_a predicted as identity_b",
+            status="descriptive",
+        ),
+        "test_fn": variable(
+            "pair",
+            last["fn"],
+            long_name="test rows of identity_b predicted as identity_a",
+            status="descriptive",
+        ),
+        "n_test": variable(
+            "pair", np.full(k, n_test), long_name="test outputs per identity", status="descriptive"
+        ),
+        "threshold": variable(
+            "pair",
+            [t for _, t, _ in plans],
+            long_name="score threshold chosen on development draws",
+            status="diagnostic",
+        ),
+        "direction": variable(
+            "pair",
+            [int(d) for d, _, _ in plans],
+            long_name="+1: predict identity_b when score >= threshold; -1: when <=",
+            status="diagnostic",
+        ),
+        "dev_auc": variable(
+            "pair",
+            [auc for _, _, auc in plans],
+            long_name="development out-of-fold ROC AUC",
+            status="diagnostic",
+        ),
+    }
+    coords = pair_coords(pairs, [n_dev + n_test] * k, [n_dev + n_test] * k)
+    ds = xr.Dataset(data, coords=coords, attrs=dict(attrs))
+    ds.attrs["epsilon_lb"] = float(np.max(last["eps"]))
+    return ds
