@@ -25,7 +25,7 @@ from idaudit._validation import (
     check_random_state,
     spawn_seeds,
 )
-from idaudit.dp import anytime_lower_bound, anytime_upper_bound, epsilon_from_error_rates
+from idaudit.dp import anytime_upper_bound, epsilon_from_error_rates
 from idaudit.exceptions import InvalidInputError, NotFittedError
 
 __all__ = ["SequentialCertifier"]
@@ -276,8 +276,15 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
                 for i, ((a, b), (direction, tau, _)) in enumerate(zip(pairs, plans, strict=True)):
                     fp[i] += int(np.count_nonzero(direction * _score(fitted[i], draws[a]) >= tau))
                     fn[i] += int(np.count_nonzero(direction * _score(fitted[i], draws[b]) < tau))
-                ufpr = np.minimum(ufpr, anytime_upper_bound(fp, n_test, alpha_bound))
-                ufnr = np.minimum(ufnr, anytime_upper_bound(fn, n_test, alpha_bound))
+                # one vectorised call: the bounds now, the zero-further-error bounds at
+                # max_samples, and the lower bounds (as upper bounds on the other outcome)
+                counts = np.concatenate([fp, fn, fp, fn, n_test - fp, n_test - fn])
+                sizes = np.repeat(
+                    [n_test, n_test, p["max_samples"], p["max_samples"], n_test, n_test], n_pairs
+                )
+                u = np.asarray(anytime_upper_bound(counts, sizes, alpha_bound)).reshape(6, n_pairs)
+                ufpr = np.minimum(ufpr, u[0])
+                ufnr = np.minimum(ufnr, u[1])
                 eps = np.asarray(epsilon_from_error_rates(ufpr, ufnr, p["delta"]), dtype=float)
                 looks.append(
                     {
@@ -290,23 +297,22 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
                     }
                 )
                 bar.update(step)
-                if target is not None:
-                    if float(eps.max()) >= target:
-                        reason = "target_reached"
-                        break
-                    if n_test < p["max_samples"] and not _reachable(
-                        fp,
-                        fn,
-                        n_test,
-                        ufpr,
-                        ufnr,
-                        p["max_samples"],
-                        alpha_bound,
-                        p["delta"],
-                        target,
-                    ):
-                        reason = "target_unreachable"
-                        break
+                if target is None:
+                    continue
+                if float(eps.max()) >= target:
+                    reason = "target_reached"
+                    break
+                # best case: no further error until max_samples
+                best = np.asarray(
+                    epsilon_from_error_rates(
+                        np.minimum(ufpr, u[2]), np.minimum(ufnr, u[3]), p["delta"]
+                    )
+                )
+                # upper confidence bound on each fixed test's population epsilon
+                ceiling = np.asarray(epsilon_from_error_rates(1.0 - u[4], 1.0 - u[5], p["delta"]))
+                if n_test < p["max_samples"] and not np.any((best >= target) & (ceiling >= target)):
+                    reason = "target_unreachable"
+                    break
         finally:
             bar.close()
 
@@ -483,35 +489,6 @@ def _auc(ua: FloatArray, ub: FloatArray) -> float:
     """Mann-Whitney AUC of ``ub`` (positives) against ``ua``, ties 1/2."""
     diff = ub[:, None] - ua[None, :]
     return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size)
-
-
-def _reachable(
-    fp: npt.NDArray[np.int64],
-    fn: npt.NDArray[np.int64],
-    n: int,
-    ufpr: FloatArray,
-    ufnr: FloatArray,
-    n_max: int,
-    alpha_bound: float,
-    delta: float,
-    target: float,
-) -> bool:
-    """Whether some pair can still certify ``target`` by ``n_max`` (see the class Notes)."""
-    # best case: no further error until n_max
-    best = np.asarray(
-        epsilon_from_error_rates(
-            np.minimum(ufpr, anytime_upper_bound(fp, n_max, alpha_bound)),
-            np.minimum(ufnr, anytime_upper_bound(fn, n_max, alpha_bound)),
-            delta,
-        )
-    )
-    # upper confidence bound on the population epsilon of each fixed test
-    ceiling = np.asarray(
-        epsilon_from_error_rates(
-            anytime_lower_bound(fp, n, alpha_bound), anytime_lower_bound(fn, n, alpha_bound), delta
-        )
-    )
-    return bool(np.any((best >= target) & (ceiling >= target)))
 
 
 # -- results ---------------------------------------------------------------------------------
