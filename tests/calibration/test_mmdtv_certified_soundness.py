@@ -26,7 +26,8 @@ def _gaussian_mmd(delta: float, s: float, sigma: float, d: int) -> float:
     """Population MMD of N(mu_a, s^2 I) vs N(mu_b, s^2 I), |mu_a - mu_b| = delta, RBF sigma.
 
     X - X' ~ N(0, 2 s^2 I), X - Y ~ N(mu_a - mu_b, 2 s^2 I), and for Z ~ N(m, v I) in d
-    dimensions E exp(-|Z|^2 / 2 sigma^2) = (sigma^2/(sigma^2 + v))^(d/2) exp(-|m|^2 / 2(sigma^2 + v)).
+    dimensions E exp(-|Z|^2 / 2 sigma^2)
+    = (sigma^2 / (sigma^2 + v))^(d/2) exp(-|m|^2 / 2(sigma^2 + v)).
     """
     v = 2 * s**2
     c = (sigma**2 / (sigma**2 + v)) ** (d / 2)
