@@ -131,9 +131,12 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
     never affects validity. ``max_samples``: the budget is spent.
 
     **Threshold.** On development out-of-fold scores, both score directions and every
-    midpoint between consecutive scores are tried; the one maximising the bound *expected*
-    at ``max_samples`` (development error rates :math:`(k + 1/2)/(n + 1)` scaled to
-    ``max_samples`` and put through the anytime bound) is kept, ties to the larger TPR − FPR.
+    midpoint between consecutive scores are tried. The bound *expected* at a planned size m
+    puts the development error rates :math:`(k + 1/2)/(n + 1)`, as expected counts at m,
+    through the anytime bound. Without a target the threshold maximising it at
+    ``max_samples`` is kept; with one, the threshold whose expected bound first reaches the
+    target at the smallest m (24 geometric steps up to ``max_samples``), ties to the larger
+    bound at ``max_samples``, then to the larger TPR − FPR.
 
     References
     ----------
@@ -155,7 +158,7 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
     >>> cert = SequentialCertifier(mech, [("a", "b")], target_epsilon=1.0, max_samples=5000,
     ...                            rng=0, progress=False).fit()
     >>> cert.stop_reason_, cert.n_test_, round(cert.epsilon_lb_, 3)
-    ('target_reached', 350, 1.009)
+    ('target_reached', 250, 1.03)
     """
 
     status: ClassVar[str] = "certified_lower_bound"
@@ -253,7 +256,12 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
         for (a, b), seed in zip(pairs, fit_seeds, strict=True):
             oof = _oof_scores(base, dev[a], dev[b], p["n_folds"], seed)
             direction, tau, auc = _plan(
-                oof[: p["n_dev"]], oof[p["n_dev"] :], p["max_samples"], alpha_bound, p["delta"]
+                oof[: p["n_dev"]],
+                oof[p["n_dev"] :],
+                p["max_samples"],
+                alpha_bound,
+                p["delta"],
+                p["target_epsilon"],
             )
             plans.append((direction, tau, auc))
             fitted.append(_fit_classifier(base, dev[a], dev[b], seed))
@@ -447,41 +455,59 @@ def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: i
 
 
 def _plan(
-    sa: FloatArray, sb: FloatArray, n_plan: int, alpha_bound: float, delta: float
+    sa: FloatArray,
+    sb: FloatArray,
+    n_plan: int,
+    alpha_bound: float,
+    delta: float,
+    target: float | None = None,
 ) -> tuple[float, float, float]:
-    """Direction, threshold and development AUC: maximise the bound expected at ``n_plan``."""
+    """Direction, threshold and development AUC of the test to fix (see the class Notes).
+
+    Without a target: maximise the bound expected at ``n_plan``. With one: minimise the planned
+    sample size at which the expected bound first reaches it (on a geometric grid up to
+    ``n_plan``), ties to the larger bound expected at ``n_plan``.
+    """
     n_a, n_b = len(sa), len(sb)
-    best: tuple[float, float, float, float] | None = None  # (objective, youden, dir, tau)
+    grid = np.unique(np.geomspace(min(10, n_plan), n_plan, 24).round())  # (g,) planned sizes
+    best: tuple[float, float, float, float, float] | None = None
     for direction in (1.0, -1.0):
         ua, ub = np.sort(direction * sa), np.sort(direction * sb)
         values = np.unique(np.concatenate([ua, ub]))
         if values.size < 2:
             continue
         cut = values[1:]  # predict b iff score >= cut
-        fp = n_a - np.searchsorted(ua, cut, side="left")
+        fp = n_a - np.searchsorted(ua, cut, side="left")  # (c,)
         tp = n_b - np.searchsorted(ub, cut, side="left")
-        k_a = n_plan * (fp + 0.5) / (n_a + 1.0)  # expected counts at n_plan (continuous)
-        k_b = n_plan * (n_b - tp + 0.5) / (n_b + 1.0)
-        objective = np.asarray(
+        rate_a = (fp + 0.5) / (n_a + 1.0)  # development rates, kept off 0 (continuous)
+        rate_b = (n_b - tp + 0.5) / (n_b + 1.0)
+        expected = np.asarray(  # (g, c): the bound expected at each planned size
             epsilon_from_error_rates(
-                anytime_upper_bound(k_a, n_plan, alpha_bound),
-                anytime_upper_bound(k_b, n_plan, alpha_bound),
+                anytime_upper_bound(grid[:, None] * rate_a, grid[:, None], alpha_bound),
+                anytime_upper_bound(grid[:, None] * rate_b, grid[:, None], alpha_bound),
                 delta,
             )
         )
+        at_plan = expected[-1]  # (c,)
+        if target is None:
+            first = np.zeros_like(at_plan)
+        else:  # planned size at which the target is first reached (inf: never)
+            reached = expected >= target
+            first = np.where(reached.any(axis=0), grid[reached.argmax(axis=0)], np.inf)
         youden = tp / n_b - fp / n_a
-        i = int(np.lexsort((youden, objective))[-1])
+        i = int(np.lexsort((youden, at_plan, -first))[-1])
         cand = (
-            float(objective[i]),
+            -float(first[i]),
+            float(at_plan[i]),
             float(youden[i]),
             direction,
             0.5 * float(values[i] + values[i + 1]),
         )
-        if best is None or cand[:2] > best[:2]:
+        if best is None or cand[:3] > best[:3]:
             best = cand
     if best is None:  # every development score equal: a test that never predicts b
         return 1.0, math.inf, 0.5
-    _, _, direction, tau = best
+    direction, tau = best[3], best[4]
     return direction, tau, _auc(direction * sa, direction * sb)
 
 
