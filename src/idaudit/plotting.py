@@ -191,8 +191,8 @@ def plot_certified_routes(
     Parameters
     ----------
     ds : xarray.Dataset
-        A :func:`idaudit.benchmark.noise_sweep` result. Every variable whose ``status`` is
-        ``certified_lower_bound`` is drawn: per-pair ones (``(scale, pair)``, e.g.
+        A :func:`idaudit.benchmark.noise_sweep` result. Every ε variable (name containing
+        ``epsilon``) whose ``status`` is ``certified_lower_bound`` is drawn: per-pair ones (``(scale, pair)``, e.g.
         ``mmdtv_epsilon_hs_lb`` of ``MMDTVAuditor(confidence=...)``) as their maximum over the
         pairs, per-scale ones (``certified_epsilon_max``, ``sequential_epsilon_max``) as they
         are; a per-pair variable whose ``<name>_max`` is present is skipped.
@@ -223,6 +223,7 @@ def plot_certified_routes(
         str(v)
         for v in ds.data_vars
         if ds[v].attrs.get("status") == "certified_lower_bound"
+        and "epsilon" in str(v)  # not the certified MMD itself (mmd_lb)
         and ds[v].dims in (("scale",), ("scale", "pair"))
         and not (ds[v].dims == ("scale", "pair") and f"{v}_max" in ds)
     ]

@@ -126,6 +126,11 @@ def test_plot_certified_routes_draws_each_certified_route() -> None:
         [[0.3, 0.4, 0.2], [0.1, 0.0, 0.05], [0.0, 0.0, 0.0]],
         {"status": "certified_lower_bound", "long_name": "MMD"},
     )
+    ds["mmdtv_mmd_lb"] = (  # certified, but an MMD, not an epsilon: not drawn
+        ("scale", "pair"),
+        np.ones((3, 3)),
+        {"status": "certified_lower_bound", "long_name": "MMD bound"},
+    )
     fig = plot_certified_routes(ds, title="routes")
     ax = fig.axes[0]
     labels = [line.get_label() for line in ax.get_lines()]
