@@ -470,6 +470,12 @@ def _plan(
     """
     n_a, n_b = len(sa), len(sb)
     grid = np.unique(np.geomspace(min(10, n_plan), n_plan, 24).round())  # (g,) planned sizes
+    # the expected bound depends on a cut only through its development error counts, so the
+    # anytime bounds are computed once per possible count: (g, n_a + 1) and (g, n_b + 1)
+    rate_a = (np.arange(n_a + 1) + 0.5) / (n_a + 1.0)  # development rates, kept off 0
+    rate_b = (np.arange(n_b + 1) + 0.5) / (n_b + 1.0)
+    u_a = np.asarray(anytime_upper_bound(grid[:, None] * rate_a, grid[:, None], alpha_bound))
+    u_b = np.asarray(anytime_upper_bound(grid[:, None] * rate_b, grid[:, None], alpha_bound))
     best: tuple[float, float, float, float, float] | None = None
     for direction in (1.0, -1.0):
         ua, ub = np.sort(direction * sa), np.sort(direction * sb)
@@ -479,14 +485,8 @@ def _plan(
         cut = values[1:]  # predict b iff score >= cut
         fp = n_a - np.searchsorted(ua, cut, side="left")  # (c,)
         tp = n_b - np.searchsorted(ub, cut, side="left")
-        rate_a = (fp + 0.5) / (n_a + 1.0)  # development rates, kept off 0 (continuous)
-        rate_b = (n_b - tp + 0.5) / (n_b + 1.0)
         expected = np.asarray(  # (g, c): the bound expected at each planned size
-            epsilon_from_error_rates(
-                anytime_upper_bound(grid[:, None] * rate_a, grid[:, None], alpha_bound),
-                anytime_upper_bound(grid[:, None] * rate_b, grid[:, None], alpha_bound),
-                delta,
-            )
+            epsilon_from_error_rates(u_a[:, fp], u_b[:, n_b - tp], delta)
         )
         at_plan = expected[-1]  # (c,)
         if target is None:

@@ -26,7 +26,9 @@ __all__ = [
     "betting_mean_lower_bound",
 ]
 
-_BISECTIONS = 50  # halvings of [0, 1]: a bracket of 1e-15, far below any reported digit
+# bisection on log2(p) over [-60, 0]: 36 halvings leave a relative bracket of 6e-10
+_BISECTIONS = 36
+_LOG2_FLOOR = -60.0
 
 
 def _log_capital_parts(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -94,9 +96,10 @@ def anytime_upper_bound(k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike
     :math:`K_n(p)` is a nonnegative martingale with mean 1, so by Ville's inequality
     :math:`\Pr[\exists n: K_n(p) \ge 1/\alpha] \le \alpha`. Every bet pays more when
     :math:`p_0` is larger, so :math:`K_n` is nondecreasing in :math:`p_0` and the rejected
-    rates form an interval :math:`[U_n, 1]`; :math:`U_n` is found by bisection and the upper
-    end of the final bracket is returned, so rounding only widens the bound. With
-    :math:`k = n` nothing is rejected and :math:`U_n = 1`.
+    rates form an interval :math:`[U_n, 1]`; :math:`U_n` is found by bisection on
+    :math:`\log_2 p_0 \in [-60, 0]` (relative precision 1e-9) and the upper end of the final
+    bracket is returned, so rounding only widens the bound (below :math:`2^{-60}` it returns
+    :math:`2^{-60}`). With :math:`k = n` nothing is rejected and :math:`U_n = 1`.
 
     The price of validity at every ``n``: with no errors the bound is about
     :math:`(\ln(1/\alpha) + \ln\ln(1/\alpha) + 1)/n` against Clopper–Pearson's
@@ -121,14 +124,14 @@ def anytime_upper_bound(k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike
     kk, nn, a = _check(k, n, alpha, integer_k=False)
     target = -np.log(a)  # reject p0 when log K >= log(1/alpha)
     shape_a, shape_b, log_beta = _log_capital_parts(kk, nn)
-    lo = np.zeros_like(kk)
-    hi = np.ones_like(kk)
+    lo = np.full_like(kk, _LOG2_FLOOR)  # log2 of the candidate rate
+    hi = np.zeros_like(kk)
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        rejected = _log_capital(shape_a, shape_b, log_beta, mid) >= target
+        rejected = _log_capital(shape_a, shape_b, log_beta, np.exp2(mid)) >= target
         hi = np.where(rejected, mid, hi)
         lo = np.where(rejected, lo, mid)
-    out = np.where(kk >= nn, 1.0, hi)
+    out = np.where(kk >= nn, 1.0, np.exp2(hi))
     return finish(out, scalar)
 
 
