@@ -195,7 +195,8 @@ def plot_certified_routes(
         ``epsilon``) whose ``status`` is ``certified_lower_bound`` is drawn: per-pair ones
         (``(scale, pair)``, e.g. ``mmdtv_epsilon_hs_lb`` of ``MMDTVAuditor(confidence=...)``) as
         their maximum over the pairs, per-scale ones (``certified_epsilon_max``,
-        ``sequential_epsilon_max``) as they are; a per-pair variable whose ``<name>_max`` is present is skipped.
+        ``sequential_epsilon_max``) as they are; a per-pair variable whose ``<name>_max`` is
+        present is skipped.
     ax : matplotlib Axes, optional
         Where to draw (default: a new figure).
     title : str, optional
