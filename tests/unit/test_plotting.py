@@ -135,7 +135,11 @@ def test_plot_certified_routes_draws_each_certified_route() -> None:
     ax = fig.axes[0]
     labels = [line.get_label() for line in ax.get_lines()]
     # certified_epsilon is skipped (its _max is drawn); the per-pair MMD route as its maximum
-    assert labels == ["reserved", "MMD", "true ε (largest over pairs)"]
+    assert labels == [
+        "reserved-test ROC certificate",
+        "certified MMD, hockey-stick map",
+        "true ε (largest over pairs)",
+    ]
     np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), [0.4, 0.1, 0.0])
     np.testing.assert_allclose(ax.get_lines()[2].get_ydata(), 10 / ds["scale"].values)
     assert _png(fig).startswith(b"\x89PNG")
