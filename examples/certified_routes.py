@@ -28,6 +28,7 @@ import idaudit as ida
 from idaudit.benchmark import noise_sweep
 from idaudit.certify import SequentialCertifier
 from idaudit.plotting import plot_certified_routes
+from idaudit.results import write_netcdf
 
 
 def main(out: Path) -> None:
@@ -65,7 +66,7 @@ def main(out: Path) -> None:
     print(f"certified pairs above their truth: {above}")
     fig = plot_certified_routes(ds, title="certified routes, Laplace noise, 12 pairs")
     fig.savefig(out / "certified_routes.png", dpi=120)
-    ds.to_netcdf(out / "certified_routes.nc")
+    write_netcdf(ds, out / "certified_routes.nc")  # atomic, owner-only
     print(f"wrote {out / 'certified_routes.png'} and the Dataset next to it")
 
 

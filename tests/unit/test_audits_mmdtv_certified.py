@@ -9,9 +9,9 @@ import pytest
 from scipy.spatial.distance import cdist, pdist
 
 from idaudit import EmbeddingSet, InvalidInputError, MMDTVAuditor, audit_pairs
-from idaudit._results import check_result_dataset
 from idaudit.audits import check_auditor
 from idaudit.dp import betting_mean_lower_bound, epsilon_from_mmd_hockey_stick, epsilon_from_tv
+from idaudit.results import check_result_dataset
 from references import loop_mmd2
 
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from idaudit import InvalidInputError, NotFittedError
-from idaudit._results import check_result_dataset
 from idaudit.certify import SequentialCertifier
 from idaudit.data import EmbeddingSet
 from idaudit.dp import anytime_upper_bound, epsilon_from_error_rates
 from idaudit.mechanisms import GaussianNoise, LaplaceNoise
+from idaudit.results import check_result_dataset
 
 
 def _laplace(scale: float = 0.5, centres=(0.0, 1.0)) -> LaplaceNoise:

@@ -15,19 +15,34 @@ that does not depend on the rows the bound is computed on (docs/mmdtv.md derives
 from __future__ import annotations
 
 import math
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from scipy.spatial.distance import cdist, pdist
 
+from idaudit._validation import check_in_range
 from idaudit.dp import bernstein_mean_lower_bound, betting_mean_lower_bound
 
-__all__ = ["BOUNDS", "mmd_lower_bound", "split_rows"]
+__all__ = ["BOUNDS", "OptionalLevel", "mmd_lower_bound", "split_rows"]
 
 FloatArray = npt.NDArray[np.float64]
 Bound = Literal["betting", "bernstein", "mcdiarmid"]
 BOUNDS: tuple[str, ...] = ("betting", "bernstein", "mcdiarmid")
+
+
+@dataclass(frozen=True)
+class OptionalLevel:
+    """Parameter constraint: ``None`` or a confidence level in (0, 1)."""
+
+    def check(self, value: Any, name: str) -> Any:
+        """Return ``value`` (``None`` or a float) or raise naming ``name``."""
+        return None if value is None else check_in_range(value, name, 0.0, 1.0)
+
+    def invalid(self) -> tuple[Any, ...]:
+        """Values refused."""
+        return (0.0, 1.0, float("nan"), "0.95")
 
 
 def split_rows(n: int, seed: int, role: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:

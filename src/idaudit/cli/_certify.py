@@ -208,8 +208,8 @@ def _certificate_markdown(
         lines += [
             "## Same-identity split-half controls",
             "",
-            f"MMD^2 permutation tests rejecting at {ca['level']:g}: {ca['n_rejected']} of "
-            f"{ca['n_identities']} (rate {ca['rejection_rate']:.3f}; about {ca['level']:g} is "
+            f"MMD^2 permutation tests rejecting at {ca['alpha']:g}: {ca['n_rejected']} of "
+            f"{ca['n_identities']} (rate {ca['rejection_rate']:.3f}; about {ca['alpha']:g} is "
             f"expected when there is no artefact). Mean split-half ROC AUC "
             f"{ca['mean_auc']:.3f} (about 0.5 expected); exact (0, 1) corners: "
             f"{ca['n_corners']} (none expected).",
