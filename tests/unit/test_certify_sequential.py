@@ -114,8 +114,8 @@ def test_not_fitted_and_bad_input() -> None:
         ({"pairs": [("a", "z")]}, InvalidInputError, "does not know"),
         ({"pairs": [("a", "a")]}, InvalidInputError, "a"),
         ({"alpha": 0.0}, InvalidInputError, r"`alpha` must be in \(0, 1\)"),
-        ({"max_samples": 10, "batch_size": 50}, InvalidInputError, "`max_samples` must be >= 50"),
-        ({"n_dev": 5}, InvalidInputError, "`n_dev` must be >= 10"),
+        ({"max_samples": 10, "batch_size": 50}, InvalidInputError, r"`max_samples` must be >= 50"),
+        ({"n_dev": 5}, InvalidInputError, r"`n_dev` must be >= 10"),
         ({"target_epsilon": -1.0}, InvalidInputError, "`target_epsilon` must be in"),
         ({"delta": 1.0}, InvalidInputError, r"`delta` must be in \[0, 1\)"),
         ({"classifier": object()}, TypeError, "`classifier` must be None or"),
@@ -126,3 +126,15 @@ def test_not_fitted_and_bad_input() -> None:
         kw.update(change)
         with pytest.raises(error, match=match):
             SequentialCertifier(**kw).fit()
+
+
+def test_every_declared_constraint_refuses_its_invalid_values() -> None:
+    mech = _laplace()
+    base = {"mechanism": mech, "pairs": [("a", "b")], "max_samples": 100, "progress": False}
+    assert set(SequentialCertifier._parameter_constraints) == set(
+        SequentialCertifier(**base).get_params(deep=False)
+    )
+    for key, constraint in SequentialCertifier._parameter_constraints.items():
+        for bad in constraint.invalid():
+            with pytest.raises((TypeError, InvalidInputError), match=f"`{key}`"):
+                SequentialCertifier(**{**base, key: bad}).fit()

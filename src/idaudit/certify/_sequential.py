@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,12 +19,16 @@ from tqdm.auto import tqdm
 
 from idaudit._results import pair_coords, provenance, variable
 from idaudit._validation import (
+    Boolean,
+    Constraint,
+    Interval,
+    RandomState,
     RngLike,
     check_in_range,
-    check_integer,
     check_pairs,
     check_random_state,
     spawn_seeds,
+    validate_params,
 )
 from idaudit.dp import anytime_upper_bound, epsilon_from_error_rates
 from idaudit.exceptions import InvalidInputError, NotFittedError
@@ -34,6 +39,70 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Why the sampling stopped (the ``stop_reason`` attribute of ``path_``).
 STOP_REASONS = ("target_reached", "target_unreachable", "max_samples")
+
+
+@dataclass(frozen=True)
+class _MechanismLike:
+    """Anything with ``identities`` and a callable ``sample`` (the Mechanism protocol)."""
+
+    def check(self, value: Any, name: str) -> Any:
+        if not (hasattr(value, "identities") and callable(getattr(value, "sample", None))):
+            raise TypeError(
+                f"`{name}` must follow the idaudit.mechanisms.Mechanism protocol "
+                f"(`identities` and `sample(identity, n, *, rng)`); got {type(value).__name__}."
+            )
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return (None, "mechanism")
+
+
+@dataclass(frozen=True)
+class _Anything:
+    """No rule here (the value is checked where its meaning is known)."""
+
+    def check(self, value: Any, name: str) -> Any:
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class _OptionalClassifier:
+    """``None`` (logistic regression) or a clonable scikit-learn-style binary classifier."""
+
+    def check(self, value: Any, name: str) -> Any:
+        if value is None:
+            return None
+        if not all(hasattr(value, m) for m in ("fit", "get_params")) or not (
+            hasattr(value, "decision_function") or hasattr(value, "predict_proba")
+        ):
+            raise TypeError(
+                f"`{name}` must be None or a scikit-learn-style estimator with `fit`, "
+                "`get_params` and `decision_function` or `predict_proba`; "
+                f"got {type(value).__name__}."
+            )
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("logistic", 3)
+
+
+@dataclass(frozen=True)
+class _OptionalTarget:
+    """``None`` or a finite ε ≥ 0."""
+
+    def check(self, value: Any, name: str) -> Any:
+        if value is None:
+            return None
+        v = check_in_range(value, name, 0.0, None, closed="left")
+        if math.isinf(v):
+            raise InvalidInputError(f"`{name}` must be finite; got {value!r}.")
+        return v
+
+    def invalid(self) -> tuple[Any, ...]:
+        return (-1.0, float("inf"), "1")
 
 
 class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
@@ -162,6 +231,20 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
     """
 
     status: ClassVar[str] = "certified_lower_bound"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "mechanism": _MechanismLike(),
+        "pairs": _Anything(),  # checked against the mechanism's identities in fit
+        "classifier": _OptionalClassifier(),
+        "alpha": Interval(0.0, 1.0),
+        "target_epsilon": _OptionalTarget(),
+        "max_samples": Interval(1, integer=True),
+        "n_dev": Interval(2, integer=True),
+        "batch_size": Interval(1, integer=True),
+        "delta": Interval(0.0, 1.0, closed="left"),
+        "n_folds": Interval(2, integer=True),
+        "rng": RandomState(),
+        "progress": Boolean(),
+    }
 
     def __init__(
         self,
@@ -336,46 +419,23 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
 
     # ------------------------------------------------------------------------ helpers
     def _checked_params(self) -> dict[str, Any]:
-        mech = self.mechanism
-        if not (hasattr(mech, "identities") and callable(getattr(mech, "sample", None))):
-            raise TypeError(
-                "`mechanism` must follow the idaudit.mechanisms.Mechanism protocol "
-                f"(`identities` and `sample(identity, n, *, rng)`); got {type(mech).__name__}."
+        p = validate_params(self.get_params(deep=False), self._parameter_constraints)
+        # the rules that tie two parameters together
+        if p["n_dev"] < 2 * p["n_folds"]:
+            raise InvalidInputError(
+                f"`n_dev` must be >= {2 * p['n_folds']} (two per fold for n_folds="
+                f"{p['n_folds']}); got {p['n_dev']!r}."
             )
-        p: dict[str, Any] = {
-            "alpha": check_in_range(self.alpha, "alpha", 0.0, 1.0),
-            "n_folds": check_integer(self.n_folds, "n_folds", minimum=2),
-            "batch_size": check_integer(self.batch_size, "batch_size", minimum=1),
-            "delta": check_in_range(self.delta, "delta", 0.0, 1.0, closed="left"),
-            "target_epsilon": None,
-        }
-        p["n_dev"] = check_integer(self.n_dev, "n_dev", minimum=2 * p["n_folds"])
-        p["max_samples"] = check_integer(self.max_samples, "max_samples", minimum=p["batch_size"])
-        if self.target_epsilon is not None:
-            p["target_epsilon"] = check_in_range(self.target_epsilon, "target_epsilon", 0.0, None)
-            if math.isinf(p["target_epsilon"]):
-                raise InvalidInputError(
-                    f"`target_epsilon` must be finite; got {self.target_epsilon!r}."
-                )
-        if not isinstance(self.progress, bool):
-            raise TypeError(f"`progress` must be a bool; got {type(self.progress).__name__}.")
-        p["progress"] = self.progress
-        self._base_classifier()
+        if p["max_samples"] < p["batch_size"]:
+            raise InvalidInputError(
+                f"`max_samples` must be >= {p['batch_size']} (batch_size); "
+                f"got {p['max_samples']!r}."
+            )
         return p
 
     def _base_classifier(self) -> Any:
         clf = self.classifier
-        if clf is None:
-            return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000)
-        if not all(hasattr(clf, name) for name in ("fit", "get_params")) or not (
-            hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
-        ):
-            raise TypeError(
-                "`classifier` must be None or a scikit-learn-style estimator with `fit`, "
-                "`get_params` and `decision_function` or `predict_proba`; "
-                f"got {type(clf).__name__}."
-            )
-        return clf
+        return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000) if clf is None else clf
 
     def _attrs(self, p: dict[str, Any], alpha_bound: float, reason: str, n_pairs: int) -> Any:
         rng = self.rng
