@@ -13,11 +13,10 @@ import numpy.typing as npt
 import xarray as xr
 from sklearn.base import BaseEstimator, clone
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from idaudit._results import pair_coords, provenance, variable
+from idaudit._results import Status, pair_coords, provenance, variable
 from idaudit._validation import (
     Boolean,
     Constraint,
@@ -30,8 +29,9 @@ from idaudit._validation import (
     spawn_seeds,
     validate_params,
 )
+from idaudit.audits import StatusEstimator, oof_scores, stratified_folds
 from idaudit.dp import anytime_upper_bound, epsilon_from_error_rates
-from idaudit.exceptions import InvalidInputError, NotFittedError
+from idaudit.exceptions import InvalidInputError
 
 __all__ = ["SequentialCertifier"]
 
@@ -105,7 +105,7 @@ class _OptionalTarget:
         return (-1.0, float("inf"), "1")
 
 
-class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
+class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
     r"""Certified ε lower bounds that stay valid however long one keeps sampling.
 
     A classifier and a threshold are fixed per pair on a *development* draw from the
@@ -230,7 +230,9 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
     ('target_reached', 250, 1.03)
     """
 
-    status: ClassVar[str] = "certified_lower_bound"
+    status: ClassVar[Status] = "certified_lower_bound"
+    _fitted: ClassVar[str] = "epsilon_lb_"
+    _fit_call: ClassVar[str] = "fit()"
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "mechanism": _MechanismLike(),
         "pairs": _Anything(),  # checked against the mechanism's identities in fit
@@ -274,18 +276,6 @@ class SequentialCertifier(BaseEstimator):  # type: ignore[misc]
         self.n_folds = n_folds
         self.rng = rng
         self.progress = progress
-
-    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
-        """Parameters as scikit-learn prints them, then the formal status of ``epsilon_lb_``."""
-        return f"{super().__repr__(N_CHAR_MAX)}  # status: {self.status}"
-
-    def __getattr__(self, name: str) -> Any:
-        if name.endswith("_") and not name.startswith("_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} is not fitted yet; call `fit()` before reading "
-                f"`{name}`."
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------------------ fit
     def fit(self) -> SequentialCertifier:
@@ -503,15 +493,9 @@ def _score(clf: Any, x: FloatArray) -> FloatArray:
 
 
 def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: int) -> FloatArray:
-    """Out-of-fold development scores, rows of ``xa`` first."""
-    x = np.concatenate([xa, xb])  # (n, d)
-    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
-    out = np.empty(len(y))
-    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
-    for k, (train, held) in enumerate(folds.split(x, y)):
-        clf = _seeded(base, seed + k).fit(x[train], y[train])
-        out[held] = _score(clf, x[held])
-    return out
+    """Out-of-fold development scores, rows of ``xa`` first (the shared out-of-fold helpers)."""
+    folds = stratified_folds(len(xa), len(xb), n_folds, seed % 2**32)
+    return oof_scores(lambda k: _seeded(base, seed + k), xa, xb, folds, _score)
 
 
 def _plan(
