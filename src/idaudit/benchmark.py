@@ -335,26 +335,23 @@ def _attach_sequential(ds: xr.Dataset, cert: SequentialCertifier) -> xr.Dataset:
     """Run the sequential certificate on the audited pairs and attach it (same pair order)."""
     cert.fit()
     return ds.assign(
-        sequential_epsilon=(
+        sequential_epsilon=variable(
             "pair",
             cert.certificates_["epsilon_lb"].values,
-            {
-                "long_name": "anytime-valid sequential certified lower bound (own draws)",
-                "status": "certified_lower_bound",
-            },
+            long_name="anytime-valid sequential certified lower bound (own draws)",
+            status="certified_lower_bound",
         ),
-        sequential_epsilon_max=(
+        sequential_epsilon_max=variable(
             (),
             cert.epsilon_lb_,
-            {"long_name": "largest sequential certified bound", "status": "certified_lower_bound"},
+            long_name="largest sequential certified bound",
+            status="certified_lower_bound",
         ),
-        sequential_n_used=(
+        sequential_n_used=variable(
             (),
             cert.n_used_,
-            {
-                "long_name": "outputs drawn per identity by the sequential certificate",
-                "status": "descriptive",
-            },
+            long_name="outputs drawn per identity by the sequential certificate",
+            status="descriptive",
         ),
     )
 
