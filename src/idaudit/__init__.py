@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "summarize": "idaudit.audits",
     "ReservedTestCertifier": "idaudit.certify",
     "sanity_controls": "idaudit.certify",
+    "audit_generator": "idaudit.pipeline",
     "NotFittedError": "idaudit.exceptions",
     "InvalidInputError": "idaudit.exceptions",
     "MissingWeightsError": "idaudit.exceptions",
@@ -50,6 +51,7 @@ _SUBMODULES = {
     "faces",
     "mechanisms",
     "ops",
+    "pipeline",
     "plotting",
 }
 
@@ -98,9 +100,12 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit.exceptions import (
         NotFittedError as NotFittedError,
     )
+    from idaudit.pipeline import audit_generator as audit_generator
 
 
 def __getattr__(name: str) -> Any:
+    if name == "_accessor":  # pragma: no cover - imported as a submodule
+        return importlib.import_module("idaudit._accessor")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value

@@ -33,6 +33,7 @@ __all__ = [
     "attr_value",
     "check_result_dataset",
     "check_status",
+    "describe",
     "pair_coords",
     "pair_dataset",
     "provenance",
@@ -142,6 +143,17 @@ def attr_value(value: Any) -> AttrValue:
     if isinstance(value, str):
         return value
     return type(value).__name__
+
+
+def describe(obj: Any) -> str:
+    """``repr(obj)`` when it is one short line (settings), else the class name.
+
+    A torch module's repr lists its layers, which says nothing about its weights.
+    """
+    text = repr(obj)
+    if len(text) > 200 or "\n" in text:
+        return type(obj).__name__
+    return text
 
 
 def variable(
@@ -490,3 +502,7 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
             "writing .nc results needs a netCDF-4 writer; install one with pip install netCDF4"
         )
     return write_atomic(path, lambda tmp: ds.to_netcdf(tmp))
+
+
+# every result Dataset gets the ``ds.idaudit`` accessor (per-pair table, plots)
+import idaudit._accessor  # noqa: E402, F401

@@ -16,10 +16,11 @@ for point bases), ``is_exact(a, b, delta)`` and the mechanism-wide ``reference_e
 from __future__ import annotations
 
 from idaudit.mechanisms._base import Mechanism, audit_mechanism, sample_embeddings
-from idaudit.mechanisms._encoded import EncodedGenerator
+from idaudit.mechanisms._encoded import DRAW_STATUSES, EncodedGenerator
 from idaudit.mechanisms._noise import GaussianNoise, LaplaceNoise
 
 __all__ = [
+    "DRAW_STATUSES",
     "EncodedGenerator",
     "GaussianNoise",
     "LaplaceNoise",
