@@ -29,7 +29,7 @@ class FaceDemoConfig:
     n_per_identity: int = 24
     n_pairs: int = 20
     blur_sigmas: tuple[float, ...] = (1.5, 3.0)
-    pixel_blocks: tuple[int, ...] = (8,)
+    pixel_blocks: tuple[int, ...] = (4, 8)
     swap_mixes: tuple[float, ...] = (0.25, 0.5, 0.75)
     n_select: int = 3
     min_separation: float = 0.4
