@@ -238,7 +238,7 @@ def test_cache_makes_a_second_run_encode_nothing(tmp_path: Path) -> None:
     assert stat.S_IMODE(entries[0].stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
     with np.load(entries[0], allow_pickle=False) as data:
-        assert set(data.files) == {"embedding", "status"}
+        assert set(data.files) == {"embedding", "status", "meta"}
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.name.endswith(".tmp")]
 
 

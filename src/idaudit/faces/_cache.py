@@ -120,19 +120,40 @@ class EmbeddingCache:
         An entry that cannot be read (a file truncated by something other than idaudit)
         counts as a miss and is recomputed.
         """
+        entry = self.get_entry(key)
+        return None if entry is None else (entry[0], entry[1])
+
+    def get_entry(
+        self, key: str
+    ) -> tuple[str, npt.NDArray[np.float32], npt.NDArray[np.float64]] | None:
+        """Return ``(status, embedding, meta)`` stored under ``key``, or ``None`` (a miss)."""
         path = self._path(key)
         try:
             with np.load(path, allow_pickle=False) as data:
                 status = str(data["status"])
                 emb = np.asarray(data["embedding"], dtype=np.float32)
+                meta = (
+                    np.asarray(data["meta"], dtype=np.float64)
+                    if "meta" in data.files
+                    else np.zeros(0)
+                )
         except (OSError, KeyError, ValueError):
             self.misses += 1
             return None
         self.hits += 1
-        return status, emb
+        return status, emb, meta
 
-    def put(self, key: str, embedding: npt.ArrayLike | None, status: str = "ok") -> None:
-        """Store ``embedding`` (``None`` for an input without a face) under ``key``."""
+    def put(
+        self,
+        key: str,
+        embedding: npt.ArrayLike | None,
+        status: str = "ok",
+        meta: npt.ArrayLike | None = None,
+    ) -> None:
+        """Store ``embedding`` (``None`` for an input without a face) under ``key``.
+
+        ``meta`` is an optional float vector kept with it (e.g. the face's box and score).
+        """
         from idaudit._results import write_atomic
 
         path = self._path(key)
@@ -143,7 +164,12 @@ class EmbeddingCache:
 
         def write(tmp: Path) -> None:
             with open(tmp, "wb") as fh:
-                np.savez(fh, embedding=emb, status=np.asarray(str(status)))
+                np.savez(
+                    fh,
+                    embedding=emb,
+                    status=np.asarray(str(status)),
+                    meta=np.zeros(0) if meta is None else np.asarray(meta, dtype=np.float64),
+                )
 
         write_atomic(path, write)
         self.writes += 1
