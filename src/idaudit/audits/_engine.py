@@ -289,6 +289,7 @@ def _assemble(
         "title": "identity-level DP audits per identity pair (idaudit.audit_pairs)",
         "idaudit_version": __version__,
         "input_sha256": str(es.sha256),
+        "input_source": str(es.source or ""),
         "pairs_sha256": hashlib.sha256(pair_text.encode()).hexdigest(),
         "n_pairs": len(pairs),
         "auditors": ",".join(a.label for a in auditors),

@@ -15,6 +15,7 @@ from idaudit.cli._common import (
     check_device,
     check_min_rows,
     describe,
+    input_provenance,
     inside,
     keep_min_rows,
     load_input,
@@ -193,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     ds = audit_pairs(es, pairs, auditors, device=args.device, progress=not args.quiet)
     ds.attrs.update(min_rows_attrs(min_rows, small))
     summary = summarize(ds)
-    ds.attrs["input_path"] = str(args.embeddings)
+    ds.attrs.update(input_provenance(args.embeddings))
     results = write_netcdf(ds, out / "results.nc")
     write_csv(pair_frame(ds), out / "pairs.csv")
     text = _summary_markdown(summary, args.embeddings, read, n_pairs, m, min_rows, small)
@@ -328,7 +329,7 @@ def _run_conditions(
             device=args.device,
             progress=not args.quiet,
         )
-        ds.attrs["input_path"] = str(next(p for p, n in names.items() if n == name))
+        ds.attrs.update(input_provenance(next(p for p, n in names.items() if n == name)))
         results[name] = ds
         if not args.no_certify:
             certs[name] = _certify(es, pairs, len(sets), args.seed, name)

@@ -191,6 +191,27 @@ def _vector_columns(value: list[str] | None) -> str | list[str] | None:
     return value[0]
 
 
+def input_provenance(path: str | Path) -> dict[str, str]:
+    """Return what an embeddings file says about itself, as result attributes.
+
+    Its path, and for ``.npz`` files written by ``idaudit embed`` the encoder's name and how
+    many source photos it lists.
+    """
+    import numpy as np
+
+    out = {"input_path": str(path)}
+    if str(path).lower().endswith(".npz"):
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                if "encoder" in archive.files:
+                    out["encoder"] = str(archive["encoder"])
+                if "sources" in archive.files:
+                    out["n_sources"] = str(len(archive["sources"]))
+        except (OSError, ValueError):  # the reader has already said what is wrong
+            pass
+    return out
+
+
 def describe(es: Any) -> str:
     dropped = ", ".join(f"{k}: {v}" for k, v in es.dropped_.items() if v) or "none"
     return (
