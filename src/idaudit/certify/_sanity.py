@@ -83,8 +83,9 @@ def sanity_controls(
         ``mmdtv_epsilon`` (the MMD-TV sample estimate, near 0), ``auc`` (split-half
         out-of-fold ROC AUC: at or below 0.5 with no signal, since cross-validated AUC is
         biased below 0.5 under the null, the more so the fewer the rows) and ``corner``
-        (whether the out-of-fold ROC reaches the exact corner (0, 1); never expected). Attrs: ``level``, ``split``, ``n_rejected``,
-        ``rejection_rate``, ``mean_auc``, ``n_corners``, plus the settings and input hash.
+        (whether the out-of-fold ROC reaches the exact corner (0, 1); never expected).
+        Attrs: ``level``, ``split``, ``n_rejected``, ``rejection_rate``, ``mean_auc``,
+        ``n_corners``, plus the settings and input hash.
 
     Raises
     ------
