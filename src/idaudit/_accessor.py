@@ -46,7 +46,7 @@ def pair_frame(ds: xr.Dataset) -> pd.DataFrame:
     return ds[names].to_dataframe().reset_index()
 
 
-@xr.register_dataset_accessor("idaudit")
+@xr.register_dataset_accessor("idaudit")  # type: ignore[no-untyped-call]
 class IdauditAccessor:
     """Methods on idaudit result Datasets: ``ds.idaudit.pairs()``, ``ds.idaudit.plot_roc()``.
 

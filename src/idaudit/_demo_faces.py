@@ -152,7 +152,7 @@ def run_face_demo(
             cfg.n_per_identity,
             rng=FACE_SEED,
             generator=gen,
-            encoder=encoder,
+            encoder=encoder,  # type: ignore[arg-type]
             min_separation=cfg.min_separation,
         )
         images = {

@@ -58,7 +58,7 @@ def _close(a: Any, b: Any) -> bool:
     try:
         return bool(np.isclose(float(a), float(b)))
     except (TypeError, ValueError):
-        return a == b
+        return bool(a == b)
 
 
 def table1(ds: xr.Dataset) -> pd.DataFrame:

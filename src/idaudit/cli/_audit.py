@@ -343,7 +343,7 @@ def _run_conditions(
                 progress=False,
             )
             h0.extend(ctrl["mmd2"].values.tolist())
-    stacked = concat_conditions(results)
+    stacked = concat_conditions(results)  # type: ignore[arg-type]
     fields = [condition_fields(n) for n in stacked["condition"].values]
     stacked = stacked.assign_coords(
         {k: ("condition", [f[k] for f in fields]) for k in ("encoder", "dataset", "generator")}

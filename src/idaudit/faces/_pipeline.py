@@ -237,8 +237,8 @@ class FacePipeline:
                 face = faces[face_index]
                 pending.append(self.encoder.align(image, face))
                 x1, y1, x2, y2 = (float(v) for v in face.box)
-                meta = [len(faces), face_index, x1, y1, x2, y2, float(face.score)]
-                pending_keys.append(None if key is None else (key, meta))
+                face_meta = [len(faces), face_index, x1, y1, x2, y2, float(face.score)]
+                pending_keys.append(None if key is None else (key, face_meta))
                 rows.append(
                     {
                         **base,

@@ -146,7 +146,7 @@ class EncodedGenerator:
                         f"`pipeline` must be an idaudit.faces.FacePipeline; it has no `{attr}`."
                     )
         mode = ("aligned" if encoder is not None else "detect") if mode is None else mode
-        self.mode: Mode = check_option(mode, "mode", ("aligned", "detect", "paired"))
+        self.mode: Mode = check_option(mode, "mode", ("aligned", "detect", "paired"))  # type: ignore[assignment]
         if self.mode != "aligned" and pipeline is None:
             raise InvalidInputError(f"`mode`={mode!r} needs a `pipeline` (detector + encoder).")
         if not isinstance(images_by_identity, Mapping) or not images_by_identity:
@@ -372,8 +372,10 @@ class EncodedGenerator:
             rec["embedding_row"] = len(kept)
             kept.append(np.asarray(row, dtype=np.float64))
         dim = int(self.encoder.dim)
-        emb = np.stack(kept) if kept else np.zeros((0, dim), dtype=np.float64)
-        return emb, records
+        stacked: npt.NDArray[np.float64] = (
+            np.stack(kept).astype(np.float64) if kept else np.zeros((0, dim), dtype=np.float64)
+        )
+        return stacked, records
 
     def _generate(self, images: list[Any], seeds: list[int], strict: bool) -> list[Any]:
         """Return a chunk's outputs, an exception in place of each failed image's."""

@@ -411,7 +411,7 @@ def _choose_pairs(
     chosen: list[tuple[Any, Any]] = []
     dropped: list[tuple[Any, Any]] = []
     bad = set(excluded)
-    for p in pairs:
+    for p in pairs:  # type: ignore[union-attr]
         a, b = p
         (dropped if a in bad or b in bad else chosen).append((a, b))
     if not chosen:
@@ -750,7 +750,7 @@ def compare_conditions(
         results[name] = ds
         if certifier is not None:
             certs[name] = clone(certifier).fit(es, pair_list).certificates_
-    stacked = concat_conditions(results)
+    stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type]
     stacked.attrs.update(
         provenance(title="idaudit.pipeline.compare_conditions", seeds={"pairs": seed})
     )

@@ -126,7 +126,8 @@ class GaussianBlur(ImageMechanism):
         from scipy.ndimage import gaussian_filter
 
         out = gaussian_filter(image.astype(np.float64), sigma=(self.sigma, self.sigma, 0))
-        return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+        blurred: Image = np.clip(np.rint(out), 0, 255).astype(np.uint8)
+        return blurred
 
 
 class Pixelate(ImageMechanism):
@@ -323,7 +324,7 @@ class LatentFaceSwap(ImageMechanism):
                 "LatentFaceSwap has no latent for this source image: pass its latent in "
                 "`latents` (only generator-made sources can be swapped in latent space)."
             )
-        return z
+        return np.asarray(z, dtype=np.float32)
 
     def _apply(self, image: Image, gen: np.random.Generator) -> Image:
         return self.batch([image], [gen])[0]
