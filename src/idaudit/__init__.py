@@ -53,9 +53,13 @@ _SUBMODULES = {
     "ops",
     "pipeline",
     "plotting",
+    "results",
 }
 
 __all__ = sorted([*_LAZY, *_SUBMODULES, "__version__"])
+
+# ``ds.idaudit`` on every Dataset (per-pair table, plots); loads xarray, not torch
+import idaudit._accessor  # noqa: E402, F401
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit import dp as dp
@@ -104,8 +108,6 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
 
 
 def __getattr__(name: str) -> Any:
-    if name == "_accessor":  # pragma: no cover - imported as a submodule
-        return importlib.import_module("idaudit._accessor")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value

@@ -1,4 +1,7 @@
-"""``ds.idaudit``: a per-pair table view and plots on any idaudit result Dataset."""
+"""``ds.idaudit``: a per-pair table view and plots on any idaudit result Dataset.
+
+Registered when :mod:`idaudit` is imported (its ``__init__`` imports this module).
+"""
 
 from __future__ import annotations
 
@@ -7,43 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import xarray as xr
 
+from idaudit._results import pair_frame
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["IdauditAccessor", "pair_frame"]
-
-
-def pair_frame(ds: xr.Dataset) -> pd.DataFrame:
-    """One row per pair (per condition and pair, when stacked): the per-pair variables only.
-
-    ``ds.to_dataframe()`` crosses every variable with every dimension, so KDE-LR's
-    per-dimension terms blow a 100-pair result up to 100 × 512 rows; this view keeps the
-    variables whose dimensions are ``pair`` (or ``condition`` and ``pair``) and the pair
-    coordinates.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A per-pair result (dim ``pair``).
-
-    Returns
-    -------
-    pandas.DataFrame
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from idaudit import EmbeddingSet, KDELRAuditor, audit_pairs
-    >>> es = EmbeddingSet(np.random.default_rng(0).normal(size=(60, 8)), np.repeat([0, 1, 2], 20))
-    >>> ds = audit_pairs(es, [(0, 1), (0, 2)], [KDELRAuditor()], progress=False)
-    >>> pair_frame(ds).shape[0], ds.to_dataframe().shape[0]
-    (2, 16)
-    """
-    if "pair" not in ds.dims:
-        raise ValueError("`ds` has no 'pair' dimension; it is not a per-pair result.")
-    keep = {"pair", "condition"}
-    names = [v for v in ds.data_vars if set(ds[v].dims) <= keep and "pair" in ds[v].dims]
-    return ds[names].to_dataframe().reset_index()
+__all__ = ["IdauditAccessor"]
 
 
 @xr.register_dataset_accessor("idaudit")  # type: ignore[no-untyped-call]
@@ -66,7 +38,7 @@ class IdauditAccessor:
         self._ds = ds
 
     def pairs(self) -> pd.DataFrame:
-        """Return the per-pair table (:func:`pair_frame`)."""
+        """Return the per-pair table (:func:`idaudit.results.pair_frame`)."""
         return pair_frame(self._ds)
 
     def plot_roc(self, **kwargs: Any) -> Figure:

@@ -36,6 +36,7 @@ __all__ = [
     "describe",
     "pair_coords",
     "pair_dataset",
+    "pair_frame",
     "provenance",
     "variable",
     "write_atomic",
@@ -352,7 +353,8 @@ def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> 
     ``status`` from :data:`STATUSES`; Dataset attributes are strings or finite-or-infinite
     numbers only (so ``to_netcdf`` round-trips); ``idaudit_version`` is recorded; a Dataset
     with a ``pair`` dim carries the coords ``identity_a``, ``identity_b`` (distinct in every
-    pair) and integer ``n_a``, ``n_b`` ≥ 0 along ``pair``.
+    pair) and integer ``n_a``, ``n_b`` ≥ 0 along ``pair`` (their last dim: results stacked
+    along ``condition`` carry them as ``(condition, pair)``).
 
     Parameters
     ----------
@@ -398,8 +400,10 @@ def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> 
         for coord in _PAIR_COORDS:
             if coord not in ds.coords:
                 problems.append(f"coordinate {coord!r} is missing")
-            elif ds[coord].dims != ("pair",):
-                problems.append(f"coordinate {coord!r} has dims {ds[coord].dims}, not ('pair',)")
+            elif ds[coord].dims[-1:] != ("pair",):
+                problems.append(
+                    f"coordinate {coord!r} has dims {ds[coord].dims}, not ending in 'pair'"
+                )
         if all(c in ds.coords for c in _PAIR_COORDS):
             for coord in ("n_a", "n_b"):
                 counts = ds[coord].values
@@ -504,5 +508,35 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
     return write_atomic(path, lambda tmp: ds.to_netcdf(tmp))
 
 
-# every result Dataset gets the ``ds.idaudit`` accessor (per-pair table, plots)
-import idaudit._accessor  # noqa: E402, F401
+def pair_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per pair (per condition and pair, when stacked): the per-pair variables only.
+
+    ``ds.to_dataframe()`` crosses every variable with every dimension, so KDE-LR's
+    per-dimension terms blow a 100-pair result up to 100 × 512 rows; this view keeps the
+    variables whose dimensions are ``pair`` (or ``condition`` and ``pair``) and the pair
+    coordinates.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A per-pair result (dim ``pair``).
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit import EmbeddingSet, KDELRAuditor, audit_pairs
+    >>> from idaudit.results import pair_frame
+    >>> es = EmbeddingSet(np.random.default_rng(0).normal(size=(60, 8)), np.repeat([0, 1, 2], 20))
+    >>> ds = audit_pairs(es, [(0, 1), (0, 2)], [KDELRAuditor()], progress=False)
+    >>> pair_frame(ds).shape[0], ds.to_dataframe().shape[0]
+    (2, 16)
+    """
+    if "pair" not in ds.dims:
+        raise ValueError("`ds` has no 'pair' dimension; it is not a per-pair result.")
+    keep = {"pair", "condition"}
+    names = [v for v in ds.data_vars if set(ds[v].dims) <= keep and "pair" in ds[v].dims]
+    return ds[names].to_dataframe().reset_index()

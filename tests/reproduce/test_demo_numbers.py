@@ -23,7 +23,7 @@ PINNED = {
 
 
 def test_face_demo_headline_numbers_and_cache(tmp_path: Path) -> None:
-    from idaudit._demo_faces import FACES_QUICK, run_face_demo
+    from idaudit.cli._demo_faces import FACES_QUICK, run_face_demo
 
     first = run_face_demo(tmp_path, FACES_QUICK, progress=False)
     table = first.table.set_index("condition")

@@ -75,9 +75,9 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``condition``, ``encoder``, ``dataset``, ``generator`` (from the condition
         name or coordinates of those names), ``n_pairs``, then — where the auditor was run —
-        ``gaussmech`` (median, diagnostic), ``kdelr_alpha0`` and ``kdelr_alpha0.01`` (median,
-        diagnostic), ``mmdtv`` (median, sample estimate), ``rocht_inf`` (``"k/n"`` raw OOF
-        values equal to +∞, diagnostic) and ``roc_auc`` (median, sample estimate). Each
+        ``gaussmech`` (median, diagnostic), ``kdelr_mix0`` and ``kdelr_mix0.01`` (median,
+        diagnostic: the paper's α = 0 and 10⁻²), ``mmdtv`` (median, sample estimate),
+        ``rocht_inf`` (``"k/n"`` raw OOF values equal to +∞, diagnostic) and ``roc_auc`` (median, sample estimate). Each
         column's status is in ``df.attrs["status"]``.
     """
     parts = (
@@ -92,10 +92,10 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
         gm = _auditor(part, "GaussMechAuditor")
         if gm:
             cols["gaussmech"] = (f"{gm}_epsilon", "median")
-        for alpha in (0.0, 0.01):
-            kd = _auditor(part, "KDELRAuditor", alpha=alpha)
+        for mix in (0.0, 0.01):
+            kd = _auditor(part, "KDELRAuditor", mix=mix)
             if kd:
-                cols[f"kdelr_alpha{alpha:g}"] = (f"{kd}_epsilon", "median")
+                cols[f"kdelr_mix{mix:g}"] = (f"{kd}_epsilon", "median")
         mm = _auditor(part, "MMDTVAuditor")
         if mm:
             cols["mmdtv"] = (f"{mm}_epsilon", "median")

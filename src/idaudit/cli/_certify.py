@@ -209,8 +209,8 @@ def _certificate_markdown(
         lines += [
             "## Same-identity split-half controls",
             "",
-            f"MMD^2 permutation tests rejecting at {ca['level']:g}: {ca['n_rejected']} of "
-            f"{ca['n_identities']} (rate {ca['rejection_rate']:.3f}; about {ca['level']:g} is "
+            f"MMD^2 permutation tests rejecting at {ca['alpha']:g}: {ca['n_rejected']} of "
+            f"{ca['n_identities']} (rate {ca['rejection_rate']:.3f}; about {ca['alpha']:g} is "
             f"expected when there is no artefact). Mean split-half ROC AUC "
             f"{ca['mean_auc']:.3f}: with no signal this sits at or *below* 0.5, not above it. "
             "Cross-validated AUC is biased below 0.5 under the null (a held-out row is "

@@ -121,7 +121,7 @@ class GeneratorAudit:
 
     def pair_table(self) -> pd.DataFrame:
         """One row per pair: every per-pair variable (per-dimension ones left out)."""
-        from idaudit._accessor import pair_frame
+        from idaudit._results import pair_frame
 
         return pair_frame(self.results)
 
@@ -372,7 +372,7 @@ def _default_auditors(seed: int) -> list[Any]:
 
     return [
         GaussMechAuditor(),
-        KDELRAuditor(alpha=0.0),
+        KDELRAuditor(mix=0.0),
         MMDTVAuditor(),
         ROCHTAuditor(rng=seed),
     ]

@@ -1,6 +1,6 @@
 """``idaudit demo``: anonymisers audited on synthetic faces, beside a calibrated-noise reference.
 
-Part one (:mod:`idaudit._demo_faces`): synthetic identities from the shipped DCGAN, encoded by
+Part one (:mod:`idaudit.cli._demo_faces`): synthetic identities from the shipped DCGAN, encoded by
 dlib, audited under no anonymisation, Gaussian blur, pixelation and a latent face swap. Part two
 (this module): the calibrated-noise benchmark of seed 000, Section 5.2, where every pair's true ε
 is known, as a reference for what the audits can and cannot say.
@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from idaudit._demo_faces import (
+from idaudit._results import variable, write_atomic, write_netcdf, write_text
+from idaudit.cli._demo_faces import (
     FACE_SEED,
     FACES_QUICK,
     METHOD_TEXT,
@@ -28,7 +29,6 @@ from idaudit._demo_faces import (
     markdown_table,
     run_face_demo,
 )
-from idaudit._results import write_atomic, write_netcdf, write_text
 from idaudit.data import EmbeddingSet
 
 __all__ = [
@@ -81,7 +81,7 @@ class DemoResult:
     faces: FaceDemoResult | None = field(default=None, repr=False)
 
 
-def demo_identities(n_identities: int = 24, dim: int = 16, rng: int = DEMO_SEED) -> EmbeddingSet:
+def demo_identities(n_identities: int = 24, dim: int = 16, *, rng: int = DEMO_SEED) -> EmbeddingSet:
     """Build the demo's synthetic identity set: one point per identity on the unit sphere.
 
     Parameters
@@ -169,7 +169,12 @@ def _combine(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
         part = ds.assign_coords(noise_sd=("scale", sd)).swap_dims(scale="noise_sd")
         part = part.rename_vars(scale="mechanism_scale")
         part["mechanism_scale"].attrs = {"long_name": str(ds.attrs["scale_name"])}
-        part["reference_delta"] = ((), float(ds.attrs["reference_delta"]), _ref_attrs())
+        part["reference_delta"] = variable(
+            (),
+            float(ds.attrs["reference_delta"]),
+            long_name="delta at which true_epsilon is stated",
+            status="reference",
+        )
         parts.append(part)
     combined = xr.concat(
         parts,
@@ -191,10 +196,6 @@ def _combine(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
         "one per (mechanism, noise_sd), each holding with probability >= 1 - certifier.alpha"
     )
     return combined
-
-
-def _ref_attrs() -> dict[str, str]:
-    return {"long_name": "delta at which true_epsilon is stated", "status": "reference"}
 
 
 def _fmt(value: float) -> str:
@@ -310,7 +311,7 @@ def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         "",
         f"* **Identities**: {cfg.n_identities} synthetic identities, one point each on the unit "
         f"sphere in {cfg.dim} dimensions (standard-normal directions, seed {DEMO_SEED}; "
-        "`idaudit._demo.demo_identities`). No real face data is involved.",
+        "`idaudit.cli._demo_run.demo_identities`). No real face data is involved.",
         f"* **Mechanisms**: that point plus noise, drawn {cfg.n_per_identity} times per identity "
         "at each noise level — `GaussianNoise` (σ = noise sd; true ε(δ) from the analytic "
         "Gaussian mechanism at δ = 1e-5; its pure ε is infinite) and `LaplaceNoise` (scale "
@@ -473,7 +474,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
             "### Sanity controls (no anonymisation, each identity split in half)",
             "",
             f"{int(ctrl.attrs['n_rejected'])} of {int(ctrl.attrs['n_identities'])} split-half "
-            f"MMD² tests rejected at level {float(ctrl.attrs['level']):g} (at most that share "
+            f"MMD² tests rejected at level {float(ctrl.attrs['alpha']):g} (at most that share "
             "is expected). Mean split-half out-of-fold ROC AUC: "
             f"{float(ctrl.attrs['mean_auc']):.2f}. Under the null this sits *below* 0.5, not "
             "at it: a held-out row is missing from its own half's training rows, so the "

@@ -354,8 +354,7 @@ def _write(
     sheet: list[Any],
     titles: list[str],
 ) -> dict[str, Path]:
-    from idaudit._accessor import pair_frame
-    from idaudit._results import write_netcdf
+    from idaudit._results import pair_frame, write_netcdf
     from idaudit.plotting import contact_sheet, plot_strength
 
     files = {
