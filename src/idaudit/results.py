@@ -4,8 +4,8 @@
   (``Status`` is the same list as a ``typing.Literal``); :data:`EPSILON_STATUSES` — those an
   ε estimated from audit data may carry. See ``docs/status.md``.
 * :func:`variable`, :func:`pair_dataset`, :func:`provenance` — build result Datasets the way
-  idaudit's own functions do; :func:`check_result_dataset` checks one; :func:`pair_frame` is the one-row-per-pair
-  table view.
+  idaudit's own functions do; :func:`check_result_dataset` checks one; :func:`pair_frame`
+  is the one-row-per-pair table view.
 * :func:`write_atomic`, :func:`write_text`, :func:`write_json`, :func:`write_csv`,
   :func:`write_netcdf` — atomic, owner-only (``0o600``) writers for anything derived from
   biometric data.

@@ -77,8 +77,8 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
         name or coordinates of those names), ``n_pairs``, then — where the auditor was run —
         ``gaussmech`` (median, diagnostic), ``kdelr_mix0`` and ``kdelr_mix0.01`` (median,
         diagnostic: the paper's α = 0 and 10⁻²), ``mmdtv`` (median, sample estimate),
-        ``rocht_inf`` (``"k/n"`` raw OOF values equal to +∞, diagnostic) and ``roc_auc`` (median, sample estimate). Each
-        column's status is in ``df.attrs["status"]``.
+        ``rocht_inf`` (``"k/n"`` raw OOF values equal to +∞, diagnostic) and ``roc_auc``
+        (median, sample estimate). Each column's status is in ``df.attrs["status"]``.
     """
     parts = (
         [(str(c), ds.sel(condition=c)) for c in ds["condition"].values]
