@@ -381,9 +381,8 @@ def _default_auditors(seed: int) -> list[Any]:
 def _min_rows_for(auditors: Sequence[Any], certifier: Any) -> int:
     need = 2
     for a in auditors:
-        n_folds = getattr(a, "n_folds", None)
-        if isinstance(n_folds, int):
-            need = max(need, n_folds)
+        if callable(getattr(a, "min_rows", None)):  # what each auditor says it needs
+            need = max(need, int(a.min_rows()))
     if certifier is not None and callable(getattr(certifier, "min_rows", None)):
         need = max(need, int(certifier.min_rows()))
     return need
