@@ -29,7 +29,7 @@ class IdauditAccessor:
     >>> x = np.random.default_rng(0).normal(size=(60, 4))
     >>> es = ida.EmbeddingSet(x, np.repeat([0, 1, 2], 20))
     >>> ds = ida.audit_pairs(es, [(0, 1)], [ida.ROCHTAuditor(rng=0)], progress=False)
-    >>> fig = ds.idaudit.plot_roc()
+    >>> fig = ds.idaudit.plot_roc(es)
     >>> len(fig.axes)
     1
     """
@@ -41,14 +41,39 @@ class IdauditAccessor:
         """Return the per-pair table (:func:`idaudit.results.pair_frame`)."""
         return pair_frame(self._ds)
 
-    def plot_roc(self, **kwargs: Any) -> Figure:
-        """Median-AUC out-of-fold ROC of each condition (:func:`idaudit.plotting.plot_rocs`)."""
+    def plot_roc(self, embeddings: Any, **kwargs: Any) -> Figure:
+        """Draw each condition's median-AUC out-of-fold ROC (:func:`idaudit.plotting.plot_rocs`).
+
+        ``embeddings``: the EmbeddingSet (or mapping of condition to EmbeddingSet) the result
+        was computed on; the curves are recomputed, since results store no curves.
+        """
         from idaudit.plotting import plot_rocs
 
-        return plot_rocs(self._ds, **kwargs)
+        return plot_rocs(self._ds, embeddings, **kwargs)
 
     def plot_epsilon(self, **kwargs: Any) -> Figure:
-        """Each route's ε against a strength coordinate (:func:`idaudit.plotting.plot_strength`)."""
+        """Draw each route's median ε against strength (:func:`idaudit.plotting.plot_strength`).
+
+        Needs ``method`` and ``strength`` coordinates along ``condition`` (as the demo's
+        ``faces_results.nc`` has).
+        """
         from idaudit.plotting import plot_strength
 
-        return plot_strength(self._ds, **kwargs)
+        ds = self._ds
+        if "condition" not in ds.dims or not {"method", "strength"} <= set(ds.coords):
+            raise ValueError(
+                "`ds` needs a 'condition' dimension with 'method' and 'strength' coordinates."
+            )
+        routes = [
+            str(v)
+            for v in ds.data_vars
+            if str(v).endswith("_epsilon") and set(ds[v].dims) == {"condition", "pair"}
+        ]
+        table = pd.DataFrame(
+            {
+                "method": ds["method"].values,
+                "strength": ds["strength"].values,
+                **{v: ds[v].median("pair").values for v in routes},
+            }
+        )
+        return plot_strength(table, **kwargs)
