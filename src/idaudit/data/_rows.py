@@ -49,8 +49,7 @@ def as_float_matrix(embeddings: npt.ArrayLike) -> npt.NDArray[np.float64]:
                 "among the rows)."
             ) from exc
         raise TypeError(
-            f"`embeddings` must be a numeric array; got {type(embeddings).__name__} "
-            f"({exc})."
+            f"`embeddings` must be a numeric array; got {type(embeddings).__name__} ({exc})."
         ) from exc
     if x.ndim != 2:
         raise InvalidInputError(
