@@ -465,7 +465,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "",
         "Across all of them: **ε here is a statement about telling identities apart in the "
         "released images** — the audits' ε are lower-bound estimates or diagnostics, the "
-        "certificate a lower bound at 95 % confidence. None is an upper bound, so no row "
+        "certificate a lower bound at 95 % confidence (per anonymiser). None is an upper bound, so no row "
         "*proves* an anonymiser private; a large ε proves it is not private at that ε.",
         "",
     ]
