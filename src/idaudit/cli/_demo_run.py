@@ -465,8 +465,10 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "",
         "Across all of them: **ε here is a statement about telling identities apart in the "
         "released images** — the audits' ε are lower-bound estimates or diagnostics, the "
-        "certificate a lower bound at 95 % confidence (per anonymiser). None is an upper bound, so no row "
-        "*proves* an anonymiser private; a large ε proves it is not private at that ε.",
+        "certificate a lower bound at 95 % confidence (per anonymiser). None is an upper "
+        "bound, so no row *proves* an anonymiser private; a positive *certified* ε proves it "
+        "is not private at any smaller ε, while the estimates and diagnostics only point "
+        "that way.",
         "",
     ]
     if ctrl is not None:
