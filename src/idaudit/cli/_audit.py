@@ -301,6 +301,7 @@ def _run_conditions(
             "`embeddings` must give each condition once; two inputs share the name "
             f"{sorted(n for n in names.values() if list(names.values()).count(n) > 1)[0]!r}."
         )
+    out = out_dir(args.out)  # before any input is read: an unusable --out fails in seconds
     sets: dict[str, Any] = {}
     for path, name in names.items():
         read = load_input(args, path)
@@ -317,7 +318,6 @@ def _run_conditions(
             f"`--n-pairs` must be at most {available}, the pairs of the smallest condition; "
             f"got {n_pairs}."
         )
-    out = out_dir(args.out)
     results: dict[str, Any] = {}
     certs: dict[str, Any] = {}
     h0: list[Any] = []

@@ -322,7 +322,7 @@ def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         f"Each (mechanism, noise level) is certified as its own family at α = {cert_alpha:g}: "
         f"{n_families} families in all.",
         "* Noise levels share common random numbers: the same standard noise, rescaled.",
-        f"* Runtime: {seconds:.0f} s.",
+        f"* Runtime of the whole demo (both parts): {seconds:.0f} s.",
         "",
         "### Gaussian noise (the benchmark of seed 000, Section 5.2)",
         "",
