@@ -460,7 +460,7 @@ def test_dataset_schema_and_netcdf_round_trip(es: EmbeddingSet, tmp_path: Any) -
 
 def test_reading_results_before_fit_raises() -> None:
     cert = ReservedTestCertifier()
-    with pytest.raises(NotFittedError, match="call `fit` before reading `epsilon_lb_`"):
+    with pytest.raises(NotFittedError, match=r"call `fit\(es\)` before reading `epsilon_lb_`"):
         _ = cert.epsilon_lb_
     with pytest.raises(NotFittedError, match="`alpha_per_bound_`"):
         _ = cert.alpha_per_bound_

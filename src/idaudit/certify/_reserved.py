@@ -16,7 +16,6 @@ from scipy import stats
 from sklearn.base import BaseEstimator, clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
@@ -34,9 +33,10 @@ from idaudit._validation import (
     spawn_seeds,
     validate_params,
 )
+from idaudit.audits import StatusEstimator, oof_scores, stratified_folds
 from idaudit.data import EmbeddingSet, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
-from idaudit.exceptions import IdauditWarning, InvalidInputError, NotFittedError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["ReservedTestCertifier"]
 
@@ -107,7 +107,7 @@ class _Classifier:
         return ("svm", object())
 
 
-class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
+class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
     r"""Certified ε lower bounds from a classifier evaluated once on reserved test data.
 
     The protocol of seed 000, Section 4.3: every adaptive choice (which pairs, which
@@ -232,7 +232,9 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     True
     """
 
-    status: ClassVar[str] = "certified_lower_bound"
+    status: ClassVar[Status] = "certified_lower_bound"
+    _fitted = "certificates_"
+    _fit_call = "fit(es)"
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "test_size": Interval(0.0, 1.0),
         "n_candidates": Interval(1, integer=True),
@@ -271,10 +273,6 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         self.rng = rng
         self.progress = progress
 
-    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
-        """Parameters as scikit-learn prints them, then the formal status of ``epsilon_lb_``."""
-        return f"{super().__repr__(N_CHAR_MAX)}  # status: {self.status}"
-
     def min_rows(self) -> int:
         """Fewest rows an identity of a candidate pair needs with the current parameters.
 
@@ -304,14 +302,6 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         return _smallest(lambda n: n - _n_test(n, test_size) >= n_folds, start=4)
 
     # -- fitted attributes ------------------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        # only reached when normal lookup fails: a fitted attribute read before fit
-        if name.endswith("_") and not name.startswith("_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} is not fitted yet; call `fit` before reading `{name}`."
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     @property
     def alpha_per_bound_(self) -> float:
         """Level of each one-sided Clopper–Pearson bound, α / (n_families · n_select · 2)."""
@@ -701,16 +691,9 @@ def _score(clf: Any, x: FloatArray) -> FloatArray:
 
 
 def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: int) -> FloatArray:
-    """Out-of-fold scores of the pooled development rows, a-rows first."""
-    x = np.concatenate([xa, xb])  # (n, d)
-    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
-    out = np.empty(len(y), dtype=np.float64)
-    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
-    for k, (train, held) in enumerate(folds.split(x, y)):
-        clf = _seeded(base, seed + k)
-        clf.fit(x[train], y[train])
-        out[held] = _score(clf, x[held])
-    return out
+    """Out-of-fold scores of the pooled development rows, a-rows first (fold k seeded seed + k)."""
+    folds = stratified_folds(len(xa), len(xb), n_folds, seed % 2**32)
+    return oof_scores(lambda k: _seeded(base, seed + k), xa, xb, folds, _score)
 
 
 def _expected_bound(
