@@ -184,7 +184,7 @@ def encode_generator(
     images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
     *,
     pipeline: FacePipeline | None = None,
-    mode: Literal["detect", "paired", "aligned"] = "detect",
+    mode: Literal["detect", "paired"] = "detect",
     sampling: Sampling = "each",
     repeats: int = 1,
     n_per_identity: int | None = None,
@@ -226,10 +226,10 @@ def encode_generator(
             "`n_per_identity` applies to sampling='with_replacement' only; with "
             "sampling='each' every source is used `repeats` times."
         )
-    if mode == "aligned":
+    if mode not in ("detect", "paired"):
         raise InvalidInputError(
-            "`mode`='aligned' takes an encoder, not a pipeline: use "
-            "idaudit.mechanisms.EncodedGenerator(generator, encoder, images) directly."
+            f"`mode` must be 'detect' or 'paired'; got {mode!r} (outputs that are already "
+            "aligned crops: idaudit.mechanisms.EncodedGenerator(generator, encoder, images))."
         )
     engine = EncodedGenerator(
         generator,
