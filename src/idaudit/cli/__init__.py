@@ -65,9 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.run(args)
     except KeyboardInterrupt:
+        resumes = (
+            ", and a re-run resumes from the embedding cache"
+            if args.command in ("embed", "demo")
+            else ""
+        )
         sys.stderr.write(
             f"idaudit {args.command}: interrupted; files already written are complete "
-            "(written atomically), and a re-run resumes from the embedding cache.\n"
+            f"(every file is written atomically){resumes}.\n"
         )
         return 130
     except (ValueError, TypeError, OSError, ImportError) as exc:
