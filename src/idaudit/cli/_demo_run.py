@@ -437,7 +437,8 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         f"{fc.n_select} vertex-disjoint pairs per anonymiser, α = 0.05 per anonymiser.",
         "* **Each source image is used once** (`sampling='each'`): blur, the face swap and "
         "the identity map are deterministic, so drawing sources with replacement would repeat "
-        "rows exactly.",
+        "rows exactly (iid draws of the channel over these sources, but no new information "
+        "about the identity).",
         f"* Embeddings are cached by content hash in `.cache/` (owner-only): a re-run "
         f"encodes nothing. This run encoded {faces.n_encoded} faces in {faces.seconds:.0f} s.",
         "",

@@ -98,6 +98,11 @@ class EncodedGenerator:
     generator then repeats outputs exactly, and ``sample`` warns when rows repeat.
     :func:`idaudit.pipeline.audit_generator` uses each source once by default.
 
+    Source images are drawn with replacement, so with a deterministic generator a sample of
+    more outputs than sources repeats outputs exactly. Those repeats are iid draws of the
+    channel (it puts mass on each source's output), not copies of one draw: certify them with
+    :class:`~idaudit.certify.ReservedTestCertifier`'s default ``duplicates="keep"``.
+
     Examples
     --------
     >>> from idaudit.mechanisms import EncodedGenerator
@@ -226,7 +231,9 @@ class EncodedGenerator:
         -----
         IdauditWarning
             When rows repeat exactly: drawing with replacement repeats source images, and a
-            deterministic generator then repeats outputs, which are not independent draws.
+            deterministic generator then repeats outputs. They are iid draws of the channel
+            whose P_id is uniform over the given sources, so they are kept; the warning says
+            how many, because they carry no information beyond those sources.
         """
         n = check_integer(n, "n", minimum=1)
         self._check_identity(identity)
@@ -240,8 +247,10 @@ class EncodedGenerator:
             warnings.warn(
                 f"{n_dup} of {n} outputs for identity {identity!r} repeat another exactly: "
                 f"{len(sources)} source image(s) were drawn with replacement and the generator "
-                "gave the same output for the same source. Repeated rows are not independent "
-                "draws; audit_generator(sampling='each') uses every source once.",
+                "gave the same output for the same source. They are iid draws of the channel "
+                "over these sources (certify them with duplicates='keep'), but they add no "
+                "information about the identity's other images; "
+                "audit_generator(sampling='each') uses every source once.",
                 IdauditWarning,
                 stacklevel=2,
             )

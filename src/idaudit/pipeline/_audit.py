@@ -291,8 +291,10 @@ def encode_generator(
         warnings.warn(
             f"{n_dup} usable output row(s) repeat an earlier row of the same identity exactly "
             f"(sampling={sampling!r}, repeats={repeats}): a deterministic generator over a "
-            "repeated source gives the same output, which is not a fresh draw. Per-identity "
-            "counts are in `.counts['n_duplicate_rows']`.",
+            "repeated source gives the same output. Under sampling='with_replacement' they "
+            "are iid draws of the channel over the given sources (certify with "
+            "duplicates='keep'); they add no information about other images of the "
+            "identity. Per-identity counts are in `.counts['n_duplicate_rows']`.",
             IdauditWarning,
             stacklevel=2,
         )
@@ -481,8 +483,10 @@ def audit_generator(
         ``"each"``: every source image ``repeats`` times, in order — no duplicate rows from a
         deterministic generator unless ``repeats > 1``. ``"with_replacement"``:
         ``n_per_identity`` sources drawn uniformly with replacement (the model
-        :math:`X \sim P_{id}` of seed 000, Eq. 8), which repeats sources; a deterministic
-        generator then yields exact duplicate rows, which are counted and warned about.
+        :math:`X \sim P_{id}` of seed 000, Eq. 8, with :math:`P_{id}` uniform over the
+        given sources), which repeats sources; a deterministic generator then yields exact
+        duplicate rows — iid draws of that channel, counted and warned about (certify them
+        with ``duplicates="keep"``, the certifier's default).
     repeats : int, default 1
         Uses of each source under ``sampling="each"`` (> 1 only makes sense for a generator
         with internal randomness).
