@@ -1,4 +1,4 @@
-"""Memorisation check (seed 003): do a generator's samples sit closer to its training faces?
+"""Memorisation check (seed 003): how close do a generator's samples sit to its training set.
 
 Array-level statistics, usable on any embeddings or distances:
 
@@ -18,6 +18,7 @@ content-hash cache :class:`PrivacyCache` (``idaudit privacy`` on the command lin
 
 from __future__ import annotations
 
+from idaudit.memorization._cache import PrivacyCache, model_key
 from idaudit.memorization._flagging import (
     DEFAULT_PERCENTILES,
     FLAGGING_STATUS,
@@ -27,6 +28,13 @@ from idaudit.memorization._flagging import (
 )
 from idaudit.memorization._neighbours import nearest_neighbour_distances, pairwise_distances
 from idaudit.memorization._nnaa import NNAA_STATUS, NNAAResult, nnaa, nnaa_from_distances
+from idaudit.memorization._run import (
+    FLAGGING_COLUMNS,
+    NNAA_COLUMNS,
+    OUTPUT_FILES,
+    PrivacyReport,
+    run_privacy_check,
+)
 from idaudit.memorization._sanity import (
     SANITY_STATUS,
     SanityResult,
@@ -36,18 +44,25 @@ from idaudit.memorization._sanity import (
 
 __all__ = [
     "DEFAULT_PERCENTILES",
+    "FLAGGING_COLUMNS",
     "FLAGGING_STATUS",
+    "NNAA_COLUMNS",
     "NNAA_STATUS",
+    "OUTPUT_FILES",
     "SANITY_STATUS",
     "FlaggingResult",
     "NNAAResult",
+    "PrivacyCache",
+    "PrivacyReport",
     "SanityResult",
     "flagging",
     "flagging_from_distances",
     "metric_sanity",
+    "model_key",
     "nearest_neighbour_distances",
     "nnaa",
     "nnaa_from_distances",
     "pairwise_distances",
+    "run_privacy_check",
     "subjects_from_names",
 ]

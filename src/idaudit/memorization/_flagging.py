@@ -65,9 +65,7 @@ def check_percentiles(percentiles: Any) -> npt.NDArray[np.float64]:
         raise InvalidInputError(f"`percentiles` must be a non-empty list; got {percentiles!r}.")
     bad = values[~((values > 0) & (values < 100))]
     if bad.size:
-        raise InvalidInputError(
-            f"`percentiles` must each be in (0, 100); got {float(bad[0])!r}."
-        )
+        raise InvalidInputError(f"`percentiles` must each be in (0, 100); got {float(bad[0])!r}.")
     if np.unique(values).size != values.size:
         raise InvalidInputError(f"`percentiles` must be distinct; got {values.tolist()!r}.")
     return values
@@ -165,7 +163,7 @@ class FlaggingResult:
         return frame
 
     def to_xarray(self) -> xr.Dataset:
-        """The result as a Dataset over ``percentile``, every variable with its status."""
+        """Return the result as a Dataset over ``percentile``, every variable with its status."""
         frame = self.to_frame()
         data_vars = {
             name: variable(
@@ -206,7 +204,9 @@ def _strata(labels: Any, n: int, name: str) -> npt.NDArray[Any]:
         return np.zeros(n, dtype=np.int64)
     arr = np.asarray(labels)
     if arr.shape != (n,):
-        raise InvalidInputError(f"`{name}` must hold one label per distance ({n}); got {arr.shape}.")
+        raise InvalidInputError(
+            f"`{name}` must hold one label per distance ({n}); got {arr.shape}."
+        )
     return arr
 
 
@@ -247,12 +247,12 @@ def flagging_from_distances(
     *,
     heldout_strata: npt.ArrayLike | None = None,
     synthetic_strata: npt.ArrayLike | None = None,
-    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    percentiles: Sequence[float] | npt.NDArray[np.float64] = DEFAULT_PERCENTILES,
     n_permutations: int = 9999,
     confidence_level: float = 0.95,
     rng: RngLike = 0,
 ) -> FlaggingResult:
-    r"""Flagging rates, p-values and exact CIs from nearest-training distances.
+    r"""Compute flagging rates, p-values and exact CIs from nearest-training distances.
 
     Parameters
     ----------
@@ -367,6 +367,11 @@ def flagging_from_distances(
     )
 
 
+def _plain(value: Any) -> Any:
+    """Return a numpy scalar as its Python value (for messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def nearest_training_distances(
     train: npt.NDArray[np.float64],
     queries: npt.NDArray[np.float64],
@@ -385,7 +390,7 @@ def nearest_training_distances(
         ref = np.flatnonzero(train_cohorts == cohort)
         if ref.size == 0:
             raise InvalidInputError(
-                f"cohort {getattr(cohort, 'item', lambda: cohort)()!r} has {what} but no training rows to compare them with."
+                f"cohort {_plain(cohort)!r} has {what} but no training rows to compare them with."
             )
         out[rows], _ = nearest_neighbour_distances(
             queries[rows], train[ref], metric=metric, device=device, block_bytes=block_bytes
@@ -400,7 +405,7 @@ def flagging(
     *,
     cohorts: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike] | None = None,
     metric: Metric = "cosine",
-    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    percentiles: Sequence[float] | npt.NDArray[np.float64] = DEFAULT_PERCENTILES,
     n_permutations: int = 9999,
     confidence_level: float = 0.95,
     rng: RngLike = 0,
@@ -455,9 +460,7 @@ def flagging(
             for i, (c, x) in enumerate(zip(cohorts, (t, h, s), strict=True))
         )
     d_h = nearest_training_distances(t, h, c_t, c_h, metric=metric, device=device, what="heldout")
-    d_s = nearest_training_distances(
-        t, s, c_t, c_s, metric=metric, device=device, what="synthetic"
-    )
+    d_s = nearest_training_distances(t, s, c_t, c_s, metric=metric, device=device, what="synthetic")
     return flagging_from_distances(
         d_h,
         d_s,

@@ -111,7 +111,7 @@ class NNAAResult:
         return frame
 
     def to_xarray(self) -> xr.Dataset:
-        """The result as a Dataset of scalars, every variable with its status."""
+        """Return the result as a Dataset of scalars, every variable with its status."""
         frame = self.to_frame()
         return xr.Dataset(
             {
@@ -398,7 +398,9 @@ def nnaa_from_distances(
         n_bootstrap, max_samples, confidence_level
     )
     if len(sizes) != 3:
-        raise InvalidInputError(f"`sizes` must be (n_train, n_heldout, n_synthetic); got {sizes!r}.")
+        raise InvalidInputError(
+            f"`sizes` must be (n_train, n_heldout, n_synthetic); got {sizes!r}."
+        )
     n_t, n_h, n_s = (check_integer(n, "sizes", minimum=0) for n in sizes)
     try:
         d = np.asarray(distances, dtype=np.float64)

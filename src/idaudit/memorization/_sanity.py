@@ -1,4 +1,4 @@
-"""Metric sanity check: do a model's distances put a subject's own images closer together?"""
+"""Metric sanity check: whether a model's distances put a subject's own images closer."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class SanityResult:
 
 
 def subjects_from_names(names: Sequence[str], pattern: str) -> list[str | None]:
-    """Subject id of each file name by ``re.search(pattern, name)``; ``None`` where none.
+    r"""Subject id of each file name by ``re.search(pattern, name)``; ``None`` where none.
 
     The id is the named group ``subject`` when the pattern has one, else group 1, else the
     whole match.
@@ -76,13 +76,15 @@ def subjects_from_names(names: Sequence[str], pattern: str) -> list[str | None]:
     Examples
     --------
     >>> from idaudit.memorization import subjects_from_names
-    >>> subjects_from_names(["p01_a.png", "p01_b.png", "x.png"], r"^(p\\d+)_")
+    >>> subjects_from_names(["p01_a.png", "p01_b.png", "x.png"], r"^(p\d+)_")
     ['p01', 'p01', None]
     """
     try:
         regex = re.compile(pattern)
     except re.error as exc:
-        raise InvalidInputError(f"`subject_pattern` is not a valid regex: {exc}; got {pattern!r}.")
+        raise InvalidInputError(
+            f"`subject_pattern` is not a valid regex: {exc}; got {pattern!r}."
+        ) from None
     out: list[str | None] = []
     for name in names:
         m = regex.search(name)
@@ -153,7 +155,9 @@ def metric_sanity(
         d = pairwise_distances(check_vectors(x, "x"), metric=metric, device=device)  # type: ignore[arg-type]
     n = d.shape[0]
     if labels.shape != (n,):
-        raise InvalidInputError(f"`subjects` must hold one label per image ({n}); got {labels.shape}.")
+        raise InvalidInputError(
+            f"`subjects` must hold one label per image ({n}); got {labels.shape}."
+        )
     n_permutations = check_integer(n_permutations, "n_permutations", minimum=0)
     _, codes = np.unique(labels, return_inverse=True)
     iu, ju = np.triu_indices(n, k=1)
