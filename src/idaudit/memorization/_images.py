@@ -21,8 +21,8 @@ __all__ = [
     "CohortFiles",
     "FaceModels",
     "available_cpus",
-    "default_threads",
     "build_models",
+    "default_threads",
     "embed_images",
     "prepare_image",
     "scan_root",
@@ -50,8 +50,10 @@ def available_cpus() -> int:
 
 
 def default_threads(cap: int = 8) -> int:
-    """Threads for torch and onnxruntime: at most ``cap``, the CPUs this process may use, and
-    the CPUs idle right now (CPUs minus the rounded 1-minute load average), at least 1.
+    """Return the thread count for torch and onnxruntime when none is asked for.
+
+    At most ``cap``, the CPUs this process may use, and the CPUs idle right now (CPUs minus
+    the rounded 1-minute load average); at least 1.
 
     On a busy machine the models' intra-op threads spin waiting for cores: a privacy check on
     38 DCGAN images took 105 s on 2 threads and 35 s on 1 on a 2-core machine with a load
