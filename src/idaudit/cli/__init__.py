@@ -53,7 +53,7 @@ _N_NAMED = 10
 _DEFAULT_N_PAIRS = 100
 #: Sub-commands that live in a module of their own; each module exposes
 #: ``add_parser(subparsers)``, which registers the command with ``set_defaults(run=...)``.
-_COMMAND_MODULES: tuple[str, ...] = ()
+_COMMAND_MODULES: tuple[str, ...] = ("idaudit.cli._privacy",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

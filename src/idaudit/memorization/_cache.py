@@ -81,8 +81,9 @@ class PrivacyCache:
     ----------
     counters : collections.Counter
         ``embeddings_computed`` / ``embeddings_reused`` (images), ``distances_computed`` /
-        ``distances_reused`` (image pairs), ``corrupt_files``. They prove what a run did: a
-        re-run with other percentiles or bootstrap counts reports zero computed.
+        ``distances_reused`` (distinct unordered image pairs), ``corrupt_files``. They
+        prove what a run did: a re-run with other percentiles or bootstrap counts reports
+        zero computed.
 
     Notes
     -----
@@ -263,37 +264,52 @@ class PrivacyCache:
                 hashes.append(h)
         ri = np.array([index[h] for h in rows], dtype=np.int64)
         ci = np.array([index[h] for h in cols], dtype=np.int64)
+        same = ri[:, None] == ci[None, :]  # an image against itself: 0, never stored
         out = np.full((ri.size, ci.size), np.nan)
-        for a in range(ri.size):
-            for b in range(ci.size):
+        out[same] = 0.0
+        n_before = len(table)
+
+        def refill() -> npt.NDArray[np.bool_]:
+            """Fill every cell whose pair is known; return the mask of those still missing."""
+            for a, b in zip(*np.nonzero(np.isnan(out)), strict=True):
                 x, y = int(ri[a]), int(ci[b])
-                if x == y:
-                    out[a, b] = 0.0
-                else:
-                    out[a, b] = table.get((min(x, y), max(x, y)), np.nan)
-        missing = np.isnan(out)
-        n_missing = int(missing.sum())
-        self.counters["distances_reused"] += out.size - n_missing
-        if n_missing:
-            self.counters["distances_computed"] += n_missing
-            for axis in (1, 0):  # whole missing rows, then whole missing columns
-                full: npt.NDArray[np.intp] = np.flatnonzero(missing.all(axis=axis))
-                if len(full):
-                    if axis == 1:
-                        out[full, :] = compute(list(full), list(range(ci.size)))
-                        missing[full, :] = False
-                    else:
-                        out[:, full] = compute(list(range(ri.size)), list(full))
-                        missing[:, full] = False
-            if missing.any():
-                r = np.flatnonzero(missing.any(axis=1))
-                c = np.flatnonzero(missing.any(axis=0))
-                out[np.ix_(r, c)] = compute(list(r), list(c))
-            for a in range(ri.size):
-                for b in range(ci.size):
+                value = table.get((min(x, y), max(x, y)))
+                if value is not None:
+                    out[a, b] = value
+            still: npt.NDArray[np.bool_] = np.isnan(out)
+            return still
+
+        def store(r: npt.NDArray[np.intp], c: npt.NDArray[np.intp]) -> None:
+            block = np.asarray(compute([int(v) for v in r], [int(v) for v in c]), np.float64)
+            for a_pos, a in enumerate(r):
+                for b_pos, b in enumerate(c):
                     x, y = int(ri[a]), int(ci[b])
                     if x != y:
-                        table[(min(x, y), max(x, y))] = float(out[a, b])
+                        table[(min(x, y), max(x, y))] = float(block[a_pos, b_pos])
+
+        missing = refill()
+        requested = {
+            (min(int(ri[a]), int(ci[b])), max(int(ri[a]), int(ci[b])))
+            for a, b in zip(*np.nonzero(~same), strict=True)
+        }
+        if missing.any():
+            # whole new rows, then whole new columns, then one block for what is left, so a
+            # changed image costs its own pairs only (self-pairs do not count as known)
+            full_rows = np.flatnonzero((missing | same).all(axis=1))
+            if full_rows.size:
+                store(full_rows, np.arange(ci.size))
+                missing = refill()
+            full_cols = np.flatnonzero((missing | same).all(axis=0) & missing.any(axis=0))
+            if full_cols.size:
+                store(np.flatnonzero(missing.any(axis=1)), full_cols)
+                missing = refill()
+            if missing.any():
+                store(np.flatnonzero(missing.any(axis=1)), np.flatnonzero(missing.any(axis=0)))
+                missing = refill()
+        n_new = len(table) - n_before
+        self.counters["distances_computed"] += n_new
+        self.counters["distances_reused"] += len(requested) - n_new
+        if n_new:
             pairs = np.array(list(table), dtype=np.int64).reshape(-1, 2)
             _savez(
                 path,

@@ -231,6 +231,7 @@ def run_privacy_check(
     threads: int | None = None,
     device: str = "cpu",
     rng: int = 0,
+    progress: bool = True,
 ) -> PrivacyReport:
     """Run seed 003's privacy analysis on three folders of images.
 
@@ -281,6 +282,8 @@ def run_privacy_check(
     device : str, default "cpu"
     rng : int, default 0
         Seed of the permutations, subsets and bootstrap.
+    progress : bool, default True
+        Show a progress bar over the (model, split, cohort) embedding steps.
 
     Returns
     -------
@@ -317,17 +320,17 @@ def run_privacy_check(
     for cohort in sorted(set.union(*names) - set(common)):
         missing = [s for s in SPLITS if cohort not in scanned[s]]
         skipped[cohort] = f"missing from {' and '.join(missing)}"
+    if not common:
+        raise InvalidInputError(
+            "no cohort folder is common to train, heldout and synthetic; cohorts: "
+            + ", ".join(f"{s}: {sorted(scanned[s])}" for s in SPLITS)
+        )
     if skipped:
         _say(
             notes,
             "cohorts skipped (not in all three roots): "
             + "; ".join(f"{c} ({why})" for c, why in skipped.items()),
             warn=True,
-        )
-    if not common:
-        raise InvalidInputError(
-            "no cohort folder is common to train, heldout and synthetic; cohorts: "
-            + ", ".join(f"{s}: {sorted(scanned[s])}" for s in SPLITS)
         )
 
     with ExitStack() as stack:
@@ -358,6 +361,7 @@ def run_privacy_check(
                 threads=n_threads, device=device,
             ),
             aligned=aligned,
+            progress=progress,
         )  # fmt: skip
 
 
@@ -397,6 +401,7 @@ def _run(
     subject_pattern: str | None,
     models: Any,
     aligned: bool,
+    progress: bool,
 ) -> PrivacyReport:
     collapse = duplicates == "collapse"
     files = {
@@ -410,10 +415,14 @@ def _run(
     detector = MemoDetector(models.detector)
     emb: dict[tuple[int, str, str], npt.NDArray[np.float32]] = {}
     status: dict[tuple[str, str], npt.NDArray[np.str_]] = {}
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(models.encoders) * len(files), desc="embeddings", disable=not progress)
     for m, (encoder, ident) in enumerate(
         zip(models.encoders, models.encoder_identities, strict=True)
     ):
         for (split, cohort), cf in files.items():
+            bar.update(1)
 
             def compute(idx: list[int], cf: CohortFiles = cf, encoder: Any = encoder) -> Any:
                 st, vec, _ = embed_images([cf.paths[i] for i in idx], detector, encoder,
@@ -429,6 +438,7 @@ def _run(
                     f"detections differ between encoders for {split}/{cohort}; clear the cache."
                 )
 
+    bar.close()
     counts = _counts_frame(files, status, common)
     usable: list[str] = []
     for cohort in common:
