@@ -335,7 +335,8 @@ def plot_nnaa(frame: pd.DataFrame) -> Figure:
         value = frame[key].to_numpy(float)
         lo = frame[f"{key}_ci_lower"].to_numpy(float)
         hi = frame[f"{key}_ci_upper"].to_numpy(float)
-        err = np.vstack([value - lo, hi - value])
+        # a percentile interval can exclude the full-sample value: draw its reach, never < 0
+        err = np.clip(np.vstack([value - lo, hi - value]), 0.0, None)
         ax.bar(x + offset, value, width=0.4, label=label,
                yerr=np.where(np.isfinite(err), err, 0.0), capsize=3)  # fmt: skip
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
