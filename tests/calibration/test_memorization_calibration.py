@@ -41,7 +41,11 @@ def test_flagging_p_value_is_valid_under_exchangeability() -> None:
             np.concatenate([t0, t1]),
             np.concatenate([h0, h1]),
             np.concatenate([s0, s1]),
-            cohorts=(np.repeat([0, 1], 30), np.repeat([0, 1], [10, 40]), np.repeat([0, 1], [40, 10])),
+            cohorts=(
+                np.repeat([0, 1], 30),
+                np.repeat([0, 1], [10, 40]),
+                np.repeat([0, 1], [40, 10]),
+            ),
             metric="euclidean",
             percentiles=[5, 10, 20],
             n_permutations=199,

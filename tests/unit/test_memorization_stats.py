@@ -59,7 +59,9 @@ def test_leave_one_out_matches_sklearn() -> None:
 
 
 def test_neighbour_inputs_are_checked() -> None:
-    with pytest.raises(InvalidInputError, match=r"embedding dimensions must match.*3 \(queries\) vs 4"):
+    with pytest.raises(
+        InvalidInputError, match=r"embedding dimensions must match.*3 \(queries\) vs 4"
+    ):
         nearest_neighbour_distances(np.ones((2, 3)), np.ones((2, 4)))
     with pytest.raises(InvalidInputError, match="zero row"):
         nearest_neighbour_distances(np.zeros((2, 3)), np.ones((2, 3)))
@@ -145,7 +147,8 @@ def test_ties_at_the_threshold_count_as_flagged_and_the_test_stays_exact() -> No
     synthetic = np.array([0.0, 0.0, 0.0, 0.3])
     res = flagging_from_distances(heldout, synthetic, percentiles=[25], n_permutations=20000)
     assert res.thresholds[0] == 0.0
-    assert res.n_synthetic_flagged[0] == 3 and res.n_heldout_flagged[0] == 2
+    assert res.n_synthetic_flagged[0] == 3
+    assert res.n_heldout_flagged[0] == 2
     exact = _enumerated_p_value(heldout, synthetic, 1)
     assert res.p_values[0] == pytest.approx(exact, abs=0.018)
 
@@ -176,7 +179,11 @@ def test_same_seed_same_p_values() -> None:
 
 def test_flagging_searches_neighbours_within_the_cohort() -> None:
     gen = np.random.default_rng(6)
-    t, h, s = gen.standard_normal((30, 5)), gen.standard_normal((20, 5)), gen.standard_normal((25, 5))
+    t, h, s = (
+        gen.standard_normal((30, 5)),
+        gen.standard_normal((20, 5)),
+        gen.standard_normal((25, 5)),
+    )
     ct, ch, cs = gen.integers(0, 3, 30), gen.integers(0, 3, 20), gen.integers(0, 3, 25)
     res = flagging(t, h, s, cohorts=(ct, ch, cs), n_permutations=0)
     for q, cq, got in ((h, ch, res.heldout_distances), (s, cs, res.synthetic_distances)):
@@ -187,9 +194,13 @@ def test_flagging_searches_neighbours_within_the_cohort() -> None:
 
 def test_flagging_bad_input() -> None:
     x = np.ones((3, 4))
-    with pytest.raises(InvalidInputError, match=r"`percentiles` must each be in \(0, 100\); got 100.0"):
+    with pytest.raises(
+        InvalidInputError, match=r"`percentiles` must each be in \(0, 100\); got 100.0"
+    ):
         flagging_from_distances([1.0], [1.0], percentiles=[5, 100])
-    with pytest.raises(InvalidInputError, match=r"`percentiles` must each be in \(0, 100\); got 0.0"):
+    with pytest.raises(
+        InvalidInputError, match=r"`percentiles` must each be in \(0, 100\); got 0.0"
+    ):
         flagging_from_distances([1.0], [1.0], percentiles=[0])
     with pytest.raises(InvalidInputError, match="`n_permutations` must be >= 0; got -1"):
         flagging_from_distances([1.0], [1.0], n_permutations=-1)
@@ -263,7 +274,11 @@ def test_nnaa_bootstrap_recomputes_neighbours_in_every_draw() -> None:
 
 def test_nnaa_cap_and_precomputed_route_agree() -> None:
     gen = np.random.default_rng(9)
-    t, h, s = gen.standard_normal((40, 4)), gen.standard_normal((12, 4)), gen.standard_normal((30, 4))
+    t, h, s = (
+        gen.standard_normal((40, 4)),
+        gen.standard_normal((12, 4)),
+        gen.standard_normal((30, 4)),
+    )
     a = nnaa(t, h, s, max_samples=20, n_bootstrap=25, rng=3, metric="euclidean")
     x = np.concatenate([t, h, s])
     b = nnaa_from_distances(cdist(x, x), (40, 12, 30), max_samples=20, n_bootstrap=25, rng=3)

@@ -21,8 +21,8 @@ def test_demo_flags_the_memorising_generator_only(tmp_path: Path) -> None:
     reports = demo["run"](n=12, out=tmp_path)
     memo = reports["memorising"]
     fresh = reports["fresh"]
-    for report in (memo, fresh):
-        assert {p.name for p in (tmp_path / "memorising").iterdir()} >= {"report.md", "nnaa.png"}
+    for name in ("fresh", "memorising"):
+        assert {p.name for p in (tmp_path / name).iterdir()} >= {"report.md", "nnaa.png"}
     m_flag = memo.flagging[memo.flagging["metric"] == "dlib-resnet-v1"]
     # near-copies: flagged far above p, and significantly so
     assert (m_flag["synthetic_pct"] > 3 * m_flag["percentile"]).all()

@@ -109,7 +109,8 @@ def test_outputs_named_and_pinned(first) -> None:
     assert "lpips" not in (out / "report.md").read_text().lower().replace("--lpips", "")
     for name in OUTPUT_FILES:
         assert _mode(out / name) == 0o600, name
-    assert _mode(out) == 0o700 and _mode(out / "cache") == 0o700
+    assert _mode(out) == 0o700
+    assert _mode(out / "cache") == 0o700
     for npz in (out / "cache").rglob("*.npz"):
         assert _mode(npz) == 0o600
         np.load(npz, allow_pickle=False)  # no pickles anywhere
@@ -154,9 +155,7 @@ def test_rerun_with_other_settings_computes_nothing(roots: Path, first, tmp_path
     assert report.flagging["percentile"].tolist() == [3.0, 30.0, 3.0, 30.0]
 
 
-def test_one_changed_image_recomputes_only_its_entries(
-    roots: Path, first, tmp_path: Path
-) -> None:
+def test_one_changed_image_recomputes_only_its_entries(roots: Path, first, tmp_path: Path) -> None:
     copy = tmp_path / "roots"
     shutil.copytree(roots, copy)
     shutil.copytree(first[1] / "cache", tmp_path / "cache")
@@ -238,7 +237,8 @@ def test_cli_writes_the_outputs_and_checks_flags(
             "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
     assert main(argv) == 0
     captured = capsys.readouterr()
-    assert "warning: cohorts skipped" in captured.err and "only_train" in captured.err
+    assert "warning: cohorts skipped" in captured.err
+    assert "only_train" in captured.err
     assert "# idaudit privacy" in captured.out
     assert set(OUTPUT_FILES) <= {p.name for p in out.iterdir()}
     for flag, value, message in (
