@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from typing import Any
 
-from idaudit.cli._common import add_quiet, at_least, check_device, inside, out_dir, say
+from idaudit.cli._common import add_quiet, at_least, check_device, inside, out_dir, relay, say
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["add_parser"]
@@ -195,11 +194,7 @@ def _run(args: argparse.Namespace) -> int:
             rng=args.seed,
             progress=not args.quiet,
         )
-    for w in caught:
-        if issubclass(w.category, IdauditWarning):
-            sys.stderr.write(f"idaudit privacy: warning: {w.message}\n")
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    relay(caught, "privacy")
     say((out / "report.md").read_text(encoding="utf-8"))
     say("wrote:\n" + "\n".join(f"  {p}" for p in report.files.values()))
     return 0

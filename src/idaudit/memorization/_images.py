@@ -217,9 +217,7 @@ class FaceModels:
 
 
 def _digests(paths: Sequence[Path | str]) -> dict[str, str]:
-    from idaudit.faces._weights import file_sha256
-
-    return {Path(p).name: file_sha256(p) for p in paths}
+    return {Path(p).name: _sha256(Path(p)) for p in paths}
 
 
 def _dlib_files(encoder: Any) -> list[Path]:
