@@ -331,13 +331,18 @@ def embed_images(
     not decode are handed to the pipeline as paths, which classifies them (unreadable or
     bad_format) in its outcome table.
     """
+    from PIL import Image
+
     from idaudit.faces import FacePipeline, load_image
 
+    # what "cannot decode this file" raises (FacePipeline's own rule): such a file is handed
+    # to the pipeline as a path, which reads it again and files it as unreadable/bad_format
+    read_errors = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
     items: list[Any] = []
     for path in paths:
         try:
             items.append(prepare_image(load_image(path), aligned=aligned))
-        except Exception:  # the pipeline re-reads the path and classifies it
+        except read_errors:
             items.append(path)
     pipe = FacePipeline(detector, encoder, batch_size=batch_size, progress=False)
     emb, outcomes = pipe.encode(items)

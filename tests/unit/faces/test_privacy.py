@@ -257,3 +257,22 @@ def test_cache_keys_change_with_the_weights(tmp_path: Path) -> None:
     a = cache.embedding_path({"encoder": "x", "encoder_weights": {"f": "1"}}, "train", "c")
     b = cache.embedding_path({"encoder": "x", "encoder_weights": {"f": "2"}}, "train", "c")
     assert a != b
+
+
+def test_arcface_route_with_stand_in_weights(roots: Path, buffalo_dir: Path) -> None:
+    """An ONNX encoder from local files: its name and weight digest reach every output."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        report = run_privacy_check(
+            *_args(roots), dlib=False, arcface=buffalo_dir, aligned=True, **FAST
+        )
+    assert list(dict.fromkeys(report.flagging["metric"])) == [
+        "arcface-w600k-r50",
+        "ssim-gaussian1.5-64px",
+    ]
+    identity = report.results["models"]["identity"][0]
+    assert identity["detector"] == "aligned-input"
+    assert set(identity["encoder_weights"]) == {"w600k_r50.onnx"}
+    # aligned input: no detection, so the blank image is embedded too (the user vouched)
+    counts = report.counts.set_index(["cohort", "split"])
+    assert counts.loc[("b", "synthetic"), "ok"] == 5
