@@ -234,13 +234,21 @@ def test_cli_writes_the_outputs_and_checks_flags(
     shutil.copytree(first[1] / "cache", tmp_path / "cache")
     argv = ["privacy", *map(str, _args(roots)), "--out", str(out), "--bootstrap", "20",
             "--permutations", "99", "--threads", "1", "--quiet",
-            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+            "--cache-dir", str(tmp_path / "cache"), "--subject-pattern", r"^s(\d)"]  # fmt: skip
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "warning: cohorts skipped" in captured.err
     assert "only_train" in captured.err
     assert "# idaudit privacy" in captured.out
     assert set(OUTPUT_FILES) <= {p.name for p in out.iterdir()}
+    # file names s<d><d>_*: the first digit is the "subject" (several images each)
+    sanity = pd.read_csv(out / "sanity.csv")
+    assert list(sanity.columns) == [
+        "metric", "auc", "p_value", "n_images", "n_subjects", "n_same_pairs",
+        "n_different_pairs", "n_permutations",
+    ]  # fmt: skip
+    assert sanity["metric"].tolist() == ["dlib-resnet-v1"]
+    assert 0.0 <= sanity["auc"].iloc[0] <= 1.0
     for flag, value, message in (
         ("--bootstrap", "-1", "`--bootstrap` must be >= 0; got -1."),
         ("--percentiles", "100", r"`--percentiles` must be in (0, 100); got 100.0."),
