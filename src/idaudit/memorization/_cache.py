@@ -177,9 +177,12 @@ class PrivacyCache:
         known: dict[str, int] = {}
         if stored is not None and stored["embeddings"].shape[1:] == (dim,):
             known = {str(h): i for i, h in enumerate(stored["hashes"])}
-        missing = sorted({i for i, h in enumerate(hashes) if h not in known})
+        first_index: dict[str, int] = {}
+        for i, h in enumerate(hashes):
+            first_index.setdefault(h, i)
+        missing = [i for i, h in enumerate(hashes) if h not in known]
         missing_hashes = list(dict.fromkeys(hashes[i] for i in missing))  # duplicates once
-        first = [hashes.index(h) for h in missing_hashes]
+        first = [first_index[h] for h in missing_hashes]
         new_status: list[str] = []
         new_emb = np.zeros((0, dim), np.float32)
         if first:
