@@ -42,9 +42,9 @@ def build_folders(root: Path, n: int, seed: int = 0) -> dict[str, Path]:
     """Write train, heldout and the two synthetic roots (one cohort, "dcgan") under root."""
     gen = ShippedFaceGenerator()
     rng = np.random.default_rng(seed)
-    z_train = gen.sample_latents(n, rng)
-    z_heldout = gen.sample_latents(n, rng)
-    z_fresh = gen.sample_latents(n, rng)
+    z_train = gen.sample_latents(n, rng=rng)
+    z_heldout = gen.sample_latents(n, rng=rng)
+    z_fresh = gen.sample_latents(n, rng=rng)
     z_copies = z_train + 0.05 * rng.standard_normal(z_train.shape).astype(np.float32)
     roots = {name: root / name for name in ("train", "heldout", "fresh", "memorising")}
     for name, z in zip(roots, (z_train, z_heldout, z_fresh, z_copies), strict=True):
