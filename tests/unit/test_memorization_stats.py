@@ -19,6 +19,7 @@ from scipy.stats import binomtest, nhypergeom
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NearestNeighbors
 
+from idaudit._results import check_result_dataset
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization import (
     flagging,
@@ -340,3 +341,11 @@ def test_sanity_hand_case_and_errors() -> None:
     with pytest.raises(InvalidInputError, match="at least one subject with two images"):
         metric_sanity(pos, ["a", "b", "c", "d"], metric="euclidean")
     assert subjects_from_names(["P1-x.png", "q.png"], r"(?P<subject>P\d+)-") == ["P1", None]
+
+
+def test_result_datasets_follow_the_schema() -> None:
+    x = np.random.default_rng(1).standard_normal((3, 12, 4))
+    flag = flagging(*x, n_permutations=9).to_xarray()
+    check_result_dataset(flag)
+    assert flag["ci_lower"].attrs["status"] == "certified_lower_bound"
+    check_result_dataset(nnaa(*x, n_bootstrap=5).to_xarray())

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 import xarray as xr
 
-from idaudit._results import Status, variable
+from idaudit._results import Status, provenance, variable
 from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
 from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import InvalidInputError
@@ -178,10 +178,13 @@ class FlaggingResult:
         return xr.Dataset(
             data_vars,
             coords={"percentile": self.percentiles},
-            attrs={
-                "confidence_level": self.confidence_level,
-                "n_permutations": self.n_permutations,
-            },
+            attrs=provenance(
+                title="idaudit.memorization.flagging",
+                settings={
+                    "confidence_level": self.confidence_level,
+                    "n_permutations": self.n_permutations,
+                },
+            ),
         )
 
 

@@ -12,7 +12,7 @@ import torch
 import xarray as xr
 
 from idaudit._device import resolve_device
-from idaudit._results import Status, variable
+from idaudit._results import Status, provenance, variable
 from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization._neighbours import (
@@ -120,7 +120,10 @@ class NNAAResult:
                 )
                 for name, status in NNAA_STATUS.items()
             },
-            attrs={"confidence_level": self.confidence_level},
+            attrs=provenance(
+                title="idaudit.memorization.nnaa",
+                settings={"confidence_level": self.confidence_level},
+            ),
         )
 
 
