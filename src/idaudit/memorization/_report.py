@@ -23,8 +23,9 @@ def _verdict_flagging(rows: Any, alpha: float) -> str:
         ps = ", ".join(f"{p:g}" for p in significant["percentile"])
         return (
             f"synthetic images are flagged more often than held-out images at p = {ps} "
-            f"(p-value <= {alpha:g}): they land closer to training images than fresh real "
-            "images of the same cohort do."
+            f"(p-value <= {alpha:g} at each, uncorrected for the {len(rows)} operating "
+            "points): they land closer to training images than fresh real images of the same "
+            "cohort do."
         )
     if len(above) == 0:
         return (
