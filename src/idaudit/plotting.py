@@ -16,6 +16,10 @@ Save it with ``fig.savefig(path)``.
 :func:`plot_strength`      ε against the strength of each anonymiser, one panel per method
 :func:`plot_certificates`  certified lower bounds as one-sided intervals, per condition
 :func:`contact_sheet`      a grid of images with titles (what each mechanism does)
+:func:`plot_flagging`      synthetic and held-out flagging rates against ``p`` (seed 003,
+                           ``below_threshold.png``)
+:func:`plot_nnaa`          AA(train, synth) and AA(held-out, synth) with bootstrap intervals
+                           (seed 003, ``nnaa.png``)
 =========================  ==============================================================
 
 Result Datasets also have ``ds.idaudit.plot_roc(...)`` and ``ds.idaudit.plot_epsilon(...)``.
@@ -30,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
+    import pandas as pd
     import xarray as xr
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -39,7 +44,9 @@ __all__ = [
     "plot_certificates",
     "plot_certified_routes",
     "plot_figure3",
+    "plot_flagging",
     "plot_mmd_null",
+    "plot_nnaa",
     "plot_noise_sweep",
     "plot_roc",
     "plot_rocs",
@@ -576,4 +583,81 @@ def contact_sheet(
     for ax, im, title in zip(grid.ravel(), images, titles, strict=False):
         ax.imshow(np.asarray(im), interpolation="nearest")
         ax.set_title(title, fontsize="small")
+    return fig
+
+
+def plot_flagging(frame: pd.DataFrame) -> Figure:
+    """Synthetic and held-out flagging rates against the percentile ``p``, per metric.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        ``flagging.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.flagging`):
+        columns ``metric``, ``axis`` (``"identity"`` or ``"appearance"``), ``percentile``,
+        ``synthetic_pct``, ``heldout_pct``, ``ci_lower``, ``ci_upper``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Identity metrics on the left, appearance metrics on the right (seed 003); the
+        dotted diagonal is ``rate = p``; bars are the synthetic rate's Clopper–Pearson
+        interval.
+    """
+    axes_names = [a for a in ("identity", "appearance") if (frame["axis"] == a).any()]
+    fig, grid = _new_axes(1, max(len(axes_names), 1), figsize=(5.0 * len(axes_names), 4.2))
+    for col, axis in enumerate(axes_names):
+        ax = grid[0, col]
+        sub = frame[frame["axis"] == axis]
+        top = float(max(sub["ci_upper"].max(), sub["percentile"].max(), 1.0))
+        for k, (metric, rows) in enumerate(sub.groupby("metric", sort=False)):
+            colour = f"C{k}"
+            p = rows["percentile"].to_numpy(float)
+            synth = rows["synthetic_pct"].to_numpy(float)
+            err = np.vstack([synth - rows["ci_lower"].to_numpy(float),
+                             rows["ci_upper"].to_numpy(float) - synth])  # fmt: skip
+            ax.errorbar(p, synth, yerr=err, color=colour, marker="o", capsize=3,
+                        label=f"{metric}: synthetic")  # fmt: skip
+            ax.plot(p, rows["heldout_pct"].to_numpy(float), color=colour, ls="--", marker="s",
+                    mfc="none", label=f"{metric}: held-out")  # fmt: skip
+        ax.plot([0, top], [0, top], color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("percentile p of held-out distances (%)")
+        ax.set_ylabel("images at or below the threshold (%)")
+        ax.set_title(f"{axis} axis")
+        ax.legend(fontsize="small")
+    return fig
+
+
+def plot_nnaa(frame: pd.DataFrame) -> Figure:
+    """AA(train, synthetic) and AA(held-out, synthetic) per metric with bootstrap intervals.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        ``nnaa.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.nnaa`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Paired bars per metric; the dotted line is 0.5 (sets indistinguishable by
+        proximity). Only the difference of the two bars carries a privacy meaning.
+    """
+    fig, grid = _new_axes(figsize=(max(4.0, 1.6 * len(frame) + 2.0), 4.0))
+    ax = grid[0, 0]
+    x = np.arange(len(frame), dtype=float)
+    for offset, key, label in (
+        (-0.2, "aa_train_synth", "AA(train, synthetic)"),
+        (0.2, "aa_heldout_synth", "AA(held-out, synthetic)"),
+    ):
+        value = frame[key].to_numpy(float)
+        lo = frame[f"{key}_ci_lower"].to_numpy(float)
+        hi = frame[f"{key}_ci_upper"].to_numpy(float)
+        # a percentile interval can exclude the full-sample value: draw its reach, never < 0
+        err = np.clip(np.vstack([value - lo, hi - value]), 0.0, None)
+        ax.bar(x + offset, value, width=0.4, label=label,
+               yerr=np.where(np.isfinite(err), err, 0.0), capsize=3)  # fmt: skip
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set_xticks(x, [str(m) for m in frame["metric"]], rotation=15)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("adversarial accuracy")
+    ax.legend(fontsize="small", loc="lower right")
     return fig

@@ -40,6 +40,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "idaudit.cli._audit",
     "idaudit.cli._certify",
     "idaudit.cli._embed",
+    "idaudit.cli._privacy",
 )
 
 
