@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install idaudit and everything it needs on a fresh machine, offline-safe.
-#   scripts/install.sh          -> the library, the faces stack and the dask backend
+#   scripts/install.sh          -> the library, the faces stack, the dask backend and zarr
+#                                  (resumable audit_pairs stores)
 #   scripts/install.sh test     -> the same plus the test tools
 # torch/torchvision go in first, pinned, so that no later dependency drags in another torch.
 # facenet-pytorch, lpips and gan-face-generate pin ancient torch/numpy, and insightface (shipped test
@@ -14,3 +15,5 @@ $PIP --no-deps "facenet-pytorch==2.6.0" "lpips==0.1.4" "gan-face-generate==1.1.1
 extras="faces,dask,io"
 if [ "${1:-}" = "test" ]; then extras="$extras,test"; fi
 $PIP -e ".[$extras]"
+# the resumable stores of audit_pairs(store=...) need zarr 3 (also in the dask and test extras)
+$PIP "zarr>=3.0"

@@ -170,9 +170,14 @@ class ROCHTAuditor(BaseAuditor):
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         assert seed is not None
         fold_seed = seed % 2**32
-        folds = [
-            _folds(a.shape[0], b.shape[0], int(self.n_folds), fold_seed) for a, b in batch.samples
-        ]
+        # the folds depend only on the two sizes: drawn once per size pair and call
+        fold_cache = batch.shared.setdefault(("rocht_folds", int(self.n_folds), fold_seed), {})
+        folds = []
+        for a, b in batch.samples:
+            sizes = (a.shape[0], b.shape[0])
+            if sizes not in fold_cache:
+                fold_cache[sizes] = _folds(*sizes, int(self.n_folds), fold_seed)
+            folds.append(fold_cache[sizes])
         if self.classifier == "logistic":
             scores = self._logistic_scores(batch, folds)
         else:
@@ -202,8 +207,8 @@ class ROCHTAuditor(BaseAuditor):
         self, batch: Batch, folds: list[list[tuple[IntArray, IntArray]]]
     ) -> list[FloatArray]:
         """Out-of-fold probabilities of every pair, all folds of all pairs in one solve."""
-        pb = batch.packed
-        dev = pb.device
+        pb = _Sizes(batch)
+        dev = batch.device
         gram = _centred(batch.gram(), np.add(pb.n_a, pb.n_b))  # (pairs, n_max, n_max)
         n_fold = int(self.n_folds)
         train = np.zeros((pb.n_pairs, n_fold, pb.n_max))  # (pairs, folds, n_max)
@@ -256,6 +261,15 @@ class ROCHTAuditor(BaseAuditor):
                 score[te] = forest.predict_proba(x[te])[:, 1]
             scores.append(score)
         return scores
+
+
+class _Sizes:
+    """Pair sizes of a batch without packing its rows."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.n_a, self.n_b = batch.n_a, batch.n_b
+        self.n_pairs = batch.n_pairs
+        self.n_max = max(a + b for a, b in zip(self.n_a, self.n_b, strict=True))
 
 
 def _centred(gram: torch.Tensor, n_rows: npt.ArrayLike) -> torch.Tensor:
