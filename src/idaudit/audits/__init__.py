@@ -28,7 +28,7 @@ from __future__ import annotations
 from idaudit.audits._base import STATUSES, BaseAuditor, Output
 from idaudit.audits._checks import check_auditor
 from idaudit.audits._conditions import concat_conditions
-from idaudit.audits._engine import audit_pairs
+from idaudit.audits._engine import QUANTILES, audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
 from idaudit.audits._merge import merge_audits
@@ -44,6 +44,7 @@ from idaudit.audits._sensitivity import (
 from idaudit.audits._summary import AuditSummary, summarize
 
 __all__ = [
+    "QUANTILES",
     "STATUSES",
     "AuditSummary",
     "BaseAuditor",

@@ -100,8 +100,7 @@ class Batch:
         """The pairs as one zero-padded float64 tensor on ``device``."""
         if self.labels is None:
             return pack_pairs(self.samples, self.device)
-        pooled, _ = self._pooled()
-        return PairBatch(x=pooled, n_a=self.n_a, n_b=self.n_b)
+        return PairBatch(x=self._pooled_rows(), n_a=self.n_a, n_b=self.n_b)
 
     @property
     def n_pairs(self) -> int:
@@ -146,48 +145,56 @@ class Batch:
         out: tuple[torch.Tensor, torch.Tensor] = self.per_identity("rows_gram", side, pair, compute)
         return out
 
-    def _pooled(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Pooled rows (pairs, n_max, d) and Gram matrices (pairs, n_max, n_max) from blocks.
+    def _blocks(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Padded rows of A and B, (pairs, w_a, d) and (pairs, w_b, d), and where every
+        pooled row of a pair sits in ``cat([A rows, B rows, one zero row])``, (pairs, n_max).
+        """
+        if "blocks" in self.cache:
+            cached: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+            cached = self.cache["blocks"]
+            return cached
+        n_a, n_b = np.asarray(self.n_a), np.asarray(self.n_b)
+        w_a, w_b = int(n_a.max()), int(n_b.max())
+        n_max = int((n_a + n_b).max())
+        xa = torch.stack([_fit(self._identity(p, 0)[0], w_a, 0) for p in range(self.n_pairs)])
+        xb = torch.stack([_fit(self._identity(p, 1)[0], w_b, 0) for p in range(self.n_pairs)])
+        # pooled position r of pair p: A row r, then B row r - n_a, then padding
+        r = np.arange(n_max)[None, :]
+        pos = np.where(
+            r < n_a[:, None],
+            r,
+            np.where(r < (n_a + n_b)[:, None], w_a + r - n_a[:, None], w_a + w_b),
+        )  # (pairs, n_max)
+        out = (xa, xb, torch.from_numpy(pos).to(self.device), torch.tensor(0))
+        self.cache["blocks"] = out
+        return out
+
+    def _pooled_rows(self) -> torch.Tensor:
+        """Pooled rows (pairs, n_max, d), gathered from the per-identity rows."""
+        xa, xb, pos, _ = self._blocks()
+        rows = torch.nn.functional.pad(torch.cat([xa, xb], 1), (0, 0, 0, 1))  # + a zero row
+        return rows.gather(1, pos[:, :, None].expand(-1, -1, rows.shape[2]))
+
+    def _pooled_gram(self) -> torch.Tensor:
+        """Pooled Gram matrices (pairs, n_max, n_max) from per-identity blocks.
 
         Each identity's rows and own Gram block are computed once per call (``shared``); per
         pair only the A-B block is multiplied (one batched product for the whole batch), and
         the blocks are placed by two gathers, so no Python loop touches a pair's tensors.
         """
-        if "pooled" in self.cache:
-            pooled: tuple[torch.Tensor, torch.Tensor] = self.cache["pooled"]
-            return pooled
-        n_a, n_b = np.asarray(self.n_a), np.asarray(self.n_b)
-        w_a, w_b = int(n_a.max()), int(n_b.max())
-        n_max = int((n_a + n_b).max())
-
-        def stack(side: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
-            blocks = [self._identity(p, side) for p in range(self.n_pairs)]
-            rows = torch.stack([_fit(x, width, 0) for x, _ in blocks])  # (pairs, width, d)
-            gram = torch.stack([_fit(_fit(g, width, 0), width, 1) for _, g in blocks])
-            return rows, gram  # gram: (pairs, width, width)
-
-        xa, ga = stack(0, w_a)
-        xb, gb = stack(1, w_b)
+        xa, xb, pos, _ = self._blocks()
+        w_a, w_b = xa.shape[1], xb.shape[1]
+        n_max = pos.shape[1]
+        ga = torch.stack([_square(self._identity(p, 0)[1], w_a) for p in range(self.n_pairs)])
+        gb = torch.stack([_square(self._identity(p, 1)[1], w_b) for p in range(self.n_pairs)])
         cross = xa @ xb.transpose(1, 2)  # (pairs, w_a, w_b): the only per-pair product
         width = w_a + w_b
         blocks = torch.cat(
             [torch.cat([ga, cross], 2), torch.cat([cross.transpose(1, 2), gb], 2)], 1
         )  # (pairs, width, width)
         blocks = torch.nn.functional.pad(blocks, (0, 1, 0, 1))  # index `width` reads a zero
-        rows = torch.nn.functional.pad(torch.cat([xa, xb], 1), (0, 0, 0, 1))  # (pairs, width+1, d)
-        # pooled position r of pair p: A row r, then B row r - n_a, then padding
-        r = np.arange(n_max)[None, :]
-        pos = np.where(
-            r < n_a[:, None],
-            r,
-            np.where(r < (n_a + n_b)[:, None], w_a + r - n_a[:, None], width),
-        )  # (pairs, n_max)
-        pos_t = torch.from_numpy(pos).to(self.device)
-        x = rows.gather(1, pos_t[:, :, None].expand(-1, -1, rows.shape[2]))  # (pairs, n_max, d)
-        g = blocks.gather(1, pos_t[:, :, None].expand(-1, -1, width + 1))  # (pairs, n_max, w+1)
-        g = g.gather(2, pos_t[:, None, :].expand(-1, n_max, -1))  # (pairs, n_max, n_max)
-        self.cache["pooled"] = (x, g)
-        return x, g
+        g = blocks.gather(1, pos[:, :, None].expand(-1, -1, width + 1))  # (pairs, n_max, w+1)
+        return g.gather(2, pos[:, None, :].expand(-1, n_max, -1))  # (pairs, n_max, n_max)
 
     def gram(self) -> torch.Tensor:
         """Inner products within each pooled sample, (pairs, n_max, n_max) (cached).
@@ -203,7 +210,7 @@ class Batch:
             x = self.packed.x
             gram = x @ x.transpose(1, 2)  # (pairs, n_max, n_max)
         else:
-            _, gram = self._pooled()
+            gram = self._pooled_gram()
         self.cache["gram"] = gram
         return gram
 
@@ -219,6 +226,14 @@ class Batch:
             )
         masks: tuple[torch.Tensor, torch.Tensor] = self.cache["masks"]
         return masks
+
+
+def _square(g: torch.Tensor, width: int) -> torch.Tensor:
+    """A square block cut or zero-padded to ``width`` x ``width``."""
+    have = g.shape[0]
+    if have >= width:
+        return g[:width, :width]
+    return torch.nn.functional.pad(g, (0, width - have, 0, width - have))
 
 
 def _fit(t: torch.Tensor, width: int, dim: int) -> torch.Tensor:

@@ -456,7 +456,10 @@ def _chunk_of(
     device: Any,
     shared: dict[Any, Any],
 ) -> ChunkResult:
-    samples = [(es.get(a), es.get(b)) for a, b in pairs]
+    rows = shared.setdefault("rows", {})  # each identity's rows, looked up once per call
+    for label in {x for p in pairs for x in p} - rows.keys():
+        rows[label] = es.get(label)
+    samples = [(rows[a], rows[b]) for a, b in pairs]
     with single_threaded():
         return _run_chunk(samples, pairs, auditors, seeds, device, shared)
 
@@ -611,7 +614,7 @@ def _run_dask(
         chunk_of[fut.key] = k
         return fut
 
-    first = [submit(k) for k, _ in zip(pending, range(slots), strict=False)]
+    first = [submit(k) for _, k in zip(range(slots), pending, strict=False)]
     queue = as_completed(first)  # type: ignore[no-untyped-call]
     for fut in queue:
         result: ChunkResult = fut.result()
