@@ -44,8 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import idaudit as ida  # noqa: E402
-from bench_audits import (  # noqa: E402
+from bench_audits import (
     SEED,
     base_gauss,
     base_kde,
@@ -55,8 +54,10 @@ from bench_audits import (  # noqa: E402
     make_condition,
     max_diff,
 )
-from idaudit._validation import spawn_seeds  # noqa: E402
-from idaudit.data import all_pairs  # noqa: E402
+
+import idaudit as ida
+from idaudit._validation import spawn_seeds
+from idaudit.data import all_pairs
 
 
 # --------------------------------------------------------------------------- one measured run
@@ -79,9 +80,12 @@ def run_part(spec: dict[str, Any]) -> dict[str, Any]:
         if spec.get("dask"):
             from distributed import Client, LocalCluster
 
-            with LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-            ) as cluster, Client(cluster) as client:
+            with (
+                LocalCluster(
+                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                ) as cluster,
+                Client(cluster) as client,
+            ):
                 client.run(lambda: __import__("idaudit"))  # worker start-up is not timed
                 start = time.perf_counter()
                 ds = ida.audit_pairs(es, pairs, auds, backend="dask", client=client, **kw)
@@ -100,13 +104,19 @@ def run_part(spec: dict[str, Any]) -> dict[str, Any]:
         ds = ida.audit_pairs(es, pairs, auds, keep="summary", progress=False)
     elif kind == "perm":
         ds = ida.audit_pairs(
-            es, pairs, [ida.MMDTVAuditor(n_permutations=10_000, rng=0)], keep="summary",
+            es,
+            pairs,
+            [ida.MMDTVAuditor(n_permutations=10_000, rng=0)],
+            keep="summary",
             progress=False,
         )
     elif kind == "loop_three":
         rows = [
-            (base_gauss(es.get(a), es.get(b)), base_mmd(es.get(a), es.get(b), 0, None),
-             base_roc(es.get(a), es.get(b), fold_seed))
+            (
+                base_gauss(es.get(a), es.get(b)),
+                base_mmd(es.get(a), es.get(b), 0, None),
+                base_roc(es.get(a), es.get(b), fold_seed),
+            )
             for a, b in pairs
         ]
         out["head"] = {
@@ -179,8 +189,11 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=None, help="part 1 on this many pairs")
     parser.add_argument("--load", type=int, default=0, help="busy background processes")
     parser.add_argument("--dask", action="store_true", help="also time a 2-worker LocalCluster")
-    parser.add_argument("--skip-slow-loops", action="store_true",
-                        help="skip the per-permutation loop baseline (minutes per pair)")
+    parser.add_argument(
+        "--skip-slow-loops",
+        action="store_true",
+        help="skip the per-permutation loop baseline (minutes per pair)",
+    )
     args = parser.parse_args()
     if args.part:
         print(json.dumps(run_part(json.loads(args.part))))
@@ -206,23 +219,26 @@ def main() -> None:
         return res["seconds"] * n_all / res["n_pairs"]
 
     with Load(args.load):
-        three = measure({"condition": cond, "kind": "three", "n_pairs": n_main,
-                         "compare": sizes["three"][1]})
+        three = measure(
+            {"condition": cond, "kind": "three", "n_pairs": n_main, "compare": sizes["three"][1]}
+        )
         loop3 = measure({"condition": cond, "kind": "loop_three", "n_pairs": sizes["three"][1]})
         kde = measure({"condition": cond, "kind": "kde", "n_pairs": sizes["kde"][0]})
         loopk = measure({"condition": cond, "kind": "loop_kde", "n_pairs": sizes["kde"][1]})
         perm = measure({"condition": cond, "kind": "perm", "n_pairs": sizes["perm"][0]})
         vecp = measure({"condition": cond, "kind": "vec_perm", "n_pairs": sizes["perm"][1]})
-        loopp = None if args.skip_slow_loops else measure(
-            {"condition": cond, "kind": "loop_perm", "n_pairs": sizes["perm"][1]}
+        loopp = (
+            None
+            if args.skip_slow_loops
+            else measure({"condition": cond, "kind": "loop_perm", "n_pairs": sizes["perm"][1]})
         )
         threads = {
-            t: measure({"condition": cond, "kind": "three", "n_pairs": min(n_main, 2000),
-                        "n_threads": t})
+            t: measure(
+                {"condition": cond, "kind": "three", "n_pairs": min(n_main, 2000), "n_threads": t}
+            )
             for t in sorted({1, 2, cpus})
         }
-        default_small = measure({"condition": cond, "kind": "three",
-                                 "n_pairs": min(n_main, 2000)})
+        default_small = measure({"condition": cond, "kind": "three", "n_pairs": min(n_main, 2000)})
         dask_res = local_res = None
         if args.dask:
             n_d = min(n_main, 4000)
@@ -233,48 +249,78 @@ def main() -> None:
     def line(name: str, base: float, ours: float, note: str) -> None:
         rows.append((name, base, ours, note))
 
-    line("GaussMech + MMD-TV + ROC-HT, all pairs", project(loop3), project(three),
-         f"loop: {loop3['n_pairs']} pairs timed, x{n_all / loop3['n_pairs']:.0f}; idaudit: "
-         + ("all pairs" if three["n_pairs"] == n_all
-            else f"{three['n_pairs']} pairs timed, x{n_all / three['n_pairs']:.1f}"))
-    line("KDE-LR alpha 0 and 0.01, all pairs (projected)", project(loopk), project(kde),
-         f"loop {loopk['n_pairs']} pairs, idaudit {kde['n_pairs']} pairs, both extrapolated")
+    line(
+        "GaussMech + MMD-TV + ROC-HT, all pairs",
+        project(loop3),
+        project(three),
+        f"loop: {loop3['n_pairs']} pairs timed, x{n_all / loop3['n_pairs']:.0f}; idaudit: "
+        + (
+            "all pairs"
+            if three["n_pairs"] == n_all
+            else f"{three['n_pairs']} pairs timed, x{n_all / three['n_pairs']:.1f}"
+        ),
+    )
+    line(
+        "KDE-LR alpha 0 and 0.01, all pairs (projected)",
+        project(loopk),
+        project(kde),
+        f"loop {loopk['n_pairs']} pairs, idaudit {kde['n_pairs']} pairs, both extrapolated",
+    )
     if loopp is not None:
-        line("MMD-TV + 10^4 permutations, all pairs (projected, loop)", project(loopp),
-             project(perm), f"loop {loopp['n_pairs']} pairs, idaudit {perm['n_pairs']} pairs")
-    line("MMD-TV + 10^4 permutations, all pairs (projected, vectorised)", project(vecp),
-         project(perm), f"vectorised {vecp['n_pairs']} pairs, idaudit {perm['n_pairs']} pairs")
+        line(
+            "MMD-TV + 10^4 permutations, all pairs (projected, loop)",
+            project(loopp),
+            project(perm),
+            f"loop {loopp['n_pairs']} pairs, idaudit {perm['n_pairs']} pairs",
+        )
+    line(
+        "MMD-TV + 10^4 permutations, all pairs (projected, vectorised)",
+        project(vecp),
+        project(perm),
+        f"vectorised {vecp['n_pairs']} pairs, idaudit {perm['n_pairs']} pairs",
+    )
     print()
     print(f"{'part':<62}{'baseline s':>12}{'idaudit s':>11}{'ratio':>8}")
     for name, tb, ti, note in rows:
         print(f"{name:<62}{tb:>12.1f}{ti:>11.1f}{tb / ti:>8.1f}   ({note})")
     print()
-    print(f"throughput: three audits {three['n_pairs'] / three['seconds']:.0f} pairs/s, "
-          f"KDE-LR {kde['n_pairs'] / kde['seconds']:.1f} pairs/s, "
-          f"10^4-permutation MMD {perm['n_pairs'] / perm['seconds']:.1f} pairs/s")
-    print("peak resident memory (MiB, whole subprocess / grown during the run): "
-          + ", ".join(f"{k} {r['peak_mib']:.0f}/{r['grown_mib']:.0f}"
-                      for k, r in (("three", three), ("kde", kde), ("perm", perm),
-                                   ("loop", loop3))))
+    print(
+        f"throughput: three audits {three['n_pairs'] / three['seconds']:.0f} pairs/s, "
+        f"KDE-LR {kde['n_pairs'] / kde['seconds']:.1f} pairs/s, "
+        f"10^4-permutation MMD {perm['n_pairs'] / perm['seconds']:.1f} pairs/s"
+    )
+    print(
+        "peak resident memory (MiB, whole subprocess / grown during the run): "
+        + ", ".join(
+            f"{k} {r['peak_mib']:.0f}/{r['grown_mib']:.0f}"
+            for k, r in (("three", three), ("kde", kde), ("perm", perm), ("loop", loop3))
+        )
+    )
     k = loop3["n_pairs"]
     diffs = ", ".join(
         f"{v} {max_diff(loop3['head'][v], three['head'][v][:k]):.1e}"
         for v in ("gaussmech_epsilon", "mmdtv_epsilon", "rocht_auc", "rocht_epsilon")
     )
     print(f"largest differences on the first {k} pairs (loop vs idaudit): {diffs}")
-    print(f"max MMD-TV epsilon over the pairs: {three['max_mmdtv']:.4f}; ROC-HT +inf: "
-          f"{three['inf_rocht']} of {three['n_pairs']}")
+    print(
+        f"max MMD-TV epsilon over the pairs: {three['max_mmdtv']:.4f}; ROC-HT +inf: "
+        f"{three['inf_rocht']} of {three['n_pairs']}"
+    )
     print()
     print(f"threads ({min(n_main, 2000)} pairs, three audits, load {args.load}):")
     best = min(r["seconds"] for r in threads.values())
     for t, r in threads.items():
         print(f"  n_threads={t}: {r['seconds']:.2f} s")
-    print(f"  default: {default_small['seconds']:.2f} s = "
-          f"{default_small['seconds'] / best:.2f} x the best setting (target <= 1.5)")
+    print(
+        f"  default: {default_small['seconds']:.2f} s = "
+        f"{default_small['seconds'] / best:.2f} x the best setting (target <= 1.5)"
+    )
     if dask_res is not None and local_res is not None:
-        print(f"dask, 2 process workers ({dask_res['n_pairs']} pairs): {dask_res['seconds']:.2f} s "
-              f"against local {local_res['seconds']:.2f} s: overhead "
-              f"{dask_res['seconds'] / local_res['seconds']:.2f}x (start-up not timed)")
+        print(
+            f"dask, 2 process workers ({dask_res['n_pairs']} pairs): {dask_res['seconds']:.2f} s "
+            f"against local {local_res['seconds']:.2f} s: overhead "
+            f"{dask_res['seconds'] / local_res['seconds']:.2f}x (start-up not timed)"
+        )
     if not math.isfinite(best):  # pragma: no cover
         raise SystemExit(1)
 

@@ -62,9 +62,7 @@ def full(es: EmbeddingSet) -> xr.Dataset:
     return audit_pairs(es, "all", auditors(), progress=False)
 
 
-def test_all_pairs_equals_audit_pairs_on_the_same_pairs(
-    full: xr.Dataset, es: EmbeddingSet
-) -> None:
+def test_all_pairs_equals_audit_pairs_on_the_same_pairs(full: xr.Dataset, es: EmbeddingSet) -> None:
     ids = es.identities.tolist()
     m = len(ids)
     assert full.sizes["pair"] == m * (m - 1) // 2
@@ -77,9 +75,7 @@ def test_all_pairs_equals_audit_pairs_on_the_same_pairs(
     other = audit_pairs(es, shuffled, auditors(), progress=False)
     index = {p: k for k, p in enumerate(shuffled)}
     back = other.isel(pair=[index[p] for p in all_pairs(es.identities)])
-    xr.testing.assert_allclose(
-        full.drop_attrs(), back.drop_attrs(), rtol=1e-6, atol=1e-12
-    )
+    xr.testing.assert_allclose(full.drop_attrs(), back.drop_attrs(), rtol=1e-6, atol=1e-12)
     np.testing.assert_array_equal(full["mmdtv_pvalue"], back["mmdtv_pvalue"])
     np.testing.assert_array_equal(full["rocht_corner"], back["rocht_corner"])
     # and each pair equals the auditors' own fit on that pair
@@ -109,9 +105,7 @@ def test_thread_counts_are_restored(es: EmbeddingSet) -> None:
     assert torch.get_num_threads() == before
 
 
-def test_summary_equals_reductions_of_the_full_dataset(
-    full: xr.Dataset, es: EmbeddingSet
-) -> None:
+def test_summary_equals_reductions_of_the_full_dataset(full: xr.Dataset, es: EmbeddingSet) -> None:
     # the same chunking as `full`, so every per-pair number is bit-identical
     summ = audit_pairs(es, "all", auditors(), keep="summary", progress=False)
     check_result_dataset(summ)
@@ -211,7 +205,9 @@ def test_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) -> None:
         while time.monotonic() < deadline:
             time.sleep(0.05)
             try:
-                n_done = int(np.asarray(zarr.open_group(str(store), mode="r")["chunk_done"][:]).sum())
+                n_done = int(
+                    np.asarray(zarr.open_group(str(store), mode="r")["chunk_done"][:]).sum()
+                )
             except Exception:  # not created yet
                 continue
             if n_done >= 3:
@@ -238,13 +234,13 @@ def test_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) -> None:
     assert aud.seen == unfinished
     fresh = audit_pairs(es, "all", [GaussMechAuditor()], progress=False)
     assert resumed.sizes["pair"] == len(pairs)
-    np.testing.assert_allclose(
-        resumed["gaussmech_epsilon"], fresh["gaussmech_epsilon"], rtol=1e-12
-    )
+    np.testing.assert_allclose(resumed["gaussmech_epsilon"], fresh["gaussmech_epsilon"], rtol=1e-12)
     # the finished store resumes with nothing left to do and the same Dataset
     again = CountingAuditor()
     CountingAuditor.seen = []
-    xr.testing.assert_identical(audit_pairs(es, "all", [again], store=store, progress=False), resumed)
+    xr.testing.assert_identical(
+        audit_pairs(es, "all", [again], store=store, progress=False), resumed
+    )
     assert CountingAuditor.seen == []
     on_disk = xr.open_zarr(store, consolidated=False)
     np.testing.assert_array_equal(on_disk["gaussmech_epsilon"], resumed["gaussmech_epsilon"])
@@ -263,7 +259,9 @@ def test_a_store_for_other_inputs_or_parameters_is_refused(tmp_path: Path) -> No
         audit_pairs(es, "all", [MMDTVAuditor(rng=None)], store=store, progress=False)
     with pytest.raises(InvalidInputError, match="holds results for other pairs"):
         audit_pairs(es, [("id00", "id02")], [GaussMechAuditor()], store=store, progress=False)
-    with pytest.raises(InvalidInputError, match=r"`batch_size` must match the store's chunks \(4\)"):
+    with pytest.raises(
+        InvalidInputError, match=r"`batch_size` must match the store's chunks \(4\)"
+    ):
         audit_pairs(es, "all", [GaussMechAuditor()], store=store, batch_size=5, progress=False)
     (tmp_path / "plain").mkdir()
     with pytest.raises(InvalidInputError, match="is not a zarr store written by audit_pairs"):
@@ -325,15 +323,26 @@ def test_peak_memory_stays_under_the_stated_bound() -> None:
 
 
 # ------------------------------------------------------------------------------ dask
-def test_process_workers_give_the_local_numbers(full: xr.Dataset, es: EmbeddingSet, tmp_path: Path) -> None:
+def test_process_workers_give_the_local_numbers(
+    full: xr.Dataset, es: EmbeddingSet, tmp_path: Path
+) -> None:
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         other = audit_pairs(es, "all", auditors(), backend="dask", client=client, progress=False)
         stored = audit_pairs(
-            es, "all", auditors(), backend="dask", client=client, batch_size=6,
-            store=tmp_path / "d.zarr", progress=False,
+            es,
+            "all",
+            auditors(),
+            backend="dask",
+            client=client,
+            batch_size=6,
+            store=tmp_path / "d.zarr",
+            progress=False,
         )
     xr.testing.assert_allclose(other, full, rtol=1e-9, atol=1e-12)
     xr.testing.assert_allclose(stored, full, rtol=1e-9, atol=1e-12)

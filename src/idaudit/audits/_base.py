@@ -146,8 +146,10 @@ class Batch:
         return out
 
     def _blocks(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Padded rows of A and B, (pairs, w_a, d) and (pairs, w_b, d), and where every
-        pooled row of a pair sits in ``cat([A rows, B rows, one zero row])``, (pairs, n_max).
+        """Return the padded rows of A and B and each pooled row's source position.
+
+        Shapes (pairs, w_a, d), (pairs, w_b, d) and (pairs, n_max): pooled row ``r`` of pair
+        ``p`` is row ``pos[p, r]`` of ``cat([A rows, B rows, one zero row])``.
         """
         if "blocks" in self.cache:
             cached: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -229,7 +231,7 @@ class Batch:
 
 
 def _square(g: torch.Tensor, width: int) -> torch.Tensor:
-    """A square block cut or zero-padded to ``width`` x ``width``."""
+    """Cut or zero-pad a square block to ``width`` x ``width``."""
     have = g.shape[0]
     if have >= width:
         return g[:width, :width]

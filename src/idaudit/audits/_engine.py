@@ -30,6 +30,7 @@ from idaudit._device import resolve_device
 from idaudit._results import (
     attr_value,
     check_result_dataset,
+    check_status,
     pair_dataset,
     provenance,
     variable,
@@ -257,7 +258,8 @@ class _Plan:
         if self.is_all:
             if pairs != "all":
                 raise InvalidInputError(
-                    f"`pairs` must be 'all' or a sequence of (identity_a, identity_b); got {pairs!r}."
+                    "`pairs` must be 'all' or a sequence of (identity_a, identity_b); "
+                    f"got {pairs!r}."
                 )
             if len(self.identities) < 2:
                 raise InvalidInputError(
@@ -266,7 +268,9 @@ class _Plan:
             self.n_pairs = n_pairs_of(len(self.identities))
             self.pair_list: list[tuple[Any, Any]] = []
         else:
-            self.pair_list = check_pairs(pairs, es.identities, unknown="which `es` does not contain")
+            self.pair_list = check_pairs(
+                pairs, es.identities, unknown="which `es` does not contain"
+            )
             self.n_pairs = len(self.pair_list)
 
     def pairs(self, lo: int, hi: int) -> list[tuple[Any, Any]]:
@@ -621,7 +625,7 @@ def _run_dask(
         collect(chunk_of.pop(fut.key), result)
         nxt = next(pending, None)
         if nxt is not None:
-            queue.add(submit(nxt))
+            queue.add(submit(nxt))  # type: ignore[no-untyped-call]
         fut.release()
 
 
@@ -678,7 +682,7 @@ class _Store:
                         f"`store` {str(path)!r} holds results for {what} ({key} {have!r}, this "
                         f"call {want!r}); pass another path, or delete it to start over."
                     )
-            stored = group.attrs.get("batch_size")
+            stored: Any = group.attrs.get("batch_size")
             if batch_size is not None and stored is not None and int(stored) != batch_size:
                 raise InvalidInputError(
                     f"`batch_size` must match the store's chunks ({int(stored)}) to resume "
@@ -765,7 +769,7 @@ def _assemble(
             ("pair", *s.dims),
             values[s.var].astype(s.dtype, copy=False),
             long_name=s.output.long_name,
-            status=s.output.status,  # type: ignore[arg-type]
+            status=check_status(s.output.status),
         )
         for s in specs
     }
@@ -793,7 +797,7 @@ def _summary(
     data: dict[str, xr.Variable] = {}
     for s in specs:
         v = values[s.var]
-        name, status = s.output.long_name, s.output.status
+        name, status = s.output.long_name, check_status(s.output.status)
         if s.dtype is bool:
             data[f"{s.var}_count"] = variable(
                 (), int(v.sum()), long_name=f"pairs where: {name}", status="descriptive"
@@ -809,7 +813,9 @@ def _summary(
                 status="descriptive",
             )
         data[f"{s.var}_n_at_max"] = variable(
-            (), int((v == v[top]).sum()), long_name=f"pairs reaching the largest {name}",
+            (),
+            int((v == v[top]).sum()),
+            long_name=f"pairs reaching the largest {name}",
             status="descriptive",
         )
         data[f"{s.var}_quantile"] = variable(
@@ -819,7 +825,9 @@ def _summary(
             status=status,
         )
         data[f"{s.var}_n_inf"] = variable(
-            (), int(np.isposinf(v).sum()), long_name=f"pairs where {name} is +inf",
+            (),
+            int(np.isposinf(v).sum()),
+            long_name=f"pairs where {name} is +inf",
             status="descriptive",
         )
         # each identity's largest value over its pairs: sort (identity, -value, pair order)
@@ -829,7 +837,9 @@ def _summary(
         rank = np.lexsort((np.concatenate([order, order]), -both, who))
         first = rank[np.r_[True, who[rank][1:] != who[rank][:-1]]]  # one row per identity
         data[f"{s.var}_worst"] = variable(
-            "identity", both[first], long_name=f"largest {name} over the identity's pairs",
+            "identity",
+            both[first],
+            long_name=f"largest {name} over the identity's pairs",
             status=status,
         )
         data[f"{s.var}_worst_partner"] = variable(

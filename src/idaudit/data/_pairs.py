@@ -132,7 +132,7 @@ def all_pairs(
 
 
 def n_pairs_of(n_identities: int) -> int:
-    """Number of unordered pairs of ``n_identities`` distinct identities, m(m-1)/2.
+    """Count the unordered pairs of ``n_identities`` distinct identities, m(m-1)/2.
 
     Examples
     --------
