@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from idaudit._validation import check_in_range
+from idaudit._validation import check_in_range, check_integer
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["DROP_REASONS", "EmbeddingSet"]
@@ -20,6 +20,14 @@ __all__ = ["DROP_REASONS", "EmbeddingSet"]
 #: Why a row can be dropped, in the order the rules are applied (a row counts once, under the
 #: first rule it breaks).
 DROP_REASONS: tuple[str, ...] = ("missing", "unparseable", "non_finite", "zero_norm")
+
+#: File suffix (lower case) -> the format :meth:`EmbeddingSet.read` reads it as.
+READ_SUFFIXES: dict[str, str] = {
+    ".csv": "csv",
+    ".npz": "npz",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 
 _REASON_CODE = {reason: i + 1 for i, reason in enumerate(DROP_REASONS)}  # 0 means "kept"
 
@@ -288,6 +296,73 @@ class EmbeddingSet:
         return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
 
     @classmethod
+    def read(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        label_column: str | None = None,
+        vector_column: str | list[str] | None = None,
+        embeddings_key: str = "embeddings",
+        labels_key: str = "labels",
+        normalize: bool = True,
+        min_norm: float = 1e-6,
+    ) -> EmbeddingSet:
+        """Read embeddings from a file, choosing the reader by its suffix.
+
+        ``.csv`` is read by :meth:`from_csv`, ``.npz`` by :meth:`from_npz`, ``.parquet`` and
+        ``.pq`` by :meth:`from_parquet` (suffixes in any case).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file.
+        label_column, vector_column : optional
+            As for :meth:`from_csv` (CSV and Parquet only; ignored for ``.npz``).
+        embeddings_key, labels_key : str
+            As for :meth:`from_npz` (``.npz`` only; ignored otherwise).
+        normalize, min_norm
+            As for :class:`EmbeddingSet`.
+
+        Returns
+        -------
+        EmbeddingSet
+            As the reader returns it.
+
+        Raises
+        ------
+        InvalidInputError
+            If the suffix is none of the above.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> from idaudit.data import EmbeddingSet
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "emb.NPZ"
+        >>> with open(p, "wb") as fh:
+        ...     np.savez(fh, embeddings=np.eye(3), labels=np.array(["a", "a", "b"]))
+        >>> EmbeddingSet.read(p).counts
+        {'a': 2, 'b': 1}
+        """
+        from idaudit.data import _readers
+
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        kind = READ_SUFFIXES.get(suffix)
+        if kind is None:
+            raise InvalidInputError(
+                "`path` must end in .csv, .npz, .parquet or .pq; got "
+                f"{os.path.basename(os.fspath(path))!r}."
+            )
+        if kind == "npz":
+            parsed, raw_hash = _readers.read_npz(
+                path, embeddings_key=embeddings_key, labels_key=labels_key
+            )
+        else:
+            reader = _readers.read_csv if kind == "csv" else _readers.read_parquet
+            parsed, raw_hash = reader(path, label_column=label_column, vector_column=vector_column)
+        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
+
+    @classmethod
     def _from_parsed(
         cls,
         parsed: tuple[npt.NDArray[np.float64], npt.NDArray[Any], npt.NDArray[np.int8]],
@@ -506,6 +581,48 @@ class EmbeddingSet:
             raise InvalidInputError("`identities` must name at least one identity; got none.")
         rows = np.concatenate([self._rows_of(label) for label in dict.fromkeys(map(_py, wanted))])
         return self._take(rows)
+
+    def filter(self, *, min_rows: int) -> tuple[EmbeddingSet, dict[Any, int]]:
+        """Keep the identities with at least ``min_rows`` rows.
+
+        Parameters
+        ----------
+        min_rows : int
+            Fewest rows an identity must have to be kept (>= 1).
+
+        Returns
+        -------
+        kept : EmbeddingSet
+            The identities with at least ``min_rows`` rows (``self`` itself when none is
+            dropped; otherwise as :meth:`subset` builds it).
+        dropped : dict
+            Label (a Python scalar) -> its number of rows, for every identity dropped, in
+            sorted label order; empty when none is.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``min_rows`` is not an integer >= 1, or no identity has ``min_rows`` rows.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from idaudit.data import EmbeddingSet
+        >>> es = EmbeddingSet(np.eye(5), ["a", "a", "a", "b", "c"])
+        >>> kept, dropped = es.filter(min_rows=2)
+        >>> kept.counts, dropped
+        ({'a': 3}, {'b': 1, 'c': 1})
+        """
+        min_rows = check_integer(min_rows, "min_rows", minimum=1)
+        dropped = {label: n for label, n in self._counts.items() if n < min_rows}
+        if not dropped:
+            return self, dropped
+        if len(dropped) == len(self._counts):
+            raise InvalidInputError(
+                f"`min_rows` {min_rows} leaves none of the {len(self._counts)} identities "
+                f"(the largest has {max(self._counts.values())} rows)."
+            )
+        return self.subset(label for label in self._counts if label not in dropped), dropped
 
     def _rows_of(self, label: Any) -> npt.NDArray[np.intp]:
         try:
