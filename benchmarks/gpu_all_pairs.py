@@ -27,9 +27,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import idaudit as ida  # noqa: E402
-from bench_audits import SEED, make_condition, max_diff  # noqa: E402
-from idaudit.data import all_pairs  # noqa: E402
+from bench_audits import SEED, make_condition, max_diff
+
+import idaudit as ida
+from idaudit.data import all_pairs
 
 
 def main() -> int:
