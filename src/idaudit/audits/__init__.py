@@ -33,7 +33,7 @@ from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
 from idaudit.audits._merge import merge_audits
 from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
-from idaudit.audits._rocht import ROCHTAuditor
+from idaudit.audits._rocht import ROCHTAuditor, logistic_oof_logits
 from idaudit.audits._sensitivity import (
     ShapiroResult,
     classifier_sensitivity,
@@ -59,6 +59,7 @@ __all__ = [
     "check_auditor",
     "classifier_sensitivity",
     "concat_conditions",
+    "logistic_oof_logits",
     "merge_audits",
     "mmd_bandwidth_sweep",
     "shapiro_residuals",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -12,12 +13,13 @@ from scipy.special import expit
 from sklearn.model_selection import StratifiedKFold
 
 from idaudit import dp
+from idaudit._device import resolve_device
 from idaudit._validation import RngLike, check_integer, check_option, check_random_state
 from idaudit.audits._base import BaseAuditor, Batch, Output, check_positive_number
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.ops import fit_kernel_logistic
 
-__all__ = ["CLASSIFIERS", "ROCHTAuditor", "roc_curve"]
+__all__ = ["CLASSIFIERS", "ROCHTAuditor", "logistic_oof_logits", "roc_curve"]
 
 CLASSIFIERS = ("logistic", "random_forest")
 
@@ -207,6 +209,13 @@ class ROCHTAuditor(BaseAuditor):
         self, batch: Batch, folds: list[list[tuple[IntArray, IntArray]]]
     ) -> list[FloatArray]:
         """Out-of-fold probabilities of every pair, all folds of all pairs in one solve."""
+        # the same map scikit-learn's predict_proba applies to the decision function
+        return [expit(logit) for logit in self._logistic_logits(batch, folds)]
+
+    def _logistic_logits(
+        self, batch: Batch, folds: Sequence[Sequence[tuple[IntArray, IntArray]]]
+    ) -> list[FloatArray]:
+        """Out-of-fold decision values (logits) of every pair, in one batched solve."""
         pb = _Sizes(batch)
         dev = batch.device
         gram = _centred(batch.gram(), np.add(pb.n_a, pb.n_b))  # (pairs, n_max, n_max)
@@ -238,8 +247,7 @@ class ROCHTAuditor(BaseAuditor):
         for p, fs in enumerate(folds):
             score = np.empty(pb.n_a[p] + pb.n_b[p])
             for k, (_, te) in enumerate(fs):
-                # the same map scikit-learn's predict_proba applies to the decision function
-                score[te] = expit(logits[p, k, te])
+                score[te] = logits[p, k, te]
             scores.append(score)
         return scores
 
@@ -288,6 +296,81 @@ def _centred(gram: torch.Tensor, n_rows: npt.ArrayLike) -> torch.Tensor:
     grand = (row_mean * w).sum(-1)  # (pairs,): <mean, mean>
     centred = gram - row_mean[:, :, None] - row_mean[:, None, :] + grand[:, None, None]
     return centred * valid[:, :, None] * valid[:, None, :]
+
+
+def logistic_oof_logits(
+    samples: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    seeds: Sequence[int],
+    *,
+    n_folds: int = 5,
+    C: float = 1.0,
+    device: str = "cpu",
+    labels: Sequence[tuple[Any, Any]] | None = None,
+    shared: dict[Any, Any] | None = None,
+) -> list[FloatArray]:
+    r"""Out-of-fold logistic-regression decision values for many pairs in one batched solve.
+
+    For pair ``p``: rows of A (label 0) then B (label 1), split by
+    ``StratifiedKFold(n_folds, shuffle=True, random_state=seeds[p] % 2**32)``; each held-out
+    row gets :math:`w^\top x + b` of the L2 logistic regression fitted on the other folds, at
+    the exact optimum of ``sklearn.linear_model.LogisticRegression(C=C)`` (its
+    ``decision_function``), solved for all folds of all pairs at once by
+    :func:`idaudit.ops.fit_kernel_logistic`.
+
+    Parameters
+    ----------
+    samples : sequence of (array_like, array_like)
+        ``(emb_a, emb_b)`` per pair, shapes ``(n_a, d)``, ``(n_b, d)``, at least ``n_folds``
+        rows each.
+    seeds : sequence of int
+        Fold seed of each pair (non-negative).
+    n_folds : int, default 5
+    C : float, default 1.0
+        Inverse L2 penalty.
+    device : {"cpu", "cuda"}, default "cpu"
+    labels : sequence of (label, label), optional
+        Identity labels of the pairs; with ``shared``, each identity's Gram block is computed
+        once across calls.
+    shared : dict, optional
+        A cache that outlives one call (per-identity results).
+
+    Returns
+    -------
+    list of numpy.ndarray of float64, shape (n_a + n_b,)
+        Out-of-fold decision values, A rows first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.audits import logistic_oof_logits
+    >>> gen = np.random.default_rng(0)
+    >>> a, b = gen.normal(0, 1, (20, 3)), gen.normal(2, 1, (20, 3))
+    >>> logits = logistic_oof_logits([(a, b)], [0], n_folds=4)
+    >>> logits[0].shape, bool(logits[0][:20].mean() < 0 < logits[0][20:].mean())
+    ((40,), True)
+    """
+    aud = ROCHTAuditor(n_folds=n_folds, C=C)
+    aud._check_params()
+    n_fold = int(n_folds)
+    pairs = [
+        (np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)) for a, b in samples
+    ]
+    if len(seeds) != len(pairs):
+        raise InvalidInputError(
+            f"`seeds` must hold one seed per pair; got {len(seeds)} vs {len(pairs)}."
+        )
+    for k, (a, b) in enumerate(pairs):
+        if min(a.shape[0], b.shape[0]) < n_fold:
+            raise InvalidInputError(
+                f"pair {k}: each identity needs at least `n_folds`={n_fold} rows; got "
+                f"{a.shape[0]} and {b.shape[0]}."
+            )
+    folds = [
+        _folds(a.shape[0], b.shape[0], n_fold, int(seed) % 2**32)
+        for (a, b), seed in zip(pairs, seeds, strict=True)
+    ]
+    batch = Batch(pairs, resolve_device(device), labels=labels, shared=shared)
+    return aud._logistic_logits(batch, folds)
 
 
 def _folds(n_a: int, n_b: int, n_folds: int, seed: int) -> list[tuple[IntArray, IntArray]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -28,7 +28,8 @@ from idaudit._validation import (
     check_random_state,
     spawn_seeds,
 )
-from idaudit.data import EmbeddingSet, sample_pairs, split_identities
+from idaudit.audits import logistic_oof_logits
+from idaudit.data import EmbeddingSet, all_pairs, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
 from idaudit.exceptions import IdauditWarning, InvalidInputError, NotFittedError
 
@@ -79,8 +80,14 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     ----------
     test_size : float, default 0.3
         Fraction of each identity's rows reserved for the test split, in (0, 1).
-    n_candidates : int, default 100
+    n_candidates : int or "all", default 100
         How many pairs, from the start of ``pairs``, are scored on the development split.
+        ``"all"``: every unordered pair of ``es.identities`` (complete adjacency; ``pairs``
+        must be None), scored by the batched logistic regression of
+        :func:`idaudit.audits.logistic_oof_logits` — the same folds and the exact optimum
+        of the ``LogisticRegression`` that ``"logistic"`` fits pair by pair (which stops at
+        lbfgs' tolerance), so the selection considers every pair the data can certify.
+        Needs ``classifier="logistic"``.
     n_select : int, default 5
         How many vertex-disjoint pairs are certified.
     alpha : float, default 0.05
@@ -330,7 +337,21 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         p = self._checked_params()
         seed_split, seed_pairs, seed_folds = spawn_seeds(check_random_state(self.rng), 3)
         pairs_given = pairs is not None
-        if pairs is None:
+        every = p["n_candidates"] == "all"
+        if every:
+            if pairs is not None:
+                raise InvalidInputError(
+                    "`pairs` must be None with n_candidates='all' (every pair is a candidate); "
+                    f"got {len(pairs)} pair(s)."
+                )
+            if not (isinstance(self.classifier, str) and self.classifier == "logistic"):
+                raise InvalidInputError(
+                    "n_candidates='all' scores every pair with the batched logistic regression; "
+                    f"`classifier` must be 'logistic'; got {self.classifier!r}."
+                )
+            pairs = all_pairs(es.identities)  # lexicographic: fixed without seeing the rows
+            p["n_candidates"] = len(pairs)
+        elif pairs is None:
             m = len(es.identities)
             n_all = m * (m - 1) // 2
             # an int seed gives the same pair list as sample_pairs(ids, n, rng=seed), i.e. the
@@ -380,9 +401,13 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             disable=not self.progress,
             leave=False,
         )
+        batched = _batched_oof(dev, candidates, fold_seeds, p["n_folds"]) if every else None
         for (a, b), seed in iterator:
             xa, xb = dev.get(a), dev.get(b)
-            oof = _oof_scores(base, xa, xb, p["n_folds"], seed)
+            if batched is not None:
+                oof = next(batched)
+            else:
+                oof = _oof_scores(base, xa, xb, p["n_folds"], seed)
             plans.append(
                 _plan(
                     oof[: len(xa)],
@@ -469,6 +494,8 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         attrs = self._attrs(
             p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given, min_test
         )
+        if every:  # every pair of the condition, in lexicographic order
+            attrs.update(candidate_pairs="all", n_candidates="all")
         certificates = _certificates_dataset(rows, attrs)
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
@@ -516,7 +543,11 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     def _checked_params(self) -> dict[str, Any]:
         p: dict[str, Any] = {
             "test_size": check_in_range(self.test_size, "test_size", 0.0, 1.0),
-            "n_candidates": check_integer(self.n_candidates, "n_candidates", minimum=1),
+            "n_candidates": (
+                "all"
+                if isinstance(self.n_candidates, str) and self.n_candidates == "all"
+                else check_integer(self.n_candidates, "n_candidates", minimum=1)
+            ),
             "n_select": check_integer(self.n_select, "n_select", minimum=1),
             "alpha": check_in_range(self.alpha, "alpha", 0.0, 1.0),
             "n_families": check_integer(self.n_families, "n_families", minimum=1),
@@ -689,6 +720,28 @@ def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: i
         clf.fit(x[train], y[train])
         out[held] = _score(clf, x[held])
     return out
+
+
+def _batched_oof(
+    dev: EmbeddingSet,
+    candidates: Sequence[tuple[Any, Any]],
+    seeds: Sequence[int],
+    n_folds: int,
+    per_call: int = 64,
+) -> Iterator[FloatArray]:
+    """Out-of-fold logistic decision values of every candidate, many pairs per solve.
+
+    The folds and the model are those of :func:`_oof_scores` with ``LogisticRegression(C=1)``
+    (``StratifiedKFold`` seeded per pair; the exact optimum, where lbfgs stops at its
+    tolerance), and each identity's development Gram block is computed once.
+    """
+    shared: dict[Any, Any] = {"width": max(dev.counts.values())}
+    for lo in range(0, len(candidates), per_call):
+        chunk = list(candidates[lo : lo + per_call])
+        samples = [(dev.get(a), dev.get(b)) for a, b in chunk]
+        yield from logistic_oof_logits(
+            samples, seeds[lo : lo + per_call], n_folds=n_folds, labels=chunk, shared=shared
+        )
 
 
 def _expected_bound(
