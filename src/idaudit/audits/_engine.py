@@ -568,10 +568,12 @@ def _dask_chunk(
 ) -> ChunkResult:
     """One chunk on a dask worker; per-identity results are cached per worker process."""
     key = (str(es.sha256), device)
-    if key not in _WORKER_CACHES:
-        _WORKER_CACHES.clear()  # one input at a time: the cache must not grow across calls
-        _WORKER_CACHES[key] = {"width": max(es.counts.values())}
-    return _chunk_of(es, pairs, auditors, seeds, device, _WORKER_CACHES[key])
+    cache = _WORKER_CACHES.get(key)
+    if cache is None:
+        if len(_WORKER_CACHES) >= 2:  # the cache must not grow with every call a worker sees
+            _WORKER_CACHES.clear()
+        cache = _WORKER_CACHES.setdefault(key, {"width": max(es.counts.values())})
+    return _chunk_of(es, pairs, auditors, seeds, device, cache)
 
 
 def _run_dask(
@@ -710,8 +712,9 @@ class _Store:
         """Create the (empty) result arrays, chunked like the pair chunks."""
         n_chunks = -(-self.n_pairs // batch_size)
         for s in self.specs.values():
-            self.group.create_array(
+            self.group.create_array(  # overwrite: what a run killed here left is void
                 s.var,
+                overwrite=True,
                 shape=(self.n_pairs, *s.shape),
                 chunks=(batch_size, *s.shape),
                 dtype=s.dtype,
@@ -726,6 +729,7 @@ class _Store:
         # one flag per chunk, each its own (atomically written) file, set after the data
         self.group.create_array(
             "chunk_done",
+            overwrite=True,
             shape=(n_chunks,),
             chunks=(1,),
             dtype=bool,
