@@ -145,15 +145,14 @@ class Batch:
         out: tuple[torch.Tensor, torch.Tensor] = self.per_identity("rows_gram", side, pair, compute)
         return out
 
-    def _blocks(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _blocks(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Return the padded rows of A and B and each pooled row's source position.
 
         Shapes (pairs, w_a, d), (pairs, w_b, d) and (pairs, n_max): pooled row ``r`` of pair
         ``p`` is row ``pos[p, r]`` of ``cat([A rows, B rows, one zero row])``.
         """
         if "blocks" in self.cache:
-            cached: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
-            cached = self.cache["blocks"]
+            cached: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = self.cache["blocks"]
             return cached
         n_a, n_b = np.asarray(self.n_a), np.asarray(self.n_b)
         w_a, w_b = int(n_a.max()), int(n_b.max())
@@ -167,13 +166,13 @@ class Batch:
             r,
             np.where(r < (n_a + n_b)[:, None], w_a + r - n_a[:, None], w_a + w_b),
         )  # (pairs, n_max)
-        out = (xa, xb, torch.from_numpy(pos).to(self.device), torch.tensor(0))
+        out = (xa, xb, torch.from_numpy(pos).to(self.device))
         self.cache["blocks"] = out
         return out
 
     def _pooled_rows(self) -> torch.Tensor:
         """Pooled rows (pairs, n_max, d), gathered from the per-identity rows."""
-        xa, xb, pos, _ = self._blocks()
+        xa, xb, pos = self._blocks()
         rows = torch.nn.functional.pad(torch.cat([xa, xb], 1), (0, 0, 0, 1))  # + a zero row
         return rows.gather(1, pos[:, :, None].expand(-1, -1, rows.shape[2]))
 
@@ -184,7 +183,7 @@ class Batch:
         pair only the A-B block is multiplied (one batched product for the whole batch), and
         the blocks are placed by two gathers, so no Python loop touches a pair's tensors.
         """
-        xa, xb, pos, _ = self._blocks()
+        xa, xb, pos = self._blocks()
         w_a, w_b = xa.shape[1], xb.shape[1]
         n_max = pos.shape[1]
         ga = torch.stack([_square(self._identity(p, 0)[1], w_a) for p in range(self.n_pairs)])

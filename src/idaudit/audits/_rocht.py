@@ -352,9 +352,7 @@ def logistic_oof_logits(
     aud = ROCHTAuditor(n_folds=n_folds, C=C)
     aud._check_params()
     n_fold = int(n_folds)
-    pairs = [
-        (np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)) for a, b in samples
-    ]
+    pairs = [(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)) for a, b in samples]
     if len(seeds) != len(pairs):
         raise InvalidInputError(
             f"`seeds` must hold one seed per pair; got {len(seeds)} vs {len(pairs)}."
