@@ -33,7 +33,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import idaudit as ida
-from idaudit._results import write_atomic
+from idaudit.results import write_atomic
 from idaudit.certify import sanity_controls
 from idaudit.plotting import plot_mmd_null, plot_roc
 

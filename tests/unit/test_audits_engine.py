@@ -19,6 +19,7 @@ from idaudit import (
     __version__,
     audit_pairs,
 )
+from idaudit._results import check_result_dataset
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +95,19 @@ def test_attributes(ds: xr.Dataset, es: EmbeddingSet) -> None:
     assert ds.attrs["kdelr_alpha0.01.alpha"] == 0.01
     assert ds.attrs["rocht.name"] == "None"
     assert all(isinstance(v, (str, int, float)) for v in ds.attrs.values())
+    # the run settings actually used, the automatic batch size resolved
+    assert ds.attrs["setting.device"] == "cpu"
+    assert ds.attrs["setting.backend"] == "local"
+    assert isinstance(ds.attrs["setting.batch_size"], int)
+    assert ds.attrs["setting.batch_size"] >= 1
+    check_result_dataset(ds)
+    fixed = audit_pairs(es, PAIRS[:2], [GaussMechAuditor()], batch_size=1, progress=False)
+    assert fixed.attrs["setting.batch_size"] == 1
+
+
+def test_labels_of_run_level_attributes_are_refused(es: EmbeddingSet) -> None:
+    with pytest.raises(InvalidInputError, match=r"other than 'seed' and 'setting'; got 'setting'"):
+        audit_pairs(es, PAIRS[:1], [GaussMechAuditor(name="setting")], progress=False)
 
 
 def test_netcdf_round_trip(ds: xr.Dataset, tmp_path: object) -> None:
@@ -152,8 +166,14 @@ def test_dask_backend_gives_the_identical_dataset(ds: xr.Dataset, es: EmbeddingS
         other = audit_pairs(es, PAIRS, auditors(), backend="dask", client=client, progress=False)
         again = audit_pairs(es, PAIRS, auditors(), backend="dask", progress=False)
     with_local_chunks = audit_pairs(es, PAIRS, auditors(), progress=False)
+    # the results are identical; only the recorded run setting says which backend ran
+    for result in (other, again):
+        assert result.attrs.pop("setting.backend") == "dask"
+    assert with_local_chunks.attrs.pop("setting.backend") == "local"
     xr.testing.assert_identical(other, with_local_chunks)
-    xr.testing.assert_identical(again, ds)
+    local = ds.copy()
+    assert local.attrs.pop("setting.backend") == "local"
+    xr.testing.assert_identical(again, local)
 
 
 def test_dask_backend_needs_a_client(es: EmbeddingSet) -> None:

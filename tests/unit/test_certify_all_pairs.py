@@ -62,5 +62,5 @@ def test_all_candidates_errors(es: EmbeddingSet) -> None:
         ReservedTestCertifier(n_candidates="all", classifier="random_forest", progress=False).fit(
             es
         )
-    with pytest.raises(TypeError, match="`n_candidates` must be an integer"):
+    with pytest.raises(InvalidInputError, match="`n_candidates` must be an integer >= 1 or 'all'"):
         ReservedTestCertifier(n_candidates="every", progress=False).fit(es)

@@ -121,8 +121,11 @@ def audit_pairs(
         ``status`` attributes. Dataset attributes (scalars and strings only, so
         ``to_netcdf`` round-trips) record every auditor's parameters as
         ``"<label>.<param>"``, its class and status, the seed drawn from its ``rng``
-        (``"<label>.seed"``), the idaudit version, the SHA-256 of the embeddings
-        (``input_sha256``) and of the pair list (``pairs_sha256``). See
+        (``"<label>.seed"``), the run settings actually used (``setting.device``,
+        ``setting.batch_size`` — the resolved one when ``None`` was given —,
+        ``setting.backend``), the versions of idaudit and its numerical dependencies, the
+        SHA-256 of the embeddings (``input_sha256``) and of the pair list (``pairs_sha256``).
+        Labels hold no ``.``, so every key splits unambiguously at its first dot. See
         ``docs/audit_pairs.md`` for the schema variable by variable.
 
         With ``keep="summary"``: for every per-pair float output ``V`` (one number per pair)
@@ -242,6 +245,10 @@ def audit_pairs(
         bar.close()
     if sink is not None:
         values = {s.var: sink.read(s.var) for s in kept}
+    # the run settings actually used (they do not change the numbers)
+    attrs.update(
+        {"setting.device": str(dev), "setting.batch_size": batch_size, "setting.backend": backend}
+    )
     if keep == "summary":
         return _summary(es, plan, kept, values, attrs)  # type: ignore[arg-type]
     return _assemble(es, plan, kept, values, attrs)  # type: ignore[arg-type]

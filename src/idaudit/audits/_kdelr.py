@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-from idaudit._validation import check_in_range, check_integer, check_option
-from idaudit.audits._base import BaseAuditor, Batch, Output, PairError
+from idaudit._validation import (
+    Constraint,
+    Device,
+    Interval,
+    Options,
+)
+from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
 from idaudit.ops import BANDWIDTH_RULES, kde_bandwidth, kde_on_grid, log_ratio_max
 
 __all__ = ["KDELRAuditor"]
@@ -96,6 +101,15 @@ class KDELRAuditor(BaseAuditor):
     symmetric = True
     row_order_invariant = True
     _prefix = "kdelr"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "alpha": Interval(0.0, 1.0, closed="both"),
+        "bandwidth": Options(BANDWIDTH_RULES),
+        "n_grid": Interval(2, integer=True),
+        "margin": Interval(0.0, None),
+        "floor": Interval(0.0, None),
+        "device": Device(),
+        "name": NAME,
+    }
 
     def __init__(
         self,
@@ -137,14 +151,6 @@ class KDELRAuditor(BaseAuditor):
                 dims=("embedding_dim",),
             ),
         )
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_in_range(self.alpha, "alpha", 0.0, 1.0, closed="both")
-        check_option(self.bandwidth, "bandwidth", BANDWIDTH_RULES)
-        check_integer(self.n_grid, "n_grid", minimum=2)
-        check_in_range(self.margin, "margin", 0.0, None)
-        check_in_range(self.floor, "floor", 0.0, None)
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         key = ("kde", self.bandwidth, int(self.n_grid), float(self.margin))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -14,20 +13,19 @@ import xarray as xr
 from idaudit import dp
 from idaudit._device import resolve_device
 from idaudit._validation import (
+    Constraint,
+    Device,
+    Interval,
+    OptionOrPositive,
+    Positive,
+    RandomState,
     RngLike,
     check_integer,
     check_pair,
     check_random_state,
     spawn_seeds,
 )
-from idaudit.audits._base import (
-    BaseAuditor,
-    Batch,
-    Output,
-    PairError,
-    check_positive_number,
-)
-from idaudit.exceptions import InvalidInputError
+from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
 from idaudit.ops import (
     median_heuristic,
     mmd2_from_kernel,
@@ -171,6 +169,14 @@ class MMDTVAuditor(BaseAuditor):
     symmetric = True
     row_order_invariant = True
     _prefix = "mmdtv"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "bandwidth": OptionOrPositive(("median",)),
+        "bandwidth_scale": Positive(),
+        "n_permutations": Interval(0, integer=True),
+        "rng": RandomState(),
+        "device": Device(),
+        "name": NAME,
+    }
     _random = True
 
     def __init__(
@@ -211,25 +217,6 @@ class MMDTVAuditor(BaseAuditor):
                 ),
             )
         return out
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if isinstance(self.bandwidth, str):
-            if self.bandwidth != "median":
-                raise InvalidInputError(
-                    f"`bandwidth` must be 'median' or a positive number; got {self.bandwidth!r}."
-                )
-        elif isinstance(self.bandwidth, numbers.Real) and not isinstance(self.bandwidth, bool):
-            check_positive_number(self.bandwidth, "bandwidth")
-        else:
-            raise TypeError(
-                "`bandwidth` must be 'median' or a positive number; "
-                f"got {type(self.bandwidth).__name__}."
-            )
-        check_positive_number(self.bandwidth_scale, "bandwidth_scale")
-        check_integer(self.n_permutations, "n_permutations", minimum=0)
-        if not isinstance(self.rng, np.random.Generator):
-            check_random_state(self.rng)  # type check only; a Generator must not be advanced
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         kernel, sigma = self._kernel(batch)

@@ -11,12 +11,16 @@ import numpy.typing as npt
 import xarray as xr
 from scipy import stats
 
+from idaudit._results import provenance
 from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
 from idaudit.audits._engine import audit_pairs
 from idaudit.audits._mmdtv import MMDTVAuditor
 from idaudit.audits._rocht import ROCHTAuditor
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
+
+#: The attributes naming a result's inputs, carried over into results derived from it.
+_INPUT_HASHES = ("input_sha256", "pairs_sha256")
 
 __all__ = [
     "ShapiroResult",
@@ -312,8 +316,9 @@ def tv_witness_ratio(
     xarray.Dataset
         Variables ``tv_witness``, ``half_mmd`` and ``ratio`` (dim ``pair``; ``ratio`` is NaN
         where the sample MMD is 0) and attributes ``mean_ratio`` (over the pairs with a finite
-        ratio), ``n_pairs`` and ``mean_tv_witness``. The paper reports mean ratios of 4.39–7.52
-        and mean witnesses of 0.735–0.992 across its eight conditions.
+        ratio; absent when there is none), ``n_pairs`` and ``mean_tv_witness``. The paper
+        reports mean ratios of 4.39–7.52 and mean witnesses of 0.735–0.992
+        across its eight conditions.
 
     Raises
     ------
@@ -360,9 +365,14 @@ def tv_witness_ratio(
             "ratio": ratio,
         },
         attrs={
-            "mean_ratio": float(ratio.values[finite].mean()) if finite.any() else float("nan"),
+            **provenance(
+                title="classifier TV witness against MMD/2 (idaudit.audits.tv_witness_ratio)",
+                inputs={k: str(ds.attrs[k]) for k in _INPUT_HASHES if k in ds.attrs},
+            ),
             "n_pairs": int(ratio.sizes["pair"]),
             "mean_tv_witness": float(tv.mean()),
         },
     )
+    if finite.any():  # netCDF attributes hold no NaN: absent when no ratio is finite
+        out.attrs["mean_ratio"] = float(ratio.values[finite].mean())
     return out

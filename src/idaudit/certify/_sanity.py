@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
+from idaudit._results import Status, provenance, variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -115,7 +116,6 @@ def sanity_controls(
     >>> int(ds.attrs["n_corners"])
     0
     """
-    from idaudit import __version__
     from idaudit.audits import MMDTVAuditor, ROCHTAuditor, audit_pairs
 
     if not isinstance(es, EmbeddingSet):
@@ -173,8 +173,8 @@ def sanity_controls(
     corner = np.asarray(ds["rocht_corner"].values, dtype=bool)
     rejected = pvalue <= level
 
-    def var(values: Any, long_name: str, status: str) -> Any:
-        return ("identity", values, {"long_name": long_name, "status": status})
+    def var(values: Any, long_name: str, status: Status) -> xr.Variable:
+        return variable("identity", values, long_name=long_name, status=status)
 
     return xr.Dataset(
         {
@@ -201,6 +201,11 @@ def sanity_controls(
             "n_half_b": ("identity", np.asarray([s[1] for s in sizes], dtype=np.int64)),
         },
         attrs={
+            **provenance(
+                title="same-identity split-half controls (idaudit.sanity_controls)",
+                inputs={"input_sha256": str(es.sha256)},
+                settings={"device": str(device)},
+            ),
             "method": "same-identity split-half controls (seed 000, Section 4.4)",
             "level": level,
             "split": str(split),
@@ -212,7 +217,5 @@ def sanity_controls(
             "n_permutations": n_permutations,
             "n_folds": n_folds,
             "rng": int(rng) if isinstance(rng, (int, np.integer)) else type(rng).__name__,
-            "idaudit_version": __version__,
-            "input_sha256": str(es.sha256),
         },
     )

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from idaudit._validation import RngLike, check_integer, check_random_state
-from idaudit.data._embeddings import _normalise_label_dtype
+from idaudit.data._rows import normalise_label_dtype
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["all_pairs", "decode_pair_indices", "n_pairs_of", "sample_pairs"]
@@ -199,7 +199,7 @@ def _unique_sorted(identities: Any) -> npt.NDArray[Any]:
         arr[:] = values
     if arr.ndim != 1:
         raise InvalidInputError(f"`identities` must be 1-D; got shape {arr.shape}.")
-    arr = _normalise_label_dtype(arr)
+    arr = normalise_label_dtype(arr)
     try:
         return np.unique(arr)
     except TypeError as exc:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._results import variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -198,7 +199,37 @@ def audit_mechanism(
 
 
 def add_guarantee(ds: xr.Dataset, mechanism: Any, delta: float) -> xr.Dataset:
-    """Attach a mechanism's known guarantee to a per-pair Dataset (no-op if it states none)."""
+    """Attach a mechanism's known guarantee to a per-pair Dataset (no-op if it states none).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A per-pair result (dim ``pair``, coords ``identity_a``, ``identity_b``), e.g. from
+        :func:`idaudit.audit_pairs` on draws of ``mechanism``.
+    mechanism : Mechanism
+        With ``pair_epsilon(a, b, delta)``, ``is_exact(a, b, delta)`` and
+        ``reference_epsilon(delta)``, as :class:`GaussianNoise` and :class:`LaplaceNoise`
+        have; any other mechanism leaves ``ds`` as it is.
+    delta : float
+        The δ at which the truths are stated.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` with ``true_epsilon``, ``true_epsilon_exact`` (pair) and ``reference_epsilon``
+        (no dims), all of status ``reference``, and the attribute ``reference_delta``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit import EmbeddingSet, GaussMechAuditor, audit_pairs
+    >>> from idaudit.mechanisms import GaussianNoise, add_guarantee, sample_embeddings
+    >>> mech = GaussianNoise(EmbeddingSet(np.eye(3), ["a", "b", "c"]), sigma=0.5)
+    >>> es = sample_embeddings(mech, 20, rng=0)
+    >>> ds = audit_pairs(es, [("a", "b")], [GaussMechAuditor()], progress=False)
+    >>> add_guarantee(ds, mech, 1e-5)["true_epsilon"].attrs["status"]
+    'reference'
+    """
     if not all(hasattr(mechanism, m) for m in ("pair_epsilon", "is_exact", "reference_epsilon")):
         return ds
     pairs = list(
@@ -207,27 +238,21 @@ def add_guarantee(ds: xr.Dataset, mechanism: Any, delta: float) -> xr.Dataset:
     truth = np.array([mechanism.pair_epsilon(a, b, delta) for a, b in pairs], dtype=np.float64)
     exact = np.array([mechanism.is_exact(a, b, delta) for a, b in pairs], dtype=bool)
     ds = ds.assign(
-        true_epsilon=(
+        true_epsilon=variable(
             "pair",
             truth,
-            {
-                "long_name": "the pair's ε(δ) from the mechanism's closed form",
-                "status": "reference",
-                "meaning": "exact where true_epsilon_exact, else an upper bound on the truth",
-            },
+            long_name="the pair's ε(δ) from the mechanism's closed form",
+            status="reference",
+            meaning="exact where true_epsilon_exact, else an upper bound on the truth",
         ),
-        true_epsilon_exact=(
-            "pair",
-            exact,
-            {"long_name": "whether true_epsilon is exact", "status": "reference"},
+        true_epsilon_exact=variable(
+            "pair", exact, long_name="whether true_epsilon is exact", status="reference"
         ),
-        reference_epsilon=(
+        reference_epsilon=variable(
             (),
             float(mechanism.reference_epsilon(delta)),
-            {
-                "long_name": "mechanism-wide ε(δ) guarantee (every pair of identities)",
-                "status": "reference",
-            },
+            long_name="mechanism-wide ε(δ) guarantee (every pair of identities)",
+            status="reference",
         ),
     )
     ds.attrs["reference_delta"] = float(delta)
