@@ -12,10 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +24,7 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from idaudit._device import resolve_device
+from idaudit._device import resolve_device, single_threaded
 from idaudit._results import (
     attr_value,
     check_result_dataset,
@@ -484,39 +482,6 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-_THREADS_LOCK = threading.Lock()
-_THREADS_STATE: dict[str, Any] = {"users": 0, "torch": 1, "limits": None}
-
-
-@contextmanager
-def single_threaded() -> Iterator[None]:
-    """Run torch and the BLAS libraries on one thread each while any chunk runs.
-
-    The kernels gain nothing from intra-op threads at audit sizes, and their spinning
-    OpenMP threads slow a call down tenfold when another process holds a core; chunks run
-    side by side on threads instead. Thread counts are process-wide, so the first chunk to
-    start lowers them and the last to finish restores them (threads take turns through a
-    lock, so none restores a count another still relies on).
-    """
-    from threadpoolctl import threadpool_limits
-
-    state = _THREADS_STATE
-    with _THREADS_LOCK:
-        if state["users"] == 0:
-            state["torch"] = torch.get_num_threads()
-            torch.set_num_threads(1)
-            state["limits"] = threadpool_limits(limits=1)
-        state["users"] += 1
-    try:
-        yield
-    finally:
-        with _THREADS_LOCK:
-            state["users"] -= 1
-            if state["users"] == 0:
-                state["limits"].restore_original_limits()
-                torch.set_num_threads(state["torch"])
-
-
 def _run_local(
     es: EmbeddingSet,
     plan: _Plan,
@@ -699,14 +664,9 @@ class _Store:
                 )
             return cls(path, group, specs, plan.n_pairs)
         path.mkdir(mode=0o700, parents=True)  # biometric results: owner-only from the start
-        pairs = plan.pairs(0, plan.n_pairs)
-        coords = xr.Dataset(
-            coords={
-                "identity_a": ("pair", _label_array([a for a, _ in pairs])),
-                "identity_b": ("pair", _label_array([b for _, b in pairs])),
-            }
-        )
-        i, j = plan.codes()
+        i, j = plan.codes()  # positions, not label tuples: O(pairs) integers
+        ids = _label_array(plan.identities)
+        coords = xr.Dataset(coords={"identity_a": ("pair", ids[i]), "identity_b": ("pair", ids[j])})
         counts = np.asarray([plan.counts[x] for x in plan.identities], dtype=np.int64)
         coords = coords.assign_coords(n_a=("pair", counts[i]), n_b=("pair", counts[j]))
         coords.attrs.update(attrs)

@@ -20,6 +20,7 @@ from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from idaudit._device import single_threaded
 from idaudit._results import Status, pair_dataset, provenance, variable
 from idaudit._validation import (
     Boolean,
@@ -774,9 +775,11 @@ def _batched_oof(
     for lo in range(0, len(candidates), per_call):
         chunk = list(candidates[lo : lo + per_call])
         samples = [(dev.get(a), dev.get(b)) for a, b in chunk]
-        yield from logistic_oof_logits(
-            samples, seeds[lo : lo + per_call], n_folds=n_folds, labels=chunk, shared=shared
-        )
+        with single_threaded():  # small batched kernels: intra-op threads only spin
+            logits = logistic_oof_logits(
+                samples, seeds[lo : lo + per_call], n_folds=n_folds, labels=chunk, shared=shared
+            )
+        yield from logits
 
 
 def _expected_bound(
