@@ -26,7 +26,7 @@ AUDITORS = [
     GaussMechAuditor(),
     GaussMechAuditor(delta=0.1, name="gm_loose"),
     KDELRAuditor(),
-    KDELRAuditor(alpha=0.01, bandwidth="silverman-robust", n_grid=51),
+    KDELRAuditor(mix=0.01, bandwidth="silverman-robust", n_grid=51),
     MMDTVAuditor(),
     MMDTVAuditor(bandwidth=0.8, n_permutations=50, rng=3),
     ROCHTAuditor(n_folds=3),

@@ -38,7 +38,7 @@ def auditors() -> list:
     return [
         GaussMechAuditor(),
         KDELRAuditor(),
-        KDELRAuditor(alpha=0.01),
+        KDELRAuditor(mix=0.01),
         MMDTVAuditor(n_permutations=60, rng=1),
         ROCHTAuditor(n_folds=3, rng=2),
     ]
@@ -60,8 +60,8 @@ def test_schema(ds: xr.Dataset, es: EmbeddingSet) -> None:
         "gaussmech_sigma": "sample_estimate",
         "kdelr_epsilon": "diagnostic",
         "kdelr_epsilon_per_dim": "diagnostic",
-        "kdelr_alpha0.01_epsilon": "diagnostic",
-        "kdelr_alpha0.01_epsilon_per_dim": "diagnostic",
+        "kdelr_mix0.01_epsilon": "diagnostic",
+        "kdelr_mix0.01_epsilon_per_dim": "diagnostic",
         "mmdtv_epsilon": "sample_estimate",
         "mmdtv_epsilon_hs": "sample_estimate",
         "mmdtv_mmd2": "sample_estimate",
@@ -88,11 +88,12 @@ def test_attributes(ds: xr.Dataset, es: EmbeddingSet) -> None:
     assert ds.attrs["input_sha256"] == es.sha256
     text = "\n".join(f"{a!r}\t{b!r}" for a, b in PAIRS)
     assert ds.attrs["pairs_sha256"] == hashlib.sha256(text.encode()).hexdigest()
-    assert ds.attrs["auditors"] == "gaussmech,kdelr,kdelr_alpha0.01,mmdtv,rocht"
+    assert ds.attrs["auditors"] == "gaussmech,kdelr,kdelr_mix0.01,mmdtv,rocht"
     assert ds.attrs["mmdtv.class"] == "MMDTVAuditor"
     assert ds.attrs["mmdtv.n_permutations"] == 60
     assert ds.attrs["mmdtv.seed"] == MMDTVAuditor(rng=1).fit(*[es.get("id0"), es.get("id1")]).seed_
-    assert ds.attrs["kdelr_alpha0.01.alpha"] == 0.01
+    assert ds.attrs["kdelr_mix0.01.mix"] == 0.01
+    assert ds.attrs["kdelr_mix0.01.alpha"] == "None"
     assert ds.attrs["rocht.name"] == "None"
     assert all(isinstance(v, (str, int, float)) for v in ds.attrs.values())
     # the run settings actually used, the automatic batch size resolved

@@ -63,7 +63,7 @@ def _certifier(es: ida.EmbeddingSet) -> ReservedTestCertifier:
 def _mechanism(es: ida.EmbeddingSet) -> xr.Dataset:
     mech = GaussianNoise(ida.EmbeddingSet(np.eye(3), ["a", "b", "c"]), sigma=0.5)
     return audit_mechanism(
-        mech, [ida.GaussMechAuditor()], [("a", "b"), ("b", "c")], 20, rng=0, progress=False
+        mech, [("a", "b"), ("b", "c")], [ida.GaussMechAuditor()], 20, rng=0, progress=False
     )
 
 

@@ -16,9 +16,10 @@ from idaudit._validation import (
     check_integer,
     check_option,
     check_random_state,
+    renamed_argument,
     spawn_seeds,
 )
-from idaudit.data import EmbeddingSet
+from idaudit.data import DUPLICATES, EmbeddingSet
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["sanity_controls"]
@@ -30,11 +31,13 @@ def sanity_controls(
     *,
     n_permutations: int = 1000,
     n_folds: int = 5,
-    level: float = 0.05,
+    alpha: float = 0.05,
     split: Literal["shuffled", "ordered"] = "shuffled",
+    duplicates: Literal["keep", "collapse"] = "keep",
     rng: RngLike = 0,
     device: str = "cpu",
     progress: bool = True,
+    level: float | None = None,
 ) -> xr.Dataset:
     r"""Split each identity in two and audit the halves as if they were two identities (§4.4).
 
@@ -42,18 +45,25 @@ def sanity_controls(
 
     * ``split="shuffled"`` (default, as in seed 000) — each identity's rows are shuffled, then
       halved. The halves are exchangeable *by construction*, whatever the rows contain, so the
-      permutation test rejects at most ``level`` of the time and the classifier sits at chance
+      permutation test rejects at most ``alpha`` of the time and the classifier sits at chance
       for any data. This checks the **audit machinery**: that the tests are calibrated and the
       ROC statistics behave when no difference exists. It cannot reveal structure within an
       identity (duplicated rows, sessions, a processing change); a clean result says nothing
       about the data.
     * ``split="ordered"`` — each identity's rows are halved in input order (first half against
       second half). Under iid rows this is still a true null, so a rejection rate well above
-      ``level`` or an AUC well above 0.5 points at **order-related artefacts**: rows grouped by
+      ``alpha`` or an AUC well above 0.5 points at **order-related artefacts**: rows grouped by
       capture session, device or processing batch, or drift along the file; also duplicated
       rows stored next to each other (the copies stay in one half while the permutation test
       separates them). It sees only what changes along the input order: duplicates or
       artefacts spread evenly through the rows stay invisible.
+
+    Exact-duplicate rows are read as in :class:`~idaudit.certify.ReservedTestCertifier`:
+    ``duplicates="keep"`` treats every row as a draw (the mechanism repeats outputs), so the
+    halves are formed row by row; ``duplicates="collapse"`` treats each group of copies as one
+    draw and controls the identity's distinct rows (:meth:`EmbeddingSet.drop_duplicates`),
+    so copies of one draw can no longer sit in both halves or, with ``"ordered"``, be
+    mistaken for an order artefact.
 
     Parameters
     ----------
@@ -65,32 +75,37 @@ def sanity_controls(
         Permutations of the MMD² test (Phipson–Smyth p-values), at least 1.
     n_folds : int, default 5
         Folds of the split-half ROC-HT classifier.
-    level : float, default 0.05
-        Level at which rejections are counted, in (0, 1).
+    alpha : float, default 0.05
+        Significance level at which rejections are counted, in (0, 1).
     split : {"shuffled", "ordered"}, default "shuffled"
         How each identity is halved: after a seeded shuffle, or in input order (see above).
+    duplicates : {"keep", "collapse"}, default "keep"
+        Every row a draw of its own, or one draw per group of exact duplicates (see above).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
         Randomness of the halves (``"shuffled"`` only), the permutations and the folds.
     device : {"cpu", "cuda"}, default "cpu"
         Where the batched kernels run.
     progress : bool, default True
         Show progress bars.
+    level : float, optional
+        Former name of ``alpha`` (deprecated: warns with a ``FutureWarning``).
 
     Returns
     -------
     xarray.Dataset
         Dim ``identity`` (coords ``identity``, ``n_half_a``, ``n_half_b``) with ``mmd2`` (the
-        unbiased split-half MMD², near 0), ``mmd_pvalue``, ``rejected`` (p ≤ ``level``),
+        unbiased split-half MMD², near 0), ``mmd_pvalue``, ``rejected`` (p ≤ ``alpha``),
         ``mmdtv_epsilon`` (the MMD-TV sample estimate, near 0), ``auc`` (split-half
         out-of-fold ROC AUC, near 0.5) and ``corner`` (whether the out-of-fold ROC reaches the
-        exact corner (0, 1); never expected). Attrs: ``level``, ``split``, ``n_rejected``,
+        exact corner (0, 1); never expected). Attrs: ``alpha``, ``split``, ``n_rejected``,
         ``rejection_rate``, ``mean_auc``, ``n_corners``, plus the settings and input hash.
 
     Raises
     ------
     InvalidInputError
-        If an identity is unknown or has fewer than ``2 * n_folds`` rows (named with its
-        count), or a setting is out of range (including an unknown ``split``).
+        If an identity is unknown or has fewer than ``2 * n_folds`` rows (distinct rows with
+        ``"collapse"``; named with its count), or a setting is out of range (including an
+        unknown ``split`` or ``duplicates``).
 
     Notes
     -----
@@ -101,7 +116,7 @@ def sanity_controls(
     :class:`idaudit.ROCHTAuditor` (logistic regression, Eq. 15) through
     :func:`idaudit.audit_pairs`, so the batched kernels run once over all identities. Under
     the null the Phipson–Smyth p-value is super-uniform, so the expected rejection rate is at
-    most ``level``; the paper reports 16 of 400 controls rejected at 0.05. With
+    most ``alpha``; the paper reports 16 of 400 controls rejected at 0.05. With
     ``"shuffled"`` halves that null holds for every data set; with ``"ordered"`` halves it
     holds when each identity's rows are exchangeable.
 
@@ -122,20 +137,28 @@ def sanity_controls(
         raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
     n_permutations = check_integer(n_permutations, "n_permutations", minimum=1)
     n_folds = check_integer(n_folds, "n_folds", minimum=2)
-    level = check_in_range(level, "level", 0.0, 1.0)
+    alpha = renamed_argument(level, alpha, old="level", new="alpha", default=0.05)
+    alpha = check_in_range(alpha, "alpha", 0.0, 1.0)
     check_option(split, "split", ("shuffled", "ordered"))
+    check_option(duplicates, "duplicates", DUPLICATES)
     labels = list(es.identities.tolist()) if identities is None else list(identities)
     if not labels:
         raise InvalidInputError("`identities` must name at least one identity; got none.")
+    draws = es.drop_duplicates() if duplicates == "collapse" else es
     for label in labels:
         if label not in es.counts:
             raise InvalidInputError(
                 f"`identities` names identity {label!r}, which `es` does not contain."
             )
-        if es.counts[label] < 2 * n_folds:
+        if draws.counts[label] < 2 * n_folds:
+            distinct = (
+                f" but only {draws.counts[label]} distinct ones (duplicates='collapse')"
+                if draws.counts[label] != es.counts[label]
+                else ""
+            )
             raise InvalidInputError(
-                f"identity {label!r} has {es.counts[label]} rows; a split-half control with "
-                f"`n_folds`={n_folds} needs at least {2 * n_folds}."
+                f"identity {label!r} has {es.counts[label]} rows{distinct}; a split-half "
+                f"control with `n_folds`={n_folds} needs at least {2 * n_folds}."
             )
 
     seed_halves, seed_mmd, seed_roc = spawn_seeds(check_random_state(rng), 3)
@@ -144,7 +167,7 @@ def sanity_controls(
     codes: list[npt.NDArray[np.int64]] = []
     sizes: list[tuple[int, int]] = []
     for k, (label, seed) in enumerate(zip(labels, half_seeds, strict=False)):
-        rows = es.get(label)  # (n_id, d) in input order
+        rows = draws.get(label)  # (n_id, d) in input order
         if split == "shuffled":
             order = np.random.default_rng(seed).permutation(len(rows))
         else:
@@ -171,7 +194,7 @@ def sanity_controls(
     pvalue = np.asarray(ds["mmdtv_pvalue"].values, dtype=np.float64)
     auc = np.asarray(ds["rocht_auc"].values, dtype=np.float64)
     corner = np.asarray(ds["rocht_corner"].values, dtype=bool)
-    rejected = pvalue <= level
+    rejected = pvalue <= alpha
 
     def var(values: Any, long_name: str, status: Status) -> xr.Variable:
         return variable("identity", values, long_name=long_name, status=status)
@@ -184,7 +207,7 @@ def sanity_controls(
                 "sample_estimate",
             ),
             "mmd_pvalue": var(pvalue, "split-half MMD^2 permutation p-value", "sample_estimate"),
-            "rejected": var(rejected, f"MMD^2 test rejects at level {level:g}", "diagnostic"),
+            "rejected": var(rejected, f"MMD^2 test rejects at alpha {alpha:g}", "diagnostic"),
             "mmdtv_epsilon": var(
                 np.asarray(ds["mmdtv_epsilon"].values, dtype=np.float64),
                 "split-half MMD-TV epsilon (should be near 0)",
@@ -207,8 +230,9 @@ def sanity_controls(
                 settings={"device": str(device)},
             ),
             "method": "same-identity split-half controls (seed 000, Section 4.4)",
-            "level": level,
+            "alpha": alpha,
             "split": str(split),
+            "duplicates": str(duplicates),
             "n_identities": len(labels),
             "n_rejected": int(rejected.sum()),
             "rejection_rate": float(rejected.mean()),

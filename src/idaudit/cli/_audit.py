@@ -57,11 +57,14 @@ def add_parser(sub: Any) -> None:
         help="comma-separated subset of gaussmech,kdelr,mmdtv,rocht (default: all four)",
     )
     audit.add_argument(
-        "--kde-alpha",
+        "--kde-mix",
+        "--kde-alpha",  # the former name, still accepted
+        dest="kde_mix",
         type=float,
         nargs="+",
         default=[0.0, 0.01],
-        help="KDE-LR smoothing weights in [0, 1], distinct, one auditor each (default: 0 0.01)",
+        help="KDE-LR uniform mixture weights in [0, 1], distinct, one auditor each (default: "
+        "0 0.01; --kde-alpha is the former name of this flag)",
     )
     audit.add_argument(
         "--n-permutations",
@@ -120,12 +123,12 @@ def run(args: argparse.Namespace) -> int:
     if args.n_pairs is not None:
         at_least(args.n_pairs, "--n-pairs", 1)
     at_least(args.seed, "--seed", 0)
-    for alpha in args.kde_alpha:
-        inside(alpha, "--kde-alpha", 0.0, 1.0, closed="both")
-    if len(set(args.kde_alpha)) < len(args.kde_alpha):
+    for mix in args.kde_mix:
+        inside(mix, "--kde-mix", 0.0, 1.0, closed="both")
+    if len(set(args.kde_mix)) < len(args.kde_mix):
         raise InvalidInputError(
-            "`--kde-alpha` values must be distinct (one KDE-LR auditor each); got "
-            f"{' '.join(f'{a:g}' for a in args.kde_alpha)}."
+            "`--kde-mix` values must be distinct (one KDE-LR auditor each); got "
+            f"{' '.join(f'{a:g}' for a in args.kde_mix)}."
         )
     at_least(args.n_permutations, "--n-permutations", 0)
     if args.threads is not None:
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         if method == "gaussmech":
             auditors.append(GaussMechAuditor())
         elif method == "kdelr":
-            auditors.extend(KDELRAuditor(alpha=a) for a in args.kde_alpha)
+            auditors.extend(KDELRAuditor(mix=m) for m in args.kde_mix)
         elif method == "mmdtv":
             auditors.append(MMDTVAuditor(n_permutations=args.n_permutations, rng=args.seed))
         else:

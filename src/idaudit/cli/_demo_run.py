@@ -57,7 +57,7 @@ class DemoResult:
     dataset: xr.Dataset = field(repr=False)
 
 
-def demo_identities(n_identities: int = 24, dim: int = 16, rng: int = DEMO_SEED) -> EmbeddingSet:
+def demo_identities(n_identities: int = 24, dim: int = 16, *, rng: int = DEMO_SEED) -> EmbeddingSet:
     """Build the demo's synthetic identity set: one point per identity on the unit sphere.
 
     Parameters

@@ -18,6 +18,7 @@ __all__ = ["all_pairs", "decode_pair_indices", "n_pairs_of", "sample_pairs"]
 def sample_pairs(
     identities: Iterable[Any] | npt.ArrayLike,
     n: int | None = None,
+    *,
     rng: RngLike = 0,
 ) -> list[tuple[Any, Any]]:
     r"""Return the first ``n`` pairs of one seeded shuffle of all unordered identity pairs.

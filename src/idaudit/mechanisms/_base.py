@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -119,11 +120,11 @@ def sample_embeddings(
 
 def audit_mechanism(
     mechanism: Mechanism,
-    auditors: Sequence[Any],
     pairs: Sequence[tuple[Any, Any]],
+    auditors: Sequence[Any],
     n_per_identity: int,
-    rng: RngLike = 0,
     *,
+    rng: RngLike = 0,
     delta: float | None = None,
     device: str = "cpu",
     batch_size: int | None = None,
@@ -135,10 +136,13 @@ def audit_mechanism(
     ----------
     mechanism : Mechanism
         The mechanism to audit.
-    auditors : sequence of BaseAuditor
-        The audits to run (see :func:`idaudit.audit_pairs`).
     pairs : sequence of (label, label), length >= 1
         Identity pairs to audit; every label must be one of ``mechanism.identities``.
+    auditors : sequence of BaseAuditor
+        The audits to run (see :func:`idaudit.audit_pairs`, which takes ``pairs`` and
+        ``auditors`` in the same order). The former order, ``auditors`` before ``pairs``, is
+        still recognised (a sequence of auditors passed as ``pairs``), with a
+        ``FutureWarning``.
     n_per_identity : int
         Outputs drawn per identity, at least 2.
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
@@ -175,12 +179,21 @@ def audit_mechanism(
     >>> from idaudit import EmbeddingSet, GaussMechAuditor
     >>> from idaudit.mechanisms import GaussianNoise, audit_mechanism
     >>> mech = GaussianNoise(EmbeddingSet(np.eye(3), ["a", "b", "c"]), sigma=0.5)
-    >>> ds = audit_mechanism(mech, [GaussMechAuditor()], [("a", "b")], 50, rng=0, progress=False)
+    >>> ds = audit_mechanism(mech, [("a", "b")], [GaussMechAuditor()], 50, rng=0, progress=False)
     >>> sorted(v for v in ds.data_vars if "epsilon" in v)
     ['gaussmech_epsilon', 'reference_epsilon', 'true_epsilon', 'true_epsilon_exact']
     """
     from idaudit.audits import audit_pairs
 
+    if _all_auditors(pairs) and not _all_auditors(auditors):
+        warnings.warn(
+            "audit_mechanism(mechanism, auditors, pairs, ...) is the former argument order; "
+            "pass pairs before auditors, as audit_pairs takes them. The former order will stop "
+            "working in a future release.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        pairs, auditors = auditors, pairs
     known = np.asarray(mechanism.identities).tolist()
     pair_list = check_pairs(pairs, known, unknown="which the mechanism does not know")
     if delta is None:
@@ -196,6 +209,19 @@ def audit_mechanism(
     ds.attrs["n_per_identity"] = int(n_per_identity)
     ds.attrs["draw_rng"] = _seed_attr(rng)
     return ds
+
+
+def _all_auditors(value: Any) -> bool:
+    """Whether ``value`` is a non-empty sequence of auditors (to spot the former order)."""
+    from idaudit.audits import BaseAuditor
+
+    if isinstance(value, BaseAuditor):
+        return True
+    try:
+        items = list(value)
+    except TypeError:
+        return False
+    return bool(items) and all(isinstance(item, BaseAuditor) for item in items)
 
 
 def add_guarantee(ds: xr.Dataset, mechanism: Any, delta: float) -> xr.Dataset:
