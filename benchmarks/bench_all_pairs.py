@@ -7,7 +7,7 @@ L2-normalised 512-d embeddings each, seeded; 79,800 unordered pairs):
    keep="summary")``, against the straightforward per-pair loop of ``bench_audits.py``
    (scipy/scikit-learn). The loop is timed on a prefix of the pairs and extrapolated
    linearly to all of them (printed as such); the numbers of that prefix are compared.
-2. KDE-LR at alpha 0 and 0.01, and MMD-TV with 10^4-permutation tests: throughput on a prefix
+2. KDE-LR at mix 0 and 0.01, and MMD-TV with 10^4-permutation tests: throughput on a prefix
    of the pairs and the projected time for all of them, against the per-pair loops (and the
    vectorised NumPy permutation baseline) on smaller prefixes.
 3. The peak resident memory of every timed run (each runs in its own subprocess).
@@ -261,7 +261,7 @@ def main() -> None:
         ),
     )
     line(
-        "KDE-LR alpha 0 and 0.01, all pairs (projected)",
+        "KDE-LR mix 0 and 0.01, all pairs (projected)",
         project(loopk),
         project(kde),
         f"loop {loopk['n_pairs']} pairs, idaudit {kde['n_pairs']} pairs, both extrapolated",

@@ -1,7 +1,7 @@
 """Audit every identity pair of a paper-sized condition on a CUDA device.
 
 The condition of ``bench_all_pairs.py`` (400 identities x 90-100 x 512, 79,800 pairs). On the
-GPU, all pairs go through GaussMech + MMD-TV + ROC-HT, KDE-LR at alpha 0 and 0.01, and MMD-TV
+GPU, all pairs go through GaussMech + MMD-TV + ROC-HT, KDE-LR at mix 0 and 0.01, and MMD-TV
 with 10^4-permutation tests (target: everything for one condition in under 60 s). The first
 ``--check`` pairs are recomputed on the CPU and the largest differences printed; the device
 name, the times and the peak GPU memory are printed too.
@@ -60,7 +60,7 @@ def main() -> int:
             ida.MMDTVAuditor(),
             ida.ROCHTAuditor(rng=0),
         ],
-        "KDE-LR alpha 0 and 0.01": [ida.KDELRAuditor(0.0), ida.KDELRAuditor(0.01)],
+        "KDE-LR mix 0 and 0.01": [ida.KDELRAuditor(0.0), ida.KDELRAuditor(0.01)],
         "MMD-TV, 10^4 permutations": [ida.MMDTVAuditor(n_permutations=10_000, rng=0, name="perm")],
     }
     # warm-up: CUDA context, kernels and cuBLAS handles are not part of the timings
