@@ -485,53 +485,18 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         fold_seeds = spawn_seeds(seed_folds, len(candidates))
         base = self._base_classifier()
 
-        plans: list[_Plan] = []
-        iterator = tqdm(
-            list(zip(candidates, fold_seeds, strict=False)),
-            desc="certify: development",
-            disable=not self.progress,
-            leave=False,
+        # select: development data only
+        plans, order, chosen = _select(
+            candidates,
+            dev,
+            test,
+            base,
+            fold_seeds,
+            alpha_bound,
+            p,
+            progress=self.progress,
+            batched=every,
         )
-        batched = _batched_oof(dev, candidates, fold_seeds, p["n_folds"]) if every else None
-        for (a, b), seed in iterator:
-            xa, xb = dev.get(a), dev.get(b)
-            if batched is not None:
-                oof = next(batched)
-            else:
-                oof = _oof_scores(base, xa, xb, p["n_folds"], seed)
-            plans.append(
-                _plan(
-                    oof[: len(xa)],
-                    oof[len(xa) :],
-                    test.counts[a],
-                    test.counts[b],
-                    alpha_bound,
-                    p["delta"],
-                )
-            )
-
-        order = sorted(
-            range(len(candidates)),
-            key=lambda i: (-plans[i].expected_epsilon, -plans[i].auc, -plans[i].margin, i),
-        )
-        chosen: list[int] = []
-        used: set[Any] = set()
-        for i in order:
-            a, b = candidates[i]
-            if a in used or b in used:
-                continue
-            chosen.append(i)
-            used.update((a, b))
-            if len(chosen) == p["n_select"]:
-                break
-        if len(chosen) < p["n_select"]:
-            raise InvalidInputError(
-                "`n_select` must be at most the number of vertex-disjoint pairs that greedy "
-                f"selection finds; greedy selection in rank order over the {len(candidates)} "
-                f"candidate pairs found only {len(chosen)} vertex-disjoint pair(s); got "
-                f"n_select={p['n_select']}."
-            )
-
         min_test = _min_test_rows(alpha_bound, p["delta"])
         self._warn_if_zero_ceiling(
             [(test.counts[candidates[i][0]], test.counts[candidates[i][1]]) for i in chosen],
@@ -539,49 +504,20 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
             alpha_bound,
             min_test,
         )
-
-        rows: list[dict[str, Any]] = []
-        fitted: list[Any] = []
-        for i in chosen:
-            a, b = candidates[i]
-            plan = plans[i]
-            xa, xb = dev.get(a), dev.get(b)
-            clf = _fit(base, xa, xb, fold_seeds[i])
-            ta = plan.direction * _score(clf, test.get(a))  # (m_a,)
-            tb = plan.direction * _score(clf, test.get(b))  # (m_b,)
-            tau = plan.direction * plan.threshold
-            m_a, m_b = len(ta), len(tb)
-            fp = int(np.count_nonzero(ta >= tau))
-            fn = int(np.count_nonzero(tb < tau))
-            ufpr = float(clopper_pearson_upper(fp, m_a, alpha_bound))
-            ufnr = float(clopper_pearson_upper(fn, m_b, alpha_bound))
-            rows.append(
-                {
-                    "identity_a": a,
-                    "identity_b": b,
-                    "n_a": es.counts[a],
-                    "n_b": es.counts[b],
-                    "n_dev_a": len(xa),
-                    "n_dev_b": len(xb),
-                    "n_test_a": m_a,
-                    "n_test_b": m_b,
-                    "test_fp": fp,
-                    "test_fn": fn,
-                    "test_fpr": fp / m_a,
-                    "test_fnr": fn / m_b,
-                    "ufpr": ufpr,
-                    "ufnr": ufnr,
-                    "test_auc": _auc(ta, tb),
-                    "epsilon_lb": float(epsilon_from_error_rates(ufpr, ufnr, p["delta"])),
-                    "threshold": plan.threshold,
-                    "direction": int(plan.direction),
-                    "dev_auc": plan.auc,
-                    "dev_expected_epsilon": plan.expected_epsilon,
-                    "rank": order.index(i),
-                }
-            )
-            fitted.append(clf)
-
+        # evaluate: each selected pair's fixed classifier and threshold, once, on its test rows
+        rows, fitted = _evaluate(
+            [candidates[i] for i in chosen],
+            [plans[i] for i in chosen],
+            [fold_seeds[i] for i in chosen],
+            [order.index(i) for i in chosen],
+            es,
+            dev,
+            test,
+            base,
+            alpha_bound,
+            p["delta"],
+        )
+        # assemble, and assign only now, so an error above never leaves partial results behind
         attrs = self._attrs(
             p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given, min_test
         )
@@ -590,11 +526,11 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         certificates = _certificates_dataset(rows, attrs)
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
-        ranking = _candidates_dataset(candidates, plans, order, chosen, es, dev, test, attrs)
-        # assign only now, so an error above never leaves partial certificates behind
         self.certificates_ = certificates
         self.epsilon_lb_ = epsilon_lb
-        self.candidates_ = ranking
+        self.candidates_ = _candidates_dataset(
+            candidates, plans, order, chosen, es, dev, test, attrs
+        )
         self.classifiers_ = fitted
         return self
 
@@ -689,6 +625,131 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         }
 
 
+# -- the three stages of fit: select (development data), evaluate (test data), assemble ------
+
+
+def _select(
+    candidates: list[tuple[Any, Any]],
+    dev: EmbeddingSet,
+    test: EmbeddingSet,
+    base: Any,
+    fold_seeds: list[int],
+    alpha_bound: float,
+    p: dict[str, Any],
+    *,
+    progress: bool,
+    batched: bool = False,
+) -> tuple[list[_Plan], list[int], list[int]]:
+    """Plan every candidate on its development rows, rank them, pick vertex-disjoint pairs.
+
+    Returns the plans, the ranking (candidate positions, best first) and the chosen positions.
+    Only the test *sizes* are read here, never a test row. ``batched``: the development
+    scores come from the batched logistic regression (:func:`_batched_oof`).
+    """
+    plans: list[_Plan] = []
+    iterator = tqdm(
+        list(zip(candidates, fold_seeds, strict=False)),
+        desc="certify: development",
+        disable=not progress,
+        leave=False,
+    )
+    scores = _batched_oof(dev, candidates, fold_seeds, p["n_folds"]) if batched else None
+    for (a, b), seed in iterator:
+        xa, xb = dev.get(a), dev.get(b)
+        batch_oof = next(scores) if scores is not None else None
+        oof = batch_oof if batch_oof is not None else _oof_scores(base, xa, xb, p["n_folds"], seed)
+        plans.append(
+            _plan(
+                oof[: len(xa)],
+                oof[len(xa) :],
+                test.counts[a],
+                test.counts[b],
+                alpha_bound,
+                p["delta"],
+            )
+        )
+    order = sorted(
+        range(len(candidates)),
+        key=lambda i: (-plans[i].expected_epsilon, -plans[i].auc, -plans[i].margin, i),
+    )
+    chosen: list[int] = []
+    used: set[Any] = set()
+    for i in order:
+        a, b = candidates[i]
+        if a in used or b in used:
+            continue
+        chosen.append(i)
+        used.update((a, b))
+        if len(chosen) == p["n_select"]:
+            break
+    if len(chosen) < p["n_select"]:
+        raise InvalidInputError(
+            "`n_select` must be at most the number of vertex-disjoint pairs that greedy "
+            f"selection finds; greedy selection in rank order over the {len(candidates)} "
+            f"candidate pairs found only {len(chosen)} vertex-disjoint pair(s); got "
+            f"n_select={p['n_select']}."
+        )
+    return plans, order, chosen
+
+
+def _evaluate(
+    pairs: list[tuple[Any, Any]],
+    plans: list[_Plan],
+    seeds: list[int],
+    ranks: list[int],
+    es: EmbeddingSet,
+    dev: EmbeddingSet,
+    test: EmbeddingSet,
+    base: Any,
+    alpha_bound: float,
+    delta: float,
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Fit each selected pair's classifier on its development rows and certify on its test rows.
+
+    Returns one row of certificate values per pair and the fitted classifiers.
+    """
+    rows: list[dict[str, Any]] = []
+    fitted: list[Any] = []
+    for (a, b), plan, seed, rank in zip(pairs, plans, seeds, ranks, strict=True):
+        xa, xb = dev.get(a), dev.get(b)
+        clf = _fit_classifier(base, xa, xb, seed)
+        ta = plan.direction * _score(clf, test.get(a))  # (m_a,)
+        tb = plan.direction * _score(clf, test.get(b))  # (m_b,)
+        tau = plan.direction * plan.threshold
+        m_a, m_b = len(ta), len(tb)
+        fp = int(np.count_nonzero(ta >= tau))
+        fn = int(np.count_nonzero(tb < tau))
+        ufpr = float(clopper_pearson_upper(fp, m_a, alpha_bound))
+        ufnr = float(clopper_pearson_upper(fn, m_b, alpha_bound))
+        rows.append(
+            {
+                "identity_a": a,
+                "identity_b": b,
+                "n_a": es.counts[a],
+                "n_b": es.counts[b],
+                "n_dev_a": len(xa),
+                "n_dev_b": len(xb),
+                "n_test_a": m_a,
+                "n_test_b": m_b,
+                "test_fp": fp,
+                "test_fn": fn,
+                "test_fpr": fp / m_a,
+                "test_fnr": fn / m_b,
+                "ufpr": ufpr,
+                "ufnr": ufnr,
+                "test_auc": _auc(ta, tb),
+                "epsilon_lb": float(epsilon_from_error_rates(ufpr, ufnr, delta)),
+                "threshold": plan.threshold,
+                "direction": int(plan.direction),
+                "dev_auc": plan.auc,
+                "dev_expected_epsilon": plan.expected_epsilon,
+                "rank": rank,
+            }
+        )
+        fitted.append(clf)
+    return rows, fitted
+
+
 # -- sizes ----------------------------------------------------------------------------------
 
 
@@ -745,7 +806,7 @@ def _seeded(base: Any, seed: int) -> Any:
     return clf
 
 
-def _fit(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
+def _fit_classifier(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
     clf = _seeded(base, seed)
     x = np.concatenate([xa, xb])  # (n_a + n_b, d)
     y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
