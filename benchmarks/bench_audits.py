@@ -350,7 +350,7 @@ def main() -> None:
         e0 = np.array([r[0.0] for r in base])
         e1 = np.array([r[0.01] for r in base])
         r0 = max_diff(e0, ds["kdelr_epsilon"].values) / np.max(e0)
-        r1 = max_diff(e1, ds["kdelr_alpha0.01_epsilon"].values) / np.max(e1)
+        r1 = max_diff(e1, ds["kdelr_mix0.01_epsilon"].values) / np.max(e1)
         return f"max relative |d eps| alpha=0: {r0:.1e}, alpha=0.01: {r1:.1e}"
 
     part(

@@ -33,9 +33,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import idaudit as ida
-from idaudit._results import write_atomic
 from idaudit.certify import sanity_controls
 from idaudit.plotting import plot_mmd_null, plot_roc
+from idaudit.results import write_atomic
 
 
 def make_condition(n_identities: int = 60, n_rows: int = 100, dim: int = 128) -> ida.EmbeddingSet:

@@ -5,7 +5,7 @@ generated embeddings each, "CelebA-like" identities with 26-35. Embeddings are i
 on the sphere plus isotropic noise, L2-normalised like the paper's (Section 4.1). As in the
 paper, all four audits run on the same first 100 pairs of one seeded shuffle and MMD-TV on its
 first 500; `idaudit.merge_audits` joins the two runs and `idaudit.summarize` reduces each
-condition to Table 1's row: median GaussMech, KDE-LR (alpha = 0 and 0.01) and MMD-TV values on
+condition to Table 1's row: median GaussMech, KDE-LR (mix = 0 and 0.01) and MMD-TV values on
 the common pairs, the number of raw out-of-fold ROC-HT values equal to +inf, the median ROC
 AUC, and the maximum MMD-TV value over the 500 pairs.
 
@@ -41,8 +41,8 @@ def table1_row(es: ida.EmbeddingSet) -> dict[str, object]:
     pairs = ida.sample_pairs(es.identities, N_MMD, rng=0)  # prefix-stable: first 100 shared
     auditors = [
         ida.GaussMechAuditor(),
-        ida.KDELRAuditor(alpha=0.0),
-        ida.KDELRAuditor(alpha=0.01),
+        ida.KDELRAuditor(mix=0.0),
+        ida.KDELRAuditor(mix=0.01),
         ida.ROCHTAuditor(rng=0),
     ]
     common = ida.audit_pairs(es, pairs[:N_COMMON], auditors, progress=False)
@@ -51,7 +51,7 @@ def table1_row(es: ida.EmbeddingSet) -> dict[str, object]:
     return {
         "GaussMech (diagnostic)": summary["gaussmech_epsilon (median)"],
         "KDE-LR a=0 (diagnostic)": summary["kdelr_epsilon (median)"],
-        "KDE-LR a=1e-2 (diagnostic)": summary["kdelr_alpha0.01_epsilon (median)"],
+        "KDE-LR a=1e-2 (diagnostic)": summary["kdelr_mix0.01_epsilon (median)"],
         "MMD-TV (sample est.)": summary["mmdtv_epsilon (median)"],
         "ROC-HT OOF eps=+inf": summary["rocht_epsilon (+inf count)"],
         "ROC AUC": summary["rocht_auc (median)"],

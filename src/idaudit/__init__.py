@@ -51,6 +51,7 @@ _SUBMODULES = {
     "mechanisms",
     "ops",
     "plotting",
+    "results",
 }
 
 __all__ = sorted([*_LAZY, *_SUBMODULES, "__version__"])

@@ -340,7 +340,8 @@ def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> 
     ``status`` from :data:`STATUSES`; Dataset attributes are strings or finite-or-infinite
     numbers only (so ``to_netcdf`` round-trips); ``idaudit_version`` is recorded; a Dataset
     with a ``pair`` dim carries the coords ``identity_a``, ``identity_b`` (distinct in every
-    pair) and integer ``n_a``, ``n_b`` ≥ 0 along ``pair``.
+    pair) and integer ``n_a``, ``n_b`` ≥ 0 along ``pair`` (their last dim: results stacked
+    along ``condition`` carry them as ``(condition, pair)``).
 
     Parameters
     ----------
@@ -386,8 +387,10 @@ def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> 
         for coord in _PAIR_COORDS:
             if coord not in ds.coords:
                 problems.append(f"coordinate {coord!r} is missing")
-            elif ds[coord].dims != ("pair",):
-                problems.append(f"coordinate {coord!r} has dims {ds[coord].dims}, not ('pair',)")
+            elif ds[coord].dims[-1:] != ("pair",):
+                problems.append(
+                    f"coordinate {coord!r} has dims {ds[coord].dims}, not ending in 'pair'"
+                )
         if all(c in ds.coords for c in _PAIR_COORDS):
             for coord in ("n_a", "n_b"):
                 counts = ds[coord].values

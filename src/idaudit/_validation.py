@@ -8,8 +8,10 @@ and the value.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
-from typing import Any, TypeAlias
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +19,16 @@ import numpy.typing as npt
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
+    "Boolean",
+    "Constraint",
+    "Device",
+    "Interval",
+    "Label",
+    "OptionOrPositive",
+    "Options",
+    "Positive",
+    "RandomState",
+    "Renamed",
     "RngLike",
     "check_embeddings",
     "check_in_range",
@@ -24,8 +36,11 @@ __all__ = [
     "check_option",
     "check_pair",
     "check_pairs",
+    "check_positive_number",
     "check_random_state",
+    "renamed_argument",
     "spawn_seeds",
+    "validate_params",
 ]
 
 #: Anything accepted as ``rng``: an int seed, a ``SeedSequence``, a ``Generator`` or ``None``
@@ -266,3 +281,258 @@ def check_pairs(pairs: Any, known: Iterable[Any], *, unknown: str) -> list[tuple
 def _python(value: Any) -> Any:
     """Return the Python scalar a NumPy scalar holds; anything else unchanged."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def check_positive_number(value: Any, name: str) -> float:
+    """``value`` as a finite positive float, or a TypeError/InvalidInputError naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
+    v = float(value)
+    if not np.isfinite(v) or v <= 0:
+        raise InvalidInputError(f"`{name}` must be a finite number > 0; got {value!r}.")
+    return v
+
+
+# -- declared parameter constraints ----------------------------------------------------------
+#
+# An estimator lists one constraint per constructor parameter in ``_parameter_constraints``
+# (the idea of scikit-learn's ``_parameter_constraints``, written small); ``validate_params``
+# checks them all at ``fit``, so ``__init__`` only stores and every message has one spelling.
+
+
+class Constraint(Protocol):
+    """What a parameter constraint does: return the checked value or raise naming ``name``."""
+
+    def check(self, value: Any, name: str) -> Any:
+        """Return ``value`` (converted, e.g. to ``float``) or raise naming ``name``."""
+
+    def invalid(self) -> tuple[Any, ...]:
+        """Values this constraint refuses (used by the estimator check suites)."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A real (``integer=False``) or integer number in an interval.
+
+    Integers take ``low`` as their minimum (``closed`` is ignored; ``high`` must be None).
+    """
+
+    low: float | None = None
+    high: float | None = None
+    closed: str = "neither"
+    integer: bool = False
+
+    def check(self, value: Any, name: str) -> Any:
+        if self.integer:
+            return check_integer(value, name, minimum=None if self.low is None else int(self.low))
+        return check_in_range(value, name, self.low, self.high, closed=self.closed)
+
+    def invalid(self) -> tuple[Any, ...]:
+        if self.integer:
+            return ("3", 2.5) + (() if self.low is None else (int(self.low) - 1,))
+        out: tuple[Any, ...] = ("0.5", float("nan"))
+        if self.low is not None:
+            out += (self.low - 1.0,)
+        if self.high is not None:
+            out += (self.high + 1.0,)
+        return out
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of a few allowed values (strings, as a rule)."""
+
+    values: tuple[Any, ...]
+
+    def check(self, value: Any, name: str) -> Any:
+        return check_option(value, name, self.values)
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("no such option",)
+
+
+@dataclass(frozen=True)
+class Positive:
+    """A finite real number > 0."""
+
+    def check(self, value: Any, name: str) -> float:
+        return check_positive_number(value, name)
+
+    def invalid(self) -> tuple[Any, ...]:
+        return (0.0, -1.0, float("inf"), "1")
+
+
+@dataclass(frozen=True)
+class OptionOrPositive:
+    """A named rule (one of ``options``) or a finite positive number, e.g. a bandwidth."""
+
+    options: tuple[str, ...]
+
+    def check(self, value: Any, name: str) -> Any:
+        rule = " or ".join(repr(o) for o in self.options) + " or a positive number"
+        if isinstance(value, str):
+            if value not in self.options:
+                raise InvalidInputError(f"`{name}` must be {rule}; got {value!r}.")
+            return value
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return check_positive_number(value, name)
+        raise TypeError(f"`{name}` must be {rule}; got {type(value).__name__}.")
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("no such rule", -1.0, [1.0])
+
+
+@dataclass(frozen=True)
+class RandomState:
+    """Anything :func:`check_random_state` accepts; a ``Generator`` is not advanced."""
+
+    def check(self, value: Any, name: str) -> Any:
+        if not isinstance(value, np.random.Generator):
+            check_random_state(value)  # type and sign only
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return (-1, "seed", 1.5)
+
+
+@dataclass(frozen=True)
+class Boolean:
+    """``True`` or ``False``."""
+
+    def check(self, value: Any, name: str) -> bool:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"`{name}` must be a bool; got {type(value).__name__}.")
+        return bool(value)
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("yes", 1)
+
+
+@dataclass(frozen=True)
+class Device:
+    """A torch device that can run here (``"cpu"``, ``"cuda"``, ``"cuda:<i>"``); no fallback."""
+
+    def check(self, value: Any, name: str) -> Any:
+        from idaudit._device import resolve_device  # torch only when a device is checked
+
+        resolve_device(value)
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("tpu", 3)
+
+
+@dataclass(frozen=True)
+class Label:
+    """``None`` or a name matching ``pattern`` and not in ``reserved`` (a variable prefix)."""
+
+    pattern: str
+    rule: str
+    reserved: frozenset[str] = frozenset()
+
+    def check(self, value: Any, name: str) -> Any:
+        import re
+
+        if value is not None and (
+            not isinstance(value, str)
+            or re.fullmatch(self.pattern, value) is None
+            or value in self.reserved
+        ):
+            raise InvalidInputError(f"`{name}` must be None or {self.rule}; got {value!r}.")
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("1st", "a b", *sorted(self.reserved))
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A parameter's former name: ``None`` (not used), or a value ``inner`` accepts.
+
+    The estimator warns when it is used and takes its value in place of the new name's.
+    """
+
+    inner: Constraint
+
+    def check(self, value: Any, name: str) -> Any:
+        return None if value is None else self.inner.check(value, name)
+
+    def invalid(self) -> tuple[Any, ...]:
+        return self.inner.invalid()
+
+
+def validate_params(
+    params: Mapping[str, Any], constraints: Mapping[str, Constraint]
+) -> dict[str, Any]:
+    """Check every parameter against its declared constraint; return the checked values.
+
+    Parameters
+    ----------
+    params : mapping
+        Parameter name -> value (``estimator.get_params(deep=False)``).
+    constraints : mapping
+        Parameter name -> constraint, one for every parameter.
+
+    Returns
+    -------
+    dict
+        Parameter name -> the value the constraint returned (e.g. ``float(value)``).
+
+    Raises
+    ------
+    TypeError, InvalidInputError
+        From the first constraint that fails, naming the parameter.
+    KeyError
+        If a parameter has no declared constraint (a programming error of the estimator).
+
+    Examples
+    --------
+    >>> from idaudit._validation import Interval, validate_params
+    >>> validate_params({"n": 3}, {"n": Interval(1, integer=True)})
+    {'n': 3}
+    """
+    missing = sorted(set(params) - set(constraints))
+    if missing:
+        raise KeyError(f"no constraint declared for the parameter(s) {missing}")
+    return {key: constraints[key].check(value, key) for key, value in params.items()}
+
+
+def renamed_argument(old_value: Any, new_value: Any, *, old: str, new: str, default: Any) -> Any:
+    """Accept an argument under its former name for a while, with a ``FutureWarning``.
+
+    Parameters
+    ----------
+    old_value : object or None
+        What the caller passed under the former name (``None``: not passed).
+    new_value : object
+        What the caller passed under the new name (its default when not passed).
+    old, new : str
+        The former and the new name.
+    default : object
+        The new name's default, to tell whether the caller passed both.
+
+    Returns
+    -------
+    object
+        ``new_value``, or ``old_value`` when only the former name was used.
+
+    Raises
+    ------
+    TypeError
+        If both names were given.
+
+    Warns
+    -----
+    FutureWarning
+        When the former name is used; it will be removed in a future release.
+    """
+    if old_value is None:
+        return new_value
+    if not (new_value is default or new_value == default):
+        raise TypeError(f"pass `{new}` only; `{old}` is its former name.")
+    warnings.warn(
+        f"`{old}` is now called `{new}`; `{old}` will be removed in a future release.",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return old_value

@@ -28,6 +28,7 @@ import xarray as xr
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
+from idaudit._results import variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -38,8 +39,7 @@ from idaudit._validation import (
 )
 from idaudit.data import EmbeddingSet, sample_pairs
 from idaudit.exceptions import InvalidInputError
-from idaudit.mechanisms import GaussianNoise, LaplaceNoise
-from idaudit.mechanisms._base import add_guarantee, sample_embeddings
+from idaudit.mechanisms import GaussianNoise, LaplaceNoise, add_guarantee, sample_embeddings
 
 if TYPE_CHECKING:
     from idaudit.audits import BaseAuditor
@@ -333,17 +333,16 @@ def _attach_certificate(ds: xr.Dataset, certificates: xr.Dataset) -> xr.Dataset:
     ):
         values[index[(a, b)]] = eps
     return ds.assign(
-        certified_epsilon=(
+        certified_epsilon=variable(
             "pair",
             values,
-            {
-                "long_name": "reserved-test certified lower bound (selected pairs; NaN elsewhere)",
-                "status": "certified_lower_bound",
-            },
+            long_name="reserved-test certified lower bound (selected pairs; NaN elsewhere)",
+            status="certified_lower_bound",
         ),
-        certified_epsilon_max=(
+        certified_epsilon_max=variable(
             (),
             float(certificates.attrs["epsilon_lb"]),
-            {"long_name": "largest certified lower bound", "status": "certified_lower_bound"},
+            long_name="largest certified lower bound",
+            status="certified_lower_bound",
         ),
     )

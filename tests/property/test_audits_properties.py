@@ -33,7 +33,7 @@ pair_args = st.tuples(
     st.floats(-1.0, 1.0),  # shift of B
 )
 
-SYMMETRIC = [GaussMechAuditor(), KDELRAuditor(), KDELRAuditor(alpha=0.01), MMDTVAuditor()]
+SYMMETRIC = [GaussMechAuditor(), KDELRAuditor(), KDELRAuditor(mix=0.01), MMDTVAuditor()]
 
 
 @SETTINGS

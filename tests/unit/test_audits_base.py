@@ -42,8 +42,8 @@ def test_fit_sets_plain_python_results() -> None:
     [
         (GaussMechAuditor(), "gaussmech"),
         (KDELRAuditor(), "kdelr"),
-        (KDELRAuditor(alpha=0.01), "kdelr_alpha0.01"),
-        (KDELRAuditor(alpha=1e-5), "kdelr_alpha1e-05"),
+        (KDELRAuditor(mix=0.01), "kdelr_mix0.01"),
+        (KDELRAuditor(mix=1e-5), "kdelr_mix1e-05"),
         (MMDTVAuditor(bandwidth_scale=2.0), "mmdtv"),
         (ROCHTAuditor(), "rocht"),
         (ROCHTAuditor(classifier="random_forest"), "rocht_rf"),
@@ -55,7 +55,7 @@ def test_labels(auditor: object, label: str) -> None:
 
 
 def test_repr_states_status() -> None:
-    assert repr(KDELRAuditor(alpha=0.01)) == "KDELRAuditor(alpha=0.01)  # status: diagnostic"
+    assert repr(KDELRAuditor(mix=0.01)) == "KDELRAuditor(mix=0.01)  # status: diagnostic"
     assert repr(MMDTVAuditor()).endswith("# status: sample_estimate")
 
 

@@ -19,6 +19,7 @@ from idaudit import (
     __version__,
     audit_pairs,
 )
+from idaudit._results import check_result_dataset
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def auditors() -> list:
     return [
         GaussMechAuditor(),
         KDELRAuditor(),
-        KDELRAuditor(alpha=0.01),
+        KDELRAuditor(mix=0.01),
         MMDTVAuditor(n_permutations=60, rng=1),
         ROCHTAuditor(n_folds=3, rng=2),
     ]
@@ -59,8 +60,8 @@ def test_schema(ds: xr.Dataset, es: EmbeddingSet) -> None:
         "gaussmech_sigma": "sample_estimate",
         "kdelr_epsilon": "diagnostic",
         "kdelr_epsilon_per_dim": "diagnostic",
-        "kdelr_alpha0.01_epsilon": "diagnostic",
-        "kdelr_alpha0.01_epsilon_per_dim": "diagnostic",
+        "kdelr_mix0.01_epsilon": "diagnostic",
+        "kdelr_mix0.01_epsilon_per_dim": "diagnostic",
         "mmdtv_epsilon": "sample_estimate",
         "mmdtv_epsilon_hs": "sample_estimate",
         "mmdtv_mmd2": "sample_estimate",
@@ -87,13 +88,27 @@ def test_attributes(ds: xr.Dataset, es: EmbeddingSet) -> None:
     assert ds.attrs["input_sha256"] == es.sha256
     text = "\n".join(f"{a!r}\t{b!r}" for a, b in PAIRS)
     assert ds.attrs["pairs_sha256"] == hashlib.sha256(text.encode()).hexdigest()
-    assert ds.attrs["auditors"] == "gaussmech,kdelr,kdelr_alpha0.01,mmdtv,rocht"
+    assert ds.attrs["auditors"] == "gaussmech,kdelr,kdelr_mix0.01,mmdtv,rocht"
     assert ds.attrs["mmdtv.class"] == "MMDTVAuditor"
     assert ds.attrs["mmdtv.n_permutations"] == 60
     assert ds.attrs["mmdtv.seed"] == MMDTVAuditor(rng=1).fit(*[es.get("id0"), es.get("id1")]).seed_
-    assert ds.attrs["kdelr_alpha0.01.alpha"] == 0.01
+    assert ds.attrs["kdelr_mix0.01.mix"] == 0.01
+    assert ds.attrs["kdelr_mix0.01.alpha"] == "None"
     assert ds.attrs["rocht.name"] == "None"
     assert all(isinstance(v, (str, int, float)) for v in ds.attrs.values())
+    # the run settings actually used, the automatic batch size resolved
+    assert ds.attrs["setting.device"] == "cpu"
+    assert ds.attrs["setting.backend"] == "local"
+    assert isinstance(ds.attrs["setting.batch_size"], int)
+    assert ds.attrs["setting.batch_size"] >= 1
+    check_result_dataset(ds)
+    fixed = audit_pairs(es, PAIRS[:2], [GaussMechAuditor()], batch_size=1, progress=False)
+    assert fixed.attrs["setting.batch_size"] == 1
+
+
+def test_labels_of_run_level_attributes_are_refused(es: EmbeddingSet) -> None:
+    with pytest.raises(InvalidInputError, match=r"other than 'seed' and 'setting'; got 'setting'"):
+        audit_pairs(es, PAIRS[:1], [GaussMechAuditor(name="setting")], progress=False)
 
 
 def test_netcdf_round_trip(ds: xr.Dataset, tmp_path: object) -> None:
@@ -152,8 +167,14 @@ def test_dask_backend_gives_the_identical_dataset(ds: xr.Dataset, es: EmbeddingS
         other = audit_pairs(es, PAIRS, auditors(), backend="dask", client=client, progress=False)
         again = audit_pairs(es, PAIRS, auditors(), backend="dask", progress=False)
     with_local_chunks = audit_pairs(es, PAIRS, auditors(), progress=False)
+    # the results are identical; only the recorded run setting says which backend ran
+    for result in (other, again):
+        assert result.attrs.pop("setting.backend") == "dask"
+    assert with_local_chunks.attrs.pop("setting.backend") == "local"
     xr.testing.assert_identical(other, with_local_chunks)
-    xr.testing.assert_identical(again, ds)
+    local = ds.copy()
+    assert local.attrs.pop("setting.backend") == "local"
+    xr.testing.assert_identical(again, local)
 
 
 def test_dask_backend_needs_a_client(es: EmbeddingSet) -> None:

@@ -46,7 +46,7 @@ def pair() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("alpha", [0.0, 0.01, 1.0])
 def test_matches_gaussian_kde_loop(pair: tuple[np.ndarray, np.ndarray], alpha: float) -> None:
     a, b = pair
-    aud = KDELRAuditor(alpha=alpha).fit(a, b)
+    aud = KDELRAuditor(mix=alpha).fit(a, b)
     want = reference(a, b, alpha)
     # float64 rounding of two routes to the same densities (~1e-13 relative)
     np.testing.assert_allclose(aud.epsilon_per_dim_, want, rtol=1e-9, atol=1e-9)
@@ -57,14 +57,14 @@ def test_matches_gaussian_kde_loop(pair: tuple[np.ndarray, np.ndarray], alpha: f
 
 def test_robust_bandwidth_matches(pair: tuple[np.ndarray, np.ndarray]) -> None:
     a, b = pair
-    aud = KDELRAuditor(alpha=0.01, bandwidth="silverman-robust").fit(a, b)
+    aud = KDELRAuditor(mix=0.01, bandwidth="silverman-robust").fit(a, b)
     np.testing.assert_allclose(aud.epsilon_per_dim_, reference(a, b, 0.01, robust=True), rtol=1e-9)
 
 
 def test_smoothing_lowers_the_score(pair: tuple[np.ndarray, np.ndarray]) -> None:
     a, b = pair
-    raw = KDELRAuditor(alpha=0.0).fit(a, b).epsilon_
-    smooth = KDELRAuditor(alpha=0.01).fit(a, b).epsilon_
+    raw = KDELRAuditor(mix=0.0).fit(a, b).epsilon_
+    smooth = KDELRAuditor(mix=0.01).fit(a, b).epsilon_
     assert smooth < raw  # seed 000, Section 4.4: alpha = 0.01 gives the smaller value
 
 
@@ -85,7 +85,7 @@ def test_alphas_share_one_density_evaluation(
     ds = audit_pairs(es, [("a", "b")], auditors, progress=False)
     assert len(calls) == 2  # one KDE per identity, shared by the three alphas
     want = KDELRAuditor(0.1).fit(a, b).epsilon_
-    assert float(ds["kdelr_alpha0.1_epsilon"][0]) == pytest.approx(want, rel=1e-12)
+    assert float(ds["kdelr_mix0.1_epsilon"][0]) == pytest.approx(want, rel=1e-12)
 
 
 def test_constant_coordinate_is_refused() -> None:
@@ -113,3 +113,16 @@ def test_bad_parameters(params: dict, match: str) -> None:
     gen = np.random.default_rng(0)
     with pytest.raises(InvalidInputError, match=match):
         KDELRAuditor(**params).fit(gen.normal(size=(5, 2)), gen.normal(size=(5, 2)))
+
+
+def test_alpha_is_the_former_name_of_mix(pair: tuple[np.ndarray, np.ndarray]) -> None:
+    a, b = pair
+    new = KDELRAuditor(mix=0.01).fit(a, b)
+    with pytest.warns(FutureWarning, match="`alpha` is now called `mix`"):
+        old = KDELRAuditor(alpha=0.01).fit(a, b)
+    assert old.epsilon_ == new.epsilon_
+    assert old.label == new.label == "kdelr_mix0.01"
+    with pytest.raises(TypeError, match="pass `mix` only"):
+        KDELRAuditor(0.1, alpha=0.01).fit(a, b)
+    with pytest.raises(InvalidInputError, match=r"`alpha` must be in \[0, 1\]"):
+        KDELRAuditor(alpha=2.0).fit(a, b)

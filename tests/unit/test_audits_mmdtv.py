@@ -59,7 +59,7 @@ def test_negative_mmd2_is_clipped_before_the_root() -> None:
 def test_permutation_test_counts_the_same_splits(pair: tuple) -> None:
     a, b = pair
     aud = MMDTVAuditor(n_permutations=400, rng=7).fit(a, b)
-    res = aud.permutation_test(a, b, n_permutations=400, rng=7)
+    res = aud.permutation_test(a, b)
     assert res.pvalue == aud.pvalue_  # fit and permutation_test agree
     assert res.statistic == pytest.approx(aud.mmd2_, abs=1e-14)
     # recount with a plain loop over the same relabellings
@@ -123,4 +123,12 @@ def test_bad_parameters(params: dict, error: type, match: str) -> None:
 
 def test_permutation_test_needs_a_permutation(pair: tuple) -> None:
     with pytest.raises(InvalidInputError, match="`n_permutations` must be >= 1; got 0"):
-        MMDTVAuditor().permutation_test(*pair, n_permutations=0)
+        MMDTVAuditor().permutation_test(*pair)
+
+
+def test_permutation_test_overrides_are_deprecated(pair: tuple) -> None:
+    want = MMDTVAuditor(n_permutations=200, rng=3).permutation_test(*pair)
+    with pytest.warns(FutureWarning, match="set them on the auditor"):
+        got = MMDTVAuditor().permutation_test(*pair, n_permutations=200, rng=3)
+    assert got.pvalue == want.pvalue
+    np.testing.assert_array_equal(got.null_distribution, want.null_distribution)

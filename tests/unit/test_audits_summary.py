@@ -40,13 +40,13 @@ def test_table1_row(ds: xr.Dataset) -> None:
     assert row.columns == (
         "gaussmech_epsilon (median)",
         "kdelr_epsilon (median)",
-        "kdelr_alpha0.01_epsilon (median)",
+        "kdelr_mix0.01_epsilon (median)",
         "mmdtv_epsilon (median)",
         "mmdtv_epsilon (max)",
         "rocht_epsilon (+inf count)",
         "rocht_auc (median)",
     )
-    for var in ("gaussmech_epsilon", "kdelr_epsilon", "kdelr_alpha0.01_epsilon", "mmdtv_epsilon"):
+    for var in ("gaussmech_epsilon", "kdelr_epsilon", "kdelr_mix0.01_epsilon", "mmdtv_epsilon"):
         assert row[f"{var} (median)"] == np.median(ds[var].values)
     assert row["mmdtv_epsilon (max)"] == np.max(ds["mmdtv_epsilon"].values)
     assert row["rocht_epsilon (+inf count)"] == f"{int(np.isinf(ds['rocht_epsilon']).sum())}/5"

@@ -70,8 +70,8 @@ def test_bad_input(es: EmbeddingSet) -> None:
         sanity_controls(es, ["nobody"], progress=False)
     with pytest.raises(InvalidInputError, match=r"identity 'id0' has 20 rows; .* at least 22"):
         sanity_controls(es, ["id0"], n_folds=11, progress=False)
-    with pytest.raises(InvalidInputError, match=r"`level` must be in \(0, 1\); got 1.0"):
-        sanity_controls(es, level=1.0, progress=False)
+    with pytest.raises(InvalidInputError, match=r"`alpha` must be in \(0, 1\); got 1.0"):
+        sanity_controls(es, alpha=1.0, progress=False)
     with pytest.raises(TypeError, match=r"`es` must be an idaudit\.EmbeddingSet"):
         sanity_controls(np.zeros((3, 3)), progress=False)  # type: ignore[arg-type]
     with pytest.raises(
@@ -133,3 +133,15 @@ def test_ordered_split_sees_a_session_shift_that_shuffled_cannot() -> None:
     k = int(ordered.attrs["n_rejected"])
     assert stats.binomtest(k, 20, 0.05, alternative="greater").pvalue < 1e-6
     assert float(ordered.attrs["mean_auc"]) > 0.75
+
+
+def test_level_is_the_former_name_of_alpha() -> None:
+    gen = np.random.default_rng(0)
+    es = EmbeddingSet(gen.normal(size=(60, 3)), np.repeat(["a", "b", "c"], 20))
+    new = sanity_controls(es, n_permutations=30, alpha=0.2, progress=False)
+    with pytest.warns(FutureWarning, match="`level` is now called `alpha`"):
+        old = sanity_controls(es, n_permutations=30, level=0.2, progress=False)
+    xr.testing.assert_identical(old, new)
+    assert new.attrs["alpha"] == 0.2
+    with pytest.raises(TypeError, match="pass `alpha` only"):
+        sanity_controls(es, alpha=0.1, level=0.2, progress=False)

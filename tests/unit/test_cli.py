@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
+from idaudit._results import check_result_dataset
 from idaudit.cli import main
 from idaudit.data import sample_pairs
 from idaudit.exceptions import IdauditWarning, InvalidInputError
@@ -53,6 +54,7 @@ def test_demo_writes_report_results_and_figure(
     assert not list(out.glob(".*.tmp"))  # no temporary files left behind
     with xr.open_dataset(out / "results.nc") as ds:
         ds = ds.load()
+    check_result_dataset(ds)
     assert dict(ds.sizes) == {"mechanism": 2, "noise_sd": 3, "pair": 6, "embedding_dim": 8}
     assert list(ds["mechanism"].values) == ["gaussian", "laplace"]
     assert ds["certified_epsilon"].attrs["status"] == "certified_lower_bound"
@@ -169,7 +171,7 @@ def test_writing_netcdf_without_a_netcdf4_backend_names_the_package(
 ) -> None:
     import importlib.util
 
-    from idaudit import _demo
+    from idaudit import results
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -178,7 +180,7 @@ def test_writing_netcdf_without_a_netcdf4_backend_names_the_package(
         lambda name, *a: None if name in ("netCDF4", "h5py") else real(name, *a),
     )
     with pytest.raises(ImportError, match=r"netCDF-4 writer; install one with pip install netCDF4"):
-        _demo.write_netcdf(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
+        results.write_netcdf(xr.Dataset({"x": ("a", [1.0])}), tmp_path / "x.nc")
     assert not list(tmp_path.iterdir())
 
 
@@ -206,11 +208,11 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
         (["audit", "--n-pairs", "-3"], r"`--n-pairs` must be >= 1; got -3\."),
         (["audit", "--n-pairs", "0"], r"`--n-pairs` must be >= 1; got 0\."),
         (["audit", "--seed", "-1"], r"`--seed` must be >= 0; got -1\."),
-        (["audit", "--kde-alpha", "2"], r"`--kde-alpha` must be in \[0, 1\]; got 2\.0\."),
-        (["audit", "--kde-alpha", "nan"], r"`--kde-alpha` must be in \[0, 1\]; got nan\."),
+        (["audit", "--kde-mix", "2"], r"`--kde-mix` must be in \[0, 1\]; got 2\.0\."),
+        (["audit", "--kde-alpha", "nan"], r"`--kde-mix` must be in \[0, 1\]; got nan\."),
         (
-            ["audit", "--kde-alpha", "0", "0.0"],
-            r"`--kde-alpha` values must be distinct \(one KDE-LR auditor each\); got 0 0\.",
+            ["audit", "--kde-mix", "0", "0.0"],
+            r"`--kde-mix` values must be distinct \(one KDE-LR auditor each\); got 0 0\.",
         ),
         (["audit", "--n-permutations", "-1"], r"`--n-permutations` must be >= 0; got -1\."),
         (

@@ -1,6 +1,8 @@
 import hashlib
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.preprocessing import normalize as sk_normalize
 
@@ -196,3 +198,45 @@ def test_unknown_identity_is_named():
         es.subset(["ann", "zoe"])
     with pytest.raises(InvalidInputError, match="at least one identity"):
         es.subset([])
+
+
+# ---------------------------------------------------------------------- read / filter
+
+
+def test_read_chooses_the_reader_by_suffix(tmp_path: Path) -> None:
+    x = np.arange(12, dtype=float).reshape(4, 3) + 1.0
+    labels = np.array(["a", "a", "b", "b"])
+    np.savez(tmp_path / "e.npz", embeddings=x, labels=labels)
+    frame = pd.DataFrame(x, columns=["e0", "e1", "e2"])
+    frame.insert(0, "identity", labels)
+    frame.to_csv(tmp_path / "e.CSV", index=False)
+    frame.to_parquet(tmp_path / "e.pq", index=False)
+    expected = x / np.linalg.norm(x, axis=1, keepdims=True)
+    for name in ("e.npz", "e.CSV", "e.pq"):
+        es = EmbeddingSet.read(tmp_path / name)
+        np.testing.assert_allclose(es.embeddings, expected, rtol=1e-12)
+        assert es.labels.tolist() == labels.tolist()
+        assert es.source == str(tmp_path / name)
+    assert EmbeddingSet.read(tmp_path / "e.npz").sha256 == (
+        EmbeddingSet.from_npz(tmp_path / "e.npz").sha256
+    )
+    (tmp_path / "e.txt").write_text("x")
+    with pytest.raises(InvalidInputError, match=r"`path` must end in .csv, .npz, .parquet"):
+        EmbeddingSet.read(tmp_path / "e.txt")
+
+
+def test_filter_drops_small_identities_and_counts_them() -> None:
+    labels = ["a"] * 3 + ["b"] + ["c"] * 2 + ["d"]
+    es = EmbeddingSet(np.eye(7), labels)
+    kept, dropped = es.filter(min_rows=2)
+    assert dropped == {"b": 1, "d": 1}
+    assert kept.counts == {"a": 3, "c": 2}
+    np.testing.assert_array_equal(kept.get("c"), np.eye(7)[[4, 5]])
+    assert kept.sha256 == es.sha256
+    same, none = es.filter(min_rows=1)
+    assert same is es
+    assert none == {}
+    with pytest.raises(InvalidInputError, match=r"`min_rows` 4 leaves none of the 4 identities"):
+        es.filter(min_rows=4)
+    with pytest.raises(InvalidInputError, match=r"`min_rows` must be >= 1; got 0"):
+        es.filter(min_rows=0)

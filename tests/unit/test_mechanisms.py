@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import xarray as xr
 from scipy import stats
 
 from idaudit.data import EmbeddingSet
@@ -352,7 +353,7 @@ def test_audit_mechanism_attaches_the_known_guarantee(point_base: EmbeddingSet) 
     mech = LaplaceNoise(point_base, 0.5)
     pairs = [("a", "b"), ("c", "d"), ("a", "d")]
     ds = audit_mechanism(
-        mech, [GaussMechAuditor(), MMDTVAuditor()], pairs, 60, rng=1, delta=0.0, progress=False
+        mech, pairs, [GaussMechAuditor(), MMDTVAuditor()], 60, rng=1, delta=0.0, progress=False
     )
     assert ds.sizes["pair"] == 3
     # |a - b|_1 = 2, |c - d|_1 = 2, |a - d|_1 = 2 (antipodal: e1 vs -e1): all 2 / 0.5 = 4
@@ -373,7 +374,7 @@ def test_audit_mechanism_runs_an_encoded_generator() -> None:
     from idaudit.mechanisms import audit_mechanism
 
     mech = EncodedGenerator(_jitter, _MeanColour(), _images())
-    ds = audit_mechanism(mech, [MMDTVAuditor()], [("gb", "r")], 30, rng=0, progress=False)
+    ds = audit_mechanism(mech, [("gb", "r")], [MMDTVAuditor()], 30, rng=0, progress=False)
     assert "true_epsilon" not in ds  # no known guarantee
     assert float(ds["mmdtv_mmd2"][0]) > 0.1  # red vs green/blue outputs differ
 
@@ -445,7 +446,7 @@ def test_audit_mechanism_checks_pairs(
     from idaudit.mechanisms import audit_mechanism
 
     with pytest.raises(error, match=message):
-        audit_mechanism(GaussianNoise(point_base, 1.0), [MMDTVAuditor()], pairs, 10, rng=0)  # type: ignore[arg-type]
+        audit_mechanism(GaussianNoise(point_base, 1.0), pairs, [MMDTVAuditor()], 10, rng=0)  # type: ignore[arg-type]
 
 
 def test_audit_mechanism_checks_delta(point_base: EmbeddingSet) -> None:
@@ -454,8 +455,19 @@ def test_audit_mechanism_checks_delta(point_base: EmbeddingSet) -> None:
 
     with pytest.raises(InvalidInputError, match=r"`delta` must be in \[0, 1\); got 1.0"):
         audit_mechanism(
-            GaussianNoise(point_base, 1.0), [MMDTVAuditor()], [("a", "b")], 10, delta=1.0
+            GaussianNoise(point_base, 1.0), [("a", "b")], [MMDTVAuditor()], 10, delta=1.0
         )
+
+
+def test_audit_mechanism_former_argument_order_warns(point_base: EmbeddingSet) -> None:
+    from idaudit.audits import GaussMechAuditor
+    from idaudit.mechanisms import audit_mechanism
+
+    mech = GaussianNoise(point_base, 1.0)
+    new = audit_mechanism(mech, [("a", "b")], [GaussMechAuditor()], 10, progress=False)
+    with pytest.warns(FutureWarning, match="former argument order"):
+        old = audit_mechanism(mech, [GaussMechAuditor()], [("a", "b")], 10, progress=False)
+    xr.testing.assert_identical(old, new)
 
 
 def test_docstrings_render_single_backslashes() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -115,3 +116,9 @@ def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         write_json({"x": Unserialisable()}, tmp_path / "bad.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_status_page_lists_exactly_the_defined_labels() -> None:
+    page = Path(__file__).parents[2] / "docs" / "status.md"
+    rows = re.findall(r"^\| `([a-z_]+)` \|", page.read_text(encoding="utf-8"), flags=re.M)
+    assert rows == list(STATUSES)

@@ -69,3 +69,50 @@ def test_scalar_checks():
         check_integer(0, "n", minimum=1)
     with pytest.raises(InvalidInputError, match="one of 'a', 'b'"):
         check_option("c", "kind", ("a", "b"))
+
+
+# -- declared parameter constraints -----------------------------------------------------------
+
+
+def test_every_constraint_refuses_its_own_invalid_values() -> None:
+    from idaudit._validation import (
+        Boolean,
+        Device,
+        Interval,
+        Label,
+        OptionOrPositive,
+        Options,
+        Positive,
+        RandomState,
+    )
+
+    constraints = [
+        Interval(0.0, 1.0),
+        Interval(0.0, None, closed="left"),
+        Interval(2, integer=True),
+        Options(("a", "b")),
+        Positive(),
+        OptionOrPositive(("median",)),
+        RandomState(),
+        Boolean(),
+        Device(),
+        Label(r"[a-z_]+", "a lower-case label", frozenset({"seed"})),
+    ]
+    for constraint in constraints:
+        assert constraint.invalid(), constraint
+        # the seed and device checks are shared with functions, whose arguments have these names
+        name = {RandomState: "rng", Device: "device"}.get(type(constraint), "p")
+        for value in constraint.invalid():
+            with pytest.raises((TypeError, InvalidInputError), match=f"`{name}`"):
+                constraint.check(value, name)
+
+
+def test_validate_params_checks_each_parameter_and_requires_a_constraint() -> None:
+    from idaudit._validation import Interval, Options, validate_params
+
+    constraints = {"n": Interval(1, integer=True), "kind": Options(("x", "y"))}
+    assert validate_params({"n": 2, "kind": "y"}, constraints) == {"n": 2, "kind": "y"}
+    with pytest.raises(InvalidInputError, match=r"`kind` must be one of 'x', 'y'; got 'z'"):
+        validate_params({"n": 2, "kind": "z"}, constraints)
+    with pytest.raises(KeyError, match="no constraint declared"):
+        validate_params({"n": 2, "other": 1}, constraints)

@@ -25,8 +25,8 @@ one-pair case, so :func:`audit_pairs` and ``fit`` give the same numbers.
 
 from __future__ import annotations
 
-from idaudit.audits._base import STATUSES, BaseAuditor, Output
-from idaudit.audits._checks import check_auditor
+from idaudit.audits._base import BaseAuditor, Output
+from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
 from idaudit.audits._engine import audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
@@ -44,7 +44,7 @@ from idaudit.audits._sensitivity import (
 from idaudit.audits._summary import AuditSummary, summarize
 
 __all__ = [
-    "STATUSES",
+    "AUDITOR_CHECKS",
     "AuditSummary",
     "BaseAuditor",
     "GaussMechAuditor",
@@ -60,6 +60,7 @@ __all__ = [
     "concat_conditions",
     "merge_audits",
     "mmd_bandwidth_sweep",
+    "parametrize_auditor_checks",
     "shapiro_residuals",
     "summarize",
     "tv_witness_ratio",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -16,23 +15,43 @@ import torch
 from sklearn.base import BaseEstimator
 
 from idaudit._device import resolve_device
-from idaudit._validation import check_pair, check_random_state, spawn_seeds
+from idaudit._results import Status
+from idaudit._validation import (
+    Constraint,
+    Label,
+    check_pair,
+    check_random_state,
+    spawn_seeds,
+    validate_params,
+)
 from idaudit.exceptions import InvalidInputError, NotFittedError
 from idaudit.ops import PairBatch, pack_pairs
 
 __all__ = [
     "LABEL_PATTERN",
-    "STATUSES",
+    "NAME",
+    "RESERVED_LABELS",
     "BaseAuditor",
     "Output",
     "PairError",
 ]
 
 #: Labels (variable prefixes): a letter or underscore, then letters, digits, ``_``, ``.``, ``-``.
+#: Result attributes are keyed ``"<label>.<parameter>"``; parameter names never hold a dot, so
+#: a key splits unambiguously at its *last* dot (``"kdelr_mix0.01.n_grid"``).
 LABEL_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
-#: The formal statuses an ε can carry, weakest first (see docs/status.md).
-STATUSES = ("diagnostic", "sample_estimate", "certified_lower_bound")
+#: Labels an auditor may not take: the prefixes of the run-level attributes of a result
+#: (:func:`idaudit._results.provenance` writes ``seed.<name>`` and ``setting.<name>``).
+RESERVED_LABELS = frozenset({"seed", "setting"})
+
+#: The constraint of every auditor's ``name``.
+NAME = Label(
+    LABEL_PATTERN.pattern,
+    "a label of letters, digits, '_', '.' or '-' starting with a letter or '_', such as "
+    "'mmdtv_wide', other than 'seed' and 'setting'",
+    RESERVED_LABELS,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -67,7 +86,7 @@ class Output:
 
     name: str
     long_name: str
-    status: str
+    status: Status
     dtype: type = float
     dims: tuple[str, ...] = ()
 
@@ -171,12 +190,16 @@ class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
     Notes
     -----
     A new auditor subclasses this, stores its parameters in ``__init__``, declares its
-    outputs in :meth:`outputs`, validates parameters in ``_check_params`` and implements
+    outputs in :meth:`outputs`, declares one constraint per parameter in
+    ``_parameter_constraints`` (:mod:`idaudit._validation`: ``Interval``, ``Options``, ...) and
+    implements
     ``_run(batch, seed)`` returning one array (or list) per output over the batch's pairs;
     then :func:`check_auditor` should pass.
     """
 
-    status: ClassVar[str] = "diagnostic"
+    status: ClassVar[Status] = "diagnostic"
+    #: One constraint per constructor parameter, checked by ``fit`` (and ``audit_pairs``).
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {"name": NAME}
     symmetric: ClassVar[bool] = True
     row_order_invariant: ClassVar[bool] = True
     _prefix: ClassVar[str] = ""
@@ -255,17 +278,8 @@ class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
         return self._prefix
 
     def _check_params(self) -> None:
-        """Validate the parameters (raise naming the parameter, the rule and the value)."""
-        name = getattr(self, "name", None)
-        if name is not None and (
-            not isinstance(name, str) or LABEL_PATTERN.fullmatch(name) is None
-        ):
-            raise InvalidInputError(
-                "`name` must be None or a label of letters, digits, '_', '.' or '-' starting "
-                f"with a letter or '_', such as 'mmdtv_wide'; got {name!r}."
-            )
-        if hasattr(self, "device"):
-            resolve_device(self.device)
+        """Validate every parameter against :attr:`_parameter_constraints` (raise naming it)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _draw_seed(self) -> int | None:
         """One 63-bit seed from ``rng`` for this fit (None for deterministic auditors).
@@ -280,13 +294,3 @@ class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
     @abstractmethod
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         """Audit every pair of ``batch``: output name -> array (pairs,) or list of length pairs."""
-
-
-def check_positive_number(value: Any, name: str) -> float:
-    """``value`` as a finite positive float, or a TypeError/InvalidInputError naming it."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
-    v = float(value)
-    if not np.isfinite(v) or v <= 0:
-        raise InvalidInputError(f"`{name}` must be a finite number > 0; got {value!r}.")
-    return v

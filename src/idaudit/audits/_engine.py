@@ -12,7 +12,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from idaudit._device import resolve_device
-from idaudit._results import attr_value
+from idaudit._results import pair_dataset, provenance, variable
 from idaudit._validation import check_integer, check_option, check_pairs
 from idaudit.audits._base import BaseAuditor, Batch, PairError
 from idaudit.data import EmbeddingSet
@@ -73,8 +73,11 @@ def audit_pairs(
         ``rocht_auc``), each with ``long_name`` and ``status`` attributes. Dataset attributes
         (scalars and strings only, so ``to_netcdf`` round-trips) record every auditor's
         parameters as ``"<label>.<param>"``, its class and status, the seed drawn from its
-        ``rng`` (``"<label>.seed"``), the idaudit version, the SHA-256 of the embeddings
-        (``input_sha256``) and of the pair list (``pairs_sha256``). See
+        ``rng`` (``"<label>.seed"``), the run settings actually used (``setting.device``,
+        ``setting.batch_size`` — the resolved one when ``None`` was given —,
+        ``setting.backend``), the versions of idaudit and its numerical dependencies, the
+        SHA-256 of the embeddings (``input_sha256``) and of the pair list (``pairs_sha256``).
+        Labels hold no ``.``, so every key splits unambiguously at its first dot. See
         ``docs/audit_pairs.md`` for the schema variable by variable.
 
     Raises
@@ -142,7 +145,8 @@ def audit_pairs(
             results = _run_dask(es, chunks, auditor_list, seeds, dev, client, bar)
     finally:
         bar.close()
-    return _assemble(es, pair_list, auditor_list, seeds, results)
+    settings = {"device": str(dev), "batch_size": batch_size, "backend": backend}
+    return _assemble(es, pair_list, auditor_list, seeds, results, settings)
 
 
 def _check_auditors(auditors: Any) -> list[BaseAuditor]:
@@ -263,41 +267,43 @@ def _assemble(
     auditors: Sequence[BaseAuditor],
     seeds: Sequence[int | None],
     results: list[ChunkResult],
+    settings: dict[str, Any],
 ) -> xr.Dataset:
-    from idaudit import __version__
-
-    data_vars: dict[str, Any] = {}
+    data_vars: dict[str, xr.Variable] = {}
     for aud in auditors:
         for out in aud.outputs():
-            var = f"{aud.label}_{out.name}"
-            if var in data_vars:
+            name = f"{aud.label}_{out.name}"
+            if name in data_vars:
                 raise InvalidInputError(
-                    f"two auditors produce the variable {var!r}; pass name=... to rename one."
+                    f"two auditors produce the variable {name!r}; pass name=... to rename one."
                 )
             values = np.concatenate([r[aud.label][out.name] for r in results])
             values = values.astype(bool if out.dtype is bool else np.float64)
-            var_attrs = {"long_name": out.long_name, "status": out.status}
-            data_vars[var] = (("pair", *out.dims), values, var_attrs)
-    coords = {
-        "identity_a": ("pair", np.asarray([a for a, _ in pairs])),
-        "identity_b": ("pair", np.asarray([b for _, b in pairs])),
-        "n_a": ("pair", np.asarray([es.counts[a] for a, _ in pairs], dtype=np.int64)),
-        "n_b": ("pair", np.asarray([es.counts[b] for _, b in pairs], dtype=np.int64)),
-    }
+            data_vars[name] = variable(
+                ("pair", *out.dims), values, long_name=out.long_name, status=out.status
+            )
     pair_text = "\n".join(f"{a!r}\t{b!r}" for a, b in pairs)
-    attrs: dict[str, Any] = {
-        "title": "identity-level DP audits per identity pair (idaudit.audit_pairs)",
-        "idaudit_version": __version__,
-        "input_sha256": str(es.sha256),
-        "pairs_sha256": hashlib.sha256(pair_text.encode()).hexdigest(),
-        "n_pairs": len(pairs),
-        "auditors": ",".join(a.label for a in auditors),
-    }
+    attrs: dict[str, Any] = provenance(
+        title="identity-level DP audits per identity pair (idaudit.audit_pairs)",
+        inputs={
+            "input_sha256": str(es.sha256),
+            "pairs_sha256": hashlib.sha256(pair_text.encode()).hexdigest(),
+        },
+        settings=settings,
+    )
+    attrs["n_pairs"] = len(pairs)
+    attrs["auditors"] = ",".join(a.label for a in auditors)
     for aud, seed in zip(auditors, seeds, strict=True):
         attrs[f"{aud.label}.class"] = type(aud).__name__
         attrs[f"{aud.label}.status"] = aud.status
         for key, value in aud.get_params(deep=False).items():
-            attrs[f"{aud.label}.{key}"] = attr_value(value)
+            attrs[f"{aud.label}.{key}"] = value
         if seed is not None:
             attrs[f"{aud.label}.seed"] = int(seed)
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+    return pair_dataset(
+        pairs,
+        data_vars,
+        n_a=[es.counts[a] for a, _ in pairs],
+        n_b=[es.counts[b] for _, b in pairs],
+        attrs=attrs,
+    )

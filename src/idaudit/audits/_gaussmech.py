@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._validation import check_in_range
-from idaudit.audits._base import BaseAuditor, Batch, Output
+from idaudit._validation import Constraint, Interval
+from idaudit.audits._base import NAME, BaseAuditor, Batch, Output
 
 __all__ = ["GaussMechAuditor"]
 
@@ -73,6 +73,10 @@ class GaussMechAuditor(BaseAuditor):
     symmetric = True
     row_order_invariant = True
     _prefix = "gaussmech"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "delta": Interval(0.0, 1.0),
+        "name": NAME,
+    }
 
     def __init__(self, delta: float = 1e-5, *, name: str | None = None) -> None:
         self.delta = delta
@@ -91,10 +95,6 @@ class GaussMechAuditor(BaseAuditor):
                 "sigma", "larger per-coordinate RMS within-identity residual", "sample_estimate"
             ),
         )
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_in_range(self.delta, "delta", 0.0, 1.0)
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         # O(n d) per pair: plain numpy on the host beats moving rows to a device

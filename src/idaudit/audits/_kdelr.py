@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from typing import Any, ClassVar
 
 import torch
 
-from idaudit._validation import check_in_range, check_integer, check_option
-from idaudit.audits._base import BaseAuditor, Batch, Output, PairError
+from idaudit._validation import (
+    Constraint,
+    Device,
+    Interval,
+    Options,
+    Renamed,
+)
+from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
 from idaudit.ops import BANDWIDTH_RULES, kde_bandwidth, kde_on_grid, log_ratio_max
 
 __all__ = ["KDELRAuditor"]
@@ -18,12 +25,13 @@ class KDELRAuditor(BaseAuditor):
 
     **Status: diagnostic.** Coordinates of one embedding are not separate mechanisms, so the
     basic-composition sum is a product-of-marginals score, not a bound on the joint ε; it can
-    overstate or understate joint distinguishability, and it depends strongly on ``alpha``.
+    overstate or understate joint distinguishability, and it depends strongly on ``mix``.
 
     Parameters
     ----------
-    alpha : float, default 0.0
-        Weight of the uniform density mixed into each KDE, in [0, 1] (Eq. 10). The paper
+    mix : float, default 0.0
+        Weight of the uniform density mixed into each KDE, in [0, 1] (the α of Eq. 10; called
+        ``mix`` here because ``alpha`` is idaudit's name for significance levels). The paper
         reports 0 and 0.01.
     bandwidth : {"silverman", "silverman-robust"}, default "silverman"
         Bandwidth rule, applied separately to each identity and coordinate. ``"silverman"`` is
@@ -42,7 +50,10 @@ class KDELRAuditor(BaseAuditor):
         Where :meth:`fit` runs the KDE kernels.
     name : str, optional
         Variable prefix in :func:`idaudit.audit_pairs` results (default ``"kdelr"`` at
-        ``alpha=0``, else ``"kdelr_alpha<alpha>"``, e.g. ``"kdelr_alpha0.01"``).
+        ``mix=0``, else ``"kdelr_mix<mix>"``, e.g. ``"kdelr_mix0.01"``).
+    alpha : float, optional
+        Former name of ``mix`` (deprecated: ``fit`` warns with a ``FutureWarning`` and uses
+        it; passing both raises).
 
     Attributes
     ----------
@@ -87,19 +98,29 @@ class KDELRAuditor(BaseAuditor):
     >>> from idaudit import KDELRAuditor
     >>> gen = np.random.default_rng(0)
     >>> a, b = gen.normal(0, 1, (60, 4)), gen.normal(0.5, 1, (60, 4))
-    >>> aud = KDELRAuditor(alpha=0.01).fit(a, b)
+    >>> aud = KDELRAuditor(mix=0.01).fit(a, b)
     >>> aud.label, round(aud.epsilon_, 3), aud.status
-    ('kdelr_alpha0.01', 9.554, 'diagnostic')
+    ('kdelr_mix0.01', 9.554, 'diagnostic')
     """
 
     status = "diagnostic"
     symmetric = True
     row_order_invariant = True
     _prefix = "kdelr"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "mix": Interval(0.0, 1.0, closed="both"),
+        "alpha": Renamed(Interval(0.0, 1.0, closed="both")),
+        "bandwidth": Options(BANDWIDTH_RULES),
+        "n_grid": Interval(2, integer=True),
+        "margin": Interval(0.0, None),
+        "floor": Interval(0.0, None),
+        "device": Device(),
+        "name": NAME,
+    }
 
     def __init__(
         self,
-        alpha: float = 0.0,
+        mix: float = 0.0,
         bandwidth: str = "silverman",
         *,
         n_grid: int = 201,
@@ -107,44 +128,52 @@ class KDELRAuditor(BaseAuditor):
         floor: float = 1e-12,
         device: str = "cpu",
         name: str | None = None,
+        alpha: float | None = None,
     ) -> None:
-        self.alpha = alpha
+        self.mix = mix
         self.bandwidth = bandwidth
         self.n_grid = n_grid
         self.margin = margin
         self.floor = floor
         self.device = device
         self.name = name
+        self.alpha = alpha
+
+    def _mix(self) -> float:
+        """Return the mixture weight in use: ``mix``, or the deprecated ``alpha`` if given."""
+        return float(self.mix if self.alpha is None else self.alpha)
 
     def _default_label(self) -> str:
-        alpha = float(self.alpha)
-        return "kdelr" if alpha == 0.0 else f"kdelr_alpha{alpha:g}"
+        mix = self._mix()
+        return "kdelr" if mix == 0.0 else f"kdelr_mix{mix:g}"
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.alpha is not None:
+            if float(self.mix) != 0.0:
+                raise TypeError("pass `mix` only; `alpha` is its former name.")
+            warnings.warn(
+                "`alpha` is now called `mix`; `alpha` will be removed in a future release.",
+                FutureWarning,
+                stacklevel=3,  # _check_params <- fit or audit_pairs <- the caller
+            )
 
     def outputs(self) -> tuple[Output, ...]:
         """Per-pair outputs: ``epsilon`` and ``epsilon_per_dim`` (one value per coordinate)."""
         return (
             Output(
                 "epsilon",
-                f"KDE-LR epsilon, alpha={float(self.alpha):g} (per-dimension KDE log-ratio sum, "
-                "Eq. 11)",
+                f"KDE-LR epsilon, mix={self._mix():g} (per-dimension KDE log-ratio sum, Eq. 11)",
                 self.status,
             ),
             Output(
                 "epsilon_per_dim",
-                f"KDE-LR per-coordinate log-ratio maximum, alpha={float(self.alpha):g} (the "
+                f"KDE-LR per-coordinate log-ratio maximum, mix={self._mix():g} (the "
                 "terms of Eq. 11)",
                 self.status,
                 dims=("embedding_dim",),
             ),
         )
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_in_range(self.alpha, "alpha", 0.0, 1.0, closed="both")
-        check_option(self.bandwidth, "bandwidth", BANDWIDTH_RULES)
-        check_integer(self.n_grid, "n_grid", minimum=2)
-        check_in_range(self.margin, "margin", 0.0, None)
-        check_in_range(self.floor, "floor", 0.0, None)
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         key = ("kde", self.bandwidth, int(self.n_grid), float(self.margin))
@@ -152,7 +181,7 @@ class KDELRAuditor(BaseAuditor):
             batch.cache[key] = _densities(batch, self.bandwidth, int(self.n_grid), self.margin)
         dens_a, dens_b, uniform = batch.cache[key]
         pb = batch.packed
-        per_dim = log_ratio_max(dens_a, dens_b, uniform, float(self.alpha), float(self.floor))
+        per_dim = log_ratio_max(dens_a, dens_b, uniform, self._mix(), float(self.floor))
         per_dim_np = per_dim.view(pb.n_pairs, pb.dim).cpu().numpy()  # (pairs, d)
         return {"epsilon": per_dim_np.sum(-1), "epsilon_per_dim": list(per_dim_np)}
 

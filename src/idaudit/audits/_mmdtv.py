@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numbers
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -14,20 +14,19 @@ import xarray as xr
 from idaudit import dp
 from idaudit._device import resolve_device
 from idaudit._validation import (
+    Constraint,
+    Device,
+    Interval,
+    OptionOrPositive,
+    Positive,
+    RandomState,
     RngLike,
     check_integer,
     check_pair,
     check_random_state,
     spawn_seeds,
 )
-from idaudit.audits._base import (
-    BaseAuditor,
-    Batch,
-    Output,
-    PairError,
-    check_positive_number,
-)
-from idaudit.exceptions import InvalidInputError
+from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
 from idaudit.ops import (
     median_heuristic,
     mmd2_from_kernel,
@@ -171,6 +170,14 @@ class MMDTVAuditor(BaseAuditor):
     symmetric = True
     row_order_invariant = True
     _prefix = "mmdtv"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "bandwidth": OptionOrPositive(("median",)),
+        "bandwidth_scale": Positive(),
+        "n_permutations": Interval(0, integer=True),
+        "rng": RandomState(),
+        "device": Device(),
+        "name": NAME,
+    }
     _random = True
 
     def __init__(
@@ -178,6 +185,7 @@ class MMDTVAuditor(BaseAuditor):
         bandwidth: str | float = "median",
         bandwidth_scale: float = 1.0,
         n_permutations: int = 0,
+        *,
         rng: RngLike = 0,
         device: str = "cpu",
         name: str | None = None,
@@ -211,25 +219,6 @@ class MMDTVAuditor(BaseAuditor):
                 ),
             )
         return out
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if isinstance(self.bandwidth, str):
-            if self.bandwidth != "median":
-                raise InvalidInputError(
-                    f"`bandwidth` must be 'median' or a positive number; got {self.bandwidth!r}."
-                )
-        elif isinstance(self.bandwidth, numbers.Real) and not isinstance(self.bandwidth, bool):
-            check_positive_number(self.bandwidth, "bandwidth")
-        else:
-            raise TypeError(
-                "`bandwidth` must be 'median' or a positive number; "
-                f"got {type(self.bandwidth).__name__}."
-            )
-        check_positive_number(self.bandwidth_scale, "bandwidth_scale")
-        check_integer(self.n_permutations, "n_permutations", minimum=0)
-        if not isinstance(self.rng, np.random.Generator):
-            check_random_state(self.rng)  # type check only; a Generator must not be advanced
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         pb = batch.packed
@@ -283,23 +272,22 @@ class MMDTVAuditor(BaseAuditor):
         self,
         emb_a: npt.ArrayLike,
         emb_b: npt.ArrayLike,
-        n_permutations: int = 10_000,
-        rng: RngLike = 0,
+        n_permutations: int | None = None,
+        rng: RngLike | None = None,
     ) -> MMDPermutationResult:
         r"""Permutation test of :math:`H_0: P_A = P_B` with the unbiased MMD² statistic.
 
-        Uses this auditor's kernel and bandwidth settings; ``n_permutations`` and ``rng``
-        override the parameters of the same names. The p-value equals ``pvalue_`` of
-        ``fit`` with the same ``n_permutations`` and ``rng``.
+        Every setting comes from this auditor: its kernel and bandwidth, ``n_permutations``
+        (which must be at least 1 here) and ``rng``. The p-value equals ``pvalue_`` of
+        ``fit`` on the same data.
 
         Parameters
         ----------
         emb_a : array_like, shape (n_a, d)
         emb_b : array_like, shape (n_b, d)
-        n_permutations : int, default 10000
-            Number of random relabellings ``B`` (at least 1).
-        rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
-            Seed of the relabellings.
+        n_permutations, rng : optional
+            Deprecated overrides of the auditor's parameters of the same names (they warn with
+            a ``FutureWarning``); set them on the auditor instead.
 
         Returns
         -------
@@ -317,15 +305,24 @@ class MMDTVAuditor(BaseAuditor):
         >>> import numpy as np
         >>> from idaudit import MMDTVAuditor
         >>> gen = np.random.default_rng(1)
-        >>> res = MMDTVAuditor().permutation_test(gen.normal(size=(30, 5)),
-        ...                                       gen.normal(size=(30, 5)), 499, rng=0)
+        >>> aud = MMDTVAuditor(n_permutations=499, rng=0)
+        >>> res = aud.permutation_test(gen.normal(size=(30, 5)), gen.normal(size=(30, 5)))
         >>> res.null_distribution.shape, 0 < res.pvalue <= 1
         ((499,), True)
         """
+        if n_permutations is not None or rng is not None:
+            warnings.warn(
+                "passing `n_permutations` or `rng` to permutation_test is deprecated and will "
+                "be removed in a future release; set them on the auditor "
+                "(MMDTVAuditor(n_permutations=..., rng=...)).",
+                FutureWarning,
+                stacklevel=2,
+            )
         self._check_params()
-        n_perm = check_integer(n_permutations, "n_permutations", minimum=1)
+        n_perm = self.n_permutations if n_permutations is None else n_permutations
+        n_perm = check_integer(n_perm, "n_permutations", minimum=1)
         a, b = check_pair(emb_a, emb_b)
-        seed = spawn_seeds(check_random_state(rng), 1)[0]
+        seed = spawn_seeds(check_random_state(self.rng if rng is None else rng), 1)[0]
         batch = Batch([(a, b)], resolve_device(self.device))
         kernel, sigma = self._kernel(batch)
         pb = batch.packed

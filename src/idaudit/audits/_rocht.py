@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -12,8 +12,16 @@ from scipy.special import expit
 from sklearn.model_selection import StratifiedKFold
 
 from idaudit import dp
-from idaudit._validation import RngLike, check_integer, check_option, check_random_state
-from idaudit.audits._base import BaseAuditor, Batch, Output, check_positive_number
+from idaudit._validation import (
+    Constraint,
+    Device,
+    Interval,
+    Options,
+    Positive,
+    RandomState,
+    RngLike,
+)
+from idaudit.audits._base import NAME, BaseAuditor, Batch, Output
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.ops import fit_kernel_logistic
 
@@ -116,6 +124,15 @@ class ROCHTAuditor(BaseAuditor):
     symmetric = False
     row_order_invariant = False
     _prefix = "rocht"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "n_folds": Interval(2, integer=True),
+        "classifier": Options(CLASSIFIERS),
+        "C": Positive(),
+        "n_estimators": Interval(1, integer=True),
+        "rng": RandomState(),
+        "device": Device(),
+        "name": NAME,
+    }
     _random = True
 
     def __init__(
@@ -157,15 +174,6 @@ class ROCHTAuditor(BaseAuditor):
                 "corner", "OOF ROC reaches the exact (FPR, TPR) = (0, 1) corner", "diagnostic", bool
             ),
         )
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_integer(self.n_folds, "n_folds", minimum=2)
-        check_option(self.classifier, "classifier", CLASSIFIERS)
-        check_positive_number(self.C, "C")
-        check_integer(self.n_estimators, "n_estimators", minimum=1)
-        if not isinstance(self.rng, np.random.Generator):
-            check_random_state(self.rng)  # type check only; a Generator must not be advanced
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         assert seed is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,12 +12,22 @@ import numpy.typing as npt
 import xarray as xr
 from scipy import stats
 
-from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
+from idaudit._results import provenance
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_random_state,
+    renamed_argument,
+)
 from idaudit.audits._engine import audit_pairs
 from idaudit.audits._mmdtv import MMDTVAuditor
 from idaudit.audits._rocht import ROCHTAuditor
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
+
+#: The attributes naming a result's inputs, carried over into results derived from it.
+_INPUT_HASHES = ("input_sha256", "pairs_sha256")
 
 __all__ = [
     "ShapiroResult",
@@ -111,10 +122,10 @@ class ShapiroResult:
     ----------
     statistic, pvalue : numpy.ndarray of float64, shape (d,)
         Shapiro–Wilk W and p-value per dimension.
-    level : float
+    alpha : float
         Rejection threshold (the paper uses 1e-3).
     n_rejected : int
-        Dimensions with ``pvalue < level``.
+        Dimensions with ``pvalue < alpha``.
     n_rows : int
         Residual rows tested (after subsampling).
     n_pooled : int
@@ -123,7 +134,7 @@ class ShapiroResult:
 
     statistic: npt.NDArray[np.float64]
     pvalue: npt.NDArray[np.float64]
-    level: float
+    alpha: float
     n_rejected: int
     n_rows: int
     n_pooled: int
@@ -131,8 +142,19 @@ class ShapiroResult:
     def __repr__(self) -> str:
         return (
             f"ShapiroResult(n_rejected={self.n_rejected}/{self.pvalue.size} at p < "
-            f"{self.level:g}, n_rows={self.n_rows} of {self.n_pooled} pooled)"
+            f"{self.alpha:g}, n_rows={self.n_rows} of {self.n_pooled} pooled)"
         )
+
+    @property
+    def level(self) -> float:
+        """Former name of :attr:`alpha` (deprecated; warns)."""
+        warnings.warn(
+            "`ShapiroResult.level` is now called `alpha`; `level` will be removed in a future "
+            "release.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.alpha
 
     def to_xarray(self) -> xr.Dataset:
         """Return the per-dimension results as a Dataset (dim ``dim``)."""
@@ -142,7 +164,7 @@ class ShapiroResult:
                 "pvalue": ("dim", self.pvalue, {"long_name": "Shapiro-Wilk p-value"}),
             },
             attrs={
-                "level": self.level,
+                "alpha": self.alpha,
                 "n_rejected": self.n_rejected,
                 "n_rows": self.n_rows,
                 "n_pooled": self.n_pooled,
@@ -151,7 +173,12 @@ class ShapiroResult:
 
 
 def shapiro_residuals(
-    es: EmbeddingSet, *, max_rows: int | None = 5000, level: float = 1e-3, rng: RngLike = 0
+    es: EmbeddingSet,
+    *,
+    max_rows: int | None = 5000,
+    alpha: float = 1e-3,
+    rng: RngLike = 0,
+    level: float | None = None,
 ) -> ShapiroResult:
     r"""Shapiro–Wilk Gaussianity test per dimension of the pooled within-identity residuals.
 
@@ -165,10 +192,12 @@ def shapiro_residuals(
         accurate only up to 5,000 rows. A subsample has less power, so its count of rejected
         dimensions can fall below the paper's. ``None`` tests every row (scipy then warns
         that the p-values may be inaccurate).
-    level : float, default 1e-3
+    alpha : float, default 1e-3
         Count dimensions with p below this, in (0, 1).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
         Seed of the subsample.
+    level : float, optional
+        Former name of ``alpha`` (deprecated: warns with a ``FutureWarning``).
 
     Returns
     -------
@@ -196,7 +225,8 @@ def shapiro_residuals(
         raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
     if max_rows is not None:
         max_rows = check_integer(max_rows, "max_rows", minimum=3)
-    level = check_in_range(level, "level", 0.0, 1.0)
+    alpha = renamed_argument(level, alpha, old="level", new="alpha", default=1e-3)
+    alpha = check_in_range(alpha, "alpha", 0.0, 1.0)
     gen = check_random_state(rng)
     blocks = []
     for label in es.identities.tolist():
@@ -216,8 +246,8 @@ def shapiro_residuals(
     return ShapiroResult(
         statistic=np.asarray(res.statistic, dtype=np.float64),
         pvalue=pvalue,
-        level=level,
-        n_rejected=int((pvalue < level).sum()),
+        alpha=alpha,
+        n_rejected=int((pvalue < alpha).sum()),
         n_rows=int(resid.shape[0]),
         n_pooled=int(n_pooled),
     )
@@ -312,8 +342,9 @@ def tv_witness_ratio(
     xarray.Dataset
         Variables ``tv_witness``, ``half_mmd`` and ``ratio`` (dim ``pair``; ``ratio`` is NaN
         where the sample MMD is 0) and attributes ``mean_ratio`` (over the pairs with a finite
-        ratio), ``n_pairs`` and ``mean_tv_witness``. The paper reports mean ratios of 4.39–7.52
-        and mean witnesses of 0.735–0.992 across its eight conditions.
+        ratio; absent when there is none), ``n_pairs`` and ``mean_tv_witness``. The paper
+        reports mean ratios of 4.39–7.52 and mean witnesses of 0.735–0.992
+        across its eight conditions.
 
     Raises
     ------
@@ -360,9 +391,14 @@ def tv_witness_ratio(
             "ratio": ratio,
         },
         attrs={
-            "mean_ratio": float(ratio.values[finite].mean()) if finite.any() else float("nan"),
+            **provenance(
+                title="classifier TV witness against MMD/2 (idaudit.audits.tv_witness_ratio)",
+                inputs={k: str(ds.attrs[k]) for k in _INPUT_HASHES if k in ds.attrs},
+            ),
             "n_pairs": int(ratio.sizes["pair"]),
             "mean_tv_witness": float(tv.mean()),
         },
     )
+    if finite.any():  # netCDF attributes hold no NaN: absent when no ratio is finite
+        out.attrs["mean_ratio"] = float(ratio.values[finite].mean())
     return out

@@ -20,13 +20,19 @@ from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from idaudit._results import Status, pair_dataset, provenance, variable
 from idaudit._validation import (
+    Boolean,
+    Constraint,
+    Interval,
+    RandomState,
     RngLike,
     check_in_range,
     check_integer,
     check_pairs,
     check_random_state,
     spawn_seeds,
+    validate_params,
 )
 from idaudit.data import EmbeddingSet, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
@@ -58,6 +64,47 @@ class _Plan:
     threshold: float
     auc: float  # out-of-fold AUC in the chosen direction
     margin: float  # (min b score - max a score) / pooled sd, in the chosen direction
+
+
+def _base_classifier(clf: Any) -> Any:
+    """Return the unfitted classifier ``clf`` names (a string) or is (an estimator)."""
+    if isinstance(clf, str):
+        if clf == "logistic":
+            return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000)
+        if clf == "random_forest":
+            return RandomForestClassifier(n_estimators=100)
+        raise InvalidInputError(
+            f"`classifier` must be one of {', '.join(map(repr, _CLASSIFIERS))} or a "
+            f"scikit-learn-style estimator; got {clf!r}."
+        )
+    if not all(hasattr(clf, name) for name in ("fit", "get_params")) or not (
+        hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
+    ):
+        raise TypeError(
+            "`classifier` must be 'logistic', 'random_forest' or a scikit-learn-style "
+            "estimator with `fit`, `get_params` (so that it can be cloned) and "
+            f"`decision_function` or `predict_proba`; got {type(clf).__name__}."
+        )
+    try:
+        clone(clf)
+    except (TypeError, RuntimeError, AttributeError, ValueError) as exc:
+        raise TypeError(
+            f"`classifier` must be clonable with sklearn.base.clone; cloning "
+            f"{type(clf).__name__} failed: {exc}"
+        ) from exc
+    return clf
+
+
+@dataclass(frozen=True)
+class _Classifier:
+    """``"logistic"``, ``"random_forest"`` or a clonable scikit-learn-style classifier."""
+
+    def check(self, value: Any, name: str) -> Any:
+        _base_classifier(value)
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("svm", object())
 
 
 class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
@@ -186,6 +233,18 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     """
 
     status: ClassVar[str] = "certified_lower_bound"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "test_size": Interval(0.0, 1.0),
+        "n_candidates": Interval(1, integer=True),
+        "n_select": Interval(1, integer=True),
+        "alpha": Interval(0.0, 1.0),
+        "n_families": Interval(1, integer=True),
+        "delta": Interval(0.0, 1.0, closed="left"),
+        "classifier": _Classifier(),
+        "n_folds": Interval(2, integer=True),
+        "rng": RandomState(),
+        "progress": Boolean(),
+    }
 
     def __init__(
         self,
@@ -514,47 +573,10 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             self.__dict__.pop(name, None)
 
     def _checked_params(self) -> dict[str, Any]:
-        p: dict[str, Any] = {
-            "test_size": check_in_range(self.test_size, "test_size", 0.0, 1.0),
-            "n_candidates": check_integer(self.n_candidates, "n_candidates", minimum=1),
-            "n_select": check_integer(self.n_select, "n_select", minimum=1),
-            "alpha": check_in_range(self.alpha, "alpha", 0.0, 1.0),
-            "n_families": check_integer(self.n_families, "n_families", minimum=1),
-            "delta": check_in_range(self.delta, "delta", 0.0, 1.0, closed="left"),
-            "n_folds": check_integer(self.n_folds, "n_folds", minimum=2),
-        }
-        if not isinstance(self.progress, bool):
-            raise TypeError(f"`progress` must be a bool; got {type(self.progress).__name__}.")
-        self._base_classifier()  # validates `classifier`
-        return p
+        return validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _base_classifier(self) -> Any:
-        clf = self.classifier
-        if isinstance(clf, str):
-            if clf == "logistic":
-                return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000)
-            if clf == "random_forest":
-                return RandomForestClassifier(n_estimators=100)
-            raise InvalidInputError(
-                f"`classifier` must be one of {', '.join(map(repr, _CLASSIFIERS))} or a "
-                f"scikit-learn-style estimator; got {clf!r}."
-            )
-        if not all(hasattr(clf, name) for name in ("fit", "get_params")) or not (
-            hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
-        ):
-            raise TypeError(
-                "`classifier` must be 'logistic', 'random_forest' or a scikit-learn-style "
-                "estimator with `fit`, `get_params` (so that it can be cloned) and "
-                f"`decision_function` or `predict_proba`; got {type(clf).__name__}."
-            )
-        try:
-            clone(clf)
-        except (TypeError, RuntimeError, AttributeError, ValueError) as exc:
-            raise TypeError(
-                f"`classifier` must be clonable with sklearn.base.clone; cloning "
-                f"{type(clf).__name__} failed: {exc}"
-            ) from exc
-        return clf
+        return _base_classifier(self.classifier)
 
     def _attrs(
         self,
@@ -566,8 +588,6 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         pairs_given: bool,
         min_test: int,
     ) -> dict[str, Any]:
-        from idaudit import __version__
-
         clf = self.classifier if isinstance(self.classifier, str) else repr(self.classifier)
         rng = self.rng
         seed: int | str = (
@@ -576,6 +596,10 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             else type(rng).__name__
         )
         return {
+            **provenance(
+                title="reserved-test certificates (idaudit.ReservedTestCertifier)",
+                inputs={"input_sha256": str(es.sha256)},
+            ),
             "method": "reserved-test ROC certificate (seed 000, Section 4.3)",
             "status": "certified_lower_bound",
             "confidence": (
@@ -602,8 +626,6 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             "threshold_rule": _THRESHOLD_RULE,
             "ranking_key": _RANKING_KEY,
             "rng": seed,
-            "idaudit_version": __version__,
-            "input_sha256": str(es.sha256),
         }
 
 
@@ -751,39 +773,38 @@ def _auc(ua: FloatArray, ub: FloatArray) -> float:
 # -- validation and result assembly ---------------------------------------------------------
 
 
-_CERT_VARS: dict[str, tuple[str, str]] = {
-    "n_dev_a": ("development rows of identity_a", "sample_estimate"),
-    "n_dev_b": ("development rows of identity_b", "sample_estimate"),
-    "n_test_a": ("reserved test rows of identity_a", "sample_estimate"),
-    "n_test_b": ("reserved test rows of identity_b", "sample_estimate"),
-    "test_fp": ("test rows of identity_a predicted as identity_b", "sample_estimate"),
-    "test_fn": ("test rows of identity_b predicted as identity_a", "sample_estimate"),
+_CERT_VARS: dict[str, tuple[str, Status]] = {
+    "n_dev_a": ("development rows of identity_a", "descriptive"),
+    "n_dev_b": ("development rows of identity_b", "descriptive"),
+    "n_test_a": ("reserved test rows of identity_a", "descriptive"),
+    "n_test_b": ("reserved test rows of identity_b", "descriptive"),
+    "test_fp": ("test rows of identity_a predicted as identity_b", "descriptive"),
+    "test_fn": ("test rows of identity_b predicted as identity_a", "descriptive"),
     "test_fpr": ("test false-positive rate", "sample_estimate"),
     "test_fnr": ("test false-negative rate", "sample_estimate"),
     "ufpr": ("one-sided Clopper-Pearson upper bound on the FPR", "certified_upper_bound"),
     "ufnr": ("one-sided Clopper-Pearson upper bound on the FNR", "certified_upper_bound"),
     "test_auc": ("ROC AUC of the fixed classifier on the test split", "sample_estimate"),
     "epsilon_lb": ("certified lower bound on epsilon (Eq. 16)", "certified_lower_bound"),
-    "threshold": ("score threshold chosen on development data", "diagnostic"),
-    "direction": ("+1: predict identity_b when score >= threshold; -1: when <=", "diagnostic"),
+    "threshold": ("score threshold chosen on development data", "descriptive"),
+    "direction": ("+1: predict identity_b when score >= threshold; -1: when <=", "descriptive"),
     "dev_auc": ("development out-of-fold ROC AUC", "diagnostic"),
     "dev_expected_epsilon": ("development-expected certified bound", "diagnostic"),
-    "rank": ("position in the development ranking (0 = best)", "diagnostic"),
+    "rank": ("position in the development ranking (0 = best)", "descriptive"),
 }
 
 
 def _certificates_dataset(rows: list[dict[str, Any]], attrs: dict[str, Any]) -> xr.Dataset:
-    coords = {
-        "identity_a": ("pair", np.asarray([r["identity_a"] for r in rows])),
-        "identity_b": ("pair", np.asarray([r["identity_b"] for r in rows])),
-        "n_a": ("pair", np.asarray([r["n_a"] for r in rows], dtype=np.int64)),
-        "n_b": ("pair", np.asarray([r["n_b"] for r in rows], dtype=np.int64)),
-    }
-    data = {
-        name: ("pair", np.asarray([r[name] for r in rows]), {"long_name": ln, "status": st})
-        for name, (ln, st) in _CERT_VARS.items()
-    }
-    return xr.Dataset(data, coords=coords, attrs=dict(attrs))
+    return pair_dataset(
+        [(r["identity_a"], r["identity_b"]) for r in rows],
+        {
+            name: variable("pair", [r[name] for r in rows], long_name=ln, status=st)
+            for name, (ln, st) in _CERT_VARS.items()
+        },
+        n_a=[r["n_a"] for r in rows],
+        n_b=[r["n_b"] for r in rows],
+        attrs=attrs,
+    )
 
 
 def _candidates_dataset(
@@ -800,36 +821,31 @@ def _candidates_dataset(
     rank[order] = np.arange(len(candidates))
     chosen_set = set(chosen)
 
-    def var(values: Any, long_name: str, status: str = "diagnostic") -> Any:
-        return ("pair", np.asarray(values), {"long_name": long_name, "status": status})
+    def var(values: Any, long_name: str, status: Status = "diagnostic") -> xr.Variable:
+        return variable("pair", values, long_name=long_name, status=status)
 
     a_labels = [a for a, _ in candidates]
     b_labels = [b for _, b in candidates]
-    return xr.Dataset(
+    return pair_dataset(
+        candidates,
         {
             "dev_expected_epsilon": var(
                 [p.expected_epsilon for p in plans], "development-expected certified bound"
             ),
             "dev_auc": var([p.auc for p in plans], "development out-of-fold ROC AUC"),
             "dev_margin": var([p.margin for p in plans], "standardised development score margin"),
-            "rank": var(rank, "position in the development ranking (0 = best)"),
+            "rank": var(rank, "position in the development ranking (0 = best)", "descriptive"),
             "selected": var(
-                [i in chosen_set for i in range(len(candidates))], "selected for certification"
+                [i in chosen_set for i in range(len(candidates))],
+                "selected for certification",
+                "descriptive",
             ),
-            "n_dev_a": var(
-                [dev.counts[a] for a in a_labels], "development rows", "sample_estimate"
-            ),
-            "n_dev_b": var(
-                [dev.counts[b] for b in b_labels], "development rows", "sample_estimate"
-            ),
-            "n_test_a": var([test.counts[a] for a in a_labels], "test rows", "sample_estimate"),
-            "n_test_b": var([test.counts[b] for b in b_labels], "test rows", "sample_estimate"),
+            "n_dev_a": var([dev.counts[a] for a in a_labels], "development rows", "descriptive"),
+            "n_dev_b": var([dev.counts[b] for b in b_labels], "development rows", "descriptive"),
+            "n_test_a": var([test.counts[a] for a in a_labels], "test rows", "descriptive"),
+            "n_test_b": var([test.counts[b] for b in b_labels], "test rows", "descriptive"),
         },
-        coords={
-            "identity_a": ("pair", np.asarray(a_labels)),
-            "identity_b": ("pair", np.asarray(b_labels)),
-            "n_a": ("pair", np.asarray([es.counts[a] for a in a_labels], dtype=np.int64)),
-            "n_b": ("pair", np.asarray([es.counts[b] for b in b_labels], dtype=np.int64)),
-        },
+        n_a=[es.counts[a] for a in a_labels],
+        n_b=[es.counts[b] for b in b_labels],
         attrs={**attrs, "status": "diagnostic"},
     )

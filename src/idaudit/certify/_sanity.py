@@ -9,12 +9,14 @@ import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
+from idaudit._results import Status, provenance, variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
     check_integer,
     check_option,
     check_random_state,
+    renamed_argument,
     spawn_seeds,
 )
 from idaudit.data import EmbeddingSet
@@ -29,11 +31,12 @@ def sanity_controls(
     *,
     n_permutations: int = 1000,
     n_folds: int = 5,
-    level: float = 0.05,
+    alpha: float = 0.05,
     split: Literal["shuffled", "ordered"] = "shuffled",
     rng: RngLike = 0,
     device: str = "cpu",
     progress: bool = True,
+    level: float | None = None,
 ) -> xr.Dataset:
     r"""Split each identity in two and audit the halves as if they were two identities (§4.4).
 
@@ -41,14 +44,14 @@ def sanity_controls(
 
     * ``split="shuffled"`` (default, as in seed 000) — each identity's rows are shuffled, then
       halved. The halves are exchangeable *by construction*, whatever the rows contain, so the
-      permutation test rejects at most ``level`` of the time and the classifier sits at chance
+      permutation test rejects at most ``alpha`` of the time and the classifier sits at chance
       for any data. This checks the **audit machinery**: that the tests are calibrated and the
       ROC statistics behave when no difference exists. It cannot reveal structure within an
       identity (duplicated rows, sessions, a processing change); a clean result says nothing
       about the data.
     * ``split="ordered"`` — each identity's rows are halved in input order (first half against
       second half). Under iid rows this is still a true null, so a rejection rate well above
-      ``level`` or an AUC well above 0.5 points at **order-related artefacts**: rows grouped by
+      ``alpha`` or an AUC well above 0.5 points at **order-related artefacts**: rows grouped by
       capture session, device or processing batch, or drift along the file; also duplicated
       rows stored next to each other (the copies stay in one half while the permutation test
       separates them). It sees only what changes along the input order: duplicates or
@@ -64,8 +67,8 @@ def sanity_controls(
         Permutations of the MMD² test (Phipson–Smyth p-values), at least 1.
     n_folds : int, default 5
         Folds of the split-half ROC-HT classifier.
-    level : float, default 0.05
-        Level at which rejections are counted, in (0, 1).
+    alpha : float, default 0.05
+        Significance level at which rejections are counted, in (0, 1).
     split : {"shuffled", "ordered"}, default "shuffled"
         How each identity is halved: after a seeded shuffle, or in input order (see above).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
@@ -74,15 +77,17 @@ def sanity_controls(
         Where the batched kernels run.
     progress : bool, default True
         Show progress bars.
+    level : float, optional
+        Former name of ``alpha`` (deprecated: warns with a ``FutureWarning``).
 
     Returns
     -------
     xarray.Dataset
         Dim ``identity`` (coords ``identity``, ``n_half_a``, ``n_half_b``) with ``mmd2`` (the
-        unbiased split-half MMD², near 0), ``mmd_pvalue``, ``rejected`` (p ≤ ``level``),
+        unbiased split-half MMD², near 0), ``mmd_pvalue``, ``rejected`` (p ≤ ``alpha``),
         ``mmdtv_epsilon`` (the MMD-TV sample estimate, near 0), ``auc`` (split-half
         out-of-fold ROC AUC, near 0.5) and ``corner`` (whether the out-of-fold ROC reaches the
-        exact corner (0, 1); never expected). Attrs: ``level``, ``split``, ``n_rejected``,
+        exact corner (0, 1); never expected). Attrs: ``alpha``, ``split``, ``n_rejected``,
         ``rejection_rate``, ``mean_auc``, ``n_corners``, plus the settings and input hash.
 
     Raises
@@ -100,7 +105,7 @@ def sanity_controls(
     :class:`idaudit.ROCHTAuditor` (logistic regression, Eq. 15) through
     :func:`idaudit.audit_pairs`, so the batched kernels run once over all identities. Under
     the null the Phipson–Smyth p-value is super-uniform, so the expected rejection rate is at
-    most ``level``; the paper reports 16 of 400 controls rejected at 0.05. With
+    most ``alpha``; the paper reports 16 of 400 controls rejected at 0.05. With
     ``"shuffled"`` halves that null holds for every data set; with ``"ordered"`` halves it
     holds when each identity's rows are exchangeable.
 
@@ -115,14 +120,14 @@ def sanity_controls(
     >>> int(ds.attrs["n_corners"])
     0
     """
-    from idaudit import __version__
     from idaudit.audits import MMDTVAuditor, ROCHTAuditor, audit_pairs
 
     if not isinstance(es, EmbeddingSet):
         raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
     n_permutations = check_integer(n_permutations, "n_permutations", minimum=1)
     n_folds = check_integer(n_folds, "n_folds", minimum=2)
-    level = check_in_range(level, "level", 0.0, 1.0)
+    alpha = renamed_argument(level, alpha, old="level", new="alpha", default=0.05)
+    alpha = check_in_range(alpha, "alpha", 0.0, 1.0)
     check_option(split, "split", ("shuffled", "ordered"))
     labels = list(es.identities.tolist()) if identities is None else list(identities)
     if not labels:
@@ -171,10 +176,10 @@ def sanity_controls(
     pvalue = np.asarray(ds["mmdtv_pvalue"].values, dtype=np.float64)
     auc = np.asarray(ds["rocht_auc"].values, dtype=np.float64)
     corner = np.asarray(ds["rocht_corner"].values, dtype=bool)
-    rejected = pvalue <= level
+    rejected = pvalue <= alpha
 
-    def var(values: Any, long_name: str, status: str) -> Any:
-        return ("identity", values, {"long_name": long_name, "status": status})
+    def var(values: Any, long_name: str, status: Status) -> xr.Variable:
+        return variable("identity", values, long_name=long_name, status=status)
 
     return xr.Dataset(
         {
@@ -184,7 +189,7 @@ def sanity_controls(
                 "sample_estimate",
             ),
             "mmd_pvalue": var(pvalue, "split-half MMD^2 permutation p-value", "sample_estimate"),
-            "rejected": var(rejected, f"MMD^2 test rejects at level {level:g}", "diagnostic"),
+            "rejected": var(rejected, f"MMD^2 test rejects at alpha {alpha:g}", "diagnostic"),
             "mmdtv_epsilon": var(
                 np.asarray(ds["mmdtv_epsilon"].values, dtype=np.float64),
                 "split-half MMD-TV epsilon (should be near 0)",
@@ -201,8 +206,13 @@ def sanity_controls(
             "n_half_b": ("identity", np.asarray([s[1] for s in sizes], dtype=np.int64)),
         },
         attrs={
+            **provenance(
+                title="same-identity split-half controls (idaudit.sanity_controls)",
+                inputs={"input_sha256": str(es.sha256)},
+                settings={"device": str(device)},
+            ),
             "method": "same-identity split-half controls (seed 000, Section 4.4)",
-            "level": level,
+            "alpha": alpha,
             "split": str(split),
             "n_identities": len(labels),
             "n_rejected": int(rejected.sum()),
@@ -212,7 +222,5 @@ def sanity_controls(
             "n_permutations": n_permutations,
             "n_folds": n_folds,
             "rng": int(rng) if isinstance(rng, (int, np.integer)) else type(rng).__name__,
-            "idaudit_version": __version__,
-            "input_sha256": str(es.sha256),
         },
     )

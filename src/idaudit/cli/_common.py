@@ -6,11 +6,33 @@ import argparse
 import errno
 import os
 import sys
+import warnings
 from pathlib import Path
+from typing import Any
 
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
-__all__ = ["add_quiet", "at_least", "check_device", "inside", "out_dir", "plural", "say"]
+__all__ = [
+    "add_input",
+    "add_min_rows",
+    "add_quiet",
+    "at_least",
+    "check_device",
+    "check_min_rows",
+    "describe",
+    "inside",
+    "keep_min_rows",
+    "load_input",
+    "min_rows_attrs",
+    "min_rows_line",
+    "out_dir",
+    "plural",
+    "relay",
+    "say",
+]
+
+#: How many dropped identities are named in the output (all of them are counted).
+_N_NAMED = 10
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
@@ -94,3 +116,125 @@ def say(text: str) -> None:
 
 def plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
+
+
+# -- the embeddings input of `audit` and `certify` ---------------------------------------------
+
+
+def add_input(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("embeddings", help="CSV, NPZ or Parquet file of labelled embeddings")
+    parser.add_argument("--label-column", help="CSV/Parquet column holding identity labels")
+    parser.add_argument(
+        "--vector-column", help="CSV/Parquet column holding each vector (default: the others)"
+    )
+    parser.add_argument("--embeddings-key", default="embeddings", help="NPZ array of vectors")
+    parser.add_argument("--labels-key", default="labels", help="NPZ array of labels")
+
+
+def add_min_rows(parser: argparse.ArgumentParser, need: str) -> None:
+    parser.add_argument(
+        "--min-rows",
+        type=int,
+        metavar="N",
+        help="drop identities with fewer than N rows before pairs are sampled; they are "
+        f"counted and named in the output (default and smallest allowed: what {need})",
+    )
+
+
+def check_min_rows(value: int | None, need: int, who: str) -> int:
+    """``--min-rows``, defaulting to ``need``, the fewest rows per identity ``who``."""
+    if value is None:
+        return need
+    if value < need:
+        raise InvalidInputError(
+            f"`--min-rows` must be >= {need}, the fewest rows per identity {who}; got {value}."
+        )
+    return value
+
+
+def load_input(args: argparse.Namespace) -> Any:
+    """Read the :class:`~idaudit.data.EmbeddingSet` that the ``embeddings`` argument names."""
+    from idaudit.data import EmbeddingSet
+
+    path = Path(args.embeddings)
+    if not path.is_file():
+        raise FileNotFoundError(f"`embeddings` must be an existing file; got {str(path)!r}.")
+    # the dropped-row counts are printed with the input's description (describe), so the
+    # library's warning about them would only say the same thing twice
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        return EmbeddingSet.read(
+            path,
+            label_column=args.label_column,
+            vector_column=args.vector_column,
+            embeddings_key=args.embeddings_key,
+            labels_key=args.labels_key,
+        )
+
+
+def describe(es: Any) -> str:
+    dropped = ", ".join(f"{k}: {v}" for k, v in es.dropped_.items() if v) or "none"
+    return (
+        f"{len(es)} rows, {len(es.identities)} identities, dim {es.dim}; dropped "
+        f"{es.n_dropped_} ({dropped}); exact duplicates {es.n_duplicates_}; sha256 "
+        f"{es.sha256[:12]}…"
+    )
+
+
+def keep_min_rows(es: Any, min_rows: int) -> tuple[Any, dict[Any, int]]:
+    """Keep identities with at least ``min_rows`` rows; also return each dropped one's rows."""
+    n_kept = sum(n >= min_rows for n in es.counts.values())
+    if n_kept < 2:
+        if n_kept < len(es.identities):
+            raise InvalidInputError(
+                f"`--min-rows` {min_rows} leaves {n_kept} of the {len(es.identities)} "
+                "identities; at least 2 are needed (see the counts above)."
+            )
+        raise InvalidInputError(
+            f"`embeddings` must hold at least 2 identities; got {len(es.identities)}."
+        )
+    kept: tuple[Any, dict[Any, int]] = es.filter(min_rows=min_rows)
+    return kept
+
+
+def _named(small: dict[Any, int]) -> str:
+    shown = ", ".join(
+        f"{label} ({plural(n, 'row', 'rows')})" for label, n in list(small.items())[:_N_NAMED]
+    )
+    return shown + (f", and {len(small) - _N_NAMED} more" if len(small) > _N_NAMED else "")
+
+
+def min_rows_line(min_rows: int, small: dict[Any, int]) -> str:
+    """One sentence saying which identities ``--min-rows`` dropped (or that none were)."""
+    if not small:
+        return f"Identities with fewer than {min_rows} rows (`--min-rows`): none."
+    return (
+        f"Dropped {plural(len(small), 'identity', 'identities')} with fewer than {min_rows} "
+        f"rows (`--min-rows`) before pairs were chosen, "
+        f"{plural(sum(small.values()), 'row', 'rows')} in all: {_named(small)}."
+    )
+
+
+def min_rows_attrs(min_rows: int, small: dict[Any, int]) -> dict[str, Any]:
+    """Dataset attributes recording the ``--min-rows`` filter (scalars and strings only)."""
+    labels = ", ".join(str(label) for label in list(small)[:_N_NAMED])
+    if len(small) > _N_NAMED:
+        labels += f", and {len(small) - _N_NAMED} more"
+    return {
+        "min_rows": min_rows,
+        "n_identities_dropped_min_rows": len(small),
+        "n_rows_dropped_min_rows": sum(small.values()),
+        "identities_dropped_min_rows": labels,
+    }
+
+
+def relay(caught: list[warnings.WarningMessage], command: str) -> list[str]:
+    """Print idaudit's warnings as one line each on stderr; pass the others on unchanged."""
+    notes: list[str] = []
+    for w in caught:
+        if issubclass(w.category, IdauditWarning):
+            notes.append(str(w.message))
+            sys.stderr.write(f"idaudit {command}: warning: {w.message}\n")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return notes

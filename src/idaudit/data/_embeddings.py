@@ -12,16 +12,26 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from idaudit._validation import check_in_range
+from idaudit._validation import check_in_range, check_integer
+from idaudit.data import _readers
+from idaudit.data._rows import (
+    DROP_REASONS,
+    REASON_CODE,
+    as_float_matrix,
+    as_label_array,
+    normalise_label_dtype,
+)
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["DROP_REASONS", "EmbeddingSet"]
 
-#: Why a row can be dropped, in the order the rules are applied (a row counts once, under the
-#: first rule it breaks).
-DROP_REASONS: tuple[str, ...] = ("missing", "unparseable", "non_finite", "zero_norm")
-
-_REASON_CODE = {reason: i + 1 for i, reason in enumerate(DROP_REASONS)}  # 0 means "kept"
+#: File suffix (lower case) -> the format :meth:`EmbeddingSet.read` reads it as.
+READ_SUFFIXES: dict[str, str] = {
+    ".csv": "csv",
+    ".npz": "npz",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 
 
 class EmbeddingSet:
@@ -121,8 +131,8 @@ class EmbeddingSet:
         normalize: bool = True,
         min_norm: float = 1e-6,
     ) -> None:
-        x = _as_float_matrix(embeddings)
-        lab = _as_label_array(labels, x.shape[0])
+        x = as_float_matrix(embeddings)
+        lab = as_label_array(labels, x.shape[0])
         self._load(
             x,
             lab,
@@ -197,9 +207,9 @@ class EmbeddingSet:
         >>> es.get("ann").tolist()
         [[0.6, 0.8], [0.0, 1.0]]
         """
-        from idaudit.data._readers import read_csv
-
-        parsed, raw_hash = read_csv(path, label_column=label_column, vector_column=vector_column)
+        parsed, raw_hash = _readers.read_csv(
+            path, label_column=label_column, vector_column=vector_column
+        )
         return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
 
     @classmethod
@@ -240,9 +250,9 @@ class EmbeddingSet:
         >>> EmbeddingSet.from_npz(p).counts
         {'a': 2, 'b': 1}
         """
-        from idaudit.data._readers import read_npz
-
-        parsed, raw_hash = read_npz(path, embeddings_key=embeddings_key, labels_key=labels_key)
+        parsed, raw_hash = _readers.read_npz(
+            path, embeddings_key=embeddings_key, labels_key=labels_key
+        )
         return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
 
     @classmethod
@@ -280,11 +290,74 @@ class EmbeddingSet:
         A null list counts as ``"missing"``; a list whose length differs from the most common
         length counts as ``"unparseable"``.
         """
-        from idaudit.data._readers import read_parquet
-
-        parsed, raw_hash = read_parquet(
+        parsed, raw_hash = _readers.read_parquet(
             path, label_column=label_column, vector_column=vector_column
         )
+        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
+
+    @classmethod
+    def read(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        label_column: str | None = None,
+        vector_column: str | list[str] | None = None,
+        embeddings_key: str = "embeddings",
+        labels_key: str = "labels",
+        normalize: bool = True,
+        min_norm: float = 1e-6,
+    ) -> EmbeddingSet:
+        """Read embeddings from a file, choosing the reader by its suffix.
+
+        ``.csv`` is read by :meth:`from_csv`, ``.npz`` by :meth:`from_npz`, ``.parquet`` and
+        ``.pq`` by :meth:`from_parquet` (suffixes in any case).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file.
+        label_column, vector_column : optional
+            As for :meth:`from_csv` (CSV and Parquet only; ignored for ``.npz``).
+        embeddings_key, labels_key : str
+            As for :meth:`from_npz` (``.npz`` only; ignored otherwise).
+        normalize, min_norm
+            As for :class:`EmbeddingSet`.
+
+        Returns
+        -------
+        EmbeddingSet
+            As the reader returns it.
+
+        Raises
+        ------
+        InvalidInputError
+            If the suffix is none of the above.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import numpy as np
+        >>> from idaudit.data import EmbeddingSet
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "emb.NPZ"
+        >>> with open(p, "wb") as fh:
+        ...     np.savez(fh, embeddings=np.eye(3), labels=np.array(["a", "a", "b"]))
+        >>> EmbeddingSet.read(p).counts
+        {'a': 2, 'b': 1}
+        """
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        kind = READ_SUFFIXES.get(suffix)
+        if kind is None:
+            raise InvalidInputError(
+                "`path` must end in .csv, .npz, .parquet or .pq; got "
+                f"{os.path.basename(os.fspath(path))!r}."
+            )
+        if kind == "npz":
+            parsed, raw_hash = _readers.read_npz(
+                path, embeddings_key=embeddings_key, labels_key=labels_key
+            )
+        else:
+            reader = _readers.read_csv if kind == "csv" else _readers.read_parquet
+            parsed, raw_hash = reader(path, label_column=label_column, vector_column=vector_column)
         return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
 
     @classmethod
@@ -339,7 +412,7 @@ class EmbeddingSet:
             _mark(reasons, norms <= min_norm, "zero_norm")
         keep = reasons == 0
         counts = np.bincount(reasons, minlength=len(DROP_REASONS) + 1)
-        dropped = {r: int(counts[_REASON_CODE[r]]) for r in DROP_REASONS}
+        dropped = {r: int(counts[REASON_CODE[r]]) for r in DROP_REASONS}
         n_dropped = int(n_in - keep.sum())
         if not keep.any():
             raise InvalidInputError(
@@ -352,7 +425,7 @@ class EmbeddingSet:
                 stacklevel=stacklevel,
             )
         raw = x[keep]
-        lab = _normalise_label_dtype(labels[keep])
+        lab = normalise_label_dtype(labels[keep])
         identities, codes = _unique_labels(lab)
         vectors = raw / norms[keep][:, None] if normalize else raw.copy()
         self._setup(
@@ -507,6 +580,48 @@ class EmbeddingSet:
         rows = np.concatenate([self._rows_of(label) for label in dict.fromkeys(map(_py, wanted))])
         return self._take(rows)
 
+    def filter(self, *, min_rows: int) -> tuple[EmbeddingSet, dict[Any, int]]:
+        """Keep the identities with at least ``min_rows`` rows.
+
+        Parameters
+        ----------
+        min_rows : int
+            Fewest rows an identity must have to be kept (>= 1).
+
+        Returns
+        -------
+        kept : EmbeddingSet
+            The identities with at least ``min_rows`` rows (``self`` itself when none is
+            dropped; otherwise as :meth:`subset` builds it).
+        dropped : dict
+            Label (a Python scalar) -> its number of rows, for every identity dropped, in
+            sorted label order; empty when none is.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``min_rows`` is not an integer >= 1, or no identity has ``min_rows`` rows.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from idaudit.data import EmbeddingSet
+        >>> es = EmbeddingSet(np.eye(5), ["a", "a", "a", "b", "c"])
+        >>> kept, dropped = es.filter(min_rows=2)
+        >>> kept.counts, dropped
+        ({'a': 3}, {'b': 1, 'c': 1})
+        """
+        min_rows = check_integer(min_rows, "min_rows", minimum=1)
+        dropped = {label: n for label, n in self._counts.items() if n < min_rows}
+        if not dropped:
+            return self, dropped
+        if len(dropped) == len(self._counts):
+            raise InvalidInputError(
+                f"`min_rows` {min_rows} leaves none of the {len(self._counts)} identities "
+                f"(the largest has {max(self._counts.values())} rows)."
+            )
+        return self.subset(label for label in self._counts if label not in dropped), dropped
+
     def _rows_of(self, label: Any) -> npt.NDArray[np.intp]:
         try:
             return self._rows[_py(label)]
@@ -533,75 +648,6 @@ class EmbeddingSet:
 
 
 # ---------------------------------------------------------------------- helpers
-def _as_float_matrix(embeddings: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    try:
-        x = np.asarray(embeddings, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"`embeddings` must be a numeric array; got {type(embeddings).__name__}."
-        ) from exc
-    if x.ndim != 2:
-        raise InvalidInputError(
-            f"`embeddings` must be a 2-D array of shape (n_rows, dim); got {x.ndim}-D with "
-            f"shape {x.shape}."
-        )
-    if x.shape[0] == 0 or x.shape[1] == 0:
-        raise InvalidInputError(
-            f"`embeddings` must have at least one row and one column; got shape {x.shape}."
-        )
-    return np.ascontiguousarray(x)
-
-
-def _as_label_array(labels: Any, n: int) -> npt.NDArray[Any]:
-    if isinstance(labels, np.ndarray):
-        lab = labels
-    elif isinstance(labels, (pd.Series, pd.Index)):
-        lab = labels.to_numpy()
-    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
-        raise InvalidInputError(
-            f"`labels` must be a 1-D sequence of labels; got {type(labels).__name__}."
-        )
-    else:
-        # object dtype first: np.asarray would turn [1, "a"] into strings and NaN into "nan"
-        try:
-            lab = np.array(list(labels), dtype=object)
-        except ValueError as exc:  # ragged nesting
-            raise InvalidInputError("`labels` must be 1-D; got nested sequences.") from exc
-    if lab.ndim != 1:
-        raise InvalidInputError(f"`labels` must be 1-D; got shape {lab.shape}.")
-    if lab.shape[0] != n:
-        raise InvalidInputError(
-            f"`labels` must have one entry per row of `embeddings`; got {lab.shape[0]} vs {n}."
-        )
-    if lab.dtype.kind not in "OUSiuf":
-        raise TypeError(f"`labels` must hold strings or integers; got dtype {lab.dtype}.")
-    if lab.dtype.kind == "O":
-        bad = next((v for v in lab.tolist() if not _is_label_scalar(v)), None)
-        if bad is not None:
-            raise TypeError(f"`labels` must hold strings or integers; got {type(bad).__name__}.")
-    return lab
-
-
-def _is_label_scalar(value: Any) -> bool:
-    return value is None or value is pd.NA or isinstance(value, (str, int, float, np.generic))
-
-
-def _normalise_label_dtype(lab: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """Object arrays of all-str or all-int labels become '<U' / int64 arrays."""
-    if lab.dtype.kind == "f":
-        if np.all(lab == np.round(lab)):
-            return lab.astype(np.int64)
-        return lab
-    if lab.dtype.kind != "O":
-        return lab
-    values = lab.tolist()
-    if all(isinstance(v, str) for v in values):
-        return np.asarray(values, dtype=str)
-    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
-        return np.asarray(values, dtype=np.int64)
-    return lab
-
-
 def _unique_labels(lab: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[np.intp]]:
     try:
         identities, codes = np.unique(lab, return_inverse=True)
@@ -614,7 +660,7 @@ def _unique_labels(lab: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray
 
 
 def _mark(reasons: npt.NDArray[np.int8], mask: npt.ArrayLike, reason: str) -> None:
-    reasons[(reasons == 0) & np.asarray(mask, dtype=bool)] = _REASON_CODE[reason]
+    reasons[(reasons == 0) & np.asarray(mask, dtype=bool)] = REASON_CODE[reason]
 
 
 def _row_norms(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from idaudit._validation import RngLike, check_integer, check_random_state
-from idaudit.data._embeddings import _normalise_label_dtype
+from idaudit.data._rows import normalise_label_dtype
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["sample_pairs"]
@@ -18,6 +18,7 @@ __all__ = ["sample_pairs"]
 def sample_pairs(
     identities: Iterable[Any] | npt.ArrayLike,
     n: int | None = None,
+    *,
     rng: RngLike = 0,
 ) -> list[tuple[Any, Any]]:
     r"""Return the first ``n`` pairs of one seeded shuffle of all unordered identity pairs.
@@ -110,7 +111,7 @@ def _unique_sorted(identities: Any) -> npt.NDArray[Any]:
         arr[:] = values
     if arr.ndim != 1:
         raise InvalidInputError(f"`identities` must be 1-D; got shape {arr.shape}.")
-    arr = _normalise_label_dtype(arr)
+    arr = normalise_label_dtype(arr)
     try:
         return np.unique(arr)
     except TypeError as exc:

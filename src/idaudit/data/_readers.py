@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from idaudit.data._embeddings import _REASON_CODE
+from idaudit.data._rows import REASON_CODE, as_float_matrix, as_label_array
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["read_csv", "read_npz", "read_parquet"]
@@ -31,8 +31,8 @@ Parsed: TypeAlias = tuple[npt.NDArray[np.float64], npt.NDArray[Any], npt.NDArray
 #: Column names taken as the label column when ``label_column`` is not given, in this order.
 LABEL_COLUMN_NAMES: tuple[str, ...] = ("label", "identity", "id")
 
-_MISSING = _REASON_CODE["missing"]
-_UNPARSEABLE = _REASON_CODE["unparseable"]
+_MISSING = REASON_CODE["missing"]
+_UNPARSEABLE = REASON_CODE["unparseable"]
 # brackets and quotes around a text vector, e.g. "[0.1, 0.2]" or "(0.1 0.2)"
 _STRIP = "[](){} \t\r\n'\""
 _WHITESPACE = re.compile(r"\s+")
@@ -208,10 +208,8 @@ def read_npz(
                 "save the embeddings as a float array and the labels as a string or integer "
                 "array."
             ) from exc
-    from idaudit.data._embeddings import _as_float_matrix, _as_label_array
-
-    x = _as_float_matrix(x)
-    labels = _as_label_array(labels, x.shape[0])
+    x = as_float_matrix(x)
+    labels = as_label_array(labels, x.shape[0])
     return (x, labels, np.zeros(x.shape[0], dtype=np.int8)), _sha256(raw)
 
 
@@ -259,14 +257,12 @@ def _parse_frame(
 
 def _check_labels(col: pd.Series, label: str) -> npt.NDArray[Any]:
     """Return the label column, checked as the ``labels`` of :class:`EmbeddingSet` are."""
-    from idaudit.data._embeddings import _as_label_array
-
     values = col.to_numpy()
     if values.dtype.kind == "O" or not isinstance(col.dtype, np.dtype):
         # extension dtypes (str, Int64, ...): plain objects with NaN for missing
         values = col.astype(object).where(col.notna(), np.nan).to_numpy(dtype=object)
     try:
-        return _as_label_array(values, len(col))
+        return as_label_array(values, len(col))
     except (TypeError, InvalidInputError) as exc:
         raise type(exc)(f"label column {label!r}: {exc}") from exc
 

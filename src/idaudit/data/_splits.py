@@ -22,8 +22,8 @@ MIN_ROWS_PER_SIDE = 2
 def split_identities(
     es: EmbeddingSet,
     test_size: float = 0.3,
-    rng: RngLike = 0,
     *,
+    rng: RngLike = 0,
     group_duplicates: bool = True,
 ) -> tuple[EmbeddingSet, EmbeddingSet]:
     r"""Split every identity's rows once into development and reserved test rows.

@@ -46,12 +46,12 @@ _LAZY: dict[str, str] = {
     "SyntheticIdentities": "idaudit.faces._generator",
     "synthetic_identities": "idaudit.faces._generator",
     "TorchDlibEncoder": "idaudit.faces._dlib_torch",
-    "AdaFaceEncoder": "idaudit.faces._local",
-    "ArcFaceEncoder": "idaudit.faces._local",
-    "InceptionResnetV1Encoder": "idaudit.faces._local",
-    "LVFaceEncoder": "idaudit.faces._local",
-    "OnnxEncoder": "idaudit.faces._local",
-    "RetinaFaceDetector": "idaudit.faces._local",
+    "AdaFaceEncoder": "idaudit.faces._torch_encoders",
+    "ArcFaceEncoder": "idaudit.faces._onnx",
+    "InceptionResnetV1Encoder": "idaudit.faces._torch_encoders",
+    "LVFaceEncoder": "idaudit.faces._onnx",
+    "OnnxEncoder": "idaudit.faces._onnx",
+    "RetinaFaceDetector": "idaudit.faces._onnx",
     "LPIPSDistance": "idaudit.faces._metrics",
     "SSIMDistance": "idaudit.faces._metrics",
     "MODEL_REGISTRY": "idaudit.faces._weights",
@@ -88,18 +88,18 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         synthetic_identities as synthetic_identities,
     )
     from idaudit.faces._io import load_image as load_image
-    from idaudit.faces._local import AdaFaceEncoder as AdaFaceEncoder
-    from idaudit.faces._local import ArcFaceEncoder as ArcFaceEncoder
-    from idaudit.faces._local import (
-        InceptionResnetV1Encoder as InceptionResnetV1Encoder,
-    )
-    from idaudit.faces._local import LVFaceEncoder as LVFaceEncoder
-    from idaudit.faces._local import OnnxEncoder as OnnxEncoder
-    from idaudit.faces._local import RetinaFaceDetector as RetinaFaceDetector
     from idaudit.faces._metrics import LPIPSDistance as LPIPSDistance
     from idaudit.faces._metrics import SSIMDistance as SSIMDistance
     from idaudit.faces._mtcnn import MTCNNDetector as MTCNNDetector
+    from idaudit.faces._onnx import ArcFaceEncoder as ArcFaceEncoder
+    from idaudit.faces._onnx import LVFaceEncoder as LVFaceEncoder
+    from idaudit.faces._onnx import OnnxEncoder as OnnxEncoder
+    from idaudit.faces._onnx import RetinaFaceDetector as RetinaFaceDetector
     from idaudit.faces._pipeline import FacePipeline as FacePipeline
+    from idaudit.faces._torch_encoders import AdaFaceEncoder as AdaFaceEncoder
+    from idaudit.faces._torch_encoders import (
+        InceptionResnetV1Encoder as InceptionResnetV1Encoder,
+    )
     from idaudit.faces._types import Detector as Detector
     from idaudit.faces._types import Encoder as Encoder
     from idaudit.faces._types import Face as Face

@@ -19,11 +19,10 @@ import numpy.typing as npt
 from idaudit._validation import check_in_range, check_integer
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._io import to_rgb_uint8
-from idaudit.faces._types import Face
+from idaudit.faces._types import FACES_EXTRA, Face
 
 __all__ = ["DLIB_THRESHOLD", "DlibDetector", "DlibEncoder", "dlib_face_chip"]
 
-_FACES_EXTRA = 'pip install "idaudit[faces]"'
 _RESNET_FILE = "dlib_face_recognition_resnet_model_v1.dat"
 _SHAPE5_FILE = "shape_predictor_5_face_landmarks.dat"
 _SHAPE68_FILE = "shape_predictor_68_face_landmarks.dat"
@@ -40,7 +39,7 @@ def _import_dlib() -> Any:
         import dlib
     except ImportError as exc:
         raise ImportError(
-            f"The dlib models need the `dlib` module (dlib-bin): {_FACES_EXTRA}"
+            f"The dlib models need the `dlib` module (dlib-bin): {FACES_EXTRA}"
         ) from exc
     return dlib
 

@@ -25,7 +25,7 @@ from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._dlib import _check_chips, _weights_folder
 from idaudit.faces._dlib_format import DlibFormatError, DlibLayer, DlibNetwork, parse_dnn
-from idaudit.faces._types import Face, _device_name
+from idaudit.faces._types import Face, device_name
 from idaudit.faces._weights import resolve_weights
 
 __all__ = ["TorchDlibEncoder"]
@@ -329,7 +329,7 @@ class TorchDlibEncoder(nn.Module):
     @property
     def device(self) -> str:
         """Device holding the weights, ``"cpu"`` or ``"cuda:<index>"``."""
-        return _device_name(self.pixel_mean.device)
+        return device_name(self.pixel_mean.device)
 
     @property
     def dtype(self) -> torch.dtype:

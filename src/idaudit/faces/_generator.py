@@ -207,7 +207,7 @@ class ShippedFaceGenerator:
                 out[s : s + self.batch_size] = pixels.permute(0, 2, 3, 1).cpu().numpy()
         return out
 
-    def sample_latents(self, n: int, rng: RngLike = None) -> npt.NDArray[np.float32]:
+    def sample_latents(self, n: int, *, rng: RngLike = None) -> npt.NDArray[np.float32]:
         """Draw ``n`` latents ``z ~ N(0, I_100)`` with numpy (same ``rng`` → same ``z`` anywhere).
 
         Returns
@@ -218,14 +218,14 @@ class ShippedFaceGenerator:
         gen = check_random_state(rng)
         return gen.standard_normal((n, self.latent_dim)).astype(np.float32)
 
-    def sample(self, n: int, rng: RngLike = None) -> npt.NDArray[np.uint8]:
-        """Generate ``n`` random faces, ``generate(sample_latents(n, rng))``.
+    def sample(self, n: int, *, rng: RngLike = None) -> npt.NDArray[np.uint8]:
+        """Generate ``n`` random faces, ``generate(sample_latents(n, rng=rng))``.
 
         Returns
         -------
         numpy.ndarray of uint8, shape (n, 64, 64, 3)
         """
-        return self.generate(self.sample_latents(n, rng))
+        return self.generate(self.sample_latents(n, rng=rng))
 
     def crops(
         self, images: npt.NDArray[np.uint8], encoder: Encoder, *, upscale: int = 160
@@ -346,8 +346,8 @@ def synthetic_identities(
     n_identities: int,
     n_per_identity: int,
     spread: float = 0.15,
-    rng: RngLike = 0,
     *,
+    rng: RngLike = 0,
     generator: ShippedFaceGenerator | None = None,
     encoder: Encoder | None = None,
     min_separation: float | None = None,

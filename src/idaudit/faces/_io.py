@@ -30,10 +30,9 @@ import numpy as np
 import numpy.typing as npt
 
 from idaudit.exceptions import InvalidInputError
+from idaudit.faces._types import FACES_EXTRA
 
 __all__ = ["load_image", "read_pixels", "to_rgb_uint8"]
-
-_FACES_EXTRA = 'pip install "idaudit[faces]"'
 
 
 def to_rgb_uint8(image: Any, name: str = "image") -> npt.NDArray[np.uint8]:
@@ -178,7 +177,7 @@ def read_pixels(path: str | os.PathLike[str]) -> npt.NDArray[Any]:
     try:
         from PIL import Image, ImageOps
     except ImportError as exc:  # pragma: no cover - pillow is in the faces extra
-        raise ImportError(f"Reading image files needs Pillow: {_FACES_EXTRA}") from exc
+        raise ImportError(f"Reading image files needs Pillow: {FACES_EXTRA}") from exc
     file = Path(path)
     with Image.open(file) as opened:
         opened.load()  # decode now, so truncated files fail here

@@ -29,7 +29,7 @@ from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._io import to_rgb_uint8
-from idaudit.faces._types import _device_name
+from idaudit.faces._types import device_name
 from idaudit.faces._weights import resolve_weights
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,20 +101,20 @@ def _build_lpips_net(backbone: Path, heads: Path) -> _LPIPSNet:
     import torch
     from torchvision.models import alexnet
 
-    from idaudit.faces._local import _load_checkpoint, _load_exact
+    from idaudit.faces._checkpoints import load_checkpoint, load_exact
 
     with torch.device("meta"):  # no random init: every tensor comes from the files
         features = alexnet(weights=None).features[: _ALEX_TAPS[-1] + 1]
-    raw = _load_checkpoint(backbone)
+    raw = load_checkpoint(backbone)
     if not isinstance(raw, Mapping):
         raise InvalidInputError(f"{backbone} does not hold a state dict.")
     # LPIPS uses the convolutional trunk only; the classifier entries are not needed.
     state = {k[len("features.") :]: v for k, v in raw.items() if k.startswith("features.")}
-    _load_exact(features, state, backbone, assign=True, prefix="features.", what="AlexNet features")
+    load_exact(features, state, backbone, assign=True, prefix="features.", what="AlexNet features")
     for layer in features:
         if isinstance(layer, torch.nn.ReLU):
             layer.inplace = False  # tapped activations must stay intact for autograd
-    head_state = _load_checkpoint(heads)
+    head_state = load_checkpoint(heads)
     if not isinstance(head_state, Mapping):
         raise InvalidInputError(f"{heads} does not hold a state dict.")
     weights = []
@@ -222,7 +222,7 @@ class LPIPSDistance:
         verify: bool = True,
     ) -> None:
         self._device = resolve_device(device)
-        self.device = _device_name(self._device)
+        self.device = device_name(self._device)
         self.size = check_integer(size, "size", minimum=32)
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         self.backbone_path = resolve_weights(

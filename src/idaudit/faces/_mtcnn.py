@@ -13,14 +13,12 @@ from idaudit._device import resolve_device
 from idaudit._validation import check_in_range, check_integer
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._io import to_rgb_uint8
-from idaudit.faces._types import Face
+from idaudit.faces._types import FACES_EXTRA, Face
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["MTCNNDetector"]
-
-_FACES_EXTRA = 'pip install "idaudit[faces]"'
 
 
 def _import_facenet() -> Any:
@@ -30,7 +28,7 @@ def _import_facenet() -> Any:
     except ImportError as exc:
         raise ImportError(
             "MTCNNDetector needs facenet-pytorch (installed with --no-deps by the faces "
-            f'install step): {_FACES_EXTRA} && pip install --no-deps "facenet-pytorch==2.6.0"'
+            f'install step): {FACES_EXTRA} && pip install --no-deps "facenet-pytorch==2.6.0"'
         ) from exc
     return mtcnn, detect_face
 

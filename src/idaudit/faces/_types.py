@@ -13,6 +13,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Detector", "Encoder", "Face"]
 
+#: How to install what the face models need, for ImportErrors (the faces modules share it).
+FACES_EXTRA = 'pip install "idaudit[faces]"'
+
 
 @dataclass(frozen=True)
 class Face:
@@ -107,7 +110,7 @@ class Encoder(Protocol):
         ...
 
 
-def _device_name(device: torch.device) -> str:
+def device_name(device: torch.device) -> str:
     """``"cpu"`` or ``"cuda:<index>"``: the one spelling of a device every encoder reports."""
     if device.type == "cuda" and device.index is None:
         import torch

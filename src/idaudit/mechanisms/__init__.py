@@ -7,6 +7,7 @@
 :class:`EncodedGenerator`   encoder ∘ image generator over source images (Section 2.5)
 :func:`sample_embeddings`   query a mechanism → :class:`~idaudit.data.EmbeddingSet`
 :func:`audit_mechanism`     query, audit, and attach the mechanism's guarantee (if known)
+:func:`add_guarantee`       attach a mechanism's guarantee to a per-pair result
 ==========================  ===============================================================
 
 The two noise mechanisms state what is proved about them: ``pair_epsilon(a, b, delta)`` (exact
@@ -15,7 +16,12 @@ for point bases), ``is_exact(a, b, delta)`` and the mechanism-wide ``reference_e
 
 from __future__ import annotations
 
-from idaudit.mechanisms._base import Mechanism, audit_mechanism, sample_embeddings
+from idaudit.mechanisms._base import (
+    Mechanism,
+    add_guarantee,
+    audit_mechanism,
+    sample_embeddings,
+)
 from idaudit.mechanisms._encoded import EncodedGenerator
 from idaudit.mechanisms._noise import GaussianNoise, LaplaceNoise
 
@@ -24,6 +30,7 @@ __all__ = [
     "GaussianNoise",
     "LaplaceNoise",
     "Mechanism",
+    "add_guarantee",
     "audit_mechanism",
     "sample_embeddings",
 ]

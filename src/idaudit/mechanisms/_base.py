@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._results import variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -118,11 +120,11 @@ def sample_embeddings(
 
 def audit_mechanism(
     mechanism: Mechanism,
-    auditors: Sequence[Any],
     pairs: Sequence[tuple[Any, Any]],
+    auditors: Sequence[Any],
     n_per_identity: int,
-    rng: RngLike = 0,
     *,
+    rng: RngLike = 0,
     delta: float | None = None,
     device: str = "cpu",
     batch_size: int | None = None,
@@ -134,10 +136,13 @@ def audit_mechanism(
     ----------
     mechanism : Mechanism
         The mechanism to audit.
-    auditors : sequence of BaseAuditor
-        The audits to run (see :func:`idaudit.audit_pairs`).
     pairs : sequence of (label, label), length >= 1
         Identity pairs to audit; every label must be one of ``mechanism.identities``.
+    auditors : sequence of BaseAuditor
+        The audits to run (see :func:`idaudit.audit_pairs`, which takes ``pairs`` and
+        ``auditors`` in the same order). The former order, ``auditors`` before ``pairs``, is
+        still recognised (a sequence of auditors passed as ``pairs``), with a
+        ``FutureWarning``.
     n_per_identity : int
         Outputs drawn per identity, at least 2.
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
@@ -174,12 +179,21 @@ def audit_mechanism(
     >>> from idaudit import EmbeddingSet, GaussMechAuditor
     >>> from idaudit.mechanisms import GaussianNoise, audit_mechanism
     >>> mech = GaussianNoise(EmbeddingSet(np.eye(3), ["a", "b", "c"]), sigma=0.5)
-    >>> ds = audit_mechanism(mech, [GaussMechAuditor()], [("a", "b")], 50, rng=0, progress=False)
+    >>> ds = audit_mechanism(mech, [("a", "b")], [GaussMechAuditor()], 50, rng=0, progress=False)
     >>> sorted(v for v in ds.data_vars if "epsilon" in v)
     ['gaussmech_epsilon', 'reference_epsilon', 'true_epsilon', 'true_epsilon_exact']
     """
     from idaudit.audits import audit_pairs
 
+    if _all_auditors(pairs) and not _all_auditors(auditors):
+        warnings.warn(
+            "audit_mechanism(mechanism, auditors, pairs, ...) is the former argument order; "
+            "pass pairs before auditors, as audit_pairs takes them. The former order will stop "
+            "working in a future release.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        pairs, auditors = auditors, pairs
     known = np.asarray(mechanism.identities).tolist()
     pair_list = check_pairs(pairs, known, unknown="which the mechanism does not know")
     if delta is None:
@@ -197,8 +211,51 @@ def audit_mechanism(
     return ds
 
 
+def _all_auditors(value: Any) -> bool:
+    """Whether ``value`` is a non-empty sequence of auditors (to spot the former order)."""
+    from idaudit.audits import BaseAuditor
+
+    if isinstance(value, BaseAuditor):
+        return True
+    try:
+        items = list(value)
+    except TypeError:
+        return False
+    return bool(items) and all(isinstance(item, BaseAuditor) for item in items)
+
+
 def add_guarantee(ds: xr.Dataset, mechanism: Any, delta: float) -> xr.Dataset:
-    """Attach a mechanism's known guarantee to a per-pair Dataset (no-op if it states none)."""
+    """Attach a mechanism's known guarantee to a per-pair Dataset (no-op if it states none).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A per-pair result (dim ``pair``, coords ``identity_a``, ``identity_b``), e.g. from
+        :func:`idaudit.audit_pairs` on draws of ``mechanism``.
+    mechanism : Mechanism
+        With ``pair_epsilon(a, b, delta)``, ``is_exact(a, b, delta)`` and
+        ``reference_epsilon(delta)``, as :class:`GaussianNoise` and :class:`LaplaceNoise`
+        have; any other mechanism leaves ``ds`` as it is.
+    delta : float
+        The δ at which the truths are stated.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` with ``true_epsilon``, ``true_epsilon_exact`` (pair) and ``reference_epsilon``
+        (no dims), all of status ``reference``, and the attribute ``reference_delta``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit import EmbeddingSet, GaussMechAuditor, audit_pairs
+    >>> from idaudit.mechanisms import GaussianNoise, add_guarantee, sample_embeddings
+    >>> mech = GaussianNoise(EmbeddingSet(np.eye(3), ["a", "b", "c"]), sigma=0.5)
+    >>> es = sample_embeddings(mech, 20, rng=0)
+    >>> ds = audit_pairs(es, [("a", "b")], [GaussMechAuditor()], progress=False)
+    >>> add_guarantee(ds, mech, 1e-5)["true_epsilon"].attrs["status"]
+    'reference'
+    """
     if not all(hasattr(mechanism, m) for m in ("pair_epsilon", "is_exact", "reference_epsilon")):
         return ds
     pairs = list(
@@ -207,27 +264,21 @@ def add_guarantee(ds: xr.Dataset, mechanism: Any, delta: float) -> xr.Dataset:
     truth = np.array([mechanism.pair_epsilon(a, b, delta) for a, b in pairs], dtype=np.float64)
     exact = np.array([mechanism.is_exact(a, b, delta) for a, b in pairs], dtype=bool)
     ds = ds.assign(
-        true_epsilon=(
+        true_epsilon=variable(
             "pair",
             truth,
-            {
-                "long_name": "the pair's ε(δ) from the mechanism's closed form",
-                "status": "reference",
-                "meaning": "exact where true_epsilon_exact, else an upper bound on the truth",
-            },
+            long_name="the pair's ε(δ) from the mechanism's closed form",
+            status="reference",
+            meaning="exact where true_epsilon_exact, else an upper bound on the truth",
         ),
-        true_epsilon_exact=(
-            "pair",
-            exact,
-            {"long_name": "whether true_epsilon is exact", "status": "reference"},
+        true_epsilon_exact=variable(
+            "pair", exact, long_name="whether true_epsilon is exact", status="reference"
         ),
-        reference_epsilon=(
+        reference_epsilon=variable(
             (),
             float(mechanism.reference_epsilon(delta)),
-            {
-                "long_name": "mechanism-wide ε(δ) guarantee (every pair of identities)",
-                "status": "reference",
-            },
+            long_name="mechanism-wide ε(δ) guarantee (every pair of identities)",
+            status="reference",
         ),
     )
     ds.attrs["reference_delta"] = float(delta)

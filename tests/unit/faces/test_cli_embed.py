@@ -180,7 +180,7 @@ def test_folder_without_identity_folders_or_faces(
 def test_identity_folders_without_images_fail_before_loading_models(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import idaudit.cli
+    import idaudit.cli._embed
 
     for name in ("a", "b"):
         (tmp_path / "imgs" / name).mkdir(parents=True)
@@ -189,7 +189,7 @@ def test_identity_folders_without_images_fail_before_loading_models(
     def no_models(args: object) -> object:
         raise AssertionError("models loaded although there is nothing to embed")
 
-    monkeypatch.setattr(idaudit.cli, "_face_models", no_models)
+    monkeypatch.setattr(idaudit.cli._embed, "_face_models", no_models)
     with pytest.raises(SystemExit):
         main(["embed", str(tmp_path / "imgs"), "--out", str(tmp_path / "e.npz"), "--quiet"])
     err = capsys.readouterr().err

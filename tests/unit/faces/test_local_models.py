@@ -1,4 +1,4 @@
-"""Models loaded from user-supplied files (idaudit.faces._local), with small stand-in files.
+"""Models loaded from user-supplied files (idaudit.faces._onnx, ._torch_encoders), with stand-ins.
 
 Every stand-in has the published file's format: ONNX graphs with the input/output signature of
 ``det_10g.onnx`` / ``w600k_r50.onnx`` / LVFace, an AdaFace Lightning-style checkpoint with the
@@ -29,15 +29,14 @@ from _standins import (
 )
 
 from idaudit.exceptions import InvalidInputError, MissingWeightsError
-from idaudit.faces._local import (
-    AdaFaceEncoder,
+from idaudit.faces._onnx import (
     ArcFaceEncoder,
-    InceptionResnetV1Encoder,
     LVFaceEncoder,
     OnnxEncoder,
     RetinaFaceDetector,
     _nms,
 )
+from idaudit.faces._torch_encoders import AdaFaceEncoder, InceptionResnetV1Encoder
 from idaudit.faces._types import Detector, Encoder, Face
 from idaudit.faces._weights import ENV_VAR
 

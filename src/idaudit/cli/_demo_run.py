@@ -1,4 +1,4 @@
-"""``idaudit demo``: the calibrated-noise benchmark on a built-in synthetic identity set."""
+"""What ``idaudit demo`` computes and writes: two noise sweeps, their report and figure."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from idaudit._results import write_atomic, write_netcdf, write_text
+from idaudit._results import variable, write_atomic, write_netcdf, write_text
 from idaudit.data import EmbeddingSet
 
 __all__ = [
@@ -57,7 +57,7 @@ class DemoResult:
     dataset: xr.Dataset = field(repr=False)
 
 
-def demo_identities(n_identities: int = 24, dim: int = 16, rng: int = DEMO_SEED) -> EmbeddingSet:
+def demo_identities(n_identities: int = 24, dim: int = 16, *, rng: int = DEMO_SEED) -> EmbeddingSet:
     """Build the demo's synthetic identity set: one point per identity on the unit sphere.
 
     Parameters
@@ -144,7 +144,12 @@ def _combine(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
         part = ds.assign_coords(noise_sd=("scale", sd)).swap_dims(scale="noise_sd")
         part = part.rename_vars(scale="mechanism_scale")
         part["mechanism_scale"].attrs = {"long_name": str(ds.attrs["scale_name"])}
-        part["reference_delta"] = ((), float(ds.attrs["reference_delta"]), _ref_attrs())
+        part["reference_delta"] = variable(
+            (),
+            float(ds.attrs["reference_delta"]),
+            long_name="delta at which true_epsilon is stated",
+            status="reference",
+        )
         parts.append(part)
     combined = xr.concat(
         parts,
@@ -166,10 +171,6 @@ def _combine(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
         "one per (mechanism, noise_sd), each holding with probability >= 1 - certifier.alpha"
     )
     return combined
-
-
-def _ref_attrs() -> dict[str, str]:
-    return {"long_name": "delta at which true_epsilon is stated", "status": "reference"}
 
 
 def _fmt(value: float) -> str:
@@ -285,7 +286,7 @@ def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         "",
         f"* **Identities**: {cfg.n_identities} synthetic identities, one point each on the unit "
         f"sphere in {cfg.dim} dimensions (standard-normal directions, seed {DEMO_SEED}; "
-        "`idaudit._demo.demo_identities`). No real face data is involved.",
+        "`idaudit.cli._demo_run.demo_identities`). No real face data is involved.",
         f"* **Mechanisms**: that point plus noise, drawn {cfg.n_per_identity} times per identity "
         "at each noise level — `GaussianNoise` (σ = noise sd; true ε(δ) from the analytic "
         "Gaussian mechanism at δ = 1e-5; its pure ε is infinite) and `LaplaceNoise` (scale "

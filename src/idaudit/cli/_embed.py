@@ -1,0 +1,251 @@
+"""``idaudit embed``: folders of face photos (one per identity) → an embeddings file."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from idaudit.cli._common import add_quiet, out_dir, say
+
+__all__ = ["add_parser"]
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``idaudit embed`` on ``sub`` (the sub-command action of the main parser)."""
+    embed = sub.add_parser(
+        "embed",
+        help="turn folders of face photos (one per identity) into an embeddings file",
+        description=(
+            "Detect, align and encode the faces in IMAGES_DIR, which holds one sub-folder per "
+            "identity (the folder name is the label; images anywhere below it count). Each "
+            "photo keeps its largest face. Writes the embeddings (.npz, .csv or .parquet, "
+            "readable by 'idaudit audit' and 'idaudit certify') and an outcome table (CSV, "
+            "one row per photo or kept face: ok, no_face, unreadable, bad_format), and prints "
+            "how many photos were dropped and why. Encoders: 'dlib' (default; dlib's ResNet "
+            "with MTCNN, weights shipped with pip, CC0/MIT), 'torch-dlib' (the same network "
+            "in torch, batched, CPU or CUDA), 'arcface' (InsightFace buffalo_l: RetinaFace "
+            "det_10g.onnx and ArcFace w600k_r50.onnx from --arcface-dir; InsightFace's "
+            "pretrained models are licensed for non-commercial research only). Nothing is "
+            "downloaded."
+        ),
+    )
+    embed.add_argument("images_dir", metavar="IMAGES_DIR", help="folder of identity folders")
+    embed.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="embeddings file to write: .npz (arrays embeddings, labels, sources), .csv or "
+        ".parquet/.pq (columns identity, e0, e1, ...)",
+    )
+    embed.add_argument(
+        "--outcomes",
+        metavar="FILE",
+        help="outcome table to write (default: the --out path with .outcomes.csv)",
+    )
+    embed.add_argument(
+        "--encoder",
+        choices=("dlib", "torch-dlib", "arcface"),
+        help="identity encoder (default: arcface when --arcface-dir is given, else dlib)",
+    )
+    embed.add_argument(
+        "--arcface-dir",
+        metavar="DIR",
+        help="InsightFace buffalo_l folder holding det_10g.onnx and w600k_r50.onnx "
+        "(non-commercial research licence; default: $IDAUDIT_WEIGHTS/buffalo_l)",
+    )
+    embed.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="CPU threads for torch and onnxruntime (default: their own)",
+    )
+    embed.add_argument(
+        "--device", default="cpu", help="cpu or cuda[:i] (torch-dlib, arcface; default: cpu)"
+    )
+    embed.add_argument(
+        "--all-faces",
+        action="store_true",
+        help="keep every face of a photo, each labelled with its folder's identity (only "
+        "when every face in those photos is that person)",
+    )
+    embed.add_argument(
+        "--batch-size",
+        type=int,
+        default=32,
+        metavar="N",
+        help="aligned faces per encoder call (default: 32)",
+    )
+    add_quiet(embed)
+    embed.set_defaults(run=run)
+
+
+#: File suffixes read as images (case-insensitive); other files are counted and skipped.
+_IMAGE_SUFFIXES = frozenset(
+    {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pnm"}
+)
+_EMBEDDING_SUFFIXES = (".npz", ".csv", ".parquet", ".pq")
+
+
+def _find_images(root: Path) -> tuple[list[Path], list[str], int, int]:
+    """Image files below each identity folder of ``root``.
+
+    Returns ``(paths, labels, n_folders, n_skipped)``: the image paths, their folder names, how
+    many identity folders there are, and how many other files were skipped.
+
+    Identity folders are the visible sub-folders of ``root``; their images are found at any
+    depth, in sorted order. Hidden files and folders are ignored; visible files that are not
+    images (and files lying in ``root`` itself) are counted as skipped.
+    """
+    if not root.is_dir():
+        raise NotADirectoryError(f"`IMAGES_DIR` must be an existing folder; got {str(root)!r}.")
+    visible = sorted(p for p in root.iterdir() if not p.name.startswith("."))
+    folders = [p for p in visible if p.is_dir()]
+    if not folders:
+        raise ValueError(
+            f"`IMAGES_DIR` must hold one sub-folder per identity; {str(root)!r} has none."
+        )
+    skipped = sum(p.is_file() for p in visible)
+    paths: list[Path] = []
+    labels: list[str] = []
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if any(part.startswith(".") for part in path.relative_to(folder).parts):
+                continue
+            if not path.is_file():
+                continue
+            if path.suffix.lower() in _IMAGE_SUFFIXES:
+                paths.append(path)
+                labels.append(folder.name)
+            else:
+                skipped += 1
+    if not paths:
+        raise ValueError(
+            f"`IMAGES_DIR` holds {len(folders)} identity folder(s) but no image files "
+            f"({', '.join(sorted(_IMAGE_SUFFIXES))}); {skipped} other file(s)."
+        )
+    return paths, labels, len(folders), skipped
+
+
+def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Build the detector and encoder that ``--encoder`` names, on ``--device``/``--threads``."""
+    encoder = args.encoder or ("arcface" if args.arcface_dir else "dlib")
+    if args.arcface_dir and encoder != "arcface":
+        raise ValueError(f"`--arcface-dir` is used by --encoder arcface only; got {encoder!r}.")
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"`--threads` must be >= 1; got {args.threads}.")
+    if encoder == "arcface":
+        from idaudit.faces import ArcFaceEncoder, RetinaFaceDetector
+
+        options = {"threads": args.threads, "device": args.device}
+        return (
+            RetinaFaceDetector(args.arcface_dir, **options),
+            ArcFaceEncoder(args.arcface_dir, **options),
+        )
+    import torch
+
+    from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if encoder == "dlib":
+        if args.device != "cpu":
+            raise ValueError(
+                "`--device` must be cpu for --encoder dlib (dlib runs on the CPU; "
+                f"--encoder torch-dlib is the same network on CUDA); got {args.device!r}."
+            )
+        return MTCNNDetector(), DlibEncoder()
+    return MTCNNDetector(args.device), TorchDlibEncoder(device=args.device)
+
+
+def _embeddings_writer(path: Path, emb: Any, labels: Any, sources: Any, encoder: str) -> Any:
+    """Return the function that writes ``path`` in the format its suffix names."""
+    import numpy as np
+    import pandas as pd
+
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+
+        def write_npz(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
+                np.savez(
+                    fh,
+                    embeddings=emb,
+                    labels=np.asarray(labels, dtype=str),
+                    sources=np.asarray(sources, dtype=str),
+                    encoder=np.asarray(encoder),
+                )
+
+        return write_npz
+    frame = pd.DataFrame(emb, columns=[f"e{i}" for i in range(emb.shape[1])])
+    frame.insert(0, "identity", list(labels))
+    if suffix == ".csv":
+        return lambda tmp: frame.to_csv(tmp, index=False)
+    return lambda tmp: frame.to_parquet(tmp, index=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from idaudit._results import write_atomic
+    from idaudit.faces import FacePipeline
+
+    out = Path(args.out)
+    if out.suffix.lower() not in _EMBEDDING_SUFFIXES:
+        raise ValueError(f"`--out` must end in .npz, .csv, .parquet or .pq; got {out.name!r}.")
+    outcomes_path = Path(args.outcomes) if args.outcomes else out.with_suffix(".outcomes.csv")
+    if args.batch_size < 1:
+        raise ValueError(f"`--batch-size` must be >= 1; got {args.batch_size}.")
+    root = Path(args.images_dir)
+    paths, labels, n_folders, skipped = _find_images(root)
+    n_ids = len(set(labels))
+    say(
+        f"read {root}: {len(paths)} images in {n_folders} identity folders"
+        + (f" ({n_folders - n_ids} without images)" if n_ids < n_folders else "")
+        + (f"; {skipped} other files skipped" if skipped else "")
+    )
+    detector, encoder = _face_models(args)
+    # the folders that will hold the two files, before the (long) encoding
+    out_dir(out.parent, "--out")
+    out_dir(outcomes_path.parent, "--outcomes")
+    say(
+        f"detector {type(detector).__name__}, encoder {encoder.name} (dim {encoder.dim}), "
+        f"device {encoder.device}"
+    )
+    pipeline = FacePipeline(
+        detector,
+        encoder,
+        all_faces=args.all_faces,
+        batch_size=args.batch_size,
+        progress=not args.quiet,
+    )
+    emb, outcomes = pipeline.encode(paths)
+    outcomes.insert(0, "identity", [labels[i] for i in outcomes["input_index"]])
+    write_atomic(outcomes_path, lambda tmp: outcomes.to_csv(tmp, index=False))
+
+    kept = outcomes[outcomes["status"] == "ok"].sort_values("embedding_row")
+    per_input = outcomes.drop_duplicates("input_index")
+    counts = per_input["status"].value_counts()
+    several = int((kept.drop_duplicates("input_index")["n_faces"] > 1).sum())
+    dropped = {
+        status: int(counts.get(status, 0)) for status in ("no_face", "unreadable", "bad_format")
+    }
+    say(
+        f"kept {len(kept)} faces from {int(counts.get('ok', 0))} images; dropped "
+        f"{sum(dropped.values())} images ("
+        + ", ".join(f"{k}: {v}" for k, v in dropped.items())
+        + f"); images with several faces ({'all kept' if args.all_faces else 'largest kept'}): "
+        f"{several}"
+    )
+    missing = sorted(set(labels) - set(kept["identity"]))
+    if missing:
+        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
+        say(f"identities without any kept face: {len(missing)} ({shown})")
+    if len(kept) == 0:
+        raise ValueError(
+            f"no face was embedded from the {len(paths)} images, so {str(out)!r} was not "
+            f"written; see {str(outcomes_path)!r}."
+        )
+    sources = [str(Path(s).relative_to(root)) for s in kept["source"]]
+    write = _embeddings_writer(out, emb, kept["identity"].to_numpy(), sources, encoder.name)
+    write_atomic(out, write)
+    say(f"wrote:\n  {out}\n  {outcomes_path}")
+    return 0

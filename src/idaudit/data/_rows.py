@@ -1,0 +1,96 @@
+"""Row-level rules shared by ``EmbeddingSet`` and the file readers: drop reasons, array checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from idaudit.exceptions import InvalidInputError
+
+__all__ = [
+    "DROP_REASONS",
+    "REASON_CODE",
+    "as_float_matrix",
+    "as_label_array",
+    "normalise_label_dtype",
+]
+
+#: Why a row can be dropped, in the order the rules are applied (a row counts once, under the
+#: first rule it breaks).
+DROP_REASONS: tuple[str, ...] = ("missing", "unparseable", "non_finite", "zero_norm")
+
+
+REASON_CODE = {reason: i + 1 for i, reason in enumerate(DROP_REASONS)}  # 0 means "kept"
+
+
+def as_float_matrix(embeddings: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    try:
+        x = np.asarray(embeddings, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"`embeddings` must be a numeric array; got {type(embeddings).__name__}."
+        ) from exc
+    if x.ndim != 2:
+        raise InvalidInputError(
+            f"`embeddings` must be a 2-D array of shape (n_rows, dim); got {x.ndim}-D with "
+            f"shape {x.shape}."
+        )
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise InvalidInputError(
+            f"`embeddings` must have at least one row and one column; got shape {x.shape}."
+        )
+    return np.ascontiguousarray(x)
+
+
+def as_label_array(labels: Any, n: int) -> npt.NDArray[Any]:
+    if isinstance(labels, np.ndarray):
+        lab = labels
+    elif isinstance(labels, (pd.Series, pd.Index)):
+        lab = labels.to_numpy()
+    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+        raise InvalidInputError(
+            f"`labels` must be a 1-D sequence of labels; got {type(labels).__name__}."
+        )
+    else:
+        # object dtype first: np.asarray would turn [1, "a"] into strings and NaN into "nan"
+        try:
+            lab = np.array(list(labels), dtype=object)
+        except ValueError as exc:  # ragged nesting
+            raise InvalidInputError("`labels` must be 1-D; got nested sequences.") from exc
+    if lab.ndim != 1:
+        raise InvalidInputError(f"`labels` must be 1-D; got shape {lab.shape}.")
+    if lab.shape[0] != n:
+        raise InvalidInputError(
+            f"`labels` must have one entry per row of `embeddings`; got {lab.shape[0]} vs {n}."
+        )
+    if lab.dtype.kind not in "OUSiuf":
+        raise TypeError(f"`labels` must hold strings or integers; got dtype {lab.dtype}.")
+    if lab.dtype.kind == "O":
+        bad = next((v for v in lab.tolist() if not _is_label_scalar(v)), None)
+        if bad is not None:
+            raise TypeError(f"`labels` must hold strings or integers; got {type(bad).__name__}.")
+    return lab
+
+
+def _is_label_scalar(value: Any) -> bool:
+    return value is None or value is pd.NA or isinstance(value, (str, int, float, np.generic))
+
+
+def normalise_label_dtype(lab: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Object arrays of all-str or all-int labels become '<U' / int64 arrays."""
+    if lab.dtype.kind == "f":
+        if np.all(lab == np.round(lab)):
+            return lab.astype(np.int64)
+        return lab
+    if lab.dtype.kind != "O":
+        return lab
+    values = lab.tolist()
+    if all(isinstance(v, str) for v in values):
+        return np.asarray(values, dtype=str)
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        return np.asarray(values, dtype=np.int64)
+    return lab

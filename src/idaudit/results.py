@@ -1,0 +1,43 @@
+"""Result schema and file writing: the public home of :mod:`idaudit._results`.
+
+* :data:`STATUSES` — every formal status a reported number can carry, with its meaning
+  (``Status`` is the same list as a ``typing.Literal``); :data:`EPSILON_STATUSES` — those an
+  ε estimated from audit data may carry. See ``docs/status.md``.
+* :func:`variable`, :func:`pair_dataset`, :func:`provenance` — build result Datasets the way
+  idaudit's own functions do; :func:`check_result_dataset` checks one.
+* :func:`write_atomic`, :func:`write_text`, :func:`write_json`, :func:`write_csv`,
+  :func:`write_netcdf` — atomic, owner-only (``0o600``) writers for anything derived from
+  biometric data.
+"""
+
+from __future__ import annotations
+
+from idaudit._results import (
+    EPSILON_STATUSES,
+    STATUSES,
+    Status,
+    check_result_dataset,
+    pair_dataset,
+    provenance,
+    variable,
+    write_atomic,
+    write_csv,
+    write_json,
+    write_netcdf,
+    write_text,
+)
+
+__all__ = [
+    "EPSILON_STATUSES",
+    "STATUSES",
+    "Status",
+    "check_result_dataset",
+    "pair_dataset",
+    "provenance",
+    "variable",
+    "write_atomic",
+    "write_csv",
+    "write_json",
+    "write_netcdf",
+    "write_text",
+]
