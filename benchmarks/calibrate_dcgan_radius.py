@@ -30,11 +30,23 @@ def main() -> None:
     t0 = time.perf_counter()
     bank = LatentBank.build(gen, args.bank, detector=det, rng=0)
     warp = FrameWarp.for_dcgan(gen, enc, n=32, rng=1)
-    print(f"bank of {bank.volume} ({bank.n_drawn} drawn) and warp in {time.perf_counter() - t0:.0f} s")
-    for norm, radii in (("l2", [0.79, 1.5, 2.5, 3.5, 5.0, 7.0]), ("linf", [0.1, 0.25, 0.5, 0.75, 1.0])):
+    print(
+        f"bank of {bank.volume} ({bank.n_drawn} drawn) and warp in {time.perf_counter() - t0:.0f} s"
+    )
+    for norm, radii in (("l2", [0.79, 1.5, 2.5, 4.0, 6.0]), ("linf", [0.25, 0.5, 1.0])):
         t0 = time.perf_counter()
-        cal = calibrate_radius(gen, enc, bank, radii=radii, detector=det, norm=norm,
-                               n_codes=args.codes, t_max=args.steps, warp=warp, rng=0)
+        cal = calibrate_radius(
+            gen,
+            enc,
+            bank,
+            radii=radii,
+            detector=det,
+            norm=norm,
+            n_codes=args.codes,
+            t_max=args.steps,
+            warp=warp,
+            rng=0,
+        )
         print(f"\n{norm}: calibrated radius {cal.radius:g}  ({time.perf_counter() - t0:.0f} s)")
         print(cal.table.to_dataframe().round(3).to_string())
 

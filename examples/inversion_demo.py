@@ -123,75 +123,121 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     white, black = TorchDlibEncoder(), DlibEncoder()
     bank = LatentBank.build(gen, args.bank, detector=det, tau_k=args.tau_k, rng=0)
     warp = FrameWarp.for_dcgan(gen, white, n=32, rng=1)
-    print(f"bank: V={bank.volume} kept of {bank.n_drawn} draws ({bank.n_rejected_k} failed K², "
-          f"{bank.n_rejected_d} failed detection); warp fit RMSE {warp.fit_rmse:.3f}; "
-          f"{time.perf_counter() - t0:.0f} s")
+    print(
+        f"bank: V={bank.volume} kept of {bank.n_drawn} draws ({bank.n_rejected_k} failed K², "
+        f"{bank.n_rejected_d} failed detection); warp fit RMSE {warp.fit_rmse:.3f}; "
+        f"{time.perf_counter() - t0:.0f} s"
+    )
 
     # targets
     crops = real_crops(det, black, args.real)
-    ids = synthetic_identities(args.identities, args.per_identity, rng=2024, generator=gen.generator,
-                               encoder=black, min_separation=0.5)
+    ids = synthetic_identities(
+        args.identities,
+        args.per_identity,
+        rng=2024,
+        generator=gen.generator,
+        encoder=black,
+        min_separation=0.5,
+    )
     first = np.arange(args.identities) * args.per_identity
     syn_crops = gen.generator.crops(ids.images[first], black)
     target_crops = np.concatenate([crops, syn_crops])
-    names = [f"real{i}" for i in range(len(crops))] + [f"synthetic{i}" for i in range(args.identities)]
+    names = [f"real{i}" for i in range(len(crops))] + [
+        f"synthetic{i}" for i in range(args.identities)
+    ]
     z_white = white.encode(target_crops)
     z_dlib = unit(black.encode(target_crops))
 
     # thresholds: τ_F from a separate draw of identities, τ_A (Eq. 14) from real photos + mirrors
-    ref = synthetic_identities(6, 3, rng=77, generator=gen.generator, encoder=black, min_separation=0.5)
+    ref = synthetic_identities(
+        6, 3, rng=77, generator=gen.generator, encoder=black, min_separation=0.5
+    )
     e = unit(ref.embeddings)
     same = ref.labels[:, None] == ref.labels[None, :]
     iu = np.triu_indices(len(e), 1)
     sims = (e @ e.T)[iu]
     tau_f = eer_threshold(sims[same[iu]], sims[~same[iu]])
     tau_a = attack_threshold(white, np.concatenate([crops, crops[:, :, ::-1]]))
-    print(f"τ_F = {tau_f.threshold:.4f} (EER {tau_f.eer:.3f} on {tau_f.n_genuine} genuine / "
-          f"{tau_f.n_impostor} impostor synthetic pairs); τ_A = {tau_a:.4f} (Eq. 14)")
+    print(
+        f"τ_F = {tau_f.threshold:.4f} (EER {tau_f.eer:.3f} on {tau_f.n_genuine} genuine / "
+        f"{tau_f.n_impostor} impostor synthetic pairs); τ_A = {tau_a:.4f} (Eq. 14)"
+    )
 
     out: dict[str, Any] = {"tau_f": tau_f.threshold, "tau_a": tau_a}
     t1 = time.perf_counter()
-    adv = RankedAdversary(gen, white, bank=bank, top_n=args.top_n, t_max=args.t_max, tau_a=tau_a,
-                          warp=warp, attack="apgd", rng=0)
+    adv = RankedAdversary(
+        gen,
+        white,
+        bank=bank,
+        top_n=args.top_n,
+        t_max=args.t_max,
+        tau_a=tau_a,
+        warp=warp,
+        attack="apgd",
+        rng=0,
+    )
     res = adv.invert_many(z_white)
     wb_seconds = time.perf_counter() - t1
     recs = np.stack([r.image for r in res])
     after = dlib_after(gen, black, recs)
     cos_after = (unit(after) * z_dlib).sum(axis=1)
-    print(f"\nwhite-box APGD (L2, eps={gen.default_radius['l2']}, N={args.top_n}, "
-          f"t_max={args.t_max}): {wb_seconds:.0f} s for {len(res)} targets")
-    print(f"{'target':12s} {'before':>7s} {'after':>7s} {'after(dlib)':>11s} {'rank':>4s} "
-          f"{'iters':>5s} {'queries':>7s}")
+    print(
+        f"\nwhite-box APGD (L2, eps={gen.default_radius['l2']}, N={args.top_n}, "
+        f"t_max={args.t_max}): {wb_seconds:.0f} s for {len(res)} targets"
+    )
+    print(
+        f"{'target':12s} {'before':>7s} {'after':>7s} {'after(dlib)':>11s} {'rank':>4s} "
+        f"{'iters':>5s} {'queries':>7s}"
+    )
     for name, r, c in zip(names, res, cos_after, strict=True):
-        print(f"{name:12s} {r.initial_similarity:7.4f} {r.similarity:7.4f} {c:11.4f} {r.rank:4d} "
-              f"{r.iterations:5d} {r.queries:7d}")
+        print(
+            f"{name:12s} {r.initial_similarity:7.4f} {r.similarity:7.4f} {c:11.4f} {r.rank:4d} "
+            f"{r.iterations:5d} {r.queries:7d}"
+        )
     out["white"] = res
 
     # Type I / II on the synthetic identities, with Tab. IV's bounds, in dlib
     syn = slice(len(crops), None)
-    others = [unit(ids.embeddings[i * args.per_identity + 1 : (i + 1) * args.per_identity])
-              for i in range(args.identities)]
+    others = [
+        unit(ids.embeddings[i * args.per_identity + 1 : (i + 1) * args.per_identity])
+        for i in range(args.identities)
+    ]
     acc = type_accuracy(after[syn], z_dlib[syn], others, tau_f.threshold)
     random_emb = unit(black.encode(gen.generator.crops(bank.images[: args.identities], black)))
     bounds = reference_bounds(z_dlib[syn], others, random_emb, tau_f.threshold)
-    print(f"\nsynthetic identities (dlib, τ_F={tau_f.threshold:.3f}): Type I {acc.type_i:.2f}, "
-          f"Type II {acc.type_ii:.2f} over {acc.n_targets} targets [sample estimates]")
-    print(f"  bounds: original Type II {float(bounds.type_ii.sel(row='original')):.2f}, "
-          f"random Type II {float(bounds.type_ii.sel(row='random')):.2f} "
-          f"(random similarity {float(bounds.similarity.sel(row='random')):.3f})")
+    print(
+        f"\nsynthetic identities (dlib, τ_F={tau_f.threshold:.3f}): Type I {acc.type_i:.2f}, "
+        f"Type II {acc.type_ii:.2f} over {acc.n_targets} targets [sample estimates]"
+    )
+    print(
+        f"  bounds: original Type II {float(bounds.type_ii.sel(row='original')):.2f}, "
+        f"random Type II {float(bounds.type_ii.sel(row='random')):.2f} "
+        f"(random similarity {float(bounds.similarity.sel(row='random')):.3f})"
+    )
     out["accuracy"], out["bounds"] = acc, bounds
 
     # black-box: GreedyPixel against dlib itself, under a query budget
     k = min(args.black_box, len(names))
     budget = bank.volume + args.top_n * args.bb_queries
     t2 = time.perf_counter()
-    bb = RankedAdversary(gen, black, bank=bank, top_n=args.top_n, attack="greedypixel",
-                         query_budget=budget, tau_a=tau_a, warp=warp, rng=0).invert_many(z_dlib[:k])
+    bb = RankedAdversary(
+        gen,
+        black,
+        bank=bank,
+        top_n=args.top_n,
+        attack="greedypixel",
+        query_budget=budget,
+        tau_a=tau_a,
+        warp=warp,
+        rng=0,
+    ).invert_many(z_dlib[:k])
     bb_seconds = time.perf_counter() - t2
     print(f"\nblack-box GreedyPixel (Q_max={budget}, t_max={args.bb_queries}): {bb_seconds:.0f} s")
     for name, r in zip(names[:k], bb, strict=True):
-        print(f"{name:12s} before {r.initial_similarity:.4f} after {r.similarity:.4f} "
-              f"queries {r.queries} (≤ {budget})")
+        print(
+            f"{name:12s} before {r.initial_similarity:.4f} after {r.similarity:.4f} "
+            f"queries {r.queries} (≤ {budget})"
+        )
     out["black"] = bb
     if args.save is not None:
         save_pairs(args.save, names, list(target_crops), recs)

@@ -11,6 +11,6 @@ cd "$(dirname "$0")/.."
 PIP="python -m pip install --quiet --disable-pip-version-check"
 $PIP "torch==2.14.1" "torchvision==0.29.1"
 $PIP --no-deps "facenet-pytorch==2.6.0" "lpips==0.1.4" "gan-face-generate==1.1.1" "insightface==2.1"
-extras="faces,dask,io"
+extras="faces,dask,io,inversion"
 if [ "${1:-}" = "test" ]; then extras="$extras,test"; fi
 $PIP -e ".[$extras]"

@@ -14,7 +14,13 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from idaudit._results import Status, provenance, variable
-from idaudit._validation import RngLike, check_in_range, check_integer, check_option, check_random_state
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_option,
+    check_random_state,
+)
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion._attacks import APGD, AttackOutput, GreedyPixel
 from idaudit.inversion._bank import LatentBank
@@ -205,8 +211,14 @@ class RankedAdversary:
         )
         eps = self.generator.default_radius[norm] if self.eps is None else self.eps
         eps = check_in_range(eps, "eps", 0.0, None)
-        return {"attack": attack, "norm": norm, "top_n": top_n, "t_max": t_max, "tau_a": tau_a,
-                "eps": eps}
+        return {
+            "attack": attack,
+            "norm": norm,
+            "top_n": top_n,
+            "t_max": t_max,
+            "tau_a": tau_a,
+            "eps": eps,
+        }
 
     def _target_model(self, attack: str) -> TargetModel:
         return TargetModel(self.generator, self.encoder, self.warp, white_box=attack == "apgd")
@@ -237,8 +249,10 @@ class RankedAdversary:
             self._bank_embeddings = torch.cat(chunks)
         return self._bank_embeddings
 
-    def top_n_codes(self, z: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """Indices and similarities of the ``top_n`` bank codes closest to each target.
+    def top_n_codes(
+        self, z: npt.ArrayLike
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """Return the indices and similarities of the ``top_n`` bank codes closest to each target.
 
         Returns
         -------
@@ -312,7 +326,9 @@ class RankedAdversary:
             x0 = torch.from_numpy(self.bank.latents[index[rows, r]]).to(device)
             tz = z[rows].to(device)
 
-            def objective(x: torch.Tensor, sub: torch.Tensor, tz: torch.Tensor = tz) -> torch.Tensor:
+            def objective(
+                x: torch.Tensor, sub: torch.Tensor, tz: torch.Tensor = tz
+            ) -> torch.Tensor:
                 return model.similarity(x, tz[sub.to(tz.device)])
 
             out = self._run_attack(s, objective, x0, top_sims[rows, r], seeds[rows, r], tz)
@@ -367,14 +383,16 @@ class RankedAdversary:
                 f = surrogate.similarity(x, targets)
                 (priority,) = torch.autograd.grad(f.sum(), x)
         # one random stream per (target, rank): a batched run equals the one-target runs
-        gp = GreedyPixel(norm=s["norm"], eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"],
-                         sparsity=self.sparsity)
+        gp = GreedyPixel(
+            norm=s["norm"], eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"], sparsity=self.sparsity
+        )
         initial_t = torch.as_tensor(initial, dtype=torch.float32, device=x0.device)
         return gp.run(objective, x0, initial_t, priority, row_seeds=seeds)
 
 
 def results_to_xarray(results: list[InversionResult], **attrs: Any) -> xr.Dataset:
     """One Dataset (dim ``target``) of several :class:`InversionResult`."""
+
     def col(name: str) -> Any:
         return [getattr(r, name) for r in results]
 

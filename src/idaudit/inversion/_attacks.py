@@ -16,7 +16,13 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from idaudit._validation import RngLike, check_in_range, check_integer, check_option, check_random_state
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_option,
+    check_random_state,
+)
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["APGD", "AttackOutput", "GreedyPixel", "apgd_checkpoints", "project"]
@@ -60,18 +66,20 @@ def project(delta: torch.Tensor, eps: float, norm: str) -> torch.Tensor:
         return delta.clamp(-eps, eps)
     flat = delta.reshape(delta.shape[0], -1)
     scale = (eps / flat.norm(dim=1).clamp_min(1e-12)).clamp(max=1.0)  # (B,)
-    return delta * scale.view(-1, *([1] * (delta.ndim - 1)))
+    out: torch.Tensor = delta * scale.view(-1, *([1] * (delta.ndim - 1)))
+    return out
 
 
 def _direction(grad: torch.Tensor, norm: str) -> torch.Tensor:
     if norm == "linf":
         return grad.sign()
     flat = grad.reshape(grad.shape[0], -1)
-    return grad / flat.norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (grad.ndim - 1)))
+    out: torch.Tensor = grad / flat.norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (grad.ndim - 1)))
+    return out
 
 
 def apgd_checkpoints(n_iter: int) -> list[int]:
-    """The iterations at which APGD may halve its step (Croce & Hein 2020, Sec. 3.2).
+    """Return the iterations at which APGD may halve its step (Croce & Hein 2020, Sec. 3.2).
 
     ``p_0 = 0``, ``p_1 = 0.22``, ``p_{j+1} = p_j + max(p_j − p_{j−1} − 0.03, 0.06)``;
     checkpoints ``w_j = ⌈p_j · n_iter⌉`` for ``p_j ≤ 1``.
@@ -183,7 +191,9 @@ class APGD:
         view = (-1, *([1] * (x0.ndim - 1)))
         all_rows = torch.arange(b, device=x0.device)
 
-        def value_and_grad(x: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        def value_and_grad(
+            x: torch.Tensor, rows: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             x = x.detach().requires_grad_(True)
             with torch.enable_grad():
                 f = objective(x, rows)
@@ -234,7 +244,11 @@ class APGD:
                 halve = rows[cond1 | cond2]
                 step[halve] /= 2.0
                 # restart the halved rows from their best point
-                x_cur[halve], g_cur[halve], f_cur[halve] = best_x[halve], best_g[halve], best_f[halve]
+                x_cur[halve], g_cur[halve], f_cur[halve] = (
+                    best_x[halve],
+                    best_g[halve],
+                    best_f[halve],
+                )
                 x_prev[halve] = best_x[halve]
                 last_ckpt[rows] = k + 1
                 n_better[rows] = 0.0
@@ -334,14 +348,20 @@ class GreedyPixel:
         check_option(self.norm, "norm", ("l2", "linf"))
         eps = check_in_range(self.eps, "eps", 0.0, None)
         t_max = check_integer(self.t_max, "t_max", minimum=1)
-        tau = math.inf if self.tau is None else check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
+        tau = (
+            math.inf
+            if self.tau is None
+            else check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
+        )
         b = x0.shape[0]
         d = int(np.prod(x0.shape[1:]))
         k = d if self.sparsity is None else check_integer(self.sparsity, "sparsity", minimum=1)
         k = min(k, d)
         step = eps if self.norm == "linf" else eps / math.sqrt(k)
         if initial.shape != (b,):
-            raise InvalidInputError(f"`initial` must have shape ({b},); got {tuple(initial.shape)}.")
+            raise InvalidInputError(
+                f"`initial` must have shape ({b},); got {tuple(initial.shape)}."
+            )
         gen = check_random_state(self.rng)
         if priority is not None:
             if priority.shape != x0.shape:
@@ -378,7 +398,9 @@ class GreedyPixel:
             coord = order[act, pos[act]]
             sign = first[act, pos[act]] * np.where(tried[act] == 0, 1.0, -1.0)
             cand = delta[act].clone()
-            cand[np.arange(act.size), coord] = torch.as_tensor(sign * step, dtype=cand.dtype, device=cand.device)
+            cand[np.arange(act.size), coord] = torch.as_tensor(
+                sign * step, dtype=cand.dtype, device=cand.device
+            )
             rows = torch.as_tensor(act, device=x0.device)
             with torch.no_grad():
                 vals = objective((flat_x0[act] + cand).reshape(act.size, *x0.shape[1:]), rows)

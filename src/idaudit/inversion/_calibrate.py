@@ -7,12 +7,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import torch
 import xarray as xr
 
 from idaudit._results import provenance, variable
-from idaudit._validation import RngLike, check_in_range, check_integer, check_option, check_random_state
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_option,
+    check_random_state,
+)
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion._attacks import APGD
 from idaudit.inversion._bank import LatentBank, detection_scores
@@ -132,21 +137,35 @@ def calibrate_radius(
     radius = max(good) if good else float("nan")
     table = xr.Dataset(
         {
-            "pass_rate": variable("radius", both, long_name="codes passing K2 and detection",
-                                  status="sample_estimate"),
-            "k2_pass_rate": variable("radius", k2_rate, long_name="codes with p_K >= alpha_k",
-                                     status="sample_estimate"),
-            "detect_pass_rate": variable("radius", det_rate, long_name="images with p_D >= tau_d",
-                                         status="sample_estimate"),
-            "gain": variable("radius", gain, long_name="mean similarity gained by the attack",
-                             status="sample_estimate"),
+            "pass_rate": variable(
+                "radius", both, long_name="codes passing K2 and detection", status="sample_estimate"
+            ),
+            "k2_pass_rate": variable(
+                "radius", k2_rate, long_name="codes with p_K >= alpha_k", status="sample_estimate"
+            ),
+            "detect_pass_rate": variable(
+                "radius", det_rate, long_name="images with p_D >= tau_d", status="sample_estimate"
+            ),
+            "gain": variable(
+                "radius",
+                gain,
+                long_name="mean similarity gained by the attack",
+                status="sample_estimate",
+            ),
         },
         coords={"radius": rs},
         attrs=provenance(
             title="calibrate_radius",
             seeds={"rng": rng if isinstance(rng, int) else None},
-            settings={"norm": norm, "n_codes": n, "t_max": t_max, "alpha_k": alpha_k,
-                      "tau_d": tau_d, "min_pass": min_pass, "generator": generator.name},
+            settings={
+                "norm": norm,
+                "n_codes": n,
+                "t_max": t_max,
+                "alpha_k": alpha_k,
+                "tau_d": tau_d,
+                "min_pass": min_pass,
+                "generator": generator.name,
+            },
         ),
     )
     return RadiusCalibration(radius=float(radius), table=table)

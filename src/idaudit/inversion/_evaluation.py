@@ -47,7 +47,8 @@ def _unit_rows(x: Any, name: str, dim: int | None = None) -> npt.NDArray[np.floa
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     if not np.isfinite(arr).all() or (norms <= 1e-12).any():
         raise InvalidInputError(f"`{name}` rows must be finite and non-zero.")
-    return arr / norms
+    out: npt.NDArray[np.float64] = arr / norms
+    return out
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,12 @@ class EERResult:
     n_genuine: int
     n_impostor: int
     STATUS: ClassVar[dict[str, Status]] = {
-        "threshold": "sample_estimate", "eer": "sample_estimate", "far": "sample_estimate",
-        "frr": "sample_estimate", "n_genuine": "descriptive", "n_impostor": "descriptive",
+        "threshold": "sample_estimate",
+        "eer": "sample_estimate",
+        "far": "sample_estimate",
+        "frr": "sample_estimate",
+        "n_genuine": "descriptive",
+        "n_impostor": "descriptive",
     }
 
 
@@ -96,8 +101,8 @@ def eer_threshold(genuine: npt.ArrayLike, impostor: npt.ArrayLike) -> EERResult:
     Every observed score (and +∞) is a candidate threshold ``τ``; with
     ``FAR(τ) = #{impostor ≥ τ}/n_i`` and ``FRR(τ) = #{genuine < τ}/n_g`` the chosen ``τ``
     minimises ``|FAR − FRR|`` (ties: the lowest ``FAR + FRR``, then the smallest ``τ``),
-    and the EER is the mean of the two there — the crossing point of the empirical ROC (the convention of scikit-learn's
-    ``roc_curve``: positive when ``score ≥ threshold``).
+    and the EER is the mean of the two there — the crossing point of the empirical ROC
+    (scikit-learn's ``roc_curve`` convention: positive when ``score ≥ threshold``).
 
     Examples
     --------
@@ -174,8 +179,10 @@ class TypeAccuracy:
     n_targets: int
     n_type_ii: int
     STATUS: ClassVar[dict[str, Status]] = {
-        "type_i": "sample_estimate", "type_ii": "sample_estimate",
-        "n_targets": "descriptive", "n_type_ii": "descriptive",
+        "type_i": "sample_estimate",
+        "type_ii": "sample_estimate",
+        "n_targets": "descriptive",
+        "n_type_ii": "descriptive",
     }
 
 
@@ -296,14 +303,24 @@ def joint_evaluation(
             "type_i": variable(dims, t1, long_name="Type I accuracy", status="sample_estimate"),
             "type_ii": variable(dims, t2, long_name="Type II accuracy", status="sample_estimate"),
             "n_targets": variable(dims, counts, long_name="targets", status="descriptive"),
-            "type_i_avg": variable("target_model", t1.mean(axis=1),
-                                   long_name="Type I accuracy averaged over test models",
-                                   status="sample_estimate"),
-            "type_ii_avg": variable("target_model", t2.mean(axis=1),
-                                    long_name="Type II accuracy averaged over test models",
-                                    status="sample_estimate"),
-            "threshold": variable("test_model", [float(thresholds[m]) for m in test_models],
-                                  long_name="tau_F of the test model", status="descriptive"),
+            "type_i_avg": variable(
+                "target_model",
+                t1.mean(axis=1),
+                long_name="Type I accuracy averaged over test models",
+                status="sample_estimate",
+            ),
+            "type_ii_avg": variable(
+                "target_model",
+                t2.mean(axis=1),
+                long_name="Type II accuracy averaged over test models",
+                status="sample_estimate",
+            ),
+            "threshold": variable(
+                "test_model",
+                [float(thresholds[m]) for m in test_models],
+                long_name="tau_F of the test model",
+                status="descriptive",
+            ),
         },
         coords={"target_model": target_models, "test_model": test_models},
         attrs=provenance(title="joint_evaluation"),
@@ -343,12 +360,24 @@ def reference_bounds(
     sim = [1.0, float((rnd * tgt).sum(axis=1).mean())]
     return xr.Dataset(
         {
-            "type_i": variable("row", [orig.type_i, rand.type_i], long_name="Type I accuracy",
-                               status="sample_estimate"),
-            "type_ii": variable("row", [orig.type_ii, rand.type_ii], long_name="Type II accuracy",
-                                status="sample_estimate"),
-            "similarity": variable("row", sim, long_name="mean cosine similarity to the target",
-                                   status="sample_estimate"),
+            "type_i": variable(
+                "row",
+                [orig.type_i, rand.type_i],
+                long_name="Type I accuracy",
+                status="sample_estimate",
+            ),
+            "type_ii": variable(
+                "row",
+                [orig.type_ii, rand.type_ii],
+                long_name="Type II accuracy",
+                status="sample_estimate",
+            ),
+            "similarity": variable(
+                "row",
+                sim,
+                long_name="mean cosine similarity to the target",
+                status="sample_estimate",
+            ),
         },
         coords={"row": ["original", "random"]},
         attrs=provenance(title="reference_bounds", settings={"threshold": threshold}),
@@ -378,13 +407,18 @@ class OODResult:
     rate_ood2: float
     rate: float
     STATUS: ClassVar[dict[str, Status]] = {
-        "rate_ood1": "sample_estimate", "rate_ood2": "sample_estimate", "rate": "sample_estimate",
+        "rate_ood1": "sample_estimate",
+        "rate_ood2": "sample_estimate",
+        "rate": "sample_estimate",
     }
 
     def breakdown(self) -> dict[str, float]:
         """Tab. XI's columns: matching failure, detection failure and the joint rate."""
-        return {"matching_failure": self.rate_ood1, "detection_failure": self.rate_ood2,
-                "ood": self.rate}
+        return {
+            "matching_failure": self.rate_ood1,
+            "detection_failure": self.rate_ood2,
+            "ood": self.rate,
+        }
 
 
 class OODDetector:
@@ -442,7 +476,7 @@ class OODDetector:
             )
         if s.shape[0] == 0:
             raise InvalidInputError("`similarities` must hold at least one input.")
-        ood1 = (s < taus[None, :]).all(axis=1)
-        ood2 = p < tau_d
+        ood1: npt.NDArray[np.bool_] = np.asarray((s < taus[None, :]).all(axis=1))
+        ood2: npt.NDArray[np.bool_] = np.asarray(p < tau_d)
         ood = ood1 | ood2
         return OODResult(ood1, ood2, ood, float(ood1.mean()), float(ood2.mean()), float(ood.mean()))

@@ -235,9 +235,7 @@ class DiffusionGenerator(torch.nn.Module):
             )
         config = getattr(unet, "config", None)
         if config is None or not hasattr(config, "sample_size"):
-            raise TypeError(
-                f"`unet` must be a diffusers UNet2DModel; got {type(unet).__name__}."
-            )
+            raise TypeError(f"`unet` must be a diffusers UNet2DModel; got {type(unet).__name__}.")
         self.checkpointing = bool(checkpointing)
         first = next(unet.parameters())
         self.device = resolve_device(first.device if device is None else device)
@@ -342,9 +340,7 @@ class DiffusionGenerator(torch.nn.Module):
         attack quality.
         """
         if name not in _CONFIGS:
-            raise InvalidInputError(
-                f"`name` must be one of {sorted(_CONFIGS)}; got {name!r}."
-            )
+            raise InvalidInputError(f"`name` must be one of {sorted(_CONFIGS)}; got {name!r}.")
         diffusers = _import_diffusers()
         config = _CONFIGS[name]
         with torch.random.fork_rng(devices=[]):

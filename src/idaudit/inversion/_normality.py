@@ -66,7 +66,9 @@ def dagostino_k2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _skew_z(b1: torch.Tensor, n: int) -> torch.Tensor:
     y = b1 * math.sqrt((n + 1) * (n + 3) / (6.0 * (n - 2)))
-    beta2 = 3.0 * (n * n + 27 * n - 70) * (n + 1) * (n + 3) / ((n - 2.0) * (n + 5) * (n + 7) * (n + 9))
+    beta2 = (
+        3.0 * (n * n + 27 * n - 70) * (n + 1) * (n + 3) / ((n - 2.0) * (n + 5) * (n + 7) * (n + 9))
+    )
     w2 = -1.0 + math.sqrt(2.0 * (beta2 - 1.0))
     delta = 1.0 / math.sqrt(0.5 * math.log(w2))
     alpha = math.sqrt(2.0 / (w2 - 1.0))
@@ -79,7 +81,9 @@ def _kurtosis_z(b2: torch.Tensor, n: int) -> torch.Tensor:
     var = 24.0 * n * (n - 2) * (n - 3) / ((n + 1) * (n + 1.0) * (n + 3) * (n + 5))
     x = (b2 - mean) / math.sqrt(var)
     sqrt_beta1 = (
-        6.0 * (n * n - 5 * n + 2) / ((n + 7) * (n + 9))
+        6.0
+        * (n * n - 5 * n + 2)
+        / ((n + 7) * (n + 9))
         * math.sqrt(6.0 * (n + 3) * (n + 5) / (n * (n - 2) * (n - 3)))
     )
     a = 6.0 + 8.0 / sqrt_beta1 * (2.0 / sqrt_beta1 + math.sqrt(1.0 + 4.0 / sqrt_beta1**2))

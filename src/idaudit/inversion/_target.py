@@ -57,7 +57,7 @@ class TargetModel:
         self.dim = int(encoder.dim)
 
     def images(self, latents: torch.Tensor) -> torch.Tensor:
-        """Generated images, checked to be RGB in [0, 1]."""
+        """Return the generated images, checked to be RGB in [0, 1]."""
         return check_images(self.generator.forward(latents), self.generator)
 
     def embed_images(self, images: torch.Tensor) -> torch.Tensor:
@@ -70,7 +70,8 @@ class TargetModel:
             crops = to_uint8(self.warp(pixels))
             emb = torch.from_numpy(np.asarray(self.encoder.encode(crops), dtype=np.float32))
         emb = emb.to(images.device)
-        return emb / emb.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        out: torch.Tensor = emb / emb.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        return out
 
     def embed_pixels(self, pixels: npt.NDArray[np.uint8]) -> torch.Tensor:
         """Embeddings of stored ``(n, H, W, 3)`` uint8 images (no gradient)."""

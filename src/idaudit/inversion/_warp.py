@@ -50,11 +50,11 @@ class FrameWarp:
 
     @classmethod
     def resize(cls, output_size: int) -> FrameWarp:
-        """The whole frame resized to ``output_size`` (for generators already aligned like the encoder)."""
+        """Resize the whole frame to ``output_size`` (generators aligned like the encoder)."""
         return cls(output_size=check_integer(output_size, "output_size", minimum=1))
 
     def theta(self, n: int, device: Any = "cpu") -> torch.Tensor:
-        """The ``(n, 2, 3)`` affine matrices for ``torch.nn.functional.affine_grid``."""
+        """Return the ``(n, 2, 3)`` affine matrices for ``torch.nn.functional.affine_grid``."""
         c = self.scale * float(np.cos(self.rotation))
         s = self.scale * float(np.sin(self.rotation))
         m = torch.tensor(
@@ -117,10 +117,10 @@ class FrameWarp:
         def warp(p: torch.Tensor) -> torch.Tensor:
             c, s = p[0] * torch.cos(p[1]), p[0] * torch.sin(p[1])
             theta = torch.stack([torch.stack([c, -s, p[2]]), torch.stack([s, c, p[3]])])
-            grid = F.affine_grid(theta.expand(x.shape[0], 2, 3), [x.shape[0], 3, size, size],
-                                 align_corners=False)
-            out = F.grid_sample(x, grid, mode="bicubic", padding_mode="border",
-                                align_corners=False)
+            grid = F.affine_grid(
+                theta.expand(x.shape[0], 2, 3), [x.shape[0], 3, size, size], align_corners=False
+            )
+            out = F.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=False)
             return out.clamp(0.0, 1.0)
 
         best: tuple[float, torch.Tensor] | None = None
@@ -134,7 +134,8 @@ class FrameWarp:
         assert best is not None
         params = best[1].clone().requires_grad_(True)
         opt = torch.optim.LBFGS(
-            [params], max_iter=check_integer(max_iter, "max_iter", minimum=1),
+            [params],
+            max_iter=check_integer(max_iter, "max_iter", minimum=1),
             line_search_fn="strong_wolfe",
         )
 
@@ -148,8 +149,8 @@ class FrameWarp:
             opt.step(closure)  # type: ignore[no-untyped-call]
         with torch.no_grad():
             rmse = float(F.mse_loss(warp(params), ref)) ** 0.5
-        p = params.detach().tolist()
-        return cls(float(p[0]), float(p[1]), float(p[2]), float(p[3]), size, rmse)
+        fitted = [float(v) for v in params.detach()]
+        return cls(fitted[0], fitted[1], fitted[2], fitted[3], size, rmse)
 
     @classmethod
     def for_dcgan(

@@ -5,8 +5,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import LinearEncoder, LinearGenerator
 
+from conftest import LinearEncoder, LinearGenerator
 from idaudit._results import check_result_dataset
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion import (
@@ -20,7 +20,9 @@ from idaudit.inversion import (
 
 @pytest.fixture
 def bank(toy: dict[str, Any]) -> LatentBank:
-    return LatentBank.build(toy["generator"], 10, detector=toy["detector"], tau_k=0.3, tau_d=0.3, rng=0)
+    return LatentBank.build(
+        toy["generator"], 10, detector=toy["detector"], tau_k=0.3, tau_d=0.3, rng=0
+    )
 
 
 def _targets(toy: dict[str, Any], n: int, seed: int = 5) -> np.ndarray:
@@ -41,15 +43,20 @@ def test_top_n_ranks_bank_codes_by_cosine(toy: dict[str, Any], bank: LatentBank)
     np.testing.assert_allclose(sims, np.take_along_axis(ref, index, 1), atol=1e-5)
 
 
-def test_ranked_early_stop_at_the_first_code_reaching_tau(toy: dict[str, Any], bank: LatentBank) -> None:
+def test_ranked_early_stop_at_the_first_code_reaching_tau(
+    toy: dict[str, Any], bank: LatentBank
+) -> None:
     z = _targets(toy, 1)[0]
     free = RankedAdversary(toy["generator"], toy["encoder"], bank=bank, top_n=3, t_max=20).invert(z)
     assert len(free.history) == 3  # no tau_a: every code is attacked and the best kept
     first = free.history[0][-1]
     tau = float(first) - 1e-4  # reachable by code 1 → stop there
-    res = RankedAdversary(toy["generator"], toy["encoder"], bank=bank, top_n=3, t_max=20,
-                          tau_a=tau).invert(z)
-    assert res.success and res.rank == 1 and len(res.history) == 1
+    res = RankedAdversary(
+        toy["generator"], toy["encoder"], bank=bank, top_n=3, t_max=20, tau_a=tau
+    ).invert(z)
+    assert res.success
+    assert res.rank == 1
+    assert len(res.history) == 1
     assert res.queries == bank.volume + res.iterations + 1  # V + one evaluation per step + start
     assert res.similarity >= tau
 
@@ -58,23 +65,37 @@ def test_fallback_returns_the_best_code_when_none_reaches_tau(
     toy: dict[str, Any], bank: LatentBank
 ) -> None:
     z = _targets(toy, 1, seed=9)[0]
-    res = RankedAdversary(toy["generator"], toy["encoder"], bank=bank, top_n=3, t_max=15,
-                          tau_a=1.0).invert(z)
+    res = RankedAdversary(
+        toy["generator"], toy["encoder"], bank=bank, top_n=3, t_max=15, tau_a=1.0
+    ).invert(z)
     finals = [h[-1] for h in res.history]
-    assert not res.success and len(res.history) == 3
+    assert not res.success
+    assert len(res.history) == 3
     assert res.rank == int(np.argmax(finals)) + 1
     assert res.similarity == pytest.approx(max(finals))
     assert res.queries == bank.volume + 3 * 16
-    assert res.image.shape == (8, 8, 3) and res.latent.shape == (16,)
+    assert res.image.shape == (8, 8, 3)
+    assert res.latent.shape == (16,)
 
 
-def test_black_box_queries_are_exact_and_within_budget(toy: dict[str, Any], bank: LatentBank) -> None:
+def test_black_box_queries_are_exact_and_within_budget(
+    toy: dict[str, Any], bank: LatentBank
+) -> None:
     enc = LinearEncoder(differentiable=False)
     z = _targets(toy, 3)
     budget = bank.volume + 3 * 7 + 2  # Eq. 18: t_max = floor((Q - V) / N) = 7
     assert max_iterations(budget, bank.volume, 3) == 7
-    adv = RankedAdversary(toy["generator"], enc, bank=bank, top_n=3, t_max=100, tau_a=1.0,
-                          attack="greedypixel", query_budget=budget, rng=1)
+    adv = RankedAdversary(
+        toy["generator"],
+        enc,
+        bank=bank,
+        top_n=3,
+        t_max=100,
+        tau_a=1.0,
+        attack="greedypixel",
+        query_budget=budget,
+        rng=1,
+    )
     adv.bank_embeddings()
     before = enc.n_encoded
     res = adv.invert_many(z)
@@ -89,7 +110,10 @@ def test_invert_many_equals_a_loop_of_invert_and_is_deterministic(
     toy: dict[str, Any], bank: LatentBank
 ) -> None:
     z = _targets(toy, 3, seed=11)
-    for attack, enc in (("apgd", toy["encoder"]), ("greedypixel", LinearEncoder(differentiable=False))):
+    for attack, enc in (
+        ("apgd", toy["encoder"]),
+        ("greedypixel", LinearEncoder(differentiable=False)),
+    ):
         kw = {"bank": bank, "top_n": 2, "t_max": 12, "tau_a": 0.95, "attack": attack, "rng": 3}
         many = RankedAdversary(toy["generator"], enc, **kw).invert_many(z)
         again = RankedAdversary(toy["generator"], enc, **kw).invert_many(z)
@@ -101,12 +125,16 @@ def test_invert_many_equals_a_loop_of_invert_and_is_deterministic(
             one = RankedAdversary(toy["generator"], enc, **kw).invert_many(z[t : t + 1])[0]
             np.testing.assert_allclose(one.latent, many[t].latent, atol=1e-5)
             assert (one.rank, one.iterations, one.queries) == (
-                many[t].rank, many[t].iterations, many[t].queries)
+                many[t].rank,
+                many[t].iterations,
+                many[t].queries,
+            )
 
 
 def test_results_dataset_has_statuses(toy: dict[str, Any], bank: LatentBank) -> None:
-    res = RankedAdversary(toy["generator"], toy["encoder"], bank=bank, top_n=1, t_max=3).invert_many(
-        _targets(toy, 2))
+    res = RankedAdversary(
+        toy["generator"], toy["encoder"], bank=bank, top_n=1, t_max=3
+    ).invert_many(_targets(toy, 2))
     ds = results_to_xarray(res, attack="apgd")
     check_result_dataset(ds)
     assert ds["similarity"].attrs["status"] == "sample_estimate"
@@ -118,18 +146,25 @@ def test_bad_inputs_get_clear_errors(toy: dict[str, Any], bank: LatentBank) -> N
     with pytest.raises(InvalidInputError, match="7 vs 6"):
         adv.invert(np.ones(7))
     with pytest.raises(InvalidInputError, match="`query_budget`"):
-        RankedAdversary(toy["generator"], toy["encoder"], bank=bank, query_budget=bank.volume,
-                        attack="greedypixel").invert(np.ones(6))
+        RankedAdversary(
+            toy["generator"],
+            toy["encoder"],
+            bank=bank,
+            query_budget=bank.volume,
+            attack="greedypixel",
+        ).invert(np.ones(6))
     with pytest.raises(InvalidInputError, match="`tau_a` must be in"):
         RankedAdversary(toy["generator"], toy["encoder"], bank=bank, tau_a=1.2).invert(np.ones(6))
+    bad = LinearGenerator(scale=2.0, offset=-1.0)  # a [-1, 1] generator
     with pytest.raises(InvalidInputError, match=r"pixels in \[0, 1\]"):
-        bad = LinearGenerator(scale=2.0, offset=-1.0)  # a [-1, 1] generator
         RankedAdversary(bad, toy["encoder"], bank=bank).invert(np.ones(6))
     with pytest.raises(InvalidInputError, match="white-box attack needs a differentiable"):
         RankedAdversary(toy["generator"], LinearEncoder(differentiable=False), bank=bank).invert(
-            np.ones(6))
+            np.ones(6)
+        )
     with pytest.raises(InvalidInputError, match="`top_n`"):
         RankedAdversary(toy["generator"], toy["encoder"], bank=bank, top_n=11).invert(np.ones(6))
     with pytest.raises(InvalidInputError, match="`attack`"):
         RankedAdversary(toy["generator"], toy["encoder"], bank=bank, attack="square").invert(  # type: ignore[arg-type]
-            np.ones(6))
+            np.ones(6)
+        )

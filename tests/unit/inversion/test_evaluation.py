@@ -22,7 +22,8 @@ def test_eer_on_a_hand_computed_case() -> None:
     r = eer_threshold([0.9, 0.8, 0.7, 0.3], [0.1, 0.2, 0.4, 0.6])
     assert (r.threshold, r.eer, r.far, r.frr) == (0.6, 0.25, 0.25, 0.25)
     perfect = eer_threshold([0.9, 0.8], [0.1, 0.2])
-    assert perfect.eer == 0.0 and 0.2 < perfect.threshold <= 0.8
+    assert perfect.eer == 0.0
+    assert 0.2 < perfect.threshold <= 0.8
 
 
 def test_eer_matches_sklearn_roc_curve(rng: np.random.Generator) -> None:

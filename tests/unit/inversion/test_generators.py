@@ -7,10 +7,10 @@ import pytest
 import torch
 
 pytest.importorskip("diffusers")
-from diffusers import DDIMScheduler, UNet2DModel  # noqa: E402
+from diffusers import DDIMScheduler, UNet2DModel
 
-from idaudit.exceptions import InvalidInputError, MissingWeightsError  # noqa: E402
-from idaudit.inversion import DiffusionGenerator, LatentGenerator  # noqa: E402
+from idaudit.exceptions import InvalidInputError, MissingWeightsError
+from idaudit.inversion import DiffusionGenerator, LatentGenerator
 
 
 def _tiny_unet(seed: int = 0) -> UNet2DModel:
@@ -57,7 +57,8 @@ def test_gradients_reach_the_latent_through_ddim_with_and_without_checkpointing(
         gen.forward(x).mean().backward()
         assert x.grad is not None
         grads.append(x.grad.clone())
-    assert torch.isfinite(grads[0]).all() and grads[0].abs().sum() > 0
+    assert torch.isfinite(grads[0]).all()
+    assert grads[0].abs().sum() > 0
     torch.testing.assert_close(grads[0], grads[1], atol=1e-6, rtol=1e-5)
     # the same gradient through diffusers' own scheduler loop (an independent implementation)
     unet = _tiny_unet()

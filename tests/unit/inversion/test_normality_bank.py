@@ -42,13 +42,15 @@ def test_bank_filters_and_counts_every_draw(toy: dict[str, Any]) -> None:
     gen, det = toy["generator"], toy["detector"]
     bank = LatentBank.build(gen, 12, detector=det, tau_k=0.6, tau_d=0.5, rng=3, batch_size=50)
     assert bank.volume == 12
-    assert (bank.p_k >= 0.6).all() and (bank.p_d >= 0.5).all()
+    assert (bank.p_k >= 0.6).all()
+    assert (bank.p_d >= 0.5).all()
     # independent check of both filters on the stored codes and images
     ref_p = scipy.stats.normaltest(bank.latents.astype(np.float64), axis=1).pvalue
     np.testing.assert_allclose(bank.p_k, ref_p, rtol=1e-5)
     np.testing.assert_allclose(bank.p_d, bank.images.reshape(12, -1).mean(1) / 255.0, rtol=1e-6)
     assert bank.n_drawn == bank.volume + bank.n_rejected_k + bank.n_rejected_d
-    assert bank.n_rejected_k > 0 and bank.n_rejected_d > 0
+    assert bank.n_rejected_k > 0
+    assert bank.n_rejected_d > 0
     # the same draws replayed by hand give the same counts (draws examined in order)
     g = torch.Generator().manual_seed(int(np.random.default_rng(3).integers(0, 2**63 - 1)))
     kept, drawn, rej_k, rej_d = 0, 0, 0, 0
