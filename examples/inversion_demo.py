@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--black-box", type=int, default=2, help="targets for the black-box run")
     parser.add_argument("--bb-queries", type=int, default=60, help="black-box queries per code")
     parser.add_argument("--tau-k", type=float, default=0.999)
+    parser.add_argument("--warp-samples", type=int, default=32, help="images the warp is fit to")
+    parser.add_argument("--ref-identities", type=int, default=6, help="identities behind τ_F")
     parser.add_argument("--save", type=Path, default=None, help="write target|reconstruction PNGs")
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     gen, det = DCGANGenerator(), MTCNNDetector()
     white, black = TorchDlibEncoder(), DlibEncoder()
     bank = LatentBank.build(gen, args.bank, detector=det, tau_k=args.tau_k, rng=0)
-    warp = FrameWarp.for_dcgan(gen, white, n=32, rng=1)
+    warp = FrameWarp.for_dcgan(gen, white, n=args.warp_samples, rng=1)
     print(
         f"bank: V={bank.volume} kept of {bank.n_drawn} draws ({bank.n_rejected_k} failed K², "
         f"{bank.n_rejected_d} failed detection); warp fit RMSE {warp.fit_rmse:.3f}; "
@@ -150,7 +152,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     # thresholds: τ_F from a separate draw of identities, τ_A (Eq. 14) from real photos + mirrors
     ref = synthetic_identities(
-        6, 3, rng=77, generator=gen.generator, encoder=black, min_separation=0.5
+        args.ref_identities, 3, rng=77, generator=gen.generator, encoder=black, min_separation=0.5
     )
     e = unit(ref.embeddings)
     same = ref.labels[:, None] == ref.labels[None, :]

@@ -138,8 +138,8 @@ class APGD:
     >>> c = torch.tensor([[3.0, 4.0]])
     >>> f = lambda x, rows: torch.nn.functional.cosine_similarity(x, c[rows], dim=1)
     >>> out = APGD(eps=1.0, t_max=50).run(f, torch.tensor([[4.0, 0.0]]))
-    >>> round(float(out.values[0]), 3) >= 0.8
-    True
+    >>> round(float(out.values[0]), 2)  # the optimum: cos(acos(0.6) - asin(1/4)) = 0.781
+    0.78
     """
 
     def __init__(

@@ -160,17 +160,19 @@ class FrameWarp:
         *,
         n: int = 32,
         rng: RngLike = 0,
+        max_iter: int = 100,
     ) -> FrameWarp:
         """Fit the warp from :class:`DCGANGenerator` images to ``encoder``'s crops.
 
         The references are :meth:`ShippedFaceGenerator.crops` of ``n`` random samples (the
-        encoder's own per-image alignment, e.g. dlib's 5-point shape predictor).
+        encoder's own per-image alignment, e.g. dlib's 5-point shape predictor); ``max_iter``
+        is passed to :meth:`fit`.
 
         Examples
         --------
         >>> from idaudit.faces import TorchDlibEncoder
         >>> from idaudit.inversion import DCGANGenerator, FrameWarp
-        >>> warp = FrameWarp.for_dcgan(DCGANGenerator(), TorchDlibEncoder(), n=4, rng=0)
+        >>> warp = FrameWarp.for_dcgan(DCGANGenerator(), TorchDlibEncoder(), n=2, max_iter=5)
         >>> warp.output_size
         150
         """
@@ -186,4 +188,4 @@ class FrameWarp:
         pixels = (images * 255.0).round().clamp(0, 255).to(torch.uint8)
         rgb = pixels.permute(0, 2, 3, 1).cpu().numpy()
         crops = shipped.crops(rgb, encoder)
-        return cls.fit(pixels.float() / 255.0, crops)
+        return cls.fit(pixels.float() / 255.0, crops, max_iter=max_iter)
