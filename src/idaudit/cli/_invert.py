@@ -112,9 +112,7 @@ def run(args: argparse.Namespace) -> int:
     bank = LatentBank.build(
         gen, args.volume, detector=detector, tau_k=args.tau_k, tau_d=args.tau_d, rng=args.seed
     )
-    warp = FrameWarp.for_dcgan(
-        gen, TorchDlibEncoder() if args.attack != "apgd" else encoder, rng=args.seed
-    )
+    warp = FrameWarp.for_dcgan(gen, dlib, rng=args.seed)  # dlib's own alignment, either way
     adv = RankedAdversary(
         gen,
         encoder,

@@ -377,7 +377,10 @@ class RankedAdversary:
             )
         priority = None
         if self.surrogate is not None:
-            surrogate = TargetModel(self.generator, self.surrogate, None, white_box=True)
+            same = self.warp is not None and self.warp.output_size == self.surrogate.input_size
+            surrogate = TargetModel(
+                self.generator, self.surrogate, self.warp if same else None, white_box=True
+            )
             x = x0.detach().requires_grad_(True)
             with torch.enable_grad():
                 f = surrogate.similarity(x, targets)
