@@ -2,6 +2,8 @@
 # Install idaudit and everything it needs on a fresh machine, offline-safe.
 #   scripts/install.sh          -> the library, the faces stack and the dask backend
 #   scripts/install.sh test     -> the same plus the test tools
+#   scripts/install.sh minimum  -> the test install with the core dependencies at their declared
+#                                  floors (ci/minimum-versions.txt), to run the suite against them
 # torch/torchvision go in first, pinned, so that no later dependency drags in another torch.
 # facenet-pytorch, lpips and gan-face-generate pin ancient torch/numpy, and insightface (shipped test
 # photos only) drags in a heavy stack: they go in with --no-deps
@@ -12,5 +14,7 @@ PIP="python -m pip install --quiet --disable-pip-version-check"
 $PIP "torch==2.14.1" "torchvision==0.29.1"
 $PIP --no-deps "facenet-pytorch==2.6.0" "lpips==0.1.4" "gan-face-generate==1.1.1" "insightface==2.1"
 extras="faces,dask,io,inversion"
+constraints=()
 if [ "${1:-}" = "test" ]; then extras="$extras,test"; fi
-$PIP -e ".[$extras]"
+if [ "${1:-}" = "minimum" ]; then extras="$extras,test"; constraints=(-c ci/minimum-versions.txt); fi
+$PIP ${constraints[@]+"${constraints[@]}"} -e ".[$extras]"

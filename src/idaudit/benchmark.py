@@ -28,7 +28,7 @@ import xarray as xr
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from idaudit._results import variable
+from idaudit._results import provenance, variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -158,7 +158,6 @@ def noise_sweep(
     ...     ds["certified_epsilon"].notnull(), True).all())
     True
     """
-    from idaudit import __version__
     from idaudit.audits import (
         GaussMechAuditor,
         KDELRAuditor,
@@ -246,6 +245,11 @@ def noise_sweep(
     exact = bool(np.asarray(out["true_epsilon_exact"].values).all())
     out.attrs.update(
         {
+            **provenance(
+                title="calibrated noise sweep (idaudit.benchmark.noise_sweep)",
+                inputs={"base_sha256": str(base.sha256)},
+                settings={"device": str(device)},
+            ),
             "benchmark": "calibrated noise sweep (seed 000, Section 5.2)",
             "mechanism": kind,
             "scale_name": _SCALE_NAMES[kind],
@@ -256,8 +260,6 @@ def noise_sweep(
             "n_identities": len(base.identities),
             "dim": int(base.dim),
             "rng": int(rng) if isinstance(rng, numbers.Integral) else type(rng).__name__,
-            "base_sha256": str(base.sha256),
-            "idaudit_version": __version__,
             **cert_attrs,
         }
     )

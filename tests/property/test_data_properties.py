@@ -42,9 +42,24 @@ def test_embedding_set_invariant_to_row_order(case):
 @given(labelled_rows())
 def test_duplicates_count_matches_set_semantics(case):
     x, labels, _ = case
-    es = EmbeddingSet(x, labels)
-    distinct = {(lab, tuple(row)) for lab, row in zip(labels, x.tolist(), strict=True)}
-    assert es.n_duplicates_ == len(labels) - len(distinct)
+    # duplicates are judged on the stored rows: the normalised ones, or the raw ones
+    for es in (EmbeddingSet(x, labels), EmbeddingSet(x, labels, normalize=False)):
+        stored = (es.embeddings + 0.0).tolist()  # + 0.0: -0.0 and 0.0 are one value
+        distinct = {(lab, tuple(row)) for lab, row in zip(es.labels.tolist(), stored, strict=True)}
+        assert es.n_duplicates_ == len(labels) - len(distinct)
+        kept = es.drop_duplicates()
+        assert len(kept) == len(distinct)
+        assert kept.n_duplicates_ == 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(labelled_rows(), st.integers(-8, 8))
+def test_power_of_two_multiples_are_duplicates_after_normalisation(case, k):
+    # x and 2^k x normalise to the same bits (scaling by a power of two is exact)
+    x, labels, _ = case
+    doubled = EmbeddingSet(np.r_[x, np.ldexp(x, k)], labels + labels)
+    single = EmbeddingSet(x, labels)
+    assert doubled.n_duplicates_ == single.n_duplicates_ + len(labels)
 
 
 @settings(max_examples=50, deadline=None)

@@ -121,3 +121,12 @@ def test_bad_inputs(es: EmbeddingSet, runs: tuple) -> None:
         InvalidInputError, match=r"has rows \(12, 12\) in one input and \((11, 12|12, 11)\)"
     ):
         merge_audits(common, shrunk)
+
+
+def test_run_settings_that_differ_keep_every_input_value(es: EmbeddingSet, runs: tuple) -> None:
+    pairs, common, mmd = runs
+    one = audit_pairs(es, pairs[:4], [ROCHTAuditor(n_folds=3, rng=0)], batch_size=1, progress=False)
+    ds = merge_audits(one, mmd)
+    assert ds.attrs["setting.batch_size"] == f"1,{mmd.attrs['setting.batch_size']}"
+    assert ds.attrs["setting.device"] == "cpu"  # equal in both: kept as it is
+    xr.testing.assert_equal(ds, merge_audits(common, mmd))  # the same values, coords, dims

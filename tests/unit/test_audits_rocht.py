@@ -11,7 +11,7 @@ from sklearn.metrics import roc_curve as sk_roc_curve
 from sklearn.model_selection import StratifiedKFold
 
 from idaudit import InvalidInputError, ROCHTAuditor
-from idaudit.audits._rocht import roc_curve
+from idaudit.audits import roc_curve
 
 
 def sklearn_oof(

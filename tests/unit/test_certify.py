@@ -319,39 +319,86 @@ def _duplicated_null(seed: int, n_distinct: int = 50) -> EmbeddingSet:
     return EmbeddingSet(x, np.repeat(["a", "b"], 2 * n_distinct), normalize=False)
 
 
-def test_duplicated_rows_do_not_certify_identical_distributions() -> None:
-    # The true epsilon is 0. If one copy of a row sits in development and the other in test,
-    # a random forest memorises it and "certifies" epsilon > 0.5 on every one of these seeds.
-    # With copies kept on one side, a positive bound is a violation the certificate allows
-    # with probability <= alpha = 0.05 per seed (1 of 40 seeds in a longer run), so at most
-    # one of five seeds may be positive.
+def test_collapsed_copies_do_not_certify_identical_distributions() -> None:
+    # The true epsilon is 0 and every draw is stored twice. Read as separate draws, one copy
+    # of a row can sit in development and the other in test, where a random forest
+    # recognises it and "certifies" epsilon > 0.5. Collapsed, each draw is one row on one
+    # side: a positive bound is a violation the certificate allows with probability
+    # <= alpha = 0.05 per seed, so at most one of five seeds may be positive.
     bounds = []
     for seed in range(5):
         cert = ReservedTestCertifier(
-            n_select=1, n_folds=2, classifier="random_forest", rng=seed, progress=False
+            duplicates="collapse",
+            n_select=1,
+            n_folds=2,
+            classifier="random_forest",
+            rng=seed,
+            progress=False,
         )
-        with pytest.warns(IdauditWarning, match="100 of the 200 rows"):
-            cert.fit(_duplicated_null(seed))
+        cert.fit(_duplicated_null(seed))  # no warning: the copies were declared
         bounds.append(cert.epsilon_lb_)
+        np.testing.assert_array_equal(cert.certificates_["n_test_a"], 15)  # 50 draws, not 100
     assert sum(b > 0 for b in bounds) <= 1, bounds
 
 
-def test_duplicates_are_kept_on_one_side_counted_and_warned(captured: dict[str, Any]) -> None:
+def test_kept_duplicates_are_split_row_by_row_counted_and_warned(
+    captured: dict[str, Any],
+) -> None:
     es = _duplicated_null(0, n_distinct=20)
     cert = ReservedTestCertifier(n_select=1, n_folds=2, rng=0, progress=False)
     with pytest.warns(
         IdauditWarning,
-        match=r"40 of the 80 rows of the 2 candidate identities are exact duplicates",
+        match=r"40 of the 80 rows of the 2 candidate identities are exact duplicates .* "
+        r"split and counted as separate draws.* pass duplicates='collapse'",
     ) as record:
         cert.fit(es)
     assert record[0].filename == __file__  # points at the caller's `fit`
-    assert captured["kwargs"] == {"group_duplicates": True}
-    for label in ("a", "b"):
-        dev = {r.tobytes() for r in captured["dev"].get(label)}
-        test = {r.tobytes() for r in captured["test"].get(label)}
-        assert dev.isdisjoint(test)
+    assert captured["kwargs"] == {"duplicates": "keep"}
+    # every row is a draw: 12 of the 40 rows of each identity are tested, copies or not
+    assert captured["test"].counts == {"a": 12, "b": 12}
+    np.testing.assert_array_equal(cert.certificates_["n_test_a"], 12)
+    assert cert.certificates_.attrs["duplicates"] == "keep"
     assert cert.certificates_.attrs["n_duplicates"] == 40
     assert cert.candidates_.attrs["n_duplicates"] == 40
+
+
+def test_collapsed_duplicates_are_one_draw_on_each_side_and_in_the_counts(
+    captured: dict[str, Any],
+) -> None:
+    es = _duplicated_null(0, n_distinct=20)
+    cert = ReservedTestCertifier(duplicates="collapse", n_select=1, n_folds=2, rng=0)
+    cert.set_params(progress=False).fit(es)
+    assert captured["kwargs"] == {"duplicates": "collapse"}
+    for label in ("a", "b"):
+        dev = [r.tobytes() for r in captured["dev"].get(label)]
+        test = [r.tobytes() for r in captured["test"].get(label)]
+        assert len(set(dev)) == len(dev) == 14  # 20 draws: 14 + 6, one row each
+        assert len(set(test)) == len(test) == 6
+        assert set(dev).isdisjoint(test)
+    c = cert.certificates_
+    np.testing.assert_array_equal(c["n_test_a"], 6)
+    np.testing.assert_array_equal(c["n_dev_b"], 14)
+    np.testing.assert_array_equal(c["n_a"], 40)  # the rows of `es`
+    assert c.attrs["duplicates"] == "collapse"
+    assert c.attrs["n_duplicates"] == 40
+    # the Clopper-Pearson bounds count draws: k errors out of 6 trials
+    two_sided = 2 * c.attrs["alpha_per_bound"]
+    for k, u in ((c["test_fp"], c["ufpr"]), (c["test_fn"], c["ufnr"])):
+        ref = proportion_confint(int(k[0]), 6, alpha=two_sided, method="beta")[1]
+        assert float(u[0]) == pytest.approx(ref, rel=1e-9)
+
+
+def test_collapsed_identity_needs_enough_draws() -> None:
+    x = np.r_[np.ones((10, 2)), np.eye(2), np.random.default_rng(0).normal(size=(30, 2))]
+    es = EmbeddingSet(x, ["a"] * 12 + ["b"] * 15 + ["c"] * 15, normalize=False)
+    with pytest.raises(
+        InvalidInputError, match=r"identity 'a' has 12 row\(s\) but only 3 distinct"
+    ):
+        ReservedTestCertifier(duplicates="collapse", n_select=1, progress=False).fit(es)
+    with pytest.raises(
+        InvalidInputError, match=r"`duplicates` must be one of 'keep', 'collapse'; got 'drop'"
+    ):
+        ReservedTestCertifier(duplicates="drop", progress=False).fit(es)
 
 
 def test_attrs_record_duplicates_and_where_the_pairs_came_from(es: EmbeddingSet) -> None:
@@ -460,7 +507,7 @@ def test_dataset_schema_and_netcdf_round_trip(es: EmbeddingSet, tmp_path: Any) -
 
 def test_reading_results_before_fit_raises() -> None:
     cert = ReservedTestCertifier()
-    with pytest.raises(NotFittedError, match="call `fit` before reading `epsilon_lb_`"):
+    with pytest.raises(NotFittedError, match=r"call `fit\(es\)` before reading `epsilon_lb_`"):
         _ = cert.epsilon_lb_
     with pytest.raises(NotFittedError, match="`alpha_per_bound_`"):
         _ = cert.alpha_per_bound_

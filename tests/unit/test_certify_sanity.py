@@ -135,6 +135,52 @@ def test_ordered_split_sees_a_session_shift_that_shuffled_cannot() -> None:
     assert float(ordered.attrs["mean_auc"]) > 0.75
 
 
+def _stored_twice(n_id: int = 20, n_draws: int = 12) -> EmbeddingSet:
+    """n_id identities of n_draws iid draws each, every draw stored twice in a row."""
+    gen = np.random.default_rng(1)
+    centres = np.repeat(gen.normal(size=(n_id, 4)), n_draws, axis=0)
+    draws = centres + 0.3 * gen.normal(size=centres.shape)
+    labels = np.repeat(np.arange(n_id), n_draws)
+    return EmbeddingSet(np.repeat(draws, 2, axis=0), np.repeat(labels, 2), normalize=False)
+
+
+def test_collapse_controls_the_draws_not_the_copies() -> None:
+    es = _stored_twice()
+    kw = {"split": "ordered", "n_permutations": 100, "rng": 0, "progress": False}
+    kept = sanity_controls(es, **kw)  # type: ignore[arg-type]
+    collapsed = sanity_controls(es, duplicates="collapse", **kw)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(kept["n_half_a"], 12)  # 24 rows: 12 + 12
+    np.testing.assert_array_equal(collapsed["n_half_a"], 6)  # 12 draws: 6 + 6
+    assert collapsed.attrs["duplicates"] == "collapse"
+    assert kept.attrs["duplicates"] == "keep"
+    # Read as separate draws, ordered halves keep each pair of copies together while the
+    # permutations separate them: many controls reject (observed 12 of 20). Collapsed, the
+    # halves hold distinct iid draws and the null is true: a count consistent with a rate
+    # <= 0.05 (sd 1 around 1 over 20 controls; binomtest at 0.01 fails at about 5; observed 1).
+    assert (
+        stats.binomtest(int(kept.attrs["n_rejected"]), 20, 0.05, alternative="greater").pvalue
+        < 1e-6
+    )
+    assert (
+        stats.binomtest(int(collapsed.attrs["n_rejected"]), 20, 0.05, alternative="greater").pvalue
+        > 0.01
+    )
+
+
+def test_collapse_needs_enough_distinct_rows() -> None:
+    es = _stored_twice(n_id=2, n_draws=8)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"identity 0 has 16 rows but only 8 distinct ones \(duplicates='collapse'\); "
+        r".* at least 10",
+    ):
+        sanity_controls(es, duplicates="collapse", progress=False)
+    with pytest.raises(
+        InvalidInputError, match=r"`duplicates` must be one of 'keep', 'collapse'; got 'merge'"
+    ):
+        sanity_controls(es, duplicates="merge", progress=False)  # type: ignore[arg-type]
+
+
 def test_level_is_the_former_name_of_alpha() -> None:
     gen = np.random.default_rng(0)
     es = EmbeddingSet(gen.normal(size=(60, 3)), np.repeat(["a", "b", "c"], 20))

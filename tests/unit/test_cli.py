@@ -388,6 +388,35 @@ def test_certify_drops_small_identities_and_relays_the_small_test_warning(
         assert float(ds["epsilon_lb"].max()) == 0.0
 
 
+def test_certify_reads_duplicates_as_draws_or_as_copies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 6 identities of 25 draws, every draw stored twice
+    gen = np.random.default_rng(3)
+    x = np.repeat(gen.normal(size=(6, 4)), 25, axis=0) + 0.5 * gen.normal(size=(150, 4))
+    path = tmp_path / "twice.npz"
+    np.savez(path, embeddings=np.repeat(x, 2, axis=0), labels=np.repeat(np.arange(6), 50))
+    argv = ["certify", str(path), "--n-select", "2", "--n-candidates", "4", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "keep")]) == 0
+    assert "are exact duplicates" in capsys.readouterr().err  # relayed, with the way out
+    with xr.open_dataset(tmp_path / "keep" / "certificates.nc") as ds:
+        assert ds.attrs["duplicates"] == "keep"
+        np.testing.assert_array_equal(ds["n_test_a"], 15)  # 50 rows, each a draw
+    assert main([*argv, "--duplicates", "collapse", "--out", str(tmp_path / "one")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    with xr.open_dataset(tmp_path / "one" / "certificates.nc") as ds:
+        assert ds.attrs["duplicates"] == "collapse"
+        # every row of a candidate identity has one copy: 25 per identity
+        with xr.open_dataset(tmp_path / "one" / "candidates.nc") as cand:
+            ids = set(cand["identity_a"].values) | set(cand["identity_b"].values)
+        assert ds.attrs["n_duplicates"] == 25 * len(ids)
+        np.testing.assert_array_equal(ds["n_test_a"], 8)  # 25 draws
+    # --min-rows counts draws when collapsing: 25 < 26 leaves no identity
+    with pytest.raises(SystemExit):
+        main([*argv, "--duplicates", "collapse", "--min-rows", "26", "--out", str(tmp_path)])
+    assert "`--min-rows` 26 leaves 0 of the 6 identities" in capsys.readouterr().err
+
+
 # -- the output folder ----------------------------------------------------------------------
 
 

@@ -78,14 +78,41 @@ def test_counts_exact_duplicates_within_identity_only():
             [1.0, 2.0],
             [1.0, 2.0],  # duplicate of row 0 (same identity)
             [1.0, 2.0],  # another duplicate
-            [2.0, 4.0],  # same direction but not identical before normalisation
+            [2.0, 4.0],  # same direction: normalises to the same vector as row 0
             [1.0, 2.0],  # identical values, other identity: not a duplicate
             [0.0, 1.0],
             [-0.0, 1.0],  # equal to the previous row (0.0 == -0.0)
         ]
     )
     es = EmbeddingSet(x, ["a", "a", "a", "a", "b", "c", "c"])
-    assert es.n_duplicates_ == 3
+    assert es.n_duplicates_ == 4
+    # raw vectors kept: [2, 4] is a different row
+    assert EmbeddingSet(x, ["a", "a", "a", "a", "b", "c", "c"], normalize=False).n_duplicates_ == 3
+
+
+def test_duplicates_are_detected_on_the_vectors_the_audits_use():
+    # [1, 0] and [2, 0] are one point on the unit circle, as are [0, 1] and [0, 3]
+    x = [[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 3.0]]
+    es = EmbeddingSet(x, ["a", "a", "b", "b"])
+    assert es.n_duplicates_ == 2
+    assert np.array_equal(es.get("a")[0], es.get("a")[1])
+    assert EmbeddingSet(x, ["a", "a", "b", "b"], normalize=False).n_duplicates_ == 0
+
+
+def test_drop_duplicates_keeps_the_first_row_of_each_group():
+    x = np.array([[3.0, 0.0], [0.0, 2.0], [1.0, 0.0], [0.0, 1.0], [0.0, 5.0], [1.0, 1.0]])
+    es = EmbeddingSet(x, ["a", "a", "a", "b", "b", "a"])
+    assert es.n_duplicates_ == 2  # row 2 repeats row 0; row 4 repeats row 3
+    out = es.drop_duplicates()
+    assert out.counts == {"a": 3, "b": 1}
+    assert out.n_duplicates_ == 0
+    np.testing.assert_array_equal(out.get("a"), es.get("a")[[0, 1, 3]])
+    np.testing.assert_array_equal(out.get("b"), es.get("b")[[0]])
+    assert out.sha256 == es.sha256
+    assert out.dropped_ == dict.fromkeys(DROP_REASONS, 0)
+    # nothing to drop: the same rows
+    clean = EmbeddingSet(np.eye(3), ["a", "a", "b"])
+    np.testing.assert_array_equal(clean.drop_duplicates().embeddings, clean.embeddings)
 
 
 def test_labels_as_python_scalars_and_integer_labels():

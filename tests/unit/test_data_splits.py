@@ -81,37 +81,68 @@ def dup_es():
     return EmbeddingSet(np.concatenate(blocks), labels, normalize=False)
 
 
-def test_no_duplicate_group_straddles_the_split(dup_es):
+def test_keep_splits_row_by_row_whatever_the_values(dup_es, es):
+    # "keep": placement is the documented permutation prefix of the identity's rows, exactly
+    # as for distinct rows, so copies of one value can sit on both sides
     assert dup_es.n_duplicates_ > 0
+    straddles = 0
     for seed in range(20):
         dev, test = split_identities(dup_es, test_size=0.3, rng=seed)
         for label, n in dup_es.counts.items():
-            d = {r.tobytes() for r in dev.get(label)}
-            t = {r.tobytes() for r in test.get(label)}
-            assert d.isdisjoint(t), (seed, label)
-            assert dev.counts[label] + test.counts[label] == n
-            # never above the documented target, and at least two rows each side
             target = min(max(int(np.floor(0.3 * n + 0.5)), 2), n - 2)
-            assert 2 <= test.counts[label] <= target
-            assert dev.counts[label] >= 2
-
-
-def test_row_level_split_lets_copies_straddle(dup_es):
-    # the same data without grouping: some copy lands on both sides for some seed
-    straddles = 0
-    for seed in range(20):
-        dev, test = split_identities(dup_es, rng=seed, group_duplicates=False)
+            assert test.counts[label] == target
+            assert dev.counts[label] == n - target
         d = {r.tobytes() for r in dev.get("a")}
         straddles += not d.isdisjoint({r.tobytes() for r in test.get("a")})
     assert straddles > 0
 
 
-def test_grouping_does_not_move_a_split_without_duplicates(es):
-    # same rng -> the same rows as the row-level split whenever every row is distinct
+def test_keep_places_rows_by_position_not_by_value():
+    # two sets with the same labels, one all distinct and one made of a few repeated values:
+    # the same positions go to the test side (the split never looks at the values)
+    gen = np.random.default_rng(0)
+    labels = ["a"] * 40 + ["b"] * 25
+    distinct = EmbeddingSet(gen.normal(size=(65, 3)), labels, normalize=False)
+    atoms = EmbeddingSet(gen.integers(0, 2, size=(65, 1)).astype(float), labels, normalize=False)
+    assert atoms.n_duplicates_ == 61
+    marker = np.arange(65.0)[:, None]  # row index as the value, to read positions back
+    positions = EmbeddingSet(marker, labels, normalize=False)
     for seed in range(5):
-        grouped = split_identities(es, rng=seed)
-        rows = split_identities(es, rng=seed, group_duplicates=False)
-        for one, two in zip(grouped, rows, strict=True):
+        _, where = split_identities(positions, rng=seed)
+        rows = where.embeddings.ravel().astype(int)  # test positions, in input order
+        for case in (distinct, atoms):
+            _, test = split_identities(case, rng=seed)
+            np.testing.assert_array_equal(test.embeddings, case.embeddings[rows])
+
+
+def test_collapse_splits_one_row_per_draw(dup_es):
+    for seed in range(20):
+        dev, test = split_identities(dup_es, test_size=0.3, rng=seed, duplicates="collapse")
+        for label in dup_es.counts:
+            d = [r.tobytes() for r in dev.get(label)]
+            t = [r.tobytes() for r in test.get(label)]
+            whole = {r.tobytes() for r in dup_es.get(label)}
+            assert len(set(d)) == len(d)  # one row per draw
+            assert len(set(t)) == len(t)
+            assert set(d).isdisjoint(t)
+            assert set(d) | set(t) == whole
+            n = len(whole)
+            assert len(t) == min(max(int(np.floor(0.3 * n + 0.5)), 2), n - 2)
+        assert dev.n_duplicates_ == test.n_duplicates_ == 0
+    # the same as splitting the deduplicated set with "keep"
+    for one, two in zip(
+        split_identities(dup_es, rng=3, duplicates="collapse"),
+        split_identities(dup_es.drop_duplicates(), rng=3),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(one.embeddings, two.embeddings)
+
+
+def test_both_readings_agree_without_duplicates(es):
+    for seed in range(5):
+        kept = split_identities(es, rng=seed)
+        collapsed = split_identities(es, rng=seed, duplicates="collapse")
+        for one, two in zip(kept, collapsed, strict=True):
             np.testing.assert_array_equal(one.embeddings, two.embeddings)
             np.testing.assert_array_equal(one.labels, two.labels)
 
@@ -140,25 +171,27 @@ def test_split_is_the_documented_permutation_prefix(es):
             }
 
 
-def test_grouped_split_ignores_other_identities_and_is_seeded(dup_es):
-    _, full = split_identities(dup_es, rng=4)
-    _, part = split_identities(dup_es.subset(["a"]), rng=4)
+def test_collapsed_split_ignores_other_identities_and_is_seeded(dup_es):
+    _, full = split_identities(dup_es, rng=4, duplicates="collapse")
+    _, part = split_identities(dup_es.subset(["a"]), rng=4, duplicates="collapse")
     np.testing.assert_array_equal(full.get("a"), part.get("a"))
-    _, again = split_identities(dup_es, rng=np.random.default_rng(4))
+    _, again = split_identities(dup_es, rng=np.random.default_rng(4), duplicates="collapse")
     np.testing.assert_array_equal(full.embeddings, again.embeddings)
 
 
-def test_too_few_distinct_rows_to_keep_copies_together():
-    # "a": one row six times and one other row: its groups (6, 1) cannot give two test rows
+def test_too_few_distinct_rows_to_collapse():
+    # "a": one row six times and one other row: 7 rows, but only 2 draws
     x = np.r_[np.ones((6, 2)), [[2.0, 0.0]], np.arange(8.0).reshape(4, 2) + 3]
     es = EmbeddingSet(x, ["a"] * 7 + ["b"] * 4, normalize=False)
     with pytest.raises(
         InvalidInputError,
-        match=r"identity 'a' has 7 rows but only 2 distinct ones; keeping exact duplicates "
-        r"together leaves fewer than 2 rows for the test side \(target 2\)",
+        match=r"identity 'a' has 7 row\(s\) but only 2 distinct one\(s\) "
+        r"\(duplicates='collapse'\); splitting needs at least 4 \(2 per side\)",
     ):
-        split_identities(es)
-    _, test = split_identities(es, group_duplicates=False)
+        split_identities(es, duplicates="collapse")
+    _, test = split_identities(es)  # seven draws: 2 to the test side
     assert test.counts["a"] == 2
-    with pytest.raises(TypeError, match="`group_duplicates` must be a bool; got str"):
-        split_identities(es, group_duplicates="yes")
+    with pytest.raises(
+        InvalidInputError, match=r"`duplicates` must be one of 'keep', 'collapse'; got True"
+    ):
+        split_identities(es, duplicates=True)

@@ -114,6 +114,24 @@ def test_calibrated_sigma_closed_form_at_zero_epsilon_and_scaling():
     )
 
 
+@pytest.mark.parametrize("delta", [1e-300, 1e-12, 1e-9, 1e-6, 1e-3, 0.5, 1 - 1e-9])
+def test_zero_epsilon_keeps_full_precision_for_small_delta(delta):
+    # mpmath at 400 digits (enough for 2Φ(x) − 1 to resolve δ = 1e-300) gives
+    # σ/Δ = 1 / (2 Φ^{-1}((1 + δ)/2)) and δ(0; σ) = 2Φ(1/2σ) − 1 without rounding (1 + δ)/2;
+    # doubles allow a few ulps (rel 1e-13). Evaluating Φ^{-1}((1 + δ)/2) in doubles gives a σ
+    # 9e-5 too small at δ = 1e-12 (anti-conservative).
+    with mpmath.workdps(400):
+        d = mpmath.mpf(delta)
+        ref = 1 / (2 * mpmath.sqrt(2) * mpmath.erfinv(d))
+        # the erfinv form and the ncdf form of the reference agree to 40 digits
+        assert abs(2 * mpmath.ncdf(1 / (2 * ref)) - 1 - d) < d * mpmath.mpf(10) ** -40
+        sigma = calibrate_gaussian_sigma(0.0, delta)
+        assert sigma == pytest.approx(float(ref), rel=1e-13)
+        assert gaussian_delta(0.0, float(ref)) == pytest.approx(delta, rel=1e-13)
+        # σ is never below the exact value by more than rounding: δ(0; σ) <= δ (1 + 1e-13)
+        assert float(2 * mpmath.ncdf(1 / (2 * mpmath.mpf(sigma))) - 1) <= delta * (1 + 1e-13)
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [

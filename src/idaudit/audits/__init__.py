@@ -25,7 +25,7 @@ one-pair case, so :func:`audit_pairs` and ``fit`` give the same numbers.
 
 from __future__ import annotations
 
-from idaudit.audits._base import BaseAuditor, Output
+from idaudit.audits._base import BaseAuditor, Output, StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
 from idaudit.audits._engine import audit_pairs
@@ -33,6 +33,7 @@ from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
 from idaudit.audits._merge import merge_audits
 from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
+from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
 from idaudit.audits._rocht import ROCHTAuditor
 from idaudit.audits._sensitivity import (
     ShapiroResult,
@@ -54,14 +55,19 @@ __all__ = [
     "Output",
     "ROCHTAuditor",
     "ShapiroResult",
+    "StatusEstimator",
     "audit_pairs",
     "check_auditor",
     "classifier_sensitivity",
     "concat_conditions",
     "merge_audits",
     "mmd_bandwidth_sweep",
+    "oof_scores",
     "parametrize_auditor_checks",
+    "roc_auc",
+    "roc_curve",
     "shapiro_residuals",
+    "stratified_folds",
     "summarize",
     "tv_witness_ratio",
 ]

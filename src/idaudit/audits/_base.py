@@ -34,6 +34,7 @@ __all__ = [
     "BaseAuditor",
     "Output",
     "PairError",
+    "StatusEstimator",
 ]
 
 #: Labels (variable prefixes): a letter or underscore, then letters, digits, ``_``, ``.``, ``-``.
@@ -164,7 +165,35 @@ class Batch:
         return masks
 
 
-class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
+class StatusEstimator:
+    """What idaudit's estimators share beyond scikit-learn's ``BaseEstimator``.
+
+    The repr ends with the formal status of the estimator's headline number, and reading a
+    fitted attribute (a public name ending in ``_``) before ``fit`` raises
+    :class:`~idaudit.exceptions.NotFittedError` instead of a bare ``AttributeError``. A
+    subclass sets ``status``, ``_fitted`` (an attribute ``fit`` always sets) and ``_fit_call``
+    (how to call ``fit``, for the message), and lists this class before ``BaseEstimator``.
+    """
+
+    status: ClassVar[Status]
+    _fitted: ClassVar[str]
+    _fit_call: ClassVar[str] = "fit"
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        """Parameters as scikit-learn prints them, then the formal status."""
+        return f"{super().__repr__(N_CHAR_MAX)}  # status: {self.status}"  # type: ignore[call-arg]
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails
+        if name.endswith("_") and not name.startswith("_") and self._fitted not in self.__dict__:
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet; call `{self._fit_call}` "
+                f"before reading `{name}`."
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+class BaseAuditor(StatusEstimator, BaseEstimator, ABC):  # type: ignore[misc]
     """Base class of the identity-level DP auditors (seed 000, Section 3).
 
     An auditor turns the embeddings of two identities into an ε with a declared formal
@@ -198,6 +227,8 @@ class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
     """
 
     status: ClassVar[Status] = "diagnostic"
+    _fitted = "epsilon_"
+    _fit_call = "fit(emb_a, emb_b)"
     #: One constraint per constructor parameter, checked by ``fit`` (and ``audit_pairs``).
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {"name": NAME}
     symmetric: ClassVar[bool] = True
@@ -260,18 +291,6 @@ class BaseAuditor(BaseEstimator, ABC):  # type: ignore[misc]
     def min_rows(self) -> int:
         """Fewest rows each identity must have for this auditor."""
         return 2
-
-    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
-        """Parameters as scikit-learn prints them, then the formal status of ``epsilon_``."""
-        return f"{super().__repr__(N_CHAR_MAX)}  # status: {self.status}"
-
-    def __getattr__(self, name: str) -> Any:
-        if name.endswith("_") and not name.startswith("_") and "epsilon_" not in self.__dict__:
-            raise NotFittedError(
-                f"This {type(self).__name__} is not fitted yet; call `fit(emb_a, emb_b)` "
-                f"before reading `{name}`."
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ for subclasses
     def _default_label(self) -> str:

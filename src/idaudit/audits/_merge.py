@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["merge_audits"]
 
+_PAIR_COORDS = ("identity_a", "identity_b", "n_a", "n_b")
 # attributes that must agree between the inputs: they say which data were audited
 _SAME_DATA = ("input_sha256",)
 # attributes that describe one input's pair list and would be wrong for the union
@@ -39,7 +41,9 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
         ``identity_b``, ``n_a``, ``n_b``. Float variables keep their dtype, with NaN where not
         audited; a boolean variable that has such gaps becomes float64 (1.0 / 0.0 / NaN). The
         attributes are the union of the inputs' (per-auditor ``<label>.*`` attributes
-        included); ``auditors`` lists every label, ``n_pairs`` counts the union and
+        included; an attribute whose value differs between inputs, such as the run setting
+        ``setting.batch_size``, holds every input's value joined by commas, in input order);
+        ``auditors`` lists every label, ``n_pairs`` counts the union and
         ``merged_pairs_sha256`` lists each input's ``pairs_sha256`` (a merged input's own list,
         so chained merges keep every hash).
 
@@ -72,7 +76,7 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
     for k, ds in enumerate(results):
         if not isinstance(ds, xr.Dataset):
             raise TypeError(f"`results[{k}]` must be an xarray.Dataset; got {type(ds).__name__}.")
-        missing = [c for c in ("identity_a", "identity_b", "n_a", "n_b") if c not in ds.coords]
+        missing = [c for c in _PAIR_COORDS if c not in ds.coords]
         if "pair" not in ds.dims or missing or "auditors" not in ds.attrs:
             raise InvalidInputError(
                 f"`results[{k}]` is not an audit_pairs result (needs dimension 'pair', the "
@@ -104,95 +108,76 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
             )
         seen_vars |= names
 
-    # the union of the pairs, in order of first appearance, with their row counts
-    index: dict[tuple[Any, Any], int] = {}
-    counts: list[tuple[int, int]] = []
-    ids_a: list[Any] = []
-    ids_b: list[Any] = []
-    positions: list[np.ndarray] = []
+    # the checks xarray's join cannot word: each input's pairs are distinct, a pair is audited
+    # in one orientation only, and a pair has the same row counts wherever it appears
+    counts: dict[tuple[Any, Any], tuple[int, int]] = {}  # the union, in order of first appearance
     for k, ds in enumerate(results):
-        pos = np.empty(ds.sizes["pair"], dtype=np.int64)
         seen: set[tuple[Any, Any]] = set()
-        for i, (a, b, na, nb) in enumerate(
-            zip(
-                ds["identity_a"].values.tolist(),
-                ds["identity_b"].values.tolist(),
-                ds["n_a"].values.tolist(),
-                ds["n_b"].values.tolist(),
-                strict=True,
-            )
+        for a, b, na, nb in zip(
+            *(ds[c].values.tolist() for c in _PAIR_COORDS[:2]),
+            *(ds[c].values.tolist() for c in _PAIR_COORDS[2:]),
+            strict=True,
         ):
-            pair = (a, b)
+            pair, rows = (a, b), (int(na), int(nb))
             if pair in seen:
                 raise InvalidInputError(
                     f"pair ({a!r}, {b!r}) appears twice in results[{k}]; its two values would "
                     "have to share one slot."
                 )
             seen.add(pair)
-            if pair not in index and (b, a) in index:
+            if pair not in counts and (b, a) in counts:
                 raise InvalidInputError(
                     f"pair ({a!r}, {b!r}) of results[{k}] is pair ({b!r}, {a!r}) of an earlier "
                     "input in reverse order; audit every pair in one orientation (as "
                     "sample_pairs gives them) so their numbers line up."
                 )
-            if pair not in index:
-                index[pair] = len(counts)
-                counts.append((int(na), int(nb)))
-                ids_a.append(a)
-                ids_b.append(b)
-            elif counts[index[pair]] != (int(na), int(nb)):
+            if counts.setdefault(pair, rows) != rows:
                 raise InvalidInputError(
-                    f"pair ({a!r}, {b!r}) has rows {counts[index[pair]]} in one input and "
-                    f"{(int(na), int(nb))} in results[{k}]; were they audited on the same data?"
+                    f"pair ({a!r}, {b!r}) has rows {counts[pair]} in one input and {rows} in "
+                    f"results[{k}]; were they audited on the same data?"
                 )
-            pos[i] = index[pair]
-        positions.append(pos)
-    n_total = len(counts)
-
-    data_vars: dict[str, xr.Variable] = {}
-    for ds, pos in zip(results, positions, strict=True):
-        complete = pos.size == n_total  # an input's pairs are distinct (checked above)
-        for var_name, var in ds.data_vars.items():
-            name = str(var_name)
+    for ds in results:
+        complete = ds.sizes["pair"] == len(counts)  # its pairs are distinct (checked above)
+        for name, var in ds.data_vars.items():
             if var.dims[:1] != ("pair",):
                 raise InvalidInputError(
                     f"variable '{name}' does not run along 'pair' first; cannot merge it."
                 )
-            column = np.asarray(var.values)
-            dtype = column.dtype
-            if not complete and not np.issubdtype(dtype, np.floating):
-                if np.issubdtype(dtype, np.bool_) or np.issubdtype(dtype, np.number):
-                    dtype = np.dtype(np.float64)  # NaN marks the pairs not audited
-                else:
-                    raise InvalidInputError(
-                        f"variable '{name}' of dtype {dtype} cannot hold gaps; merge inputs "
-                        "that cover the same pairs."
-                    )
-            fill = np.nan if np.issubdtype(dtype, np.floating) else 0
-            out = np.full((n_total, *column.shape[1:]), fill, dtype=dtype)
-            out[pos] = column
-            data_vars[name] = xr.Variable(var.dims, out, attrs=dict(var.attrs))
+            kind = var.dtype.kind
+            if not complete and kind not in "fcbiu":
+                raise InvalidInputError(
+                    f"variable '{name}' of dtype {var.dtype} cannot hold gaps; merge inputs "
+                    "that cover the same pairs."
+                )
+
+    # xarray joins on the (identity_a, identity_b) index; NaN fills the pairs an input did not
+    # audit (integers and booleans with gaps become float64), and each variable keeps its attrs
+    indexed = [
+        ds.drop_vars(["n_a", "n_b"]).set_index(pair=["identity_a", "identity_b"]) for ds in results
+    ]
+    joined = xr.merge(indexed, join="outer", compat="no_conflicts", combine_attrs="override")
+    order = pd.MultiIndex.from_tuples(list(counts), names=["identity_a", "identity_b"])
+    merged = joined.isel(pair=joined.indexes["pair"].get_indexer(order)).reset_index("pair")
+    sizes = np.asarray(list(counts.values()), dtype=np.int64).reshape(-1, 2)  # (pairs, 2)
+    merged = merged.assign_coords(n_a=("pair", sizes[:, 0]), n_b=("pair", sizes[:, 1]))
+    for name in _PAIR_COORDS:
+        merged[name].attrs = dict(results[0][name].attrs)
 
     attrs: dict[str, Any] = {}
-    for ds in results:
-        for key, value in ds.attrs.items():
-            if key not in _PER_INPUT:
-                attrs.setdefault(key, value)
+    for key in dict.fromkeys(k for ds in results for k in ds.attrs):
+        if key in _PER_INPUT:
+            continue
+        given = [ds.attrs[key] for ds in results if key in ds.attrs]
+        # a run setting that differs between the inputs (e.g. setting.batch_size) keeps every
+        # input's value, in input order
+        same = all(str(v) == str(given[0]) for v in given)
+        attrs[key] = given[0] if same else ",".join(str(ds.attrs.get(key, "")) for ds in results)
     attrs["auditors"] = ",".join(labels)
-    attrs["n_pairs"] = n_total
+    attrs["n_pairs"] = len(counts)
     # a merged input contributes the hashes of its own inputs, so chained merges keep them all
     attrs["merged_pairs_sha256"] = ",".join(
         str(ds.attrs.get("merged_pairs_sha256") or ds.attrs.get("pairs_sha256", ""))
         for ds in results
     )
-    columns = {
-        "identity_a": np.asarray(ids_a),
-        "identity_b": np.asarray(ids_b),
-        "n_a": np.asarray([c[0] for c in counts], dtype=np.int64),
-        "n_b": np.asarray([c[1] for c in counts], dtype=np.int64),
-    }
-    coords = {
-        name: xr.Variable("pair", column, attrs=dict(results[0][name].attrs))
-        for name, column in columns.items()
-    }
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+    merged.attrs = attrs
+    return merged

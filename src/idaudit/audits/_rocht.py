@@ -9,7 +9,6 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from scipy.special import expit
-from sklearn.model_selection import StratifiedKFold
 
 from idaudit import dp
 from idaudit._validation import (
@@ -22,10 +21,11 @@ from idaudit._validation import (
     RngLike,
 )
 from idaudit.audits._base import NAME, BaseAuditor, Batch, Output
-from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
+from idaudit.exceptions import IdauditWarning
 from idaudit.ops import fit_kernel_logistic
 
-__all__ = ["CLASSIFIERS", "ROCHTAuditor", "roc_curve"]
+__all__ = ["CLASSIFIERS", "ROCHTAuditor"]
 
 CLASSIFIERS = ("logistic", "random_forest")
 
@@ -179,7 +179,8 @@ class ROCHTAuditor(BaseAuditor):
         assert seed is not None
         fold_seed = seed % 2**32
         folds = [
-            _folds(a.shape[0], b.shape[0], int(self.n_folds), fold_seed) for a, b in batch.samples
+            stratified_folds(a.shape[0], b.shape[0], int(self.n_folds), fold_seed)
+            for a, b in batch.samples
         ]
         if self.classifier == "logistic":
             scores = self._logistic_scores(batch, folds)
@@ -192,7 +193,7 @@ class ROCHTAuditor(BaseAuditor):
             out["fpr"].append(fpr)
             out["tpr"].append(tpr)
             out["epsilon"].append(dp.epsilon_from_roc(fpr, tpr))
-            out["auc"].append(float(np.trapezoid(tpr, fpr)))
+            out["auc"].append(roc_auc(fpr, tpr))
             out["tv"].append(float(np.max(tpr - fpr)))
             out["corner"].append(dp.exact_corner(fpr, tpr))
         result: dict[str, Any] = {
@@ -252,18 +253,19 @@ class ROCHTAuditor(BaseAuditor):
         """Out-of-fold probabilities from scikit-learn random forests (a plain loop)."""
         from sklearn.ensemble import RandomForestClassifier
 
-        scores = []
-        for (a, b), fs in zip(batch.samples, folds, strict=True):
-            x = np.vstack([a, b])
-            y = np.r_[np.zeros(a.shape[0]), np.ones(b.shape[0])]
-            score = np.empty(x.shape[0])
-            for tr, te in fs:
-                forest = RandomForestClassifier(
-                    n_estimators=int(self.n_estimators), random_state=fold_seed
-                ).fit(x[tr], y[tr])
-                score[te] = forest.predict_proba(x[te])[:, 1]
-            scores.append(score)
-        return scores
+        def forest(fold: int) -> Any:  # the same seed in every fold
+            return RandomForestClassifier(
+                n_estimators=int(self.n_estimators), random_state=fold_seed
+            )
+
+        def probability(clf: Any, x: FloatArray) -> FloatArray:
+            out: FloatArray = clf.predict_proba(x)[:, 1]
+            return out
+
+        return [
+            oof_scores(forest, a, b, fs, probability)
+            for (a, b), fs in zip(batch.samples, folds, strict=True)
+        ]
 
 
 def _centred(gram: torch.Tensor, n_rows: npt.ArrayLike) -> torch.Tensor:
@@ -282,51 +284,3 @@ def _centred(gram: torch.Tensor, n_rows: npt.ArrayLike) -> torch.Tensor:
     grand = (row_mean * w).sum(-1)  # (pairs,): <mean, mean>
     centred = gram - row_mean[:, :, None] - row_mean[:, None, :] + grand[:, None, None]
     return centred * valid[:, :, None] * valid[:, None, :]
-
-
-def _folds(n_a: int, n_b: int, n_folds: int, seed: int) -> list[tuple[IntArray, IntArray]]:
-    """``StratifiedKFold(n_folds, shuffle=True, random_state=seed)`` splits of A-then-B rows."""
-    y = np.r_[np.zeros(n_a, dtype=np.int64), np.ones(n_b, dtype=np.int64)]
-    skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-    return [(tr, te) for tr, te in skf.split(np.zeros((y.size, 1)), y)]
-
-
-def roc_curve(y_true: npt.ArrayLike, score: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
-    """ROC operating points, identical to ``sklearn.metrics.roc_curve`` (drop_intermediate).
-
-    Parameters
-    ----------
-    y_true : array_like of {0, 1}, shape (n,)
-        Labels (1 = positive); both classes present.
-    score : array_like of float, shape (n,)
-        Scores, larger meaning more positive.
-
-    Returns
-    -------
-    fpr, tpr : numpy.ndarray of float64, shape (n_points,)
-        Starting at (0, 0) and ending at (1, 1); thresholds at each distinct score, with
-        points on straight segments dropped as scikit-learn does.
-
-    Raises
-    ------
-    InvalidInputError
-        If a score is not finite.
-    """
-    y = np.asarray(y_true, dtype=np.float64)
-    s = np.asarray(score, dtype=np.float64)
-    if not np.all(np.isfinite(s)):
-        # NaN would sort first and pass for a perfect separation
-        raise InvalidInputError(
-            f"score must be finite; got {int(np.sum(~np.isfinite(s)))} non-finite"
-        )
-    desc = np.argsort(s, kind="mergesort")[::-1]
-    s, y = s[desc], y[desc]
-    last = np.r_[np.where(np.diff(s))[0], y.size - 1]  # last index of each distinct score
-    tps = np.cumsum(y)[last]
-    fps = 1 + last - tps
-    if len(fps) > 2:
-        keep = np.where(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True])[0]
-        fps, tps = fps[keep], tps[keep]
-    tps = np.r_[0.0, tps]
-    fps = np.r_[0.0, fps]
-    return fps / fps[-1], tps / tps[-1]

@@ -7,7 +7,7 @@ import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +16,6 @@ from scipy import stats
 from sklearn.base import BaseEstimator, clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
@@ -25,6 +24,7 @@ from idaudit._validation import (
     Boolean,
     Constraint,
     Interval,
+    Options,
     RandomState,
     RngLike,
     check_in_range,
@@ -34,9 +34,10 @@ from idaudit._validation import (
     spawn_seeds,
     validate_params,
 )
-from idaudit.data import EmbeddingSet, sample_pairs, split_identities
+from idaudit.audits import StatusEstimator, oof_scores, stratified_folds
+from idaudit.data import DUPLICATES, EmbeddingSet, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
-from idaudit.exceptions import IdauditWarning, InvalidInputError, NotFittedError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["ReservedTestCertifier"]
 
@@ -107,7 +108,7 @@ class _Classifier:
         return ("svm", object())
 
 
-class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
+class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
     r"""Certified ε lower bounds from a classifier evaluated once on reserved test data.
 
     The protocol of seed 000, Section 4.3: every adaptive choice (which pairs, which
@@ -119,13 +120,20 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     repr) — with probability at least :math:`1-\alpha` (jointly over the ``n_select`` pairs, and
     over ``n_families`` conditions certified together), every reported ``epsilon_lb``, and
     hence ``epsilon_lb_``, is at most the true ε(δ) of its pair, assuming each identity's rows
-    are iid draws from its output distribution and the candidate ``pairs`` were fixed without
-    looking at the rows (see :meth:`fit`).
+    are iid draws from its output distribution (with ``duplicates="collapse"``: its distinct
+    rows are) and the candidate ``pairs`` were fixed without looking at the rows (see
+    :meth:`fit`).
 
     Parameters
     ----------
     test_size : float, default 0.3
         Fraction of each identity's rows reserved for the test split, in (0, 1).
+    duplicates : {"keep", "collapse"}, default "keep"
+        What an exact-duplicate row of an identity is (see Notes). ``"keep"``: a draw of its
+        own — the mechanism repeated an output — so rows are split and counted one by one.
+        ``"collapse"``: a repeated record of one draw (the same output stored or encoded
+        twice), so each group of duplicates is one row on one side of the split and one
+        trial in the Clopper–Pearson counts.
     n_candidates : int, default 100
         How many pairs, from the start of ``pairs``, are scored on the development split.
     n_select : int, default 5
@@ -185,12 +193,23 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     Choices the paper leaves open, made here:
 
     * **Split** — each identity's rows are split once with
-      :func:`idaudit.data.split_identities` (only identities of the candidate pairs), keeping
-      exact-duplicate rows of an identity on one side: a copy of a development row on the test
-      side would not be a fresh draw, and a classifier that memorised the row (a random forest,
-      a nearest neighbour) would then certify ε > 0 between identical distributions. Copies
-      that land together on the test side still count as separate rows; if they are repeated
-      encodings of one output rather than repeated outputs, deduplicate before certifying.
+      :func:`idaudit.data.split_identities` (only identities of the candidate pairs): a
+      uniformly random subset of the rows, chosen without looking at their values, so iid
+      rows give an iid test sample independent of the development rows.
+    * **Exact duplicates** (rows the audits cannot tell apart, ``n_duplicates``) fit one of
+      two models, and the certificate holds under the one chosen. ``"keep"`` (the default):
+      the mechanism repeats outputs (atoms: a quantised encoder, a generator that falls back
+      to one output, :class:`~idaudit.mechanisms.EncodedGenerator` with a deterministic
+      generator); every row is a draw, split and counted like any other, and a copy of a
+      development row on the test side is a fresh draw that happens to repeat a value.
+      ``"collapse"``: copies are repeated records of one draw; only the first row of each
+      group is used, on both sides and in the counts — otherwise a copy of a development row
+      on the test side lets a classifier that memorised it (a random forest, a nearest
+      neighbour) certify ε > 0 between identical distributions, and copies on the test side
+      inflate the number of trials. Keeping copies together but counting each is valid
+      under neither model: under the first the values steer the split (a frequent output
+      never fits the test quota, so the test sample misses it), under the second the counts
+      are too large.
     * **Scores** — out-of-fold scores from ``n_folds`` stratified folds on the development
       rows of the pair; ``decision_function`` where available (logits for logistic
       regression, which do not saturate as probabilities do).
@@ -232,9 +251,12 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
     True
     """
 
-    status: ClassVar[str] = "certified_lower_bound"
+    status: ClassVar[Status] = "certified_lower_bound"
+    _fitted = "certificates_"
+    _fit_call = "fit(es)"
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "test_size": Interval(0.0, 1.0),
+        "duplicates": Options(DUPLICATES),
         "n_candidates": Interval(1, integer=True),
         "n_select": Interval(1, integer=True),
         "alpha": Interval(0.0, 1.0),
@@ -250,6 +272,7 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         self,
         *,
         test_size: float = 0.3,
+        duplicates: Literal["keep", "collapse"] = "keep",
         n_candidates: int = 100,
         n_select: int = 5,
         alpha: float = 0.05,
@@ -261,6 +284,7 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         progress: bool = True,
     ) -> None:
         self.test_size = test_size
+        self.duplicates = duplicates
         self.n_candidates = n_candidates
         self.n_select = n_select
         self.alpha = alpha
@@ -271,16 +295,12 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         self.rng = rng
         self.progress = progress
 
-    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
-        """Parameters as scikit-learn prints them, then the formal status of ``epsilon_lb_``."""
-        return f"{super().__repr__(N_CHAR_MAX)}  # status: {self.status}"
-
     def min_rows(self) -> int:
         """Fewest rows an identity of a candidate pair needs with the current parameters.
 
         The identity must be splittable (at least 2 rows on each side, see
         :func:`idaudit.data.split_identities`) and leave at least ``n_folds`` development rows
-        (one per fold). Identities with exact-duplicate rows can need a few more.
+        (one per fold). With ``duplicates="collapse"`` these are distinct rows.
 
         Returns
         -------
@@ -304,14 +324,6 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         return _smallest(lambda n: n - _n_test(n, test_size) >= n_folds, start=4)
 
     # -- fitted attributes ------------------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        # only reached when normal lookup fails: a fitted attribute read before fit
-        if name.endswith("_") and not name.startswith("_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} is not fitted yet; call `fit` before reading `{name}`."
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     @property
     def alpha_per_bound_(self) -> float:
         """Level of each one-sided Clopper–Pearson bound, α / (n_families · n_select · 2)."""
@@ -349,8 +361,10 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             ``test_auc``, ``epsilon_lb`` (status ``certified_lower_bound``), ``threshold``,
             ``direction`` (+1: predict ``identity_b`` when the score is ≥ ``threshold``;
             -1: when ≤), ``dev_auc``, ``dev_expected_epsilon`` and ``rank``. Its attrs hold
-            the settings, ``n_duplicates`` (exact-duplicate rows among the candidate
-            identities, kept on one side of the split), ``candidate_pairs`` and
+            the settings (``duplicates`` among them), ``n_duplicates`` (exact-duplicate rows
+            among the candidate identities, counted before any collapsing; with
+            ``"collapse"`` the ``n_dev_*`` and ``n_test_*`` sizes count draws, while ``n_a``,
+            ``n_b`` stay the rows in ``es``), ``candidate_pairs`` and
             ``min_test_rows_for_nonzero`` (fewest test rows per identity at which zero test
             errors certify more than 0).
 
@@ -368,8 +382,9 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
         Warns
         -----
         IdauditWarning
-            When the candidate identities hold exact-duplicate rows (with their number); the
-            copies are kept on one side of the split.
+            With ``duplicates="keep"``, when the candidate identities hold exact-duplicate rows
+            (with their number): they were split and counted as separate draws, which is wrong
+            if they are copies of one draw (then pass ``duplicates="collapse"``).
         IdauditWarning
             When a selected pair has so few reserved test rows that even zero test errors
             certify 0 (the message names the test sizes and the minimum needed): with zero
@@ -409,15 +424,15 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             )
         pool = es.subset(identities)
         dev, test = split_identities(
-            pool, test_size=p["test_size"], rng=seed_split, group_duplicates=True
+            pool, test_size=p["test_size"], rng=seed_split, duplicates=p["duplicates"]
         )
-        if pool.n_duplicates_:
+        if pool.n_duplicates_ and p["duplicates"] == "keep":
             warnings.warn(
                 f"{pool.n_duplicates_} of the {len(pool)} rows of the {len(identities)} "
                 "candidate identities are exact duplicates of an earlier row of the same "
-                "identity; all copies of a row were kept on the same side of the "
-                "development/test split. Copies on the test side still count as separate "
-                "draws: if they are repeated encodings of one output, deduplicate first.",
+                "identity; they were split and counted as separate draws, which is right "
+                "when the mechanism repeats outputs. If they are copies of one draw (an "
+                "output stored or encoded twice), pass duplicates='collapse'.",
                 IdauditWarning,
                 stacklevel=3,  # _fit -> fit -> the caller
             )
@@ -615,6 +630,7 @@ class ReservedTestCertifier(BaseEstimator):  # type: ignore[misc]
             "n_candidates_used": n_used,
             # "given": the caller's list, which must not have been chosen by looking at `es`
             "candidate_pairs": "given" if pairs_given else "default",
+            "duplicates": p["duplicates"],
             "n_duplicates": n_duplicates,
             # fewest test rows per identity (equal on both sides) at which zero test errors
             # certify more than 0; below it every certificate is 0 by construction
@@ -701,16 +717,9 @@ def _score(clf: Any, x: FloatArray) -> FloatArray:
 
 
 def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: int) -> FloatArray:
-    """Out-of-fold scores of the pooled development rows, a-rows first."""
-    x = np.concatenate([xa, xb])  # (n, d)
-    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
-    out = np.empty(len(y), dtype=np.float64)
-    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
-    for k, (train, held) in enumerate(folds.split(x, y)):
-        clf = _seeded(base, seed + k)
-        clf.fit(x[train], y[train])
-        out[held] = _score(clf, x[held])
-    return out
+    """Out-of-fold scores of the pooled development rows, a-rows first (fold k seeded seed + k)."""
+    folds = stratified_folds(len(xa), len(xb), n_folds, seed % 2**32)
+    return oof_scores(lambda k: _seeded(base, seed + k), xa, xb, folds, _score)
 
 
 def _expected_bound(

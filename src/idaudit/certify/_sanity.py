@@ -19,7 +19,7 @@ from idaudit._validation import (
     renamed_argument,
     spawn_seeds,
 )
-from idaudit.data import EmbeddingSet
+from idaudit.data import DUPLICATES, EmbeddingSet
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["sanity_controls"]
@@ -33,6 +33,7 @@ def sanity_controls(
     n_folds: int = 5,
     alpha: float = 0.05,
     split: Literal["shuffled", "ordered"] = "shuffled",
+    duplicates: Literal["keep", "collapse"] = "keep",
     rng: RngLike = 0,
     device: str = "cpu",
     progress: bool = True,
@@ -57,6 +58,13 @@ def sanity_controls(
       separates them). It sees only what changes along the input order: duplicates or
       artefacts spread evenly through the rows stay invisible.
 
+    Exact-duplicate rows are read as in :class:`~idaudit.certify.ReservedTestCertifier`:
+    ``duplicates="keep"`` treats every row as a draw (the mechanism repeats outputs), so the
+    halves are formed row by row; ``duplicates="collapse"`` treats each group of copies as one
+    draw and controls the identity's distinct rows (:meth:`EmbeddingSet.drop_duplicates`),
+    so copies of one draw can no longer sit in both halves or, with ``"ordered"``, be
+    mistaken for an order artefact.
+
     Parameters
     ----------
     es : EmbeddingSet
@@ -71,6 +79,8 @@ def sanity_controls(
         Significance level at which rejections are counted, in (0, 1).
     split : {"shuffled", "ordered"}, default "shuffled"
         How each identity is halved: after a seeded shuffle, or in input order (see above).
+    duplicates : {"keep", "collapse"}, default "keep"
+        Every row a draw of its own, or one draw per group of exact duplicates (see above).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
         Randomness of the halves (``"shuffled"`` only), the permutations and the folds.
     device : {"cpu", "cuda"}, default "cpu"
@@ -93,8 +103,9 @@ def sanity_controls(
     Raises
     ------
     InvalidInputError
-        If an identity is unknown or has fewer than ``2 * n_folds`` rows (named with its
-        count), or a setting is out of range (including an unknown ``split``).
+        If an identity is unknown or has fewer than ``2 * n_folds`` rows (distinct rows with
+        ``"collapse"``; named with its count), or a setting is out of range (including an
+        unknown ``split`` or ``duplicates``).
 
     Notes
     -----
@@ -129,18 +140,25 @@ def sanity_controls(
     alpha = renamed_argument(level, alpha, old="level", new="alpha", default=0.05)
     alpha = check_in_range(alpha, "alpha", 0.0, 1.0)
     check_option(split, "split", ("shuffled", "ordered"))
+    check_option(duplicates, "duplicates", DUPLICATES)
     labels = list(es.identities.tolist()) if identities is None else list(identities)
     if not labels:
         raise InvalidInputError("`identities` must name at least one identity; got none.")
+    draws = es.drop_duplicates() if duplicates == "collapse" else es
     for label in labels:
         if label not in es.counts:
             raise InvalidInputError(
                 f"`identities` names identity {label!r}, which `es` does not contain."
             )
-        if es.counts[label] < 2 * n_folds:
+        if draws.counts[label] < 2 * n_folds:
+            distinct = (
+                f" but only {draws.counts[label]} distinct ones (duplicates='collapse')"
+                if draws.counts[label] != es.counts[label]
+                else ""
+            )
             raise InvalidInputError(
-                f"identity {label!r} has {es.counts[label]} rows; a split-half control with "
-                f"`n_folds`={n_folds} needs at least {2 * n_folds}."
+                f"identity {label!r} has {es.counts[label]} rows{distinct}; a split-half "
+                f"control with `n_folds`={n_folds} needs at least {2 * n_folds}."
             )
 
     seed_halves, seed_mmd, seed_roc = spawn_seeds(check_random_state(rng), 3)
@@ -149,7 +167,7 @@ def sanity_controls(
     codes: list[npt.NDArray[np.int64]] = []
     sizes: list[tuple[int, int]] = []
     for k, (label, seed) in enumerate(zip(labels, half_seeds, strict=False)):
-        rows = es.get(label)  # (n_id, d) in input order
+        rows = draws.get(label)  # (n_id, d) in input order
         if split == "shuffled":
             order = np.random.default_rng(seed).permutation(len(rows))
         else:
@@ -214,6 +232,7 @@ def sanity_controls(
             "method": "same-identity split-half controls (seed 000, Section 4.4)",
             "alpha": alpha,
             "split": str(split),
+            "duplicates": str(duplicates),
             "n_identities": len(labels),
             "n_rejected": int(rejected.sum()),
             "rejection_rate": float(rejected.mean()),

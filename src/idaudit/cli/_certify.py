@@ -63,6 +63,14 @@ def add_parser(sub: Any) -> None:
         "--test-size", type=float, default=0.3, help="test fraction per identity (default: 0.3)"
     )
     certify.add_argument(
+        "--duplicates",
+        choices=("keep", "collapse"),
+        default="keep",
+        help="exact-duplicate rows of an identity: 'keep' = each row is a draw (the mechanism "
+        "repeats outputs); 'collapse' = copies of one draw, used once (--min-rows then counts "
+        "distinct rows) (default: keep)",
+    )
+    certify.add_argument(
         "--classifier",
         choices=("logistic", "random_forest"),
         default="logistic",
@@ -117,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     check_device(args.device)  # used by the controls only, but never ignored
     cert = ReservedTestCertifier(
         test_size=args.test_size,
+        duplicates=args.duplicates,
         n_candidates=args.n_candidates,
         n_select=args.n_select,
         alpha=args.alpha,
@@ -134,7 +143,11 @@ def run(args: argparse.Namespace) -> int:
 
     read = load_input(args)
     say(f"read {args.embeddings}: {describe(read)}")
-    es, small = keep_min_rows(read, min_rows)
+    if args.duplicates == "collapse":  # an identity has as many draws as distinct rows
+        _, small = keep_min_rows(read.drop_duplicates(), min_rows)
+        es = read.subset(label for label in read.counts if label not in small)
+    else:
+        es, small = keep_min_rows(read, min_rows)
     if small:
         say(min_rows_line(min_rows, small))
     out = out_dir(args.out)
@@ -149,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
                 es,
                 n_permutations=args.n_permutations,
                 n_folds=args.n_folds,
+                duplicates=args.duplicates,
                 rng=args.seed,
                 device=args.device,
                 progress=not args.quiet,

@@ -7,13 +7,13 @@
   :meth:`~EmbeddingSet.from_parquet`.
 * :func:`sample_pairs` — a prefix-stable seeded shuffle of all unordered identity pairs.
 * :func:`split_identities` — each identity's rows split once into development and test sides
-  (seed 000, Section 4.3).
+  (seed 000, Section 4.3); :data:`DUPLICATES` names its two readings of exact duplicates.
 """
 
 from __future__ import annotations
 
 from idaudit.data._embeddings import DROP_REASONS, EmbeddingSet
 from idaudit.data._pairs import sample_pairs
-from idaudit.data._splits import split_identities
+from idaudit.data._splits import DUPLICATES, split_identities
 
-__all__ = ["DROP_REASONS", "EmbeddingSet", "sample_pairs", "split_identities"]
+__all__ = ["DROP_REASONS", "DUPLICATES", "EmbeddingSet", "sample_pairs", "split_identities"]

@@ -39,7 +39,8 @@ class EmbeddingSet:
 
     Rows with a missing label or value, non-finite values, or (when normalising) an L2 norm at
     most ``min_norm`` are dropped and counted by reason; the rest are L2-normalised onto the
-    unit sphere (seed 000, Section 4.1). Exact duplicate rows are kept and counted.
+    unit sphere (seed 000, Section 4.1). Exact duplicate rows are kept and counted; see
+    :meth:`drop_duplicates` for data whose copies are not separate draws.
 
     Parameters
     ----------
@@ -75,8 +76,9 @@ class EmbeddingSet:
         ``"unparseable"`` (a text or list vector a reader could not turn into ``dim``
         numbers), ``"non_finite"`` (±inf), ``"zero_norm"`` (norm <= ``min_norm``).
     n_duplicates\_ : int
-        Retained rows identical (before normalisation) to an earlier retained row of the same
-        identity. They are kept, as in seed 000, Section 8.
+        Retained rows identical, as stored (after L2 normalisation when ``normalize``), to an
+        earlier retained row of the same identity — rows the audits cannot tell apart. They
+        are kept, as in seed 000, Section 8.
     sha256 : str
         SHA-256 of the input: the file's bytes for the readers; for arrays, of their float64
         bytes and the labels (see Notes). Subsets and splits inherit it.
@@ -433,7 +435,7 @@ class EmbeddingSet:
             lab,
             identities,
             codes,
-            dup_group=_duplicate_groups(raw, codes),
+            dup_group=_duplicate_groups(vectors, codes),
             normalize=bool(normalize),
             min_norm=min_norm,
             dropped=dropped,
@@ -580,6 +582,33 @@ class EmbeddingSet:
         rows = np.concatenate([self._rows_of(label) for label in dict.fromkeys(map(_py, wanted))])
         return self._take(rows)
 
+    def drop_duplicates(self) -> EmbeddingSet:
+        """Return a new set with one row per group of exact duplicates (its first row).
+
+        Use it when copies are **repeated records of one draw** — the same generated image
+        listed or encoded twice, files merged with overlapping rows — so that each draw counts
+        once. Do not use it when the mechanism itself repeats outputs (a quantised encoder, a
+        generator that falls back to one output, :class:`~idaudit.mechanisms.EncodedGenerator`
+        redrawing a source image through a deterministic generator): those repeats are
+        separate iid draws, and removing them changes the distribution being audited.
+
+        Returns
+        -------
+        EmbeddingSet
+            The rows counted in ``n_duplicates_`` removed, the first row of each group kept,
+            in input order; ``n_duplicates_`` is 0. ``sha256`` and ``source`` are inherited;
+            ``dropped_`` is all zeros.
+
+        Examples
+        --------
+        >>> from idaudit.data import EmbeddingSet
+        >>> es = EmbeddingSet([[1, 0], [2, 0], [0, 1], [0, 3], [1, 1]], list("aabbb"))
+        >>> es.n_duplicates_, es.drop_duplicates().counts
+        (2, {'a': 1, 'b': 2})
+        """
+        _, first = np.unique(self._dup_group, return_index=True)
+        return self._take(first)
+
     def filter(self, *, min_rows: int) -> tuple[EmbeddingSet, dict[Any, int]]:
         """Keep the identities with at least ``min_rows`` rows.
 
@@ -675,15 +704,18 @@ def _row_norms(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 def _duplicate_groups(
-    raw: npt.NDArray[np.float64], codes: npt.NDArray[np.intp]
+    vectors: npt.NDArray[np.float64], codes: npt.NDArray[np.intp]
 ) -> npt.NDArray[np.intp]:
     """Group id per row: rows share one iff same identity and identical values (0.0 == -0.0).
+
+    ``vectors`` are the rows as stored (normalised when the set normalises), so two rows
+    pointing the same way are one group when they normalise to the same vector.
 
     Rows are keyed by an exact integer hash of their bits (wrapping uint64 arithmetic) and
     their identity; rows whose key repeats are then compared bit for bit, with a full row sort
     as the fallback in the (astronomically unlikely) event of a hash collision.
     """
-    bits = np.ascontiguousarray(raw + 0.0).view(np.uint64)  # (n, d); + 0.0 folds -0.0 into 0.0
+    bits = np.ascontiguousarray(vectors + 0.0).view(np.uint64)  # (n, d); + 0.0 folds -0.0 into 0.0
     mult = np.random.default_rng(0x1DA0D17).integers(1, 2**63, size=bits.shape[1], dtype=np.uint64)
     key = bits @ (mult | np.uint64(1))  # (n,) odd multipliers, wraps modulo 2**64
     key ^= codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)

@@ -75,7 +75,9 @@ def gaussian_delta(
     using ``scipy.special.log_ndtr`` and an accurate ``log(1 - exp(x))``, so δ keeps about
     1e-9 relative accuracy down to the bottom of the double range (1e-300), where the direct
     formula has lost its second term to underflow. At ε = 0 it equals the
-    total variation between the two Gaussians, :math:`2\Phi(\Delta/2\sigma) - 1`; at ε = inf
+    total variation between the two Gaussians, :math:`2\Phi(\Delta/2\sigma) - 1 =
+    \operatorname{erf}(\Delta/(2\sqrt{2}\sigma))`, evaluated in the second form (the
+    difference of two Φ values near 1/2 would lose the digits of a small δ); at ε = inf
     it is 0. Only the ratio σ/Δ matters. This is the reference guarantee of the calibrated
     noise benchmark of seed 000, Section 5.2.
 
@@ -198,7 +200,9 @@ def calibrate_gaussian_sigma(
     :math:`u = \log(\sigma/\Delta)` of :math:`\log\delta(\varepsilon; e^u) - \log\delta` is
     bracketed by stepping outwards from :math:`u = 0` and found with Brent's method; σ is
     :math:`\Delta e^u`. At ε = 0 the answer is the closed form
-    :math:`\sigma = \Delta / (2\,\Phi^{-1}((1+\delta)/2))`. Unlike the classical calibration
+    :math:`\sigma = \Delta / (2\,\Phi^{-1}((1+\delta)/2)) = \Delta / (2\sqrt{2}\,
+    \operatorname{erf}^{-1}(\delta))`, evaluated in the second form, which keeps full
+    precision for small δ (the first rounds :math:`(1+\delta)/2`). Unlike the classical calibration
     :math:`\sigma = \Delta\sqrt{2\ln(1.25/\delta)}/\varepsilon` (valid for ε < 1 only), this is
     exact for every ε ≥ 0.
 
@@ -251,7 +255,18 @@ def _log_delta(eps: FloatArray, ratio: FloatArray) -> FloatArray:
     # log of e^ε Φ(b) / Φ(a) <= 0; rounding can push it a hair above 0, where δ is 0 to
     # within double precision of Φ(a)
     x = e + special.log_ndtr(b) - log_phi_a
-    out: FloatArray = np.where(finite, log_phi_a + log1mexp(x), -np.inf)
+    general = log_phi_a + log1mexp(x)
+    # at ε = 0 the difference Φ(a) − Φ(b) cancels when δ is small (both terms near 1/2);
+    # its closed form erf(1/(2√2 r)) has no cancellation
+    out: FloatArray = np.where(finite, np.where(e == 0.0, _log_tv(ratio), general), -np.inf)
+    return out
+
+
+def _log_tv(ratio: FloatArray) -> FloatArray:
+    """``log`` of the total variation erf(1/(2√2 r)) between N(0, r²) and N(1, r²)."""
+    z = 0.5 / (math.sqrt(2.0) * ratio)
+    with np.errstate(divide="ignore"):  # only the branch np.where discards can hit log(0)
+        out: FloatArray = np.where(z < 1.0, np.log(special.erf(z)), np.log1p(-special.erfc(z)))
     return out
 
 
@@ -282,8 +297,9 @@ def _epsilon_scalar(delta: float, ratio: float) -> float:
 def _sigma_ratio_scalar(eps: float, delta: float) -> float:
     """σ/Δ solving δ(ε; σ/Δ) = delta for one validated element."""
     if eps == 0.0:
-        # total variation between N(0, r²) and N(1, r²) is 2Φ(1/2r) − 1
-        return 0.5 / float(special.ndtri((1.0 + delta) / 2.0))
+        # total variation between N(0, r²) and N(1, r²) is 2Φ(1/2r) − 1 = erf(1/(2√2 r));
+        # inverting erf directly keeps small δ exact, where (1 + δ)/2 would round it away
+        return 0.5 / (math.sqrt(2.0) * float(special.erfinv(delta)))
     target = math.log(delta)
 
     def f(u: float) -> float:

@@ -44,6 +44,11 @@ class EncodedGenerator:
     This is the distributional mechanism of seed 000, Eq. 8: drawing the source image is part
     of the channel's randomness. Its guarantee is unknown; it is what the audits are for.
 
+    Source images are drawn with replacement, so with a deterministic generator a sample of
+    more outputs than sources repeats outputs exactly. Those repeats are iid draws of the
+    channel (it puts mass on each source's output), not copies of one draw: certify them with
+    :class:`~idaudit.certify.ReservedTestCertifier`'s default ``duplicates="keep"``.
+
     Examples
     --------
     >>> from idaudit.mechanisms import EncodedGenerator
