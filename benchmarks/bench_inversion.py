@@ -55,6 +55,8 @@ def main() -> None:
     parser.add_argument("--targets", type=int, default=32)
     parser.add_argument("--bank", type=int, default=64)
     parser.add_argument("--t-max", type=int, default=10)
+    parser.add_argument("--top-n", type=int, default=3)
+    parser.add_argument("--skip-attacks", action="store_true", help="skip section 1")
     parser.add_argument("--attack-targets", type=int, default=4)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     args = parser.parse_args()
@@ -74,7 +76,7 @@ def main() -> None:
         f"\n1. per attack (DCGAN, V={bank.volume}, N=3, t_max={args.t_max}, "
         f"{args.attack_targets} targets, no early stop)"
     )
-    k = args.attack_targets
+    k = 0 if args.skip_attacks else args.attack_targets
     for name, enc, targets, attack in (
         ("APGD, white-box", white, z, "apgd"),
         ("GreedyPixel, black-box", black, zb, "greedypixel"),
@@ -83,6 +85,8 @@ def main() -> None:
             gen, enc, bank=bank, top_n=3, t_max=args.t_max, attack=attack, warp=warp, rng=0
         )
         adv.bank_embeddings()
+        if k == 0:
+            break
         start = time.perf_counter()
         res = [adv.invert(t) for t in targets[:k]]
         sec = (time.perf_counter() - start) / k
@@ -93,10 +97,12 @@ def main() -> None:
         )
 
     print(
-        f"\n2. invert_many vs a loop of invert ({args.targets} targets, APGD, N=3, "
+        f"\n2. invert_many vs a loop of invert ({args.targets} targets, APGD, N={args.top_n}, "
         f"t_max={args.t_max})"
     )
-    adv = RankedAdversary(gen, white, bank=bank, top_n=3, t_max=args.t_max, warp=warp, rng=0)
+    adv = RankedAdversary(
+        gen, white, bank=bank, top_n=args.top_n, t_max=args.t_max, warp=warp, rng=0
+    )
     adv.bank_embeddings()
     start = time.perf_counter()
     loop = [adv.invert(t) for t in z]
