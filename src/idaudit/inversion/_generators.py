@@ -402,9 +402,9 @@ class DCGANGenerator:
     Attributes
     ----------
     default_radius : dict
-        ``{"l2": 2.5, "linf": 0.5}``: calibrated with :func:`~idaudit.inversion.calibrate_radius`
-        (docs/inversion.md gives the run); the seed's radius rescaled to 100 dimensions
-        (≈ 0.79) barely moves the images.
+        ``{"l2": 2.5, "linf": 0.5}``, chosen from :func:`~idaudit.inversion.calibrate_radius`
+        tables (docs/inversion.md gives the runs and the reasoning); the seed's radius
+        rescaled to 100 dimensions (≈ 0.79) barely moves the images.
 
     Examples
     --------
