@@ -45,6 +45,9 @@ def add_parser(sub: Any) -> None:
     inv.add_argument("--tau-k", type=float, default=0.999, help="K² threshold (default: 0.999)")
     inv.add_argument("--tau-d", type=float, default=0.999, help="detection threshold")
     inv.add_argument("--query-budget", type=int, help="Q_max for the black-box attack (Eq. 18)")
+    inv.add_argument(
+        "--warp-samples", type=int, default=32, help="DCGAN images the fixed warp is fit to"
+    )
     inv.add_argument("--save-images", action="store_true", help="write reconstructions (PNG)")
     inv.add_argument("--seed", type=int, default=0, help="seed of the bank and attack (>= 0)")
     add_quiet(inv)
@@ -56,6 +59,7 @@ def _check(args: argparse.Namespace) -> None:
     at_least(args.top_n, "--top-n", 1)
     at_least(args.t_max, "--t-max", 1)
     at_least(args.seed, "--seed", 0)
+    at_least(args.warp_samples, "--warp-samples", 1)
     if args.top_n > args.volume:
         raise InvalidInputError(f"`--top-n` must be <= --volume {args.volume}; got {args.top_n}.")
     if args.tau_a is not None:
@@ -112,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
     bank = LatentBank.build(
         gen, args.volume, detector=detector, tau_k=args.tau_k, tau_d=args.tau_d, rng=args.seed
     )
-    warp = FrameWarp.for_dcgan(gen, dlib, rng=args.seed)  # dlib's own alignment, either way
+    warp = FrameWarp.for_dcgan(
+        gen, dlib, n=args.warp_samples, rng=args.seed
+    )  # dlib's own alignment, either way
     adv = RankedAdversary(
         gen,
         encoder,

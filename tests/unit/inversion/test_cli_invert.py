@@ -35,6 +35,8 @@ def test_invert_a_photo_writes_results_and_no_image_unless_asked(tmp_path: Path)
         "0.5",
         "--tau-d",
         "0.9",
+        "--warp-samples",
+        "4",
         "--quiet",
     ]
     assert main(argv) == 0
