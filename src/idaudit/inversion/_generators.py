@@ -240,7 +240,10 @@ class DiffusionGenerator(torch.nn.Module):
         first = next(unet.parameters())
         self.device = resolve_device(first.device if device is None else device)
         self.dtype = dtype
-        self.unet = unet.to(self.device, dtype=dtype).eval().requires_grad_(False)
+        unet = unet.to(self.device)
+        if first.dtype != dtype:  # cast only when asked: diffusers warns on any dtype cast
+            unet = unet.to(dtype=dtype)
+        self.unet = unet.eval().requires_grad_(False)
         self.scheduler = scheduler
         size = config.sample_size
         size = int(size if isinstance(size, int) else size[0])
