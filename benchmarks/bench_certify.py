@@ -84,7 +84,7 @@ def certify_paper_literal(es: ida.EmbeddingSet, seed: int) -> float:
     xa, xb = dev.get("a"), dev.get("b")
     oof = reserved._oof_scores(base, xa, xb, 5, fold_seed)
     thr, sign = paper_literal_threshold(oof[: len(xa)], oof[len(xa) :])
-    clf = reserved._fit(base, xa, xb, fold_seed)
+    clf = reserved._fit_classifier(base, xa, xb, fold_seed)
     ta, tb = (
         sign * clf.decision_function(test.get("a")),
         sign * clf.decision_function(test.get("b")),

@@ -401,6 +401,22 @@ def test_collapsed_identity_needs_enough_draws() -> None:
         ReservedTestCertifier(duplicates="drop", progress=False).fit(es)
 
 
+def test_collapsed_identity_too_small_to_fold_names_its_distinct_rows() -> None:
+    # 15 rows but 6 distinct: the split fits (2 test draws), the 4 development draws do not
+    # fill 5 folds; the message must count draws, not the 15 rows the user sees in `es`
+    gen = np.random.default_rng(0)
+    x = np.r_[gen.normal(size=(5, 2)), np.ones((10, 2)), gen.normal(size=(20, 2))]
+    es = EmbeddingSet(x, ["a"] * 15 + ["b"] * 20, normalize=False)
+    cert = ReservedTestCertifier(duplicates="collapse", n_select=1, progress=False)
+    assert cert.min_rows() == 7
+    with pytest.raises(
+        InvalidInputError,
+        match=r"identity 'a' has 4 development rows \(15 rows in all, 6 distinct; "
+        r"duplicates='collapse'\); `n_folds`=5 folds need at least 5",
+    ):
+        cert.fit(es)
+
+
 def test_attrs_record_duplicates_and_where_the_pairs_came_from(es: EmbeddingSet) -> None:
     default = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False).fit(es)
     assert default.certificates_.attrs["candidate_pairs"] == "default"

@@ -417,6 +417,28 @@ def test_certify_reads_duplicates_as_draws_or_as_copies(
     assert "`--min-rows` 26 leaves 0 of the 6 identities" in capsys.readouterr().err
 
 
+def test_certify_collapse_reports_identities_dropped_for_too_few_distinct_rows(
+    tmp_path: Path,
+) -> None:
+    # identities 0-5: 30 distinct rows each; identity 6: 20 rows but only 3 distinct
+    gen = np.random.default_rng(4)
+    x = np.r_[
+        np.repeat(gen.normal(size=(6, 4)), 30, axis=0) + 0.5 * gen.normal(size=(180, 4)),
+        np.tile(gen.normal(size=(3, 4)), (7, 1))[:20],
+    ]
+    path = tmp_path / "few.npz"
+    np.savez(path, embeddings=x, labels=np.r_[np.repeat(np.arange(6), 30), np.full(20, 6)])
+    argv = ["certify", str(path), "--n-select", "2", "--n-candidates", "4", "--quiet"]
+    assert main([*argv, "--duplicates", "collapse", "--out", str(tmp_path / "out")]) == 0
+    report = (tmp_path / "out" / "certificates.md").read_text()
+    # the file holds 20 rows of identity 6: it is dropped for its 3 distinct rows
+    assert "Dropped 1 identity with fewer than 7 distinct rows (`--min-rows`)" in report
+    assert "6 (20 rows)" in report
+    with xr.open_dataset(tmp_path / "out" / "certificates.nc") as ds:
+        assert ds.attrs["n_identities_dropped_min_rows"] == 1
+        assert ds.attrs["n_rows_dropped_min_rows"] == 20
+
+
 # -- the output folder ----------------------------------------------------------------------
 
 

@@ -110,3 +110,36 @@ def test_roc_with_tied_scores_encloses_the_reported_auc() -> None:
     x, yy = path.vertices[:, 0], path.vertices[:, 1]
     drawn_area = float(np.sum(np.diff(x) * (yy[1:] + yy[:-1]) / 2))
     assert drawn_area == pytest.approx(roc_auc_score(y, score), abs=1e-12)
+
+
+def test_plot_certified_routes_draws_each_certified_route() -> None:
+    from idaudit.plotting import plot_certified_routes
+
+    ds = _sweep()
+    ds["certified_epsilon_max"] = (
+        "scale",
+        [2.0, 0.5, 0.0],
+        {"status": "certified_lower_bound", "long_name": "reserved"},
+    )
+    ds["mmdtv_epsilon_hs_lb"] = (
+        ("scale", "pair"),
+        [[0.3, 0.4, 0.2], [0.1, 0.0, 0.05], [0.0, 0.0, 0.0]],
+        {"status": "certified_lower_bound", "long_name": "MMD"},
+    )
+    ds["mmdtv_mmd_lb"] = (  # certified, but an MMD, not an epsilon: not drawn
+        ("scale", "pair"),
+        np.ones((3, 3)),
+        {"status": "certified_lower_bound", "long_name": "MMD bound"},
+    )
+    fig = plot_certified_routes(ds, title="routes")
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    # certified_epsilon is skipped (its _max is drawn); the per-pair MMD route as its maximum
+    assert labels == [
+        "reserved-test ROC certificate",
+        "certified MMD, hockey-stick map",
+        "true ε (largest over pairs)",
+    ]
+    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), [0.4, 0.1, 0.0])
+    np.testing.assert_allclose(ax.get_lines()[2].get_ydata(), 10 / ds["scale"].values)
+    assert _png(fig).startswith(b"\x89PNG")

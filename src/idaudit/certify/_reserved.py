@@ -439,57 +439,24 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         for label in identities:
             n_dev = dev.counts[label]
             if n_dev < p["n_folds"]:
+                n_draws = n_dev + test.counts[label]
+                all_rows = (
+                    f"{es.counts[label]} rows in all, {n_draws} distinct; duplicates='collapse'"
+                    if n_draws != es.counts[label]
+                    else f"{es.counts[label]} in all"
+                )
                 raise InvalidInputError(
-                    f"identity {label!r} has {n_dev} development rows ({es.counts[label]} in "
-                    f"all); `n_folds`={p['n_folds']} folds need at least {p['n_folds']}."
+                    f"identity {label!r} has {n_dev} development rows ({all_rows}); "
+                    f"`n_folds`={p['n_folds']} folds need at least {p['n_folds']}."
                 )
         alpha_bound = p["alpha"] / (p["n_families"] * p["n_select"] * 2)
         fold_seeds = spawn_seeds(seed_folds, len(candidates))
         base = self._base_classifier()
 
-        plans: list[_Plan] = []
-        iterator = tqdm(
-            list(zip(candidates, fold_seeds, strict=False)),
-            desc="certify: development",
-            disable=not self.progress,
-            leave=False,
+        # select: development data only
+        plans, order, chosen = _select(
+            candidates, dev, test, base, fold_seeds, alpha_bound, p, progress=self.progress
         )
-        for (a, b), seed in iterator:
-            xa, xb = dev.get(a), dev.get(b)
-            oof = _oof_scores(base, xa, xb, p["n_folds"], seed)
-            plans.append(
-                _plan(
-                    oof[: len(xa)],
-                    oof[len(xa) :],
-                    test.counts[a],
-                    test.counts[b],
-                    alpha_bound,
-                    p["delta"],
-                )
-            )
-
-        order = sorted(
-            range(len(candidates)),
-            key=lambda i: (-plans[i].expected_epsilon, -plans[i].auc, -plans[i].margin, i),
-        )
-        chosen: list[int] = []
-        used: set[Any] = set()
-        for i in order:
-            a, b = candidates[i]
-            if a in used or b in used:
-                continue
-            chosen.append(i)
-            used.update((a, b))
-            if len(chosen) == p["n_select"]:
-                break
-        if len(chosen) < p["n_select"]:
-            raise InvalidInputError(
-                "`n_select` must be at most the number of vertex-disjoint pairs that greedy "
-                f"selection finds; greedy selection in rank order over the {len(candidates)} "
-                f"candidate pairs found only {len(chosen)} vertex-disjoint pair(s); got "
-                f"n_select={p['n_select']}."
-            )
-
         min_test = _min_test_rows(alpha_bound, p["delta"])
         self._warn_if_zero_ceiling(
             [(test.counts[candidates[i][0]], test.counts[candidates[i][1]]) for i in chosen],
@@ -497,60 +464,31 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
             alpha_bound,
             min_test,
         )
-
-        rows: list[dict[str, Any]] = []
-        fitted: list[Any] = []
-        for i in chosen:
-            a, b = candidates[i]
-            plan = plans[i]
-            xa, xb = dev.get(a), dev.get(b)
-            clf = _fit(base, xa, xb, fold_seeds[i])
-            ta = plan.direction * _score(clf, test.get(a))  # (m_a,)
-            tb = plan.direction * _score(clf, test.get(b))  # (m_b,)
-            tau = plan.direction * plan.threshold
-            m_a, m_b = len(ta), len(tb)
-            fp = int(np.count_nonzero(ta >= tau))
-            fn = int(np.count_nonzero(tb < tau))
-            ufpr = float(clopper_pearson_upper(fp, m_a, alpha_bound))
-            ufnr = float(clopper_pearson_upper(fn, m_b, alpha_bound))
-            rows.append(
-                {
-                    "identity_a": a,
-                    "identity_b": b,
-                    "n_a": es.counts[a],
-                    "n_b": es.counts[b],
-                    "n_dev_a": len(xa),
-                    "n_dev_b": len(xb),
-                    "n_test_a": m_a,
-                    "n_test_b": m_b,
-                    "test_fp": fp,
-                    "test_fn": fn,
-                    "test_fpr": fp / m_a,
-                    "test_fnr": fn / m_b,
-                    "ufpr": ufpr,
-                    "ufnr": ufnr,
-                    "test_auc": _auc(ta, tb),
-                    "epsilon_lb": float(epsilon_from_error_rates(ufpr, ufnr, p["delta"])),
-                    "threshold": plan.threshold,
-                    "direction": int(plan.direction),
-                    "dev_auc": plan.auc,
-                    "dev_expected_epsilon": plan.expected_epsilon,
-                    "rank": order.index(i),
-                }
-            )
-            fitted.append(clf)
-
+        # evaluate: each selected pair's fixed classifier and threshold, once, on its test rows
+        rows, fitted = _evaluate(
+            [candidates[i] for i in chosen],
+            [plans[i] for i in chosen],
+            [fold_seeds[i] for i in chosen],
+            [order.index(i) for i in chosen],
+            es,
+            dev,
+            test,
+            base,
+            alpha_bound,
+            p["delta"],
+        )
+        # assemble, and assign only now, so an error above never leaves partial results behind
         attrs = self._attrs(
             p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given, min_test
         )
         certificates = _certificates_dataset(rows, attrs)
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
-        ranking = _candidates_dataset(candidates, plans, order, chosen, es, dev, test, attrs)
-        # assign only now, so an error above never leaves partial certificates behind
         self.certificates_ = certificates
         self.epsilon_lb_ = epsilon_lb
-        self.candidates_ = ranking
+        self.candidates_ = _candidates_dataset(
+            candidates, plans, order, chosen, es, dev, test, attrs
+        )
         self.classifiers_ = fitted
         return self
 
@@ -645,6 +583,127 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         }
 
 
+# -- the three stages of fit: select (development data), evaluate (test data), assemble ------
+
+
+def _select(
+    candidates: list[tuple[Any, Any]],
+    dev: EmbeddingSet,
+    test: EmbeddingSet,
+    base: Any,
+    fold_seeds: list[int],
+    alpha_bound: float,
+    p: dict[str, Any],
+    *,
+    progress: bool,
+) -> tuple[list[_Plan], list[int], list[int]]:
+    """Plan every candidate on its development rows, rank them, pick vertex-disjoint pairs.
+
+    Returns the plans, the ranking (candidate positions, best first) and the chosen positions.
+    Only the test *sizes* are read here, never a test row.
+    """
+    plans: list[_Plan] = []
+    iterator = tqdm(
+        list(zip(candidates, fold_seeds, strict=False)),
+        desc="certify: development",
+        disable=not progress,
+        leave=False,
+    )
+    for (a, b), seed in iterator:
+        xa, xb = dev.get(a), dev.get(b)
+        oof = _oof_scores(base, xa, xb, p["n_folds"], seed)
+        plans.append(
+            _plan(
+                oof[: len(xa)],
+                oof[len(xa) :],
+                test.counts[a],
+                test.counts[b],
+                alpha_bound,
+                p["delta"],
+            )
+        )
+    order = sorted(
+        range(len(candidates)),
+        key=lambda i: (-plans[i].expected_epsilon, -plans[i].auc, -plans[i].margin, i),
+    )
+    chosen: list[int] = []
+    used: set[Any] = set()
+    for i in order:
+        a, b = candidates[i]
+        if a in used or b in used:
+            continue
+        chosen.append(i)
+        used.update((a, b))
+        if len(chosen) == p["n_select"]:
+            break
+    if len(chosen) < p["n_select"]:
+        raise InvalidInputError(
+            "`n_select` must be at most the number of vertex-disjoint pairs that greedy "
+            f"selection finds; greedy selection in rank order over the {len(candidates)} "
+            f"candidate pairs found only {len(chosen)} vertex-disjoint pair(s); got "
+            f"n_select={p['n_select']}."
+        )
+    return plans, order, chosen
+
+
+def _evaluate(
+    pairs: list[tuple[Any, Any]],
+    plans: list[_Plan],
+    seeds: list[int],
+    ranks: list[int],
+    es: EmbeddingSet,
+    dev: EmbeddingSet,
+    test: EmbeddingSet,
+    base: Any,
+    alpha_bound: float,
+    delta: float,
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Fit each selected pair's classifier on its development rows and certify on its test rows.
+
+    Returns one row of certificate values per pair and the fitted classifiers.
+    """
+    rows: list[dict[str, Any]] = []
+    fitted: list[Any] = []
+    for (a, b), plan, seed, rank in zip(pairs, plans, seeds, ranks, strict=True):
+        xa, xb = dev.get(a), dev.get(b)
+        clf = _fit_classifier(base, xa, xb, seed)
+        ta = plan.direction * _score(clf, test.get(a))  # (m_a,)
+        tb = plan.direction * _score(clf, test.get(b))  # (m_b,)
+        tau = plan.direction * plan.threshold
+        m_a, m_b = len(ta), len(tb)
+        fp = int(np.count_nonzero(ta >= tau))
+        fn = int(np.count_nonzero(tb < tau))
+        ufpr = float(clopper_pearson_upper(fp, m_a, alpha_bound))
+        ufnr = float(clopper_pearson_upper(fn, m_b, alpha_bound))
+        rows.append(
+            {
+                "identity_a": a,
+                "identity_b": b,
+                "n_a": es.counts[a],
+                "n_b": es.counts[b],
+                "n_dev_a": len(xa),
+                "n_dev_b": len(xb),
+                "n_test_a": m_a,
+                "n_test_b": m_b,
+                "test_fp": fp,
+                "test_fn": fn,
+                "test_fpr": fp / m_a,
+                "test_fnr": fn / m_b,
+                "ufpr": ufpr,
+                "ufnr": ufnr,
+                "test_auc": _auc(ta, tb),
+                "epsilon_lb": float(epsilon_from_error_rates(ufpr, ufnr, delta)),
+                "threshold": plan.threshold,
+                "direction": int(plan.direction),
+                "dev_auc": plan.auc,
+                "dev_expected_epsilon": plan.expected_epsilon,
+                "rank": rank,
+            }
+        )
+        fitted.append(clf)
+    return rows, fitted
+
+
 # -- sizes ----------------------------------------------------------------------------------
 
 
@@ -701,7 +760,7 @@ def _seeded(base: Any, seed: int) -> Any:
     return clf
 
 
-def _fit(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
+def _fit_classifier(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
     clf = _seeded(base, seed)
     x = np.concatenate([xa, xb])  # (n_a + n_b, d)
     y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]

@@ -143,13 +143,17 @@ def run(args: argparse.Namespace) -> int:
 
     read = load_input(args)
     say(f"read {args.embeddings}: {describe(read)}")
+    counted = "rows"
     if args.duplicates == "collapse":  # an identity has as many draws as distinct rows
-        _, small = keep_min_rows(read.drop_duplicates(), min_rows)
-        es = read.subset(label for label in read.counts if label not in small)
+        _, few = keep_min_rows(read.drop_duplicates(), min_rows)
+        es = read.subset(label for label in read.counts if label not in few)
+        small = {label: read.counts[label] for label in few}  # the rows dropped, copies too
+        counted = "distinct rows"
     else:
         es, small = keep_min_rows(read, min_rows)
+    min_rows_text = min_rows_line(min_rows, small, counted=counted)
     if small:
-        say(min_rows_line(min_rows, small))
+        say(min_rows_text)
     out = out_dir(args.out)
 
     # the library's warnings (duplicates, too few test rows) go to stderr and the report
@@ -177,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         ds.attrs.update(extra)
         written.append(write_netcdf(ds, out / name))
     text = _certificate_markdown(
-        cert.certificates_, controls, args.embeddings, read, min_rows_line(min_rows, small), notes
+        cert.certificates_, controls, args.embeddings, read, min_rows_text, notes
     )
     written.append(write_text(text, out / "certificates.md"))
     say(text)

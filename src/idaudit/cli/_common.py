@@ -204,13 +204,17 @@ def _named(small: dict[Any, int]) -> str:
     return shown + (f", and {len(small) - _N_NAMED} more" if len(small) > _N_NAMED else "")
 
 
-def min_rows_line(min_rows: int, small: dict[Any, int]) -> str:
-    """One sentence saying which identities ``--min-rows`` dropped (or that none were)."""
+def min_rows_line(min_rows: int, small: dict[Any, int], *, counted: str = "rows") -> str:
+    """One sentence saying which identities ``--min-rows`` dropped (or that none were).
+
+    ``small`` maps each dropped identity to its rows; ``counted`` names what ``--min-rows``
+    counted (``"distinct rows"`` when duplicates are collapsed).
+    """
     if not small:
-        return f"Identities with fewer than {min_rows} rows (`--min-rows`): none."
+        return f"Identities with fewer than {min_rows} {counted} (`--min-rows`): none."
     return (
         f"Dropped {plural(len(small), 'identity', 'identities')} with fewer than {min_rows} "
-        f"rows (`--min-rows`) before pairs were chosen, "
+        f"{counted} (`--min-rows`) before pairs were chosen, "
         f"{plural(sum(small.values()), 'row', 'rows')} in all: {_named(small)}."
     )
 
