@@ -120,7 +120,7 @@ def test_invert_many_equals_a_loop_of_invert_and_is_deterministic(
         for a, b in zip(many, again, strict=True):
             np.testing.assert_array_equal(a.latent, b.latent)
         if attack == "greedypixel":
-            continue  # each target's random order comes from its own seed; checked below
+            continue  # greedy acceptances may flip on last-ulp batch differences: not compared
         for t in range(3):
             one = RankedAdversary(toy["generator"], enc, **kw).invert_many(z[t : t + 1])[0]
             np.testing.assert_allclose(one.latent, many[t].latent, atol=1e-5)
