@@ -137,8 +137,8 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
         Family-wise error level in (0, 1); each of the ``2 * len(pairs)`` confidence sequences
         is run at :math:`\alpha / (2\,n_\text{pairs})` (union bound).
     target_epsilon : float, optional
-        A finite ε > 0. Stop as soon as the largest certified bound reaches this value, or once no pair can
-        reach it any more. Without it, sampling runs to ``max_samples``.
+        A finite ε > 0. Stop as soon as the largest certified bound reaches this value, or
+        once no pair can reach it any more. Without it, sampling runs to ``max_samples``.
     max_samples : int
         Most test outputs drawn per identity (development draws not included), at least
         ``batch_size``.
