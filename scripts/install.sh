@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install idaudit and everything it needs on a fresh machine, offline-safe.
 #   scripts/install.sh          -> the library, the faces stack and the dask backend
-#   scripts/install.sh test     -> the same plus the test tools
+#   scripts/install.sh test     -> the same plus the test tools and the docs site's builder
 #   scripts/install.sh minimum  -> the test install with the core dependencies at their declared
 #                                  floors (ci/minimum-versions.txt), to run the suite against them
 # torch/torchvision go in first, pinned, so that no later dependency drags in another torch.
@@ -17,6 +17,6 @@ $PIP --no-deps "facenet-pytorch==2.6.0" "lpips==0.1.4" "gan-face-generate==1.1.1
 $PIP --no-deps "dp-accounting==0.6.0"
 extras="faces,dask,io,accounting"
 constraints=()
-if [ "${1:-}" = "test" ]; then extras="$extras,test"; fi
-if [ "${1:-}" = "minimum" ]; then extras="$extras,test"; constraints=(-c ci/minimum-versions.txt); fi
+if [ "${1:-}" = "test" ]; then extras="$extras,test,docs"; fi
+if [ "${1:-}" = "minimum" ]; then extras="$extras,test,docs"; constraints=(-c ci/minimum-versions.txt); fi
 $PIP ${constraints[@]+"${constraints[@]}"} -e ".[$extras]"

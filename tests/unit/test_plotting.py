@@ -143,3 +143,76 @@ def test_plot_certified_routes_draws_each_certified_route() -> None:
     np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), [0.4, 0.1, 0.0])
     np.testing.assert_allclose(ax.get_lines()[2].get_ydata(), 10 / ds["scale"].values)
     assert _png(fig).startswith(b"\x89PNG")
+
+
+# -- figures of the pipeline, Figure 3 and the accessor -----------------------------------------
+
+
+def _conditions() -> tuple[xr.Dataset, dict[str, object]]:
+    import idaudit as ida
+    from idaudit.audits import concat_conditions
+
+    sets, runs = {}, {}
+    for k, name in enumerate(["a_b_c", "d_e_f"]):
+        gen = np.random.default_rng(k)
+        x = np.repeat(gen.normal(size=(4, 5)), 15, axis=0) + (1 + k) * gen.normal(size=(60, 5))
+        es = ida.EmbeddingSet(x, np.repeat([f"p{i}" for i in range(4)], 15))
+        sets[name] = es
+        pairs = ida.sample_pairs(es.identities, 4, rng=0)
+        runs[name] = ida.audit_pairs(
+            es, pairs, [ida.MMDTVAuditor(), ida.ROCHTAuditor(rng=0)], progress=False
+        )
+    return concat_conditions(runs), sets
+
+
+def test_figure3_rocs_and_the_accessor_return_figures_without_pyplot() -> None:
+    import matplotlib.pyplot as plt
+
+    from idaudit.plotting import plot_figure3, plot_rocs
+
+    ds, sets = _conditions()
+    before = plt.get_fignums()
+    fig = plot_figure3(ds, sets, np.random.default_rng(0).normal(0, 0.01, 30))
+    assert isinstance(fig, Figure)
+    assert len(fig.axes) == 2
+    # one curve per condition (plus the chance diagonal each time) on the ROC panel
+    assert len(fig.axes[1].get_legend().get_texts()) == 2
+    assert isinstance(plot_rocs(ds.sel(condition="a_b_c"), sets["a_b_c"]), Figure)
+    roc = ds.idaudit.plot_roc(embeddings=sets)
+    assert isinstance(roc, Figure)
+    assert _png(roc).startswith(b"\x89PNG")
+    assert plt.get_fignums() == before  # nothing registered with pyplot, nothing shown
+    table = ds.idaudit.pairs()
+    assert len(table) == 8  # 2 conditions x 4 pairs, one row each
+
+
+def test_strength_certificates_and_contact_sheet() -> None:
+    import pandas as pd
+
+    from idaudit.plotting import contact_sheet, plot_certificates, plot_strength
+
+    table = pd.DataFrame(
+        {
+            "method": ["blur", "blur", "swap", "swap"],
+            "strength": [1.0, 3.0, 0.25, 0.75],
+            "mmdtv_median": [0.9, 0.8, 0.7, 0.1],
+        }
+    )
+    fig = plot_strength(table, baseline={"mmdtv_median": 0.95})
+    assert [ax.get_title() for ax in fig.axes] == ["blur", "swap"]
+    certs = {"x": xr.Dataset({"epsilon_lb": ("pair", [0.0, 0.4])})}
+    assert isinstance(plot_certificates(certs), Figure)
+    images = [np.zeros((8, 8, 3), np.uint8), np.full((8, 8, 3), 255, np.uint8)]
+    sheet = contact_sheet(images, ["a", "b"])
+    assert [ax.get_title() for ax in sheet.axes] == ["a", "b"]
+    with pytest.raises(ValueError, match="must name each of the images"):
+        contact_sheet(images, ["a"])
+
+
+def test_accessor_plots_epsilon_against_strength() -> None:
+    ds, _ = _conditions()
+    ds = ds.assign_coords(method=("condition", ["blur", "blur"]), strength=("condition", [1, 2]))
+    fig = ds.idaudit.plot_epsilon()
+    assert [ax.get_title() for ax in fig.axes] == ["blur"]
+    with pytest.raises(ValueError, match="'method' and 'strength'"):
+        ds.drop_vars("method").idaudit.plot_epsilon()

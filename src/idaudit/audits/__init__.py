@@ -11,6 +11,8 @@
 :func:`merge_audits`               results on different pair counts → one Dataset
 :func:`concat_conditions`          several conditions stacked along ``condition``
 :func:`summarize`                  Table 1's row from that Dataset
+:func:`table1`, :func:`table2`     Table 1's and Table 2's layouts over conditions;
+                                   :func:`markdown`, :func:`condition_fields`
 :func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
 :func:`shapiro_residuals`,
 :func:`classifier_sensitivity`,
@@ -43,6 +45,7 @@ from idaudit.audits._sensitivity import (
     tv_witness_ratio,
 )
 from idaudit.audits._summary import AuditSummary, summarize
+from idaudit.audits._tables import condition_fields, markdown, read_manifest, table1, table2
 
 __all__ = [
     "AUDITOR_CHECKS",
@@ -60,14 +63,19 @@ __all__ = [
     "check_auditor",
     "classifier_sensitivity",
     "concat_conditions",
+    "condition_fields",
+    "markdown",
     "merge_audits",
     "mmd_bandwidth_sweep",
     "oof_scores",
     "parametrize_auditor_checks",
+    "read_manifest",
     "roc_auc",
     "roc_curve",
     "shapiro_residuals",
     "stratified_folds",
     "summarize",
+    "table1",
+    "table2",
     "tv_witness_ratio",
 ]

@@ -291,6 +291,7 @@ def _assemble(
         },
         settings=settings,
     )
+    attrs["input_source"] = str(es.source or "")
     attrs["n_pairs"] = len(pairs)
     attrs["auditors"] = ",".join(a.label for a in auditors)
     for aud, seed in zip(auditors, seeds, strict=True):
