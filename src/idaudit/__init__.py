@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "summarize": "idaudit.audits",
     "ReservedTestCertifier": "idaudit.certify",
     "sanity_controls": "idaudit.certify",
+    "audit_generator": "idaudit.pipeline",
     "NotFittedError": "idaudit.exceptions",
     "InvalidInputError": "idaudit.exceptions",
     "MissingWeightsError": "idaudit.exceptions",
@@ -50,11 +51,15 @@ _SUBMODULES = {
     "faces",
     "mechanisms",
     "ops",
+    "pipeline",
     "plotting",
     "results",
 }
 
 __all__ = sorted([*_LAZY, *_SUBMODULES, "__version__"])
+
+# ``ds.idaudit`` on every Dataset (per-pair table, plots); loads xarray, not torch
+import idaudit._accessor  # noqa: E402, F401
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit import dp as dp
@@ -99,6 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit.exceptions import (
         NotFittedError as NotFittedError,
     )
+    from idaudit.pipeline import audit_generator as audit_generator
 
 
 def __getattr__(name: str) -> Any:

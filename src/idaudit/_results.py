@@ -33,8 +33,10 @@ __all__ = [
     "attr_value",
     "check_result_dataset",
     "check_status",
+    "describe",
     "pair_coords",
     "pair_dataset",
+    "pair_frame",
     "provenance",
     "variable",
     "write_atomic",
@@ -142,6 +144,17 @@ def attr_value(value: Any) -> AttrValue:
     if isinstance(value, str):
         return value
     return type(value).__name__
+
+
+def describe(obj: Any) -> str:
+    """``repr(obj)`` when it is one short line (settings), else the class name.
+
+    A torch module's repr lists its layers, which says nothing about its weights.
+    """
+    text = repr(obj)
+    if len(text) > 200 or "\n" in text:
+        return type(obj).__name__
+    return text
 
 
 def variable(
@@ -493,3 +506,37 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike[str]) -> Path:
             "writing .nc results needs a netCDF-4 writer; install one with pip install netCDF4"
         )
     return write_atomic(path, lambda tmp: ds.to_netcdf(tmp))
+
+
+def pair_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per pair (per condition and pair, when stacked): the per-pair variables only.
+
+    ``ds.to_dataframe()`` crosses every variable with every dimension, so KDE-LR's
+    per-dimension terms blow a 100-pair result up to 100 × 512 rows; this view keeps the
+    variables whose dimensions are ``pair`` (or ``condition`` and ``pair``) and the pair
+    coordinates.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A per-pair result (dim ``pair``).
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit import EmbeddingSet, KDELRAuditor, audit_pairs
+    >>> from idaudit.results import pair_frame
+    >>> es = EmbeddingSet(np.random.default_rng(0).normal(size=(60, 8)), np.repeat([0, 1, 2], 20))
+    >>> ds = audit_pairs(es, [(0, 1), (0, 2)], [KDELRAuditor()], progress=False)
+    >>> pair_frame(ds).shape[0], ds.to_dataframe().shape[0]
+    (2, 16)
+    """
+    if "pair" not in ds.dims:
+        raise ValueError("`ds` has no 'pair' dimension; it is not a per-pair result.")
+    keep = {"pair", "condition"}
+    names = [v for v in ds.data_vars if set(ds[v].dims) <= keep and "pair" in ds[v].dims]
+    return ds[names].to_dataframe().reset_index()

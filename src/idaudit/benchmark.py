@@ -43,7 +43,7 @@ from idaudit.mechanisms import GaussianNoise, LaplaceNoise, add_guarantee, sampl
 
 if TYPE_CHECKING:
     from idaudit.audits import BaseAuditor
-    from idaudit.certify import ReservedTestCertifier
+    from idaudit.certify import ReservedTestCertifier, SequentialCertifier
 
 __all__ = ["noise_sweep"]
 
@@ -60,6 +60,7 @@ def noise_sweep(
     auditors: Sequence[BaseAuditor] | None = None,
     certifier: ReservedTestCertifier | None = None,
     certify: bool = True,
+    sequential: SequentialCertifier | None = None,
     delta: float | None = None,
     rng: RngLike = 0,
     device: str = "cpu",
@@ -96,6 +97,12 @@ def noise_sweep(
         finds among the audited pairs in *any* rank order (half a maximal matching, rounded up).
     certify : bool, default True
         Whether to run the certifier at all.
+    sequential : SequentialCertifier, optional
+        A template (its ``mechanism`` and ``pairs`` are replaced): at every scale a clone
+        certifies the audited pairs of that scale's mechanism, drawing its own outputs (up to
+        its ``max_samples`` per identity after ``n_dev`` development draws). Its ``delta``
+        must equal the sweep's ``delta``. Adds ``sequential_epsilon`` (scale, pair),
+        ``sequential_epsilon_max`` and ``sequential_n_used`` (scale).
     delta : float, optional
         The δ at which the truth and the certificate are stated, in [0, 1). Default: the
         mechanism's ``default_delta`` — 1e-5 for ``"gaussian"`` (whose pure ε is infinite) and
@@ -116,7 +123,8 @@ def noise_sweep(
         (``<label>_<output>``, dims ``(scale, pair)``); ``true_epsilon`` (the pair's ε at
         ``delta``; exact where ``true_epsilon_exact``); ``reference_epsilon`` (scale: the
         mechanism-wide guarantee); ``certified_epsilon`` (the certificate of the selected
-        pairs, NaN elsewhere) and ``certified_epsilon_max`` (scale). Attrs record the
+        pairs, NaN elsewhere) and ``certified_epsilon_max`` (scale); with ``sequential``, the
+        sequential certificate of every pair. Attrs record the
         mechanism, ``delta``, sizes, seeds, the base's hash and the idaudit version.
 
     Raises
@@ -192,6 +200,8 @@ def noise_sweep(
                 "`certifier` is given but `certify` is False; drop one of them."
             )
         _check_certifier(certifier, delta)
+    if sequential is not None:
+        _check_sequential(sequential, delta)
 
     seed_pairs, seed_draws, seed_audit, seed_cert = spawn_seeds(check_random_state(rng), 4)
     pairs = sample_pairs(base.identities, n_pairs, rng=seed_pairs)
@@ -228,6 +238,8 @@ def noise_sweep(
                 if k
                 in ("alpha", "alpha_per_bound", "n_select", "n_families", "delta", "classifier")
             }
+        if sequential is not None:
+            ds = _attach_sequential(ds, clone(sequential).set_params(mechanism=mech, pairs=pairs))
         per_scale.append(ds)
 
     out = xr.concat(
@@ -301,6 +313,47 @@ def _check_certifier(certifier: Any, delta: float) -> None:
             f"delta={float(cert_delta)!r} to state the truth at the certifier's δ, or build "
             f"the certifier with delta={delta!r}."
         )
+
+
+def _check_sequential(sequential: Any, delta: float) -> None:
+    """Check the sequential template's type and that it certifies at the sweep's δ."""
+    from idaudit.certify import SequentialCertifier
+
+    if not isinstance(sequential, SequentialCertifier):
+        raise TypeError(
+            "`sequential` must be an idaudit.certify.SequentialCertifier; "
+            f"got {type(sequential).__name__}."
+        )
+    if isinstance(sequential.delta, numbers.Real) and float(sequential.delta) != delta:
+        raise InvalidInputError(
+            f"`sequential.delta` must equal the sweep's `delta`, at which `true_epsilon` is "
+            f"stated; got sequential.delta={float(sequential.delta)!r} and delta={delta!r}."
+        )
+
+
+def _attach_sequential(ds: xr.Dataset, cert: SequentialCertifier) -> xr.Dataset:
+    """Run the sequential certificate on the audited pairs and attach it (same pair order)."""
+    cert.fit()
+    return ds.assign(
+        sequential_epsilon=variable(
+            "pair",
+            cert.certificates_["epsilon_lb"].values,
+            long_name="anytime-valid sequential certified lower bound (own draws)",
+            status="certified_lower_bound",
+        ),
+        sequential_epsilon_max=variable(
+            (),
+            cert.epsilon_lb_,
+            long_name="largest sequential certified bound",
+            status="certified_lower_bound",
+        ),
+        sequential_n_used=variable(
+            (),
+            cert.n_used_,
+            long_name="outputs drawn per identity by the sequential certificate",
+            status="descriptive",
+        ),
+    )
 
 
 def _always_selectable(pairs: Sequence[tuple[Any, Any]]) -> int:

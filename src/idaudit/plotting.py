@@ -7,25 +7,51 @@ Save it with ``fig.savefig(path)``.
 =========================  ==============================================================
 :func:`plot_noise_sweep`   each audit's ε (median and interquartile range) against the noise
                            scale of a :func:`idaudit.benchmark.noise_sweep`, with the truth
+:func:`plot_certified_routes`  the largest certified ε of each certified route against the
+                           scale of a noise sweep, with the largest true ε
 :func:`plot_roc`           an out-of-fold ROC curve (seed 000, Figure 3 right)
 :func:`plot_mmd_null`      same-identity (H0) vs cross-identity (H1) MMD² (Figure 3 left)
+:func:`plot_rocs`          the median-AUC out-of-fold ROC of each condition (Figure 3 right)
+:func:`plot_figure3`       Figure 3's two panels side by side
+:func:`plot_strength`      ε against the strength of each anonymiser, one panel per method
+:func:`plot_certificates`  certified lower bounds as one-sided intervals, per condition
+:func:`contact_sheet`      a grid of images with titles (what each mechanism does)
+:func:`plot_flagging`      synthetic and held-out flagging rates against ``p`` (seed 003,
+                           ``below_threshold.png``)
+:func:`plot_nnaa`          AA(train, synth) and AA(held-out, synth) with bootstrap intervals
+                           (seed 003, ``nnaa.png``)
 =========================  ==============================================================
+
+Result Datasets also have ``ds.idaudit.plot_roc(...)`` and ``ds.idaudit.plot_epsilon(...)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
+    import pandas as pd
     import xarray as xr
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_mmd_null", "plot_noise_sweep", "plot_roc"]
+__all__ = [
+    "contact_sheet",
+    "plot_certificates",
+    "plot_certified_routes",
+    "plot_figure3",
+    "plot_flagging",
+    "plot_mmd_null",
+    "plot_nnaa",
+    "plot_noise_sweep",
+    "plot_roc",
+    "plot_rocs",
+    "plot_strength",
+]
 
 # one fixed colour per route, so figures are comparable
 _COLOURS = {
@@ -181,6 +207,87 @@ def plot_noise_sweep(
     return fig
 
 
+def plot_certified_routes(
+    ds: xr.Dataset, *, ax: Axes | None = None, title: str | None = None
+) -> Figure:
+    """Draw the largest certified ε of every certified route against the noise scale.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A :func:`idaudit.benchmark.noise_sweep` result. Every ε variable (name containing
+        ``epsilon``) whose ``status`` is ``certified_lower_bound`` is drawn: per-pair ones
+        (``(scale, pair)``, e.g. ``mmdtv_epsilon_hs_lb`` of ``MMDTVAuditor(confidence=...)``) as
+        their maximum over the pairs, per-scale ones (``certified_epsilon_max``,
+        ``sequential_epsilon_max``) as they are; a per-pair variable whose ``<name>_max`` is
+        present is skipped.
+    ax : matplotlib Axes, optional
+        Where to draw (default: a new figure).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    The black line is the largest true ε over the audited pairs; no certified route may lie
+    above it except on its α-probability event (each route certifies every pair below that
+    pair's own truth, so its maximum is below the largest truth). A maximum over pairs is a
+    valid certificate only when the route's confidence covers all pairs jointly
+    (``n_simultaneous`` = number of pairs for MMD-TV; the reserved-test and sequential
+    certifiers do this by construction).
+    """
+    scale = np.asarray(ds["scale"].values, dtype=np.float64)
+    if ax is None:
+        fig, grid = _new_axes(1, 1)
+        ax = grid[0, 0]
+    else:
+        fig = _figure_of(ax)
+    names = [
+        str(v)
+        for v in ds.data_vars
+        if ds[v].attrs.get("status") == "certified_lower_bound"
+        and "epsilon" in str(v)  # not the certified MMD itself (mmd_lb)
+        and ds[v].dims in (("scale",), ("scale", "pair"))
+        and not (ds[v].dims == ("scale", "pair") and f"{v}_max" in ds)
+    ]
+    for name in names:
+        values = np.asarray(ds[name].values, dtype=np.float64)
+        if values.ndim == 2:
+            values = np.nanmax(values, axis=1)
+        ax.plot(scale, values, marker="o", ms=3, label=_route_name(name, ds[name]))
+    if "true_epsilon" in ds:
+        truth = np.asarray(ds["true_epsilon"].transpose("scale", "pair").values, dtype=np.float64)
+        ax.plot(scale, truth.max(axis=1), color="k", lw=2, label="true ε (largest over pairs)")
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_yscale("symlog", linthresh=0.1)
+    ax.set_ylim(bottom=0.0)
+    ax.set_xlabel(str(ds.attrs.get("scale_name", "noise scale")))
+    ax.set_ylabel("largest certified ε (certified lower bound)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize="small", loc="lower left")
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+def _route_name(name: str, var: Any) -> str:
+    """Short legend entry of a certified ε variable (its long_name when unknown)."""
+    if name == "certified_epsilon_max":
+        return "reserved-test ROC certificate"
+    if name == "sequential_epsilon_max":
+        return "sequential certificate"
+    if name.endswith("_epsilon_hs_lb"):
+        return "certified MMD, hockey-stick map"
+    if name.endswith("_epsilon_lb"):
+        return "certified MMD-TV (Eq. 14)"
+    return str(var.attrs.get("long_name", name))
+
+
 def plot_roc(
     fpr: npt.ArrayLike,
     tpr: npt.ArrayLike,
@@ -262,4 +369,295 @@ def plot_mmd_null(
     ax.set_xlabel("unbiased MMD²")
     ax.set_ylabel("density")
     ax.legend(fontsize="small")
+    return fig
+
+
+def _median_auc_pair(ds: xr.Dataset) -> tuple[Any, Any, float]:
+    """Identities and AUC of the pair whose ROC AUC is the (lower) median of ``ds``."""
+    auc = np.asarray(ds["rocht_auc"].values, dtype=np.float64)
+    order = np.argsort(auc, kind="stable")
+    k = int(order[(len(order) - 1) // 2])
+    return ds["identity_a"].values[k], ds["identity_b"].values[k], float(auc[k])
+
+
+def plot_rocs(
+    ds: xr.Dataset,
+    embeddings: Any,
+    *,
+    n_folds: int = 5,
+    rng: int = 0,
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw the out-of-fold ROC of each condition's median-AUC pair (seed 000, Figure 3 right).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A per-pair result with ``rocht_auc`` (dim ``pair``, or ``condition`` and ``pair``).
+    embeddings : EmbeddingSet or mapping of condition to EmbeddingSet
+        The rows the result was computed on (the curves are not stored in the result, so the
+        chosen pair's out-of-fold ROC is recomputed).
+    n_folds : int, default 5
+        Folds of the recomputed ROC.
+    rng : int, default 0
+        Seed of the recomputed folds (the legend gives the recomputed AUC).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from idaudit.audits import ROCHTAuditor
+
+    if ax is None:
+        fig, grid = _new_axes(figsize=(4.6, 4.6))
+        ax = grid[0, 0]
+    else:
+        fig = _figure_of(ax)
+    if "condition" in ds.dims:
+        parts = [(str(c), ds.sel(condition=c)) for c in ds["condition"].values]
+    else:
+        parts = [("", ds)]
+    for name, part in parts:
+        es = embeddings[name] if isinstance(embeddings, Mapping) else embeddings
+        a, b, _ = _median_auc_pair(part)
+        fit = ROCHTAuditor(n_folds=n_folds, rng=rng).fit(es.get(a), es.get(b))
+        label = f"{name + ': ' if name else ''}{a} vs {b} (AUC {fit.auc_:.3f})"
+        plot_roc(fit.fpr_, fit.tpr_, label=label, ax=ax)
+    ax.set_title("median-AUC out-of-fold ROC")
+    return fig
+
+
+def plot_figure3(
+    ds: xr.Dataset,
+    embeddings: Any,
+    h0: npt.ArrayLike,
+    *,
+    rng: int = 0,
+) -> Figure:
+    """Seed 000's Figure 3: MMD² H0 (split-half) vs H1 histograms, and one ROC per condition.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Per-pair results with ``mmdtv_mmd2`` and ``rocht_auc`` (H1 values pool every
+        condition's pairs).
+    embeddings : EmbeddingSet or mapping of condition to EmbeddingSet
+        For the recomputed ROC curves (:func:`plot_rocs`).
+    h0 : array_like
+        Split-half MMD² values (``sanity_controls(...)["mmd2"]``, pooled over conditions).
+    rng : int, default 0
+        Seed of the recomputed ROC folds.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, grid = _new_axes(1, 2, figsize=(10.0, 4.4))
+    h1 = np.asarray(ds["mmdtv_mmd2"].values, dtype=np.float64).ravel()
+    plot_mmd_null(h0, h1[np.isfinite(h1)], ax=grid[0, 0])
+    grid[0, 0].set_title("MMD²: same identity (H0) vs different identities (H1)")
+    plot_rocs(ds, embeddings, rng=rng, ax=grid[0, 1])
+    return fig
+
+
+def plot_strength(
+    table: Any,
+    *,
+    columns: dict[str, str] | None = None,
+    baseline: dict[str, float] | None = None,
+) -> Figure:
+    """ε (and other per-condition numbers) against the strength of each anonymiser.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per condition with columns ``method``, ``strength`` and the values to draw.
+    columns : dict of column to label, optional
+        What to draw (default: every numeric column but ``strength``).
+    baseline : dict of column to value, optional
+        Values without anonymisation, drawn as dashed horizontal lines.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per method, sharing the y axis (symmetric-log, so 0 stays visible).
+    """
+    methods = list(dict.fromkeys(table["method"].tolist()))
+    if columns is None:
+        columns = {
+            str(c): str(c)
+            for c in table.columns
+            if c not in ("method", "strength") and np.issubdtype(table[c].dtype, np.number)
+        }
+    fig, grid = _new_axes(1, len(methods), figsize=(4.2 * len(methods), 3.8), sharey=True)
+    colours = [f"C{i}" for i in range(len(columns))]
+    for col_i, method in enumerate(methods):
+        ax = grid[0, col_i]
+        part = table[table["method"] == method].sort_values("strength")
+        for (col, label), colour in zip(columns.items(), colours, strict=False):
+            y = np.asarray(part[col], dtype=np.float64)
+            x = np.asarray(part["strength"], dtype=np.float64)
+            ax.plot(x, np.where(np.isfinite(y), y, np.nan), marker="o", color=colour, label=label)
+            if baseline and col in baseline:
+                ax.axhline(baseline[col], color=colour, ls="--", lw=0.8)
+        ax.set_title(str(method))
+        ax.set_xlabel(_strength_name(part))
+        ax.set_yscale("symlog", linthresh=0.1)
+        ax.grid(True, alpha=0.3)
+    grid[0, 0].set_ylabel("value (dashed: no anonymisation)")
+    grid[0, 0].legend(fontsize="small")
+    return fig
+
+
+def _strength_name(part: Any) -> str:
+    """Return the ``strength_name`` of a table slice, or ``"strength"``."""
+    if "strength_name" in getattr(part, "columns", ()):
+        return str(part["strength_name"].iloc[0])
+    return "strength"
+
+
+def plot_certificates(certificates: Any, *, ax: Axes | None = None) -> Figure:
+    """Certified lower bounds as one-sided intervals ``[ε_LB, ∞)``, one column per condition.
+
+    Parameters
+    ----------
+    certificates : mapping of condition to xarray.Dataset
+        Each a ``ReservedTestCertifier.certificates_`` (variable ``epsilon_lb``).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if ax is None:
+        fig, grid = _new_axes(figsize=(1.2 + 0.9 * max(len(certificates), 1), 3.6))
+        ax = grid[0, 0]
+    else:
+        fig = _figure_of(ax)
+    top = 0.0
+    for i, cert in enumerate(certificates.values()):
+        lb = np.asarray(cert["epsilon_lb"].values, dtype=np.float64)
+        top = max(top, float(np.nanmax(lb)) if lb.size else 0.0)
+        x = np.full(lb.shape, float(i)) + np.linspace(-0.15, 0.15, max(lb.size, 1))[: lb.size]
+        ax.scatter(x, lb, marker="_", s=200, color="k")
+        for xi, yi in zip(x, lb, strict=True):
+            ax.annotate(
+                "",
+                xy=(xi, yi + 0.3 + 0.1 * top),
+                xytext=(xi, yi),
+                arrowprops={"arrowstyle": "->", "color": "grey", "lw": 0.8},
+            )
+    ax.set_xticks(range(len(certificates)), [str(k) for k in certificates], rotation=30, ha="right")
+    ax.set_ylim(bottom=-0.05, top=1.3 * top + 0.5)
+    ax.set_ylabel("certified ε lower bound (true ε is above, w.p. ≥ 1 − α)")
+    ax.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
+def contact_sheet(
+    images: Sequence[npt.ArrayLike], titles: Sequence[str], *, ncols: int | None = None
+) -> Figure:
+    """Draw a grid of images with one title each (``(H, W, 3)`` uint8).
+
+    Parameters
+    ----------
+    images : sequence of arrays
+    titles : sequence of str, one per image
+    ncols : int, optional
+        Images per row (default: all in one row).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if len(images) != len(titles) or not images:
+        raise ValueError(
+            f"`titles` must name each of the images; got {len(titles)} vs {len(images)}."
+        )
+    ncols = len(images) if ncols is None else ncols
+    nrows = -(-len(images) // ncols)
+    fig, grid = _new_axes(nrows, ncols, figsize=(1.6 * ncols, 1.9 * nrows))
+    for ax in grid.ravel():
+        ax.set_axis_off()
+    for ax, im, title in zip(grid.ravel(), images, titles, strict=False):
+        ax.imshow(np.asarray(im), interpolation="nearest")
+        ax.set_title(title, fontsize="small")
+    return fig
+
+
+def plot_flagging(frame: pd.DataFrame) -> Figure:
+    """Synthetic and held-out flagging rates against the percentile ``p``, per metric.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        ``flagging.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.flagging`):
+        columns ``metric``, ``axis`` (``"identity"`` or ``"appearance"``), ``percentile``,
+        ``synthetic_pct``, ``heldout_pct``, ``ci_lower``, ``ci_upper``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Identity metrics on the left, appearance metrics on the right (seed 003); the
+        dotted diagonal is ``rate = p``; bars are the synthetic rate's Clopper–Pearson
+        interval.
+    """
+    axes_names = [a for a in ("identity", "appearance") if (frame["axis"] == a).any()]
+    fig, grid = _new_axes(1, max(len(axes_names), 1), figsize=(5.0 * len(axes_names), 4.2))
+    for col, axis in enumerate(axes_names):
+        ax = grid[0, col]
+        sub = frame[frame["axis"] == axis]
+        top = float(max(sub["ci_upper"].max(), sub["percentile"].max(), 1.0))
+        for k, (metric, rows) in enumerate(sub.groupby("metric", sort=False)):
+            colour = f"C{k}"
+            p = rows["percentile"].to_numpy(float)
+            synth = rows["synthetic_pct"].to_numpy(float)
+            err = np.vstack([synth - rows["ci_lower"].to_numpy(float),
+                             rows["ci_upper"].to_numpy(float) - synth])  # fmt: skip
+            ax.errorbar(p, synth, yerr=err, color=colour, marker="o", capsize=3,
+                        label=f"{metric}: synthetic")  # fmt: skip
+            ax.plot(p, rows["heldout_pct"].to_numpy(float), color=colour, ls="--", marker="s",
+                    mfc="none", label=f"{metric}: held-out")  # fmt: skip
+        ax.plot([0, top], [0, top], color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("percentile p of held-out distances (%)")
+        ax.set_ylabel("images at or below the threshold (%)")
+        ax.set_title(f"{axis} axis")
+        ax.legend(fontsize="small")
+    return fig
+
+
+def plot_nnaa(frame: pd.DataFrame) -> Figure:
+    """AA(train, synthetic) and AA(held-out, synthetic) per metric with bootstrap intervals.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        ``nnaa.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.nnaa`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Paired bars per metric; the dotted line is 0.5 (sets indistinguishable by
+        proximity). Only the difference of the two bars carries a privacy meaning.
+    """
+    fig, grid = _new_axes(figsize=(max(4.0, 1.6 * len(frame) + 2.0), 4.0))
+    ax = grid[0, 0]
+    x = np.arange(len(frame), dtype=float)
+    for offset, key, label in (
+        (-0.2, "aa_train_synth", "AA(train, synthetic)"),
+        (0.2, "aa_heldout_synth", "AA(held-out, synthetic)"),
+    ):
+        value = frame[key].to_numpy(float)
+        lo = frame[f"{key}_ci_lower"].to_numpy(float)
+        hi = frame[f"{key}_ci_upper"].to_numpy(float)
+        # a percentile interval can exclude the full-sample value: draw its reach, never < 0
+        err = np.clip(np.vstack([value - lo, hi - value]), 0.0, None)
+        ax.bar(x + offset, value, width=0.4, label=label,
+               yerr=np.where(np.isfinite(err), err, 0.0), capsize=3)  # fmt: skip
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set_xticks(x, [str(m) for m in frame["metric"]], rotation=15)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("adversarial accuracy")
+    ax.legend(fontsize="small", loc="lower right")
     return fig

@@ -4,7 +4,8 @@
   (``Status`` is the same list as a ``typing.Literal``); :data:`EPSILON_STATUSES` — those an
   ε estimated from audit data may carry. See ``docs/status.md``.
 * :func:`variable`, :func:`pair_dataset`, :func:`provenance` — build result Datasets the way
-  idaudit's own functions do; :func:`check_result_dataset` checks one.
+  idaudit's own functions do; :func:`check_result_dataset` checks one; :func:`pair_frame`
+  is the one-row-per-pair table view.
 * :func:`write_atomic`, :func:`write_text`, :func:`write_json`, :func:`write_csv`,
   :func:`write_netcdf` — atomic, owner-only (``0o600``) writers for anything derived from
   biometric data.
@@ -18,6 +19,7 @@ from idaudit._results import (
     Status,
     check_result_dataset,
     pair_dataset,
+    pair_frame,
     provenance,
     variable,
     write_atomic,
@@ -33,6 +35,7 @@ __all__ = [
     "Status",
     "check_result_dataset",
     "pair_dataset",
+    "pair_frame",
     "provenance",
     "variable",
     "write_atomic",

@@ -191,3 +191,44 @@ def test_certifier_without_certify_is_refused(base: EmbeddingSet) -> None:
 
     with pytest.raises(InvalidInputError, match="`certifier` is given but `certify` is False"):
         noise_sweep(base, [0.5], certifier=ReservedTestCertifier(), certify=False, progress=False)
+
+
+def test_sequential_certificate_joins_the_sweep(base: EmbeddingSet) -> None:
+    from idaudit.certify import SequentialCertifier
+
+    template = SequentialCertifier(
+        None, [], max_samples=100, batch_size=50, n_dev=20, rng=0, progress=False
+    )
+    ds = noise_sweep(
+        base,
+        [0.2, 2.0],
+        mechanism="laplace",
+        n_pairs=3,
+        n_per_identity=30,
+        auditors=[MMDTVAuditor(confidence=0.9, n_simultaneous=3)],
+        certify=False,
+        sequential=template,
+        progress=False,
+    )
+    assert ds["sequential_epsilon"].dims == ("scale", "pair")
+    assert ds["sequential_epsilon"].attrs["status"] == "certified_lower_bound"
+    assert ds["mmdtv_epsilon_hs_lb"].attrs["status"] == "certified_lower_bound"
+    np.testing.assert_array_equal(ds["sequential_n_used"].values, [120, 120])
+    np.testing.assert_allclose(
+        ds["sequential_epsilon_max"].values, ds["sequential_epsilon"].max("pair").values
+    )
+    # sound on this run, and more noise certifies less
+    assert bool((ds["sequential_epsilon"] <= ds["true_epsilon"]).all())
+    assert float(ds["sequential_epsilon_max"][0]) >= float(ds["sequential_epsilon_max"][1])
+    with pytest.raises(InvalidInputError, match=r"`sequential\.delta` must equal"):
+        noise_sweep(
+            base,
+            [1.0],
+            mechanism="gaussian",
+            n_pairs=2,
+            sequential=template,
+            certify=False,
+            progress=False,
+        )
+    with pytest.raises(TypeError, match="`sequential` must be"):
+        noise_sweep(base, [1.0], n_pairs=2, sequential=object(), progress=False)

@@ -68,7 +68,7 @@ def test_demo_writes_report_results_and_figure(
     assert (auc.isel(noise_sd=0) == 1.0).all()
     assert (auc.isel(noise_sd=-1) < 0.8).all()
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "## What each status means" in report
+    assert "### What each status means" in report
     for status in ("certified_lower_bound", "sample_estimate", "diagnostic", "reference"):
         assert f"**{status}**" in report
     # each (mechanism, noise level) is one certificate family at alpha = 0.05: the report
@@ -80,6 +80,29 @@ def test_demo_writes_report_results_and_figure(
     table_rows = [line for line in report.splitlines() if line.startswith("| 0.1 ")]
     assert len(table_rows) == 2  # the first noise level, once per mechanism
     assert (out / "noise_sweep.png").read_bytes().startswith(b"\x89PNG")
+    # part one: anonymisers on synthetic faces, with real offline models
+    for name in (
+        "faces_results.nc",
+        "faces_pairs.csv",
+        "faces_table.csv",
+        "linkage.csv",
+        "epsilon_vs_strength.png",
+        "contact_sheet.png",
+    ):
+        assert (out / name).is_file(), name
+        assert _mode(out / name) == 0o600, name
+    assert _mode(out / ".cache") == 0o700
+    with xr.open_dataset(out / "faces_results.nc") as faces:
+        faces = faces.load()
+    assert list(faces["condition"].values) == ["none", "blur σ=3", "pixelate 8px", "swap mix=0.5"]
+    assert list(faces["method"].values) == ["none", "blur", "pixelate", "swap"]
+    assert faces.attrs["encoder"] == "dlib-resnet-v1-torch"
+    assert "made-up people: no real person's face is used or written" in report
+    assert "| none |" in report
+    assert "Gaussian blur" in report
+    assert "Latent face swap" in report
+    table = pd.read_csv(out / "faces_table.csv")
+    assert table.loc[table["condition"] == "none", "top1_rate"].item() > 0.9
 
 
 def test_audit_command(
@@ -215,6 +238,7 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
             r"`--kde-mix` values must be distinct \(one KDE-LR auditor each\); got 0 0\.",
         ),
         (["audit", "--n-permutations", "-1"], r"`--n-permutations` must be >= 0; got -1\."),
+        (["audit", "--threads", "0"], r"`--threads` must be >= 1; got 0\."),
         (
             ["audit", "--min-rows", "4"],
             r"`--min-rows` must be >= 5, the fewest rows per identity the chosen audits need; "
@@ -516,3 +540,163 @@ def test_read_only_out_folder_is_refused_before_the_audit(
         out.chmod(0o700)
     assert f"{str(out)!r}: it is not writable." in capsys.readouterr().err
     assert not (out / "results.nc").exists()
+
+
+# -- several conditions, flags in errors, interruption -----------------------------------------
+
+
+def _condition_csvs(folder: Path) -> list[Path]:
+    paths = []
+    for k, name in enumerate(["arcface_vggface2_ff", "facenet_celeba_id"]):
+        gen = np.random.default_rng(k)
+        centres = gen.normal(size=(8, 6))
+        x = np.repeat(centres, 20, axis=0) + (1.0 + k) * gen.normal(size=(160, 6))
+        frame = pd.DataFrame(x, columns=[f"e{i}" for i in range(6)])
+        frame.insert(0, "identity", np.repeat([f"p{i}" for i in range(8)], 20))
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        paths.append(folder / f"{name}.csv")
+    return paths
+
+
+def test_audit_of_several_files_writes_table1_table2_and_figure3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from idaudit.audits import GaussMechAuditor, audit_pairs, summarize
+    from idaudit.data import EmbeddingSet
+
+    folder = tmp_path / "csvs"
+    folder.mkdir()
+    paths = _condition_csvs(folder)
+    out = tmp_path / "out"
+    argv = [
+        "audit",
+        str(folder),
+        "--out",
+        str(out),
+        "--n-pairs",
+        "6",
+        "--quiet",
+        "--methods",
+        "gaussmech,mmdtv,rocht",
+        "--control-permutations",
+        "20",
+    ]
+    assert main(argv) == 0
+    for name in (
+        "results.nc",
+        "pairs.csv",
+        "table1.md",
+        "table1.csv",
+        "table2.md",
+        "table2.csv",
+        "figure3.png",
+    ):
+        assert (out / name).is_file(), name
+    t1 = pd.read_csv(out / "table1.csv")
+    assert t1["condition"].tolist() == ["arcface_vggface2_ff", "facenet_celeba_id"]
+    assert t1["encoder"].tolist() == ["arcface", "facenet"]
+    assert t1["generator"].tolist() == ["ff", "id"]
+    # Table 1's GaussMech median equals summarize() on the same file and pairs, run directly
+    es = EmbeddingSet.from_csv(paths[0])
+    ds = audit_pairs(
+        es, sample_pairs(es.identities, 6, rng=0), [GaussMechAuditor()], progress=False
+    )
+    direct = summarize(ds)["gaussmech_epsilon (median)"]
+    assert t1.loc[0, "gaussmech"] == pytest.approx(direct, rel=1e-9)
+    with xr.open_dataset(out / "results.nc") as res:
+        assert dict(res.sizes)["condition"] == 2
+        assert list(res["encoder"].values) == ["arcface", "facenet"]
+    assert "*certified_lower_bound*" in (out / "table2.md").read_text(encoding="utf-8")
+    assert len(pd.read_csv(out / "pairs.csv")) == 12  # 2 conditions x 6 pairs, one row each
+
+
+def test_manifest_names_the_conditions(tmp_path: Path) -> None:
+    paths = _condition_csvs(tmp_path)
+    manifest = tmp_path / "manifest.csv"
+    pd.DataFrame({"file": [p.name for p in paths], "condition": ["A+B+C", "D+E+F"]}).to_csv(
+        manifest, index=False
+    )
+    out = tmp_path / "out"
+    argv = [
+        "audit",
+        *map(str, paths),
+        "--manifest",
+        str(manifest),
+        "--out",
+        str(out),
+        "--n-pairs",
+        "3",
+        "--quiet",
+        "--methods",
+        "mmdtv",
+        "--no-certify",
+    ]
+    assert main(argv) == 0
+    t1 = pd.read_csv(out / "table1.csv")
+    assert t1["dataset"].tolist() == ["B", "E"]
+
+
+def test_misspelled_flag_prints_the_sub_command_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["certify", "x.csv", "--n-selct", "3"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: idaudit certify")
+    assert "unrecognized arguments: --n-selct 3" in err
+
+
+def test_library_errors_name_the_flags(
+    tmp_path: Path, embedding_files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "audit",
+        str(embedding_files["csv"]),
+        "--out",
+        str(tmp_path / "o"),
+        "--vector-column",
+        "nope",
+    ]
+    with pytest.raises(SystemExit):
+        main(argv)
+    err = capsys.readouterr().err
+    assert "`--vector-column`" in err
+    assert "`vector_column`" not in err
+
+
+def test_vector_column_takes_several_columns(
+    tmp_path: Path, embedding_files: dict[str, Path]
+) -> None:
+    out = tmp_path / "o"
+    argv = [
+        "audit",
+        str(embedding_files["csv"]),
+        "--out",
+        str(out),
+        "--n-pairs",
+        "2",
+        "--vector-column",
+        "f0",
+        "f1",
+        "f2",
+        "--methods",
+        "gaussmech",
+        "--quiet",
+    ]
+    assert main(argv) == 0
+    with xr.open_dataset(out / "results.nc") as ds:
+        assert ds.attrs["input_path"] == str(embedding_files["csv"])
+
+
+def test_interrupt_exits_130_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from idaudit.cli import _demo
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_demo, "run", interrupted)
+    assert main(["demo", "--out", str(tmp_path / "d")]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("idaudit demo: interrupted")

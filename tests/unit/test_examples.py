@@ -20,3 +20,15 @@ def test_table1_synthetic(capsys: pytest.CaptureFixture[str]) -> None:
     assert celeba.startswith("CelebA-like")
     # every ROC-HT out-of-fold value is +inf on these well-separated synthetic identities
     assert "100/100" in vgg
+
+
+@pytest.mark.slow
+def test_audit_anonymiser(capsys: pytest.CaptureFixture[str]) -> None:
+    module = runpy.run_path(str(EXAMPLES / "audit_anonymiser.py"), run_name="example")
+    module["main"](3, 5)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("condition")
+    assert [line.split()[0] for line in lines[1:4]] == ["none", "blur", "pixelate"]
+    assert "'mmdtv_epsilon': 'sample_estimate'" in out
+    assert "second run 0 (cache)" in out

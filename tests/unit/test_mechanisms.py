@@ -8,7 +8,7 @@ import xarray as xr
 from scipy import stats
 
 from idaudit.data import EmbeddingSet
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.mechanisms import (
     EncodedGenerator,
     GaussianNoise,
@@ -288,6 +288,7 @@ def _jitter(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.clip(image.astype(int) + int(rng.integers(0, 50)), 0, 255).astype(np.uint8)
 
 
+@pytest.mark.filterwarnings("ignore:.*repeat another exactly")
 def test_encoded_generator_composes_generator_and_encoder() -> None:
     enc = _MeanColour()
     mech = EncodedGenerator(_jitter, enc, _images(), batch_size=4)
@@ -306,9 +307,11 @@ def test_encoded_generator_composes_generator_and_encoder() -> None:
     assert set(y.argmax(axis=1)) == {1, 2}
 
 
-def test_encoded_generator_without_rng_argument() -> None:
+def test_encoded_generator_without_rng_argument_warns_of_repeated_rows() -> None:
     mech = EncodedGenerator(lambda im: im, _MeanColour(), _images())
-    x = mech.sample("r", 3, rng=0)
+    # one source drawn three times through a deterministic generator: two exact repeats
+    with pytest.warns(IdauditWarning, match="2 of 3 outputs for identity 'r' repeat another"):
+        x = mech.sample("r", 3, rng=0)
     np.testing.assert_allclose(x, np.repeat(x[:1], 3, axis=0))
 
 
@@ -369,6 +372,7 @@ def test_audit_mechanism_attaches_the_known_guarantee(point_base: EmbeddingSet) 
     assert (ds["mmdtv_epsilon"] <= ds["true_epsilon"]).all()
 
 
+@pytest.mark.filterwarnings("ignore:.*repeat another exactly")
 def test_audit_mechanism_runs_an_encoded_generator() -> None:
     from idaudit.audits import MMDTVAuditor
     from idaudit.mechanisms import audit_mechanism

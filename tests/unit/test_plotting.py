@@ -110,3 +110,109 @@ def test_roc_with_tied_scores_encloses_the_reported_auc() -> None:
     x, yy = path.vertices[:, 0], path.vertices[:, 1]
     drawn_area = float(np.sum(np.diff(x) * (yy[1:] + yy[:-1]) / 2))
     assert drawn_area == pytest.approx(roc_auc_score(y, score), abs=1e-12)
+
+
+def test_plot_certified_routes_draws_each_certified_route() -> None:
+    from idaudit.plotting import plot_certified_routes
+
+    ds = _sweep()
+    ds["certified_epsilon_max"] = (
+        "scale",
+        [2.0, 0.5, 0.0],
+        {"status": "certified_lower_bound", "long_name": "reserved"},
+    )
+    ds["mmdtv_epsilon_hs_lb"] = (
+        ("scale", "pair"),
+        [[0.3, 0.4, 0.2], [0.1, 0.0, 0.05], [0.0, 0.0, 0.0]],
+        {"status": "certified_lower_bound", "long_name": "MMD"},
+    )
+    ds["mmdtv_mmd_lb"] = (  # certified, but an MMD, not an epsilon: not drawn
+        ("scale", "pair"),
+        np.ones((3, 3)),
+        {"status": "certified_lower_bound", "long_name": "MMD bound"},
+    )
+    fig = plot_certified_routes(ds, title="routes")
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    # certified_epsilon is skipped (its _max is drawn); the per-pair MMD route as its maximum
+    assert labels == [
+        "reserved-test ROC certificate",
+        "certified MMD, hockey-stick map",
+        "true ε (largest over pairs)",
+    ]
+    np.testing.assert_allclose(ax.get_lines()[1].get_ydata(), [0.4, 0.1, 0.0])
+    np.testing.assert_allclose(ax.get_lines()[2].get_ydata(), 10 / ds["scale"].values)
+    assert _png(fig).startswith(b"\x89PNG")
+
+
+# -- figures of the pipeline, Figure 3 and the accessor -----------------------------------------
+
+
+def _conditions() -> tuple[xr.Dataset, dict[str, object]]:
+    import idaudit as ida
+    from idaudit.audits import concat_conditions
+
+    sets, runs = {}, {}
+    for k, name in enumerate(["a_b_c", "d_e_f"]):
+        gen = np.random.default_rng(k)
+        x = np.repeat(gen.normal(size=(4, 5)), 15, axis=0) + (1 + k) * gen.normal(size=(60, 5))
+        es = ida.EmbeddingSet(x, np.repeat([f"p{i}" for i in range(4)], 15))
+        sets[name] = es
+        pairs = ida.sample_pairs(es.identities, 4, rng=0)
+        runs[name] = ida.audit_pairs(
+            es, pairs, [ida.MMDTVAuditor(), ida.ROCHTAuditor(rng=0)], progress=False
+        )
+    return concat_conditions(runs), sets
+
+
+def test_figure3_rocs_and_the_accessor_return_figures_without_pyplot() -> None:
+    import matplotlib.pyplot as plt
+
+    from idaudit.plotting import plot_figure3, plot_rocs
+
+    ds, sets = _conditions()
+    before = plt.get_fignums()
+    fig = plot_figure3(ds, sets, np.random.default_rng(0).normal(0, 0.01, 30))
+    assert isinstance(fig, Figure)
+    assert len(fig.axes) == 2
+    # one curve per condition (plus the chance diagonal each time) on the ROC panel
+    assert len(fig.axes[1].get_legend().get_texts()) == 2
+    assert isinstance(plot_rocs(ds.sel(condition="a_b_c"), sets["a_b_c"]), Figure)
+    roc = ds.idaudit.plot_roc(embeddings=sets)
+    assert isinstance(roc, Figure)
+    assert _png(roc).startswith(b"\x89PNG")
+    assert plt.get_fignums() == before  # nothing registered with pyplot, nothing shown
+    table = ds.idaudit.pairs()
+    assert len(table) == 8  # 2 conditions x 4 pairs, one row each
+
+
+def test_strength_certificates_and_contact_sheet() -> None:
+    import pandas as pd
+
+    from idaudit.plotting import contact_sheet, plot_certificates, plot_strength
+
+    table = pd.DataFrame(
+        {
+            "method": ["blur", "blur", "swap", "swap"],
+            "strength": [1.0, 3.0, 0.25, 0.75],
+            "mmdtv_median": [0.9, 0.8, 0.7, 0.1],
+        }
+    )
+    fig = plot_strength(table, baseline={"mmdtv_median": 0.95})
+    assert [ax.get_title() for ax in fig.axes] == ["blur", "swap"]
+    certs = {"x": xr.Dataset({"epsilon_lb": ("pair", [0.0, 0.4])})}
+    assert isinstance(plot_certificates(certs), Figure)
+    images = [np.zeros((8, 8, 3), np.uint8), np.full((8, 8, 3), 255, np.uint8)]
+    sheet = contact_sheet(images, ["a", "b"])
+    assert [ax.get_title() for ax in sheet.axes] == ["a", "b"]
+    with pytest.raises(ValueError, match="must name each of the images"):
+        contact_sheet(images, ["a"])
+
+
+def test_accessor_plots_epsilon_against_strength() -> None:
+    ds, _ = _conditions()
+    ds = ds.assign_coords(method=("condition", ["blur", "blur"]), strength=("condition", [1, 2]))
+    fig = ds.idaudit.plot_epsilon()
+    assert [ax.get_title() for ax in fig.axes] == ["blur"]
+    with pytest.raises(ValueError, match="'method' and 'strength'"):
+        ds.drop_vars("method").idaudit.plot_epsilon()

@@ -11,6 +11,8 @@
 :func:`merge_audits`               results on different pair counts → one Dataset
 :func:`concat_conditions`          several conditions stacked along ``condition``
 :func:`summarize`                  Table 1's row from that Dataset
+:func:`table1`, :func:`table2`     Table 1's and Table 2's layouts over conditions;
+                                   :func:`markdown`, :func:`condition_fields`
 :func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
 :func:`shapiro_residuals`,
 :func:`classifier_sensitivity`,
@@ -28,13 +30,13 @@ from __future__ import annotations
 from idaudit.audits._base import BaseAuditor, Output, StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
-from idaudit.audits._engine import audit_pairs
+from idaudit.audits._engine import QUANTILES, audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
 from idaudit.audits._merge import merge_audits
 from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
 from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
-from idaudit.audits._rocht import ROCHTAuditor
+from idaudit.audits._rocht import ROCHTAuditor, logistic_oof_logits
 from idaudit.audits._sensitivity import (
     ShapiroResult,
     classifier_sensitivity,
@@ -43,9 +45,11 @@ from idaudit.audits._sensitivity import (
     tv_witness_ratio,
 )
 from idaudit.audits._summary import AuditSummary, summarize
+from idaudit.audits._tables import condition_fields, markdown, read_manifest, table1, table2
 
 __all__ = [
     "AUDITOR_CHECKS",
+    "QUANTILES",
     "AuditSummary",
     "BaseAuditor",
     "GaussMechAuditor",
@@ -60,14 +64,20 @@ __all__ = [
     "check_auditor",
     "classifier_sensitivity",
     "concat_conditions",
+    "condition_fields",
+    "logistic_oof_logits",
+    "markdown",
     "merge_audits",
     "mmd_bandwidth_sweep",
     "oof_scores",
     "parametrize_auditor_checks",
+    "read_manifest",
     "roc_auc",
     "roc_curve",
     "shapiro_residuals",
     "stratified_folds",
     "summarize",
+    "table1",
+    "table2",
     "tv_witness_ratio",
 ]

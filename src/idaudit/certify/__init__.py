@@ -4,6 +4,9 @@
 :class:`ReservedTestCertifier`      development-selected pairs, thresholds and classifiers
                                     evaluated once on reserved test data; exact one-sided
                                     bounds → ``certified_lower_bound`` ε (Eq. 16)
+:class:`SequentialCertifier`        fixed tests on a development draw, test outputs drawn from a
+                                    mechanism in batches; anytime-valid confidence sequences →
+                                    ``certified_lower_bound`` ε valid at every sample size
 :func:`sanity_controls`             same-identity split-half MMD² tests and ROC AUCs:
                                     calibration of the audits (shuffled halves) and order
                                     artefacts in the data (ordered halves)
@@ -14,5 +17,6 @@ from __future__ import annotations
 
 from idaudit.certify._reserved import ReservedTestCertifier
 from idaudit.certify._sanity import sanity_controls
+from idaudit.certify._sequential import SequentialCertifier
 
-__all__ = ["ReservedTestCertifier", "sanity_controls"]
+__all__ = ["ReservedTestCertifier", "SequentialCertifier", "sanity_controls"]

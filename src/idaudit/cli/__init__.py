@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["as_flags", "main"]
 
 #: One module per sub-command, in the order ``idaudit --help`` lists them; each exposes
 #: ``add_parser(subparsers)``, which registers the command with ``set_defaults(run=...)``.
@@ -39,6 +40,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "idaudit.cli._audit",
     "idaudit.cli._certify",
     "idaudit.cli._embed",
+    "idaudit.cli._privacy",
 )
 
 
@@ -56,14 +58,68 @@ def main(argv: Sequence[str] | None = None) -> int:
         Exit status: 0 on success, 2 on a usage or input error (the message goes to stderr).
     """
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    command = _subparsers(parser)[args.command]
+    if extra:
+        # a misspelled flag of a sub-command: that sub-command's usage, not the top level's
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         status: int = args.run(args)
+    except KeyboardInterrupt:
+        resumes = (
+            ", and a re-run resumes from the embedding cache"
+            if args.command in ("embed", "demo")
+            else ""
+        )
+        sys.stderr.write(
+            f"idaudit {args.command}: interrupted; files already written are complete "
+            f"(every file is written atomically){resumes}.\n"
+        )
+        return 130
     except (ValueError, TypeError, OSError, ImportError) as exc:
         # input errors carry a message naming the argument and the rule, and file-system
         # errors (missing input, an --out that cannot be created) their path; no traceback
-        parser.exit(2, f"idaudit {args.command}: error: {exc}\n")
+        parser.exit(2, f"idaudit {args.command}: error: {as_flags(str(exc), command)}\n")
     return status
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}  # pragma: no cover - the parser always has sub-commands
+
+
+#: Library argument names whose flag is not simply the name with dashes.
+_RENAMED = {"embed": {"path": "--arcface-dir", "weights": "--arcface-dir"}}
+
+
+def as_flags(message: str, command: argparse.ArgumentParser) -> str:
+    """Rewrite the library's `` `argument` `` names in an error message as the command's flags.
+
+    ``n_select`` becomes ``--n-select`` when the sub-command has that flag, so a user of the
+    shell reads the flag they typed, not a Python parameter.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from idaudit.cli import as_flags
+    >>> p = argparse.ArgumentParser(prog="idaudit certify")
+    >>> _ = p.add_argument("--n-select")
+    >>> as_flags("`n_select` must be >= 1; got 0.", p)
+    '`--n-select` must be >= 1; got 0.'
+    """
+    flags = {o for a in command._actions for o in a.option_strings}
+    renamed = _RENAMED.get(command.prog.split()[-1], {})
+
+    def swap(match: re.Match[str]) -> str:
+        name = match.group(1)
+        flag = "--" + name.replace("_", "-")
+        if name in renamed:
+            return f"`{renamed[name]}`"
+        return f"`{flag}`" if flag in flags else match.group(0)
+
+    return re.sub(r"`([a-z][a-z0-9_]*)`", swap, message)
 
 
 def _parser() -> argparse.ArgumentParser:

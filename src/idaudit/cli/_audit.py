@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import warnings
+from pathlib import Path
 from typing import Any
 
 from idaudit.cli._common import (
@@ -13,6 +15,7 @@ from idaudit.cli._common import (
     check_device,
     check_min_rows,
     describe,
+    input_provenance,
     inside,
     keep_min_rows,
     load_input,
@@ -21,7 +24,7 @@ from idaudit.cli._common import (
     out_dir,
     say,
 )
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["add_parser"]
 
@@ -37,12 +40,34 @@ def add_parser(sub: Any) -> None:
         description=(
             "Audit identity pairs of an embedding file (CSV, NPZ or Parquet; rows are L2-"
             "normalised, missing and zero-norm rows dropped and counted) with GaussMech, "
-            "KDE-LR, MMD-TV and ROC-HT. Writes results.nc (per pair) and summary.md."
+            "KDE-LR, MMD-TV and ROC-HT. Writes results.nc and pairs.csv (per pair) and "
+            "summary.md. With several files (conditions: encoder x dataset x generator, "
+            "seed 000 Section 4) also writes Table 1's and Table 2's layouts (table1.md/.csv, "
+            "table2.md/.csv) and Figure 3's two panels (figure3.png)."
         ),
     )
-    add_input(audit)
+    add_input(audit, many=True)
     audit.add_argument(
         "--out", default="idaudit-audit", help="output folder (default: %(default)s)"
+    )
+    audit.add_argument(
+        "--manifest",
+        metavar="CSV",
+        help="conditions of several inputs: a CSV with columns file and condition (default: "
+        "each file's stem, e.g. arcface_vggface2_ff -> encoder, dataset, generator)",
+    )
+    audit.add_argument(
+        "--no-certify",
+        action="store_true",
+        help="with several conditions, skip the reserved-test certificates (Table 2)",
+    )
+    audit.add_argument(
+        "--control-permutations",
+        type=int,
+        default=200,
+        metavar="N",
+        help="with several conditions, permutations of each split-half control behind "
+        "Figure 3's H0 histogram (default: %(default)s)",
     )
     audit.add_argument(
         "--n-pairs",
@@ -87,13 +112,20 @@ def add_parser(sub: Any) -> None:
         help="cpu, cuda or cuda:<i>: where the batched audit kernels run; no fallback "
         "(default: cpu)",
     )
+    audit.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="chunks of pairs run at once, each on one torch thread (default: the CPUs this "
+        "process may use)",
+    )
     add_min_rows(audit, "the chosen audits need (5 with rocht, else 2)")
     add_quiet(audit)
     audit.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from idaudit._results import write_netcdf, write_text
+    from idaudit._results import pair_frame, write_csv, write_netcdf, write_text
     from idaudit.audits import (
         GaussMechAuditor,
         KDELRAuditor,
@@ -124,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
             f"{' '.join(f'{a:g}' for a in args.kde_mix)}."
         )
     at_least(args.n_permutations, "--n-permutations", 0)
+    if args.threads is not None:
+        at_least(args.threads, "--threads", 1)
     check_device(args.device)
     auditors: list[Any] = []
     for method in methods:
@@ -139,6 +173,11 @@ def run(args: argparse.Namespace) -> int:
         args.min_rows, max(aud.min_rows() for aud in auditors), "the chosen audits need"
     )
 
+    at_least(args.control_permutations, "--control-permutations", 1)
+    paths = _expand(args.embeddings)
+    if len(paths) > 1 or args.manifest:
+        return _run_conditions(args, paths, auditors, min_rows)
+    args.embeddings = str(paths[0])
     read = load_input(args)
     say(f"read {args.embeddings}: {describe(read)}")
     es, small = keep_min_rows(read, min_rows)
@@ -163,14 +202,23 @@ def run(args: argparse.Namespace) -> int:
     out = out_dir(args.out)
 
     pairs = sample_pairs(es.identities, n_pairs, rng=args.seed)
-    ds = audit_pairs(es, pairs, auditors, device=args.device, progress=not args.quiet)
+    ds = audit_pairs(
+        es,
+        pairs,
+        auditors,
+        device=args.device,
+        progress=not args.quiet,
+        n_threads=args.threads,
+    )
     ds.attrs.update(min_rows_attrs(min_rows, small))
     summary = summarize(ds)
+    ds.attrs.update(input_provenance(args.embeddings))
     results = write_netcdf(ds, out / "results.nc")
+    write_csv(pair_frame(ds), out / "pairs.csv")
     text = _summary_markdown(summary, args.embeddings, read, n_pairs, m, min_rows, small)
     report = write_text(text, out / "summary.md")
     say(repr(summary))
-    say(f"wrote:\n  {results}\n  {report}")
+    say(f"wrote:\n  {results}\n  {out / 'pairs.csv'}\n  {report}")
     return 0
 
 
@@ -215,3 +263,153 @@ def _summary_markdown(
         "",
     ]
     return "\n".join(lines)
+
+
+_SUFFIXES = (".csv", ".npz", ".parquet", ".pq")
+
+
+def _expand(items: list[str]) -> list[Path]:
+    """Files named on the command line, folders replaced by their embedding files (sorted)."""
+    paths: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.suffix.lower() in _SUFFIXES)
+            if not found:
+                raise InvalidInputError(
+                    f"`embeddings` folder {item!r} holds no .csv, .npz or .parquet file."
+                )
+            paths.extend(found)
+        else:
+            paths.append(p)
+    return paths
+
+
+def _run_conditions(
+    args: argparse.Namespace, paths: list[Path], auditors: list[Any], min_rows: int
+) -> int:
+    """Several inputs, one condition each: Table 1, Table 2 and Figure 3 of seed 000."""
+    from sklearn.base import clone
+
+    from idaudit._results import pair_frame, write_atomic, write_csv, write_netcdf, write_text
+    from idaudit.audits import (
+        audit_pairs,
+        concat_conditions,
+        condition_fields,
+        markdown,
+        read_manifest,
+        table1,
+        table2,
+    )
+    from idaudit.certify import sanity_controls
+    from idaudit.data import sample_pairs
+    from idaudit.plotting import plot_figure3
+
+    names: dict[Path, str] = {p: p.stem for p in paths}
+    if args.manifest:
+        mapping = read_manifest(args.manifest)
+        missing = [p.name for p in paths if p.name not in mapping]
+        if missing:
+            raise InvalidInputError(f"`--manifest` names no condition for {', '.join(missing)}.")
+        names = {p: mapping[p.name] for p in paths}
+    if len(set(names.values())) < len(names):
+        raise InvalidInputError(
+            "`embeddings` must give each condition once; two inputs share the name "
+            f"{sorted(n for n in names.values() if list(names.values()).count(n) > 1)[0]!r}."
+        )
+    out = out_dir(args.out)  # before any input is read: an unusable --out fails in seconds
+    sets: dict[str, Any] = {}
+    for path, name in names.items():
+        read = load_input(args, path)
+        say(f"read {path} (condition {name}): {describe(read)}")
+        es, small = keep_min_rows(read, min_rows)
+        if small:
+            say(min_rows_line(min_rows, small))
+        sets[name] = es
+    dims = {name: es.dim for name, es in sets.items()}
+    available = min(len(es.identities) * (len(es.identities) - 1) // 2 for es in sets.values())
+    n_pairs = args.n_pairs if args.n_pairs is not None else min(_DEFAULT_N_PAIRS, available)
+    if n_pairs > available:
+        raise InvalidInputError(
+            f"`--n-pairs` must be at most {available}, the pairs of the smallest condition; "
+            f"got {n_pairs}."
+        )
+    results: dict[str, Any] = {}
+    certs: dict[str, Any] = {}
+    h0: list[Any] = []
+    for name, es in sets.items():
+        pairs = sample_pairs(es.identities, n_pairs, rng=args.seed)
+        ds = audit_pairs(
+            es,
+            pairs,
+            [clone(a) for a in auditors],
+            device=args.device,
+            progress=not args.quiet,
+        )
+        ds.attrs.update(input_provenance(next(p for p, n in names.items() if n == name)))
+        results[name] = ds
+        if not args.no_certify:
+            certs[name] = _certify(es, pairs, len(sets), args.seed, name)
+        enough = [k for k, n in es.counts.items() if n >= 10][:50]
+        if enough:
+            ctrl = sanity_controls(
+                es,
+                enough,
+                n_permutations=args.control_permutations,
+                rng=args.seed,
+                progress=False,
+            )
+            h0.extend(ctrl["mmd2"].values.tolist())
+    stacked = concat_conditions(results)  # type: ignore[arg-type]
+    fields = [condition_fields(n) for n in stacked["condition"].values]
+    stacked = stacked.assign_coords(
+        {k: ("condition", [f[k] for f in fields]) for k in ("encoder", "dataset", "generator")}
+    )
+    files = [write_netcdf(stacked, out / "results.nc")]
+    files.append(write_csv(pair_frame(stacked), out / "pairs.csv"))
+    t1 = table1(stacked)
+    files.append(write_csv(t1, out / "table1.csv"))
+    files.append(write_text(markdown(t1), out / "table1.md"))
+    if certs:
+        t2 = table2(certs)
+        files.append(write_csv(t2, out / "table2.csv"))
+        files.append(write_text(markdown(t2), out / "table2.md"))
+    if h0 and "rocht_auc" in stacked:
+        fig = plot_figure3(stacked, sets, h0, rng=args.seed)
+        path = out / "figure3.png"
+        write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+        files.append(path)
+    say(markdown(t1))
+    if len(set(dims.values())) > 1:
+        say(f"note: embedding dimensions differ between conditions: {dims}")
+    say("wrote:\n" + "\n".join(f"  {f}" for f in files))
+    return 0
+
+
+def _certify(es: Any, pairs: list[Any], n_families: int, seed: int, name: str) -> Any:
+    """Seed 000's Table 2 protocol: five vertex-disjoint pairs, fewer when they do not exist."""
+    from idaudit import ReservedTestCertifier
+
+    n_select = max(1, min(5, len({i for p in pairs for i in p}) // 2))
+    while True:
+        certifier = ReservedTestCertifier(
+            n_candidates=len(pairs),
+            n_select=n_select,
+            n_families=n_families,
+            rng=seed,
+            progress=False,
+        )
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", IdauditWarning)
+                cert = certifier.fit(es, pairs).certificates_
+        except InvalidInputError as exc:
+            if n_select > 1 and "vertex-disjoint" in str(exc):
+                n_select -= 1  # greedy selection found fewer disjoint pairs
+                continue
+            raise
+        for w in caught:
+            say(f"note ({name}): {w.message}")
+        if n_select < 5:
+            say(f"note ({name}): {n_select} vertex-disjoint pair(s) certified (5 in the paper)")
+        return cert

@@ -14,6 +14,7 @@ from idaudit.cli._common import (
     check_device,
     check_min_rows,
     describe,
+    input_provenance,
     inside,
     keep_min_rows,
     load_input,
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.quiet,
             )
     notes = relay(caught, "certify")
-    extra = min_rows_attrs(min_rows, small)
+    extra = {**min_rows_attrs(min_rows, small), **input_provenance(args.embeddings)}
     datasets = {"certificates.nc": cert.certificates_, "candidates.nc": cert.candidates_}
     if controls is not None:
         datasets["controls.nc"] = controls
@@ -229,8 +230,12 @@ def _certificate_markdown(
             f"MMD^2 permutation tests rejecting at {ca['alpha']:g}: {ca['n_rejected']} of "
             f"{ca['n_identities']} (rate {ca['rejection_rate']:.3f}; about {ca['alpha']:g} is "
             f"expected when there is no artefact). Mean split-half ROC AUC "
-            f"{ca['mean_auc']:.3f} (about 0.5 expected); exact (0, 1) corners: "
-            f"{ca['n_corners']} (none expected).",
+            f"{ca['mean_auc']:.3f}: with no signal this sits at or *below* 0.5, not above it. "
+            "Cross-validated AUC is biased below 0.5 under the null (a held-out row is "
+            "missing from its own half's training rows, so the fitted classifier leans away "
+            "from it), the more so the fewer the rows; only a mean well *above* 0.5 points "
+            "at an artefact. The permutation test's rejection rate is the calibrated check. "
+            f"Exact (0, 1) corners: {ca['n_corners']} (none expected).",
             "",
         ]
     return "\n".join(lines)

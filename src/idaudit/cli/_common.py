@@ -121,11 +121,24 @@ def plural(n: int, one: str, many: str) -> str:
 # -- the embeddings input of `audit` and `certify` ---------------------------------------------
 
 
-def add_input(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("embeddings", help="CSV, NPZ or Parquet file of labelled embeddings")
+def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
+    if many:
+        parser.add_argument(
+            "embeddings",
+            nargs="+",
+            metavar="EMBEDDINGS",
+            help="CSV, NPZ or Parquet file(s) of labelled embeddings, or folders of them; "
+            "several files are several conditions (named by file stem or --manifest)",
+        )
+    else:
+        parser.add_argument("embeddings", help="CSV, NPZ or Parquet file of labelled embeddings")
     parser.add_argument("--label-column", help="CSV/Parquet column holding identity labels")
     parser.add_argument(
-        "--vector-column", help="CSV/Parquet column holding each vector (default: the others)"
+        "--vector-column",
+        nargs="+",
+        metavar="COLUMN",
+        help="CSV/Parquet column(s) holding the vectors: one column of list-like vectors, or "
+        "several numeric columns, one coordinate each (default: every other column)",
     )
     parser.add_argument("--embeddings-key", default="embeddings", help="NPZ array of vectors")
     parser.add_argument("--labels-key", default="labels", help="NPZ array of labels")
@@ -152,11 +165,11 @@ def check_min_rows(value: int | None, need: int, who: str) -> int:
     return value
 
 
-def load_input(args: argparse.Namespace) -> Any:
-    """Read the :class:`~idaudit.data.EmbeddingSet` that the ``embeddings`` argument names."""
+def load_input(args: argparse.Namespace, path: str | Path | None = None) -> Any:
+    """Read the :class:`~idaudit.data.EmbeddingSet` at ``path`` (default: ``embeddings``)."""
     from idaudit.data import EmbeddingSet
 
-    path = Path(args.embeddings)
+    path = Path(args.embeddings if path is None else path)
     if not path.is_file():
         raise FileNotFoundError(f"`embeddings` must be an existing file; got {str(path)!r}.")
     # the dropped-row counts are printed with the input's description (describe), so the
@@ -166,10 +179,37 @@ def load_input(args: argparse.Namespace) -> Any:
         return EmbeddingSet.read(
             path,
             label_column=args.label_column,
-            vector_column=args.vector_column,
+            vector_column=_vector_columns(args.vector_column),
             embeddings_key=args.embeddings_key,
             labels_key=args.labels_key,
         )
+
+
+def _vector_columns(value: list[str] | None) -> str | list[str] | None:
+    if value is None or len(value) > 1:
+        return value
+    return value[0]
+
+
+def input_provenance(path: str | Path) -> dict[str, str]:
+    """Return what an embeddings file says about itself, as result attributes.
+
+    Its path, and for ``.npz`` files written by ``idaudit embed`` the encoder's name and how
+    many source photos it lists.
+    """
+    import numpy as np
+
+    out = {"input_path": str(path)}
+    if str(path).lower().endswith(".npz"):
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                if "encoder" in archive.files:
+                    out["encoder"] = str(archive["encoder"])
+                if "sources" in archive.files:
+                    out["n_sources"] = str(len(archive["sources"]))
+        except (OSError, ValueError):  # the reader has already said what is wrong
+            pass
+    return out
 
 
 def describe(es: Any) -> str:
@@ -186,9 +226,13 @@ def keep_min_rows(es: Any, min_rows: int) -> tuple[Any, dict[Any, int]]:
     n_kept = sum(n >= min_rows for n in es.counts.values())
     if n_kept < 2:
         if n_kept < len(es.identities):
+            counts = sorted(es.counts.items(), key=lambda kv: -kv[1])[:5]
+            shown = ", ".join(f"{k!r}: {n}" for k, n in counts)
+            more = ", ..." if len(es.counts) > 5 else ""
             raise InvalidInputError(
                 f"`--min-rows` {min_rows} leaves {n_kept} of the {len(es.identities)} "
-                "identities; at least 2 are needed (see the counts above)."
+                f"identities; at least 2 are needed. Rows per identity, largest first: "
+                f"{shown}{more}."
             )
         raise InvalidInputError(
             f"`embeddings` must hold at least 2 identities; got {len(es.identities)}."

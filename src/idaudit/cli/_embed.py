@@ -58,7 +58,15 @@ def add_parser(sub: Any) -> None:
         "--threads",
         type=int,
         metavar="N",
-        help="CPU threads for torch and onnxruntime (default: their own)",
+        help="CPU threads for torch and onnxruntime (default: the CPUs this process may "
+        "use, os.sched_getaffinity, less those already busy by the load average; at least 1)",
+    )
+    embed.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="embedding cache by content hash, written as it goes (owner-only): an "
+        "interrupted run resumes from it and a re-run encodes nothing (default: the --out "
+        "path with .cache; 'none' for no cache; not with --all-faces)",
     )
     embed.add_argument(
         "--device", default="cpu", help="cpu or cuda[:i] (torch-dlib, arcface; default: cpu)"
@@ -87,11 +95,11 @@ _IMAGE_SUFFIXES = frozenset(
 _EMBEDDING_SUFFIXES = (".npz", ".csv", ".parquet", ".pq")
 
 
-def _find_images(root: Path) -> tuple[list[Path], list[str], int, int]:
+def _find_images(root: Path) -> tuple[list[Path], list[str], int, list[Path]]:
     """Image files below each identity folder of ``root``.
 
-    Returns ``(paths, labels, n_folders, n_skipped)``: the image paths, their folder names, how
-    many identity folders there are, and how many other files were skipped.
+    Returns ``(paths, labels, n_folders, skipped)``: the image paths, their folder names, how
+    many identity folders there are, and the other files, which are skipped.
 
     Identity folders are the visible sub-folders of ``root``; their images are found at any
     depth, in sorted order. Hidden files and folders are ignored; visible files that are not
@@ -105,7 +113,7 @@ def _find_images(root: Path) -> tuple[list[Path], list[str], int, int]:
         raise ValueError(
             f"`IMAGES_DIR` must hold one sub-folder per identity; {str(root)!r} has none."
         )
-    skipped = sum(p.is_file() for p in visible)
+    skipped = [p for p in visible if p.is_file()]
     paths: list[Path] = []
     labels: list[str] = []
     for folder in folders:
@@ -118,11 +126,11 @@ def _find_images(root: Path) -> tuple[list[Path], list[str], int, int]:
                 paths.append(path)
                 labels.append(folder.name)
             else:
-                skipped += 1
+                skipped.append(path)
     if not paths:
         raise ValueError(
             f"`IMAGES_DIR` holds {len(folders)} identity folder(s) but no image files "
-            f"({', '.join(sorted(_IMAGE_SUFFIXES))}); {skipped} other file(s)."
+            f"({', '.join(sorted(_IMAGE_SUFFIXES))}); {len(skipped)} other file(s)."
         )
     return paths, labels, len(folders), skipped
 
@@ -134,6 +142,10 @@ def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
         raise ValueError(f"`--arcface-dir` is used by --encoder arcface only; got {encoder!r}.")
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"`--threads` must be >= 1; got {args.threads}.")
+    if args.threads is None:
+        from idaudit._device import default_threads
+
+        args.threads = default_threads()
     if encoder == "arcface":
         from idaudit.faces import ArcFaceEncoder, RetinaFaceDetector
 
@@ -146,8 +158,7 @@ def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
 
     from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
 
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     if encoder == "dlib":
         if args.device != "cpu":
             raise ValueError(
@@ -200,15 +211,25 @@ def run(args: argparse.Namespace) -> int:
     say(
         f"read {root}: {len(paths)} images in {n_folders} identity folders"
         + (f" ({n_folders - n_ids} without images)" if n_ids < n_folders else "")
-        + (f"; {skipped} other files skipped" if skipped else "")
+        + (f"; {len(skipped)} other files skipped (named in the outcomes)" if skipped else "")
     )
+    cache = None
+    if args.all_faces and args.cache not in (None, "none"):
+        raise ValueError("`--cache` works without --all-faces only (one face per photo).")
+    if not args.all_faces and args.cache != "none":
+        from idaudit.faces import EmbeddingCache
+
+        cache_dir = Path(args.cache) if args.cache else out.with_suffix(".cache")
+        out_dir(cache_dir, "--cache")
+        cache = EmbeddingCache(cache_dir)
     detector, encoder = _face_models(args)
     # the folders that will hold the two files, before the (long) encoding
     out_dir(out.parent, "--out")
     out_dir(outcomes_path.parent, "--outcomes")
     say(
         f"detector {type(detector).__name__}, encoder {encoder.name} (dim {encoder.dim}), "
-        f"device {encoder.device}"
+        f"device {encoder.device}, threads {args.threads}"
+        + (f", cache {cache.directory}" if cache is not None else "")
     )
     pipeline = FacePipeline(
         detector,
@@ -217,8 +238,24 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.quiet,
     )
-    emb, outcomes = pipeline.encode(paths)
+    emb, outcomes = pipeline.encode(paths, cache=cache)
+    if cache is not None and cache.hits:
+        say(f"resumed: {cache.hits} of {len(paths)} images came from the cache")
     outcomes.insert(0, "identity", [labels[i] for i in outcomes["input_index"]])
+    if skipped:
+        import pandas as pd
+
+        extra = pd.DataFrame(
+            {
+                "identity": [p.parent.name if p.parent != root else "" for p in skipped],
+                "input_index": pd.array([None] * len(skipped), dtype="Int64"),
+                "source": [str(p) for p in skipped],
+                "status": "skipped",
+                "n_faces": pd.array([0] * len(skipped), dtype="Int64"),
+                "message": [f"not an image file ({p.suffix or 'no suffix'})" for p in skipped],
+            }
+        )
+        outcomes = pd.concat([outcomes, extra], ignore_index=True)
     write_atomic(outcomes_path, lambda tmp: outcomes.to_csv(tmp, index=False))
 
     kept = outcomes[outcomes["status"] == "ok"].sort_values("embedding_row")

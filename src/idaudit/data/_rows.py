@@ -27,12 +27,29 @@ DROP_REASONS: tuple[str, ...] = ("missing", "unparseable", "non_finite", "zero_n
 REASON_CODE = {reason: i + 1 for i, reason in enumerate(DROP_REASONS)}  # 0 means "kept"
 
 
+def _row_lengths(rows: Any) -> list[int] | None:
+    """Length of every row of a sequence of sequences, or ``None`` if it is not one."""
+    try:
+        return [len(r) for r in rows]
+    except TypeError:
+        return None
+
+
 def as_float_matrix(embeddings: npt.ArrayLike) -> npt.NDArray[np.float64]:
     try:
         x = np.asarray(embeddings, dtype=np.float64)
     except (TypeError, ValueError) as exc:
+        lengths = _row_lengths(embeddings)
+        if lengths is not None and len(set(lengths)) > 1:
+            first = lengths[0]
+            bad = next(i for i, n in enumerate(lengths) if n != first)
+            raise InvalidInputError(
+                f"`embeddings` rows must all have the same length; row 0 has {first} values "
+                f"and row {bad} has {lengths[bad]} ({len(set(lengths))} different lengths "
+                "among the rows)."
+            ) from exc
         raise TypeError(
-            f"`embeddings` must be a numeric array; got {type(embeddings).__name__}."
+            f"`embeddings` must be a numeric array; got {type(embeddings).__name__} ({exc})."
         ) from exc
     if x.ndim != 2:
         raise InvalidInputError(

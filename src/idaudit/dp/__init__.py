@@ -15,6 +15,13 @@ array_likes broadcast and give an ``ndarray``. Bad values raise
 :func:`gaussian_delta`                      δ(ε) of the Gaussian mechanism (Balle & Wang)
 :func:`gaussian_epsilon`                    ε(δ) of the Gaussian mechanism
 :func:`calibrate_gaussian_sigma`            smallest σ for (ε, δ)-DP
+:func:`anytime_upper_bound`, ``_lower``     confidence sequences for a rate (valid at every n)
+:func:`betting_mean_lower_bound`            betting lower bound on a mean in [0, 1]
+:func:`bernstein_mean_lower_bound`          empirical-Bernstein lower bound on a mean in [0, 1]
+:func:`compose_epsilon`                     per-query (ε, δ) guarantee → k outputs (basic,
+                                            advanced, PLD via dp-accounting): an *upper* bound
+:func:`compose_error_rates`                 per-query certified test → certified *lower* bound
+                                            for k outputs
 ==========================================  =====================================================
 
 Each function's docstring states the formal status of what it returns: these are exact maps;
@@ -25,15 +32,29 @@ confidence bound).
 from __future__ import annotations
 
 from idaudit.dp._binomial import clopper_pearson_lower, clopper_pearson_upper
+from idaudit.dp._composition import ComposedPrivacy, compose_epsilon, compose_error_rates
+from idaudit.dp._confseq import (
+    anytime_lower_bound,
+    anytime_upper_bound,
+    bernstein_mean_lower_bound,
+    betting_mean_lower_bound,
+)
 from idaudit.dp._gaussian import calibrate_gaussian_sigma, gaussian_delta, gaussian_epsilon
 from idaudit.dp._hypothesis import epsilon_from_error_rates, epsilon_from_roc, exact_corner
 from idaudit.dp._mmd import epsilon_from_mmd_hockey_stick
 from idaudit.dp._tv import epsilon_from_tv, tv_bound
 
 __all__ = [
+    "ComposedPrivacy",
+    "anytime_lower_bound",
+    "anytime_upper_bound",
+    "bernstein_mean_lower_bound",
+    "betting_mean_lower_bound",
     "calibrate_gaussian_sigma",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
+    "compose_epsilon",
+    "compose_error_rates",
     "epsilon_from_error_rates",
     "epsilon_from_mmd_hockey_stick",
     "epsilon_from_roc",

@@ -5,6 +5,8 @@
   differentiable encoders, the torch ``forward(x)``, both L2-normalised; ``device``).
 * Alignment: :func:`align` (five-point Umeyama similarity onto the ArcFace template),
   :func:`estimate_similarity`, :func:`arcface_template`.
+* :class:`EmbeddingCache` and :func:`content_key`: embeddings stored by content hash
+  (owner-only, atomic, no pickles), so a re-run encodes nothing.
 * :class:`FacePipeline`: photos or paths → detect → align → encode, with a per-input outcome
   table (no face, unreadable file, bad pixels, which face was kept).
 * Shipped real models (weights come with pip packages): :class:`MTCNNDetector`,
@@ -42,6 +44,8 @@ _LAZY: dict[str, str] = {
     "DlibEncoder": "idaudit.faces._dlib",
     "dlib_face_chip": "idaudit.faces._dlib",
     "FacePipeline": "idaudit.faces._pipeline",
+    "EmbeddingCache": "idaudit.faces._cache",
+    "content_key": "idaudit.faces._cache",
     "ShippedFaceGenerator": "idaudit.faces._generator",
     "SyntheticIdentities": "idaudit.faces._generator",
     "synthetic_identities": "idaudit.faces._generator",
@@ -73,6 +77,8 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit.faces._align import align as align
     from idaudit.faces._align import arcface_template as arcface_template
     from idaudit.faces._align import estimate_similarity as estimate_similarity
+    from idaudit.faces._cache import EmbeddingCache as EmbeddingCache
+    from idaudit.faces._cache import content_key as content_key
     from idaudit.faces._dlib import DLIB_THRESHOLD as DLIB_THRESHOLD
     from idaudit.faces._dlib import DlibDetector as DlibDetector
     from idaudit.faces._dlib import DlibEncoder as DlibEncoder

@@ -12,6 +12,7 @@ import pandas as pd
 
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
+from idaudit.faces._cache import EmbeddingCache, content_key
 from idaudit.faces._io import read_pixels, to_rgb_uint8
 from idaudit.faces._types import Detector, Encoder, Face
 
@@ -133,7 +134,10 @@ class FacePipeline:
         )
 
     def encode(
-        self, images: Iterable[Any] | npt.NDArray[Any] | str | os.PathLike[str]
+        self,
+        images: Iterable[Any] | npt.NDArray[Any] | str | os.PathLike[str],
+        *,
+        cache: EmbeddingCache | None = None,
     ) -> tuple[npt.NDArray[np.float32], pd.DataFrame]:
         """Embed the faces in ``images``.
 
@@ -142,6 +146,13 @@ class FacePipeline:
         images : iterable of (numpy.ndarray or path), or numpy.ndarray of shape (n, H, W, 3)
             Photos as arrays (see :func:`idaudit.faces.load_image` for the accepted pixel
             formats) or file paths; a single path is one photo.
+        cache : EmbeddingCache, optional
+            Look each input up by the SHA-256 of its bytes (a file's bytes, an array's pixels)
+            and the models' settings before detecting, and store every result (a face's
+            embedding, box and score, or "no face") as soon as its batch is encoded: an
+            interrupted run resumes where it stopped, and a re-run encodes nothing. Only
+            with ``all_faces=False`` (one face per input); ``unreadable`` and ``bad_format``
+            inputs are not cached (they are cheap to find again).
 
         Returns
         -------
@@ -162,6 +173,13 @@ class FacePipeline:
             If ``images`` is not iterable or holds something other than arrays and paths.
         """
         items = _as_items(images)
+        if cache is not None and self.all_faces:
+            raise InvalidInputError("`cache` works with all_faces=False only (one face per input).")
+        signature = (
+            f"face-pipeline|{_describe(self.detector)}|{getattr(self.encoder, 'name', '')}|"
+            f"{_describe(self.encoder)}"
+        )
+        pending_keys: list[tuple[str, list[float]] | None] = []
         iterator: Iterable[tuple[int, Any]] = enumerate(items)
         if self.progress:
             from tqdm.auto import tqdm
@@ -174,6 +192,37 @@ class FacePipeline:
         for index, item in iterator:
             source = None if isinstance(item, np.ndarray) else os.fspath(item)
             base = {"input_index": index, "source": source}
+            key = None
+            if cache is not None:
+                key = _input_key(signature, item, source)
+                entry = None if key is None else cache.get_entry(key)
+                if entry is not None:
+                    status, vector, meta = entry
+                    if status == "no_face":
+                        rows.append({**base, "status": "no_face", "n_faces": 0, "message": ""})
+                        continue
+                    if pending:  # keep rows in input order
+                        chunks.append(self._encode_and_store(pending, pending_keys, cache))
+                        pending, pending_keys = [], []
+                    chunks.append(vector[None, :])
+                    n_faces, face_index, x1, y1, x2, y2, score = meta.tolist()
+                    rows.append(
+                        {
+                            **base,
+                            "status": "ok",
+                            "n_faces": int(n_faces),
+                            "face_index": int(face_index),
+                            "embedding_row": n_rows,
+                            "x1": x1,
+                            "y1": y1,
+                            "x2": x2,
+                            "y2": y2,
+                            "score": score,
+                            "message": "",
+                        }
+                    )
+                    n_rows += 1
+                    continue
             image = self._load(item, source)
             if isinstance(image, dict):  # unreadable or bad_format, with the reason
                 rows.append({**base, "n_faces": 0, **image})
@@ -181,11 +230,15 @@ class FacePipeline:
             faces = self.detector.detect(image)
             if not faces:
                 rows.append({**base, "status": "no_face", "n_faces": 0, "message": ""})
+                if cache is not None and key is not None:
+                    cache.put(key, None, status="no_face")
                 continue
             for face_index in self._keep(faces):
                 face = faces[face_index]
                 pending.append(self.encoder.align(image, face))
                 x1, y1, x2, y2 = (float(v) for v in face.box)
+                face_meta = [len(faces), face_index, x1, y1, x2, y2, float(face.score)]
+                pending_keys.append(None if key is None else (key, face_meta))
                 rows.append(
                     {
                         **base,
@@ -203,10 +256,10 @@ class FacePipeline:
                 )
                 n_rows += 1
             if len(pending) >= self.batch_size:
-                chunks.append(self._encode(pending))
-                pending = []
+                chunks.append(self._encode_and_store(pending, pending_keys, cache))
+                pending, pending_keys = [], []
         if pending:
-            chunks.append(self._encode(pending))
+            chunks.append(self._encode_and_store(pending, pending_keys, cache))
         dim = int(getattr(self.encoder, "dim", 0))
         embeddings = (
             np.concatenate(chunks).astype(np.float32, copy=False)
@@ -237,8 +290,38 @@ class FacePipeline:
         by_area = sorted(range(len(faces)), key=lambda i: -faces[i].area)
         return by_area if self.all_faces else by_area[:1]
 
+    def _encode_and_store(
+        self,
+        crops: list[npt.NDArray[np.uint8]],
+        keys: list[tuple[str, list[float]] | None],
+        cache: EmbeddingCache | None,
+    ) -> npt.NDArray[np.float32]:
+        emb = self._encode(crops)
+        if cache is not None:
+            for row, entry in zip(emb, keys, strict=True):
+                if entry is not None:
+                    cache.put(entry[0], row, status="ok", meta=entry[1])
+        return emb
+
     def _encode(self, crops: list[npt.NDArray[np.uint8]]) -> npt.NDArray[np.float32]:
         return np.asarray(self.encoder.encode(np.stack(crops)), dtype=np.float32)
+
+
+def _describe(obj: Any) -> str:
+    from idaudit._results import describe
+
+    return describe(obj)
+
+
+def _input_key(signature: str, item: Any, source: str | None) -> str | None:
+    """Content key of one input (``None`` for a file that cannot be read: not cached)."""
+    if source is None:
+        return content_key(signature, np.asarray(item))
+    try:
+        with open(source, "rb") as fh:
+            return content_key(signature, fh.read())
+    except OSError:
+        return None
 
 
 def _as_items(images: Any) -> list[Any]:

@@ -22,10 +22,11 @@ from idaudit.mechanisms._base import (
     audit_mechanism,
     sample_embeddings,
 )
-from idaudit.mechanisms._encoded import EncodedGenerator
+from idaudit.mechanisms._encoded import DRAW_STATUSES, EncodedGenerator
 from idaudit.mechanisms._noise import GaussianNoise, LaplaceNoise
 
 __all__ = [
+    "DRAW_STATUSES",
     "EncodedGenerator",
     "GaussianNoise",
     "LaplaceNoise",

@@ -1,21 +1,46 @@
-"""The real case of seed 000, Section 2.5: an encoder composed with an image generator."""
+"""The real case of seed 000, Section 2.5: an encoder composed with an image generator.
+
+:class:`EncodedGenerator` is the one engine that turns source images into identity embeddings
+of a generator's outputs: it runs the callable (batched where it can), checks each output,
+finds and aligns the face (three modes), encodes, caches by content hash, and records what
+happened to every draw. :func:`idaudit.pipeline.audit_generator` drives it; ``sample`` makes it
+a :class:`~idaudit.mechanisms.Mechanism` for :func:`~idaudit.mechanisms.audit_mechanism`.
+"""
 
 from __future__ import annotations
 
 import inspect
+import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._validation import RngLike, check_integer, check_random_state
-from idaudit.exceptions import InvalidInputError
+from idaudit._results import describe
+from idaudit._validation import RngLike, check_integer, check_option, check_random_state
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 if TYPE_CHECKING:
+    from idaudit.faces import EmbeddingCache, Face, FacePipeline
     from idaudit.faces._types import Encoder
 
-__all__ = ["EncodedGenerator"]
+__all__ = ["DRAW_STATUSES", "EncodedGenerator"]
+
+Mode = Literal["aligned", "detect", "paired"]
+
+#: What can happen to one draw (one source image through the generator and the encoder).
+DRAW_STATUSES = {
+    "ok": "the output's face was encoded",
+    "no_face": "no face was found (detect: in the output; paired: in the original frame)",
+    "generator_error": "the callable raised on this image",
+    "bad_output": "the output is not an (H, W, 3) uint8 image of the required size",
+}
+
+#: Frames whose shorter side is below this are enlarged before detection (the shipped DCGAN's
+#: 64-pixel faces are too small for MTCNN's pyramid to find reliably).
+MIN_SIDE = 112
 
 
 class EncodedGenerator:
@@ -24,25 +49,54 @@ class EncodedGenerator:
     Parameters
     ----------
     generator : callable
-        ``generator(image) -> image`` or ``generator(image, rng=Generator) -> image``: maps one
-        ``(H, W, 3)`` uint8 RGB source image to one generated image, which must already be the
-        ``(input_size, input_size, 3)`` uint8 crop ``encoder`` expects (compose the generator
-        with detection and alignment, e.g. ``encoder.align``, if it returns full frames). When
-        it takes an ``rng`` keyword it receives a :class:`numpy.random.Generator`, so the
-        generator's internal randomness :math:`R` follows the ``rng`` given to :meth:`sample`.
-    encoder : Encoder
-        Identity encoder :math:`\phi` (the :class:`idaudit.faces` ``Encoder`` protocol:
-        ``encode(crops) -> (n, dim)``, plus ``dim`` and ``input_size``).
+        ``generator(image) -> image`` or ``generator(image, rng=Generator) -> image`` on
+        ``(H, W, 3)`` uint8 RGB frames. When it takes an ``rng`` keyword it receives its own
+        :class:`numpy.random.Generator` per image (the generator's internal randomness
+        :math:`R`), so results do not depend on batching. An object with
+        ``batch(images, rngs)`` (the mechanisms of :mod:`idaudit.pipeline`) is called on
+        stacks of ``batch_size`` images.
+    encoder : Encoder, optional
+        Identity encoder :math:`\phi` for ``mode="aligned"`` (the generator's outputs are
+        already the ``(input_size, input_size, 3)`` crops the encoder expects). Give either
+        ``encoder`` or ``pipeline``.
     images_by_identity : mapping of label to sequence of images
-        Source images :math:`X` of each identity; :meth:`sample` draws them uniformly with
-        replacement, which models :math:`X \sim P_{id}`.
+        Source images :math:`X` of each identity (``(H, W, 3)`` uint8 arrays).
+    pipeline : FacePipeline, optional
+        Detector and encoder for full frames (``mode="detect"`` or ``"paired"``).
+    mode : {"aligned", "detect", "paired"}, optional
+        How the face is found (default: ``"aligned"`` with ``encoder``, ``"detect"`` with
+        ``pipeline``):
+
+        * ``"aligned"`` — the output is the crop;
+        * ``"detect"`` — detect and align on the output frame (what a recogniser facing the
+          released image does; blurred or pixelated faces may be lost, and are counted);
+        * ``"paired"`` — detect and align on the *original* frame and cut the same crop from
+          the output, which must have the source's size. The audit then measures what the
+          anonymiser left inside the face region, with no face lost to the detector (a lost
+          original is ``no_face``).
+    cache : EmbeddingCache or path, optional
+        Embeddings by content hash of (mode, models, settings, original and output pixels): a
+        repeated output is never encoded twice, and a re-run encodes nothing.
+    output_shape : "source", (H, W) or None, default "source"
+        Size every output must have in the ``"detect"`` and ``"paired"`` modes (others are
+        ``bad_output``): the source's size, a fixed ``(H, W)``, or any size (``None``; not
+        allowed in paired mode, which always needs the source's size).
+    upscale : int, default 160
+        Frames whose shorter side is under 112 pixels are enlarged (bicubic) so that it is
+        ``upscale`` pixels and padded by ``0.3 · upscale`` pixels of edge replication, as
+        :meth:`idaudit.faces.ShippedFaceGenerator.crops` does, before detection and alignment.
     batch_size : int, default 64
-        Crops encoded per ``encoder.encode`` call.
+        Images per generator batch and crops per ``encode`` call.
+    progress : bool, default False
+        Show a progress bar over the draws of each identity.
 
     Notes
     -----
     This is the distributional mechanism of seed 000, Eq. 8: drawing the source image is part
     of the channel's randomness. Its guarantee is unknown; it is what the audits are for.
+    :meth:`sample` draws source images uniformly *with replacement*; a deterministic
+    generator then repeats outputs exactly, and ``sample`` warns when rows repeat.
+    :func:`idaudit.pipeline.audit_generator` uses each source once by default.
 
     Source images are drawn with replacement, so with a deterministic generator a sample of
     more outputs than sources repeats outputs exactly. Those repeats are iid draws of the
@@ -59,7 +113,8 @@ class EncodedGenerator:
     ...         v = crops.reshape(len(crops), -1, 3).mean(axis=1) + 1.0
     ...         return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
     >>> images = {"a": [np.zeros((4, 4, 3), np.uint8)], "b": [np.full((4, 4, 3), 200, np.uint8)]}
-    >>> mech = EncodedGenerator(lambda im: im, MeanColour(), images)
+    >>> noisy = lambda im, rng: np.clip(im + rng.integers(0, 9, im.shape), 0, 255).astype(np.uint8)
+    >>> mech = EncodedGenerator(noisy, MeanColour(), images)
     >>> mech.sample("b", 2, rng=0).shape
     (2, 3)
     """
@@ -67,40 +122,89 @@ class EncodedGenerator:
     def __init__(
         self,
         generator: Callable[..., Any],
-        encoder: Encoder,
-        images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
+        encoder: Encoder | None = None,
+        images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]] | None = None,
         *,
+        pipeline: FacePipeline | None = None,
+        mode: Mode | None = None,
+        cache: EmbeddingCache | str | os.PathLike[str] | None = None,
+        output_shape: Literal["source"] | tuple[int, int] | None = "source",
+        upscale: int = 160,
         batch_size: int = 64,
+        progress: bool = False,
     ) -> None:
         if not callable(generator):
             raise TypeError(f"`generator` must be callable; got {type(generator).__name__}.")
-        for attr in ("encode", "dim", "input_size"):
-            if not hasattr(encoder, attr):
-                raise TypeError(
-                    f"`encoder` must follow the idaudit.faces Encoder protocol; it has no `{attr}`."
-                )
+        if (encoder is None) == (pipeline is None):
+            raise InvalidInputError("give exactly one of `encoder` and `pipeline`.")
+        if encoder is not None:
+            for attr in ("encode", "dim", "input_size"):
+                if not hasattr(encoder, attr):
+                    raise TypeError(
+                        "`encoder` must follow the idaudit.faces Encoder protocol; it has no "
+                        f"`{attr}`."
+                    )
+        else:
+            for attr in ("detector", "encoder"):
+                if not hasattr(pipeline, attr):
+                    raise TypeError(
+                        f"`pipeline` must be an idaudit.faces.FacePipeline; it has no `{attr}`."
+                    )
+        mode = ("aligned" if encoder is not None else "detect") if mode is None else mode
+        self.mode: Mode = check_option(mode, "mode", ("aligned", "detect", "paired"))  # type: ignore[assignment]
+        if self.mode != "aligned" and pipeline is None:
+            raise InvalidInputError(f"`mode`={mode!r} needs a `pipeline` (detector + encoder).")
         if not isinstance(images_by_identity, Mapping) or not images_by_identity:
             raise InvalidInputError(
                 "`images_by_identity` must be a non-empty mapping of identity -> images."
             )
         for label, images in images_by_identity.items():
-            if len(images) == 0:
+            if isinstance(images, (str, bytes)) or len(images) == 0:
                 raise InvalidInputError(
                     f"`images_by_identity` has no source image for identity {label!r}."
                 )
+            for k, im in enumerate(images):
+                arr = np.asarray(im)
+                if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3 or 0 in arr.shape:
+                    raise InvalidInputError(
+                        f"`images_by_identity[{label!r}][{k}]` must be an (H, W, 3) uint8 RGB "
+                        f"image; got {arr.dtype} {arr.shape}."
+                    )
         self.generator = generator
-        self.encoder = encoder
-        self.images_by_identity = dict(images_by_identity)
+        self.encoder: Any = encoder if encoder is not None else pipeline.encoder  # type: ignore[union-attr]
+        self.pipeline = pipeline
+        self.images_by_identity = {k: list(v) for k, v in images_by_identity.items()}
+        self.cache = _as_cache(cache)
+        if output_shape is not None and output_shape != "source":
+            shape = tuple(output_shape)
+            if len(shape) != 2 or not all(isinstance(v, int) and v > 0 for v in shape):
+                raise InvalidInputError(
+                    f"`output_shape` must be 'source', (H, W) or None; got {output_shape!r}."
+                )
+            output_shape = (int(shape[0]), int(shape[1]))
+        self.output_shape = output_shape
+        self.upscale = check_integer(upscale, "upscale", minimum=MIN_SIDE)
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
+        self.progress = bool(progress)
         self._takes_rng = _accepts_rng(generator)
+        self._original_faces: dict[tuple[Any, int], Face | None] = {}
+        self.n_encoded = 0  # crops run through the encoder (cache misses)
 
     @property
     def identities(self) -> npt.NDArray[Any]:
         """Sorted identity labels, shape (n_identities,)."""
         return np.asarray(sorted(self.images_by_identity))
 
+    @property
+    def signature(self) -> str:
+        """What, besides the pixels, determines an embedding (part of every cache key)."""
+        detector = "" if self.pipeline is None else describe(self.pipeline.detector)
+        name = getattr(self.encoder, "name", type(self.encoder).__name__)
+        return f"{self.mode}|{name}|{describe(self.encoder)}|{detector}|upscale={self.upscale}"
+
+    # -- the Mechanism protocol -------------------------------------------------------------
     def sample(self, identity: Any, n: int, *, rng: RngLike = None) -> npt.NDArray[np.float64]:
-        """Generate ``n`` images from random source images of ``identity`` and encode them.
+        """Generate ``n`` outputs from source images of ``identity`` drawn with replacement.
 
         Parameters
         ----------
@@ -109,8 +213,7 @@ class EncodedGenerator:
         n : int
             Number of outputs, at least 1.
         rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
-            Randomness of the source-image choice and, if the generator takes it, of the
-            generator.
+            Randomness of the source-image choice and, per image, of the generator.
 
         Returns
         -------
@@ -119,70 +222,294 @@ class EncodedGenerator:
         Raises
         ------
         InvalidInputError
-            If ``identity`` is unknown, a generated image is not an
-            ``(input_size, input_size, 3)`` uint8 array, or the encoder returns the wrong shape
-            or non-finite values.
+            If ``identity`` is unknown, an output is not a usable image, no face is found,
+            or the encoder returns the wrong shape or non-finite values: a mechanism must
+            answer every query (use :func:`idaudit.pipeline.audit_generator` to drop and
+            count such draws instead).
+
+        Warns
+        -----
+        IdauditWarning
+            When rows repeat exactly: drawing with replacement repeats source images, and a
+            deterministic generator then repeats outputs. They are iid draws of the channel
+            whose P_id is uniform over the given sources, so they are kept; the warning says
+            how many, because they carry no information beyond those sources.
         """
         n = check_integer(n, "n", minimum=1)
+        self._check_identity(identity)
+        gen = check_random_state(rng)
+        sources = self.images_by_identity[identity]
+        picks = gen.integers(0, len(sources), size=n)  # (n,)
+        seeds = gen.integers(0, 2**63 - 1, size=n, dtype=np.int64)  # (n,)
+        emb, _ = self.encode_draws(identity, picks.tolist(), seeds.tolist(), strict=True)
+        n_dup = n - np.unique(emb, axis=0).shape[0]
+        if n_dup:
+            warnings.warn(
+                f"{n_dup} of {n} outputs for identity {identity!r} repeat another exactly: "
+                f"{len(sources)} source image(s) were drawn with replacement and the generator "
+                "gave the same output for the same source. They are iid draws of the channel "
+                "over these sources (certify them with duplicates='keep'), but they add no "
+                "information about the identity's other images; "
+                "audit_generator(sampling='each') uses every source once.",
+                IdauditWarning,
+                stacklevel=2,
+            )
+        return emb
+
+    def _check_identity(self, identity: Any) -> None:
         if identity not in self.images_by_identity:
             raise InvalidInputError(
                 f"`identity` must be one of the {len(self.images_by_identity)} identities of "
                 f"`images_by_identity`; got {identity!r}."
             )
-        gen = check_random_state(rng)
-        sources = self.images_by_identity[identity]
-        picks = gen.integers(0, len(sources), size=n)  # (n,)
-        size = int(self.encoder.input_size)
-        crops = np.empty((n, size, size, 3), dtype=np.uint8)  # (n, s, s, 3)
-        for i, j in enumerate(picks):
-            image = (
-                self.generator(sources[j], rng=gen)
-                if self._takes_rng
-                else self.generator(sources[j])
-            )
-            crops[i] = _check_crop(image, identity, size)
-        parts = [
-            self._encode(crops[start : start + self.batch_size], identity)
-            for start in range(0, n, self.batch_size)
-        ]
-        return np.concatenate(parts)
 
-    def _encode(self, crops: npt.NDArray[np.uint8], identity: Any) -> npt.NDArray[np.float64]:
+    # -- the engine ---------------------------------------------------------------------------
+    def encode_draws(
+        self,
+        identity: Any,
+        source_indices: Sequence[int],
+        seeds: Sequence[int],
+        *,
+        strict: bool = False,
+    ) -> tuple[npt.NDArray[np.float64], list[dict[str, Any]]]:
+        """Run the generator on the given sources of ``identity`` and encode the outputs.
+
+        Parameters
+        ----------
+        identity : label
+            One of :attr:`identities`.
+        source_indices : sequence of int
+            Which source image each draw uses (repeats allowed).
+        seeds : sequence of int
+            One seed per draw for the generator's randomness.
+        strict : bool, default False
+            Raise on the first failed draw instead of recording it.
+
+        Returns
+        -------
+        embeddings : numpy.ndarray of float64, shape (n_ok, dim)
+            One row per draw whose status is ``"ok"``, in draw order.
+        records : list of dict
+            One per draw: ``identity``, ``source_index``, ``draw``, ``status`` (a key of
+            :data:`DRAW_STATUSES`), ``message``, ``embedding_row`` (-1 unless ok),
+            ``cached`` (whether the embedding came from the cache).
+        """
+        self._check_identity(identity)
+        if len(source_indices) != len(seeds):
+            raise InvalidInputError(
+                f"`seeds` must hold one seed per draw; got {len(seeds)} vs {len(source_indices)}."
+            )
+        sources = self.images_by_identity[identity]
+        records: list[dict[str, Any]] = []
+        outputs: list[Any] = []
+        idx = [int(j) for j in source_indices]
+        for j in idx:
+            if not 0 <= j < len(sources):
+                raise InvalidInputError(
+                    f"`source_indices` holds {j}; identity {identity!r} has {len(sources)} "
+                    "source images."
+                )
+        steps = range(0, len(idx), self.batch_size)
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            steps = tqdm(steps, desc=f"identity {identity}", unit="batch", leave=False)
+        for start in steps:
+            chunk = idx[start : start + self.batch_size]
+            chunk_seeds = [int(s) for s in seeds[start : start + self.batch_size]]
+            outputs.extend(self._generate([sources[j] for j in chunk], chunk_seeds, strict))
+        crops: list[npt.NDArray[np.uint8]] = []
+        keys: list[str] = []
+        rows: list[npt.NDArray[np.float32] | None] = []
+        for draw, (j, out) in enumerate(zip(idx, outputs, strict=True)):
+            rec: dict[str, Any] = {
+                "identity": identity,
+                "source_index": j,
+                "draw": draw,
+                "status": "ok",
+                "message": "",
+                "embedding_row": -1,
+                "cached": False,
+            }
+            records.append(rec)
+            rows.append(None)
+            if isinstance(out, BaseException):
+                rec.update(status="generator_error", message=f"{type(out).__name__}: {out}")
+                continue
+            problem = self._check_output(out, sources[j])
+            if problem:
+                if strict:
+                    raise InvalidInputError(f"{problem} for identity {identity!r}.")
+                rec.update(status="bad_output", message=problem)
+                continue
+            key = self._key(sources[j], out)
+            hit = None if self.cache is None else self.cache.get(key)
+            if hit is not None:
+                status, emb = hit
+                rec["cached"] = True
+                if status == "ok":
+                    rows[-1] = emb
+                else:
+                    rec.update(status=status, message="cached")
+                continue
+            crop = self._crop(identity, j, sources[j], out)
+            if crop is None:
+                if strict:
+                    raise InvalidInputError(
+                        f"no face found in output {draw} of identity {identity!r} "
+                        f"(mode {self.mode!r})."
+                    )
+                rec.update(status="no_face", message=f"mode {self.mode}")
+                if self.cache is not None:
+                    self.cache.put(key, None, status="no_face")
+                continue
+            crops.append(crop)
+            keys.append(key)
+            rows[-1] = np.empty(0, np.float32)  # placeholder, filled after encoding
+        fresh = self._encode(crops, identity) if crops else np.zeros((0, 0), np.float32)
+        k = 0
+        kept: list[npt.NDArray[np.float64]] = []
+        for rec, row in zip(records, rows, strict=True):
+            if rec["status"] != "ok":
+                continue
+            if row is not None and row.size == 0:  # a fresh encoding
+                row = fresh[k]
+                if self.cache is not None:
+                    self.cache.put(keys[k], row, status="ok")
+                k += 1
+            assert row is not None
+            rec["embedding_row"] = len(kept)
+            kept.append(np.asarray(row, dtype=np.float64))
         dim = int(self.encoder.dim)
-        out = np.asarray(self.encoder.encode(crops), dtype=np.float64)
-        if out.shape != (len(crops), dim):
-            raise InvalidInputError(
-                f"the encoder must return shape ({len(crops)}, {dim}) for identity "
-                f"{identity!r}; got {out.shape}."
-            )
-        if not np.isfinite(out).all():
-            raise InvalidInputError(
-                f"the encoder returned NaN or inf for identity {identity!r}; embeddings must "
-                "be finite."
-            )
+        stacked: npt.NDArray[np.float64] = (
+            np.stack(kept).astype(np.float64) if kept else np.zeros((0, dim), dtype=np.float64)
+        )
+        return stacked, records
+
+    def _generate(self, images: list[Any], seeds: list[int], strict: bool) -> list[Any]:
+        """Return a chunk's outputs, an exception in place of each failed image's."""
+        gens = [np.random.default_rng(s) for s in seeds]
+        batch = getattr(self.generator, "batch", None)
+        if callable(batch):
+            try:
+                return list(batch(images, gens))
+            except Exception:
+                if strict:
+                    raise
+                gens = [np.random.default_rng(s) for s in seeds]  # replay per image
+        out: list[Any] = []
+        for im, g in zip(images, gens, strict=True):
+            try:
+                out.append(self.generator(im, rng=g) if self._takes_rng else self.generator(im))
+            except Exception as exc:  # one image failing must not lose the run
+                if strict:
+                    raise
+                out.append(exc)
         return out
+
+    def _check_output(self, out: Any, source: npt.NDArray[np.uint8]) -> str:
+        """Return why ``out`` is unusable, or ``""``."""
+        if not isinstance(out, np.ndarray):
+            return f"the generator must return numpy arrays; got {type(out).__name__}"
+        if out.dtype != np.uint8:
+            return f"the generator must return uint8 RGB images; got dtype {out.dtype}"
+        if self.mode == "aligned":
+            size = int(self.encoder.input_size)
+            if out.shape != (size, size, 3):
+                return (
+                    f"the generator must return ({size}, {size}, 3) crops (the encoder's "
+                    f"input_size); got {out.shape}"
+                )
+        elif out.ndim != 3 or out.shape[2] != 3 or 0 in out.shape:
+            return f"the generator must return (H, W, 3) images; got {out.shape}"
+        elif (self.mode == "paired" or self.output_shape == "source") and (
+            out.shape != source.shape
+        ):
+            return f"outputs must have the source's size {source.shape}; got {out.shape}"
+        elif isinstance(self.output_shape, tuple) and out.shape[:2] != self.output_shape:
+            return f"outputs must have the size {self.output_shape}; got {out.shape[:2]}"
+        return ""
+
+    def _key(self, source: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8]) -> str:
+        from idaudit.faces import content_key
+
+        if self.mode == "paired":
+            return content_key(self.signature, source, out)
+        return content_key(self.signature, out)
+
+    def _frame(self, image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+        """Enlarge and pad a small frame (see ``upscale``); larger frames pass unchanged."""
+        h, w = image.shape[:2]
+        if min(h, w) >= MIN_SIDE:
+            return image
+        from PIL import Image
+
+        scale = self.upscale / min(h, w)
+        size = (round(w * scale), round(h * scale))
+        big = np.asarray(Image.fromarray(image).resize(size, Image.Resampling.BICUBIC))
+        pad = round(0.3 * self.upscale)
+        return np.pad(big, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
+
+    def _largest(self, frame: npt.NDArray[np.uint8]) -> Face | None:
+        assert self.pipeline is not None
+        faces = self.pipeline.detector.detect(frame)
+        return max(faces, key=lambda f: f.area) if faces else None
+
+    def _crop(
+        self, identity: Any, j: int, source: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8]
+    ) -> npt.NDArray[np.uint8] | None:
+        if self.mode == "aligned":
+            return out
+        frame = self._frame(out)
+        if self.mode == "detect":
+            face = self._largest(frame)
+        else:
+            if (identity, j) not in self._original_faces:
+                self._original_faces[identity, j] = self._largest(self._frame(source))
+            face = self._original_faces[identity, j]
+        if face is None:
+            return None
+        return np.asarray(self.encoder.align(frame, face), dtype=np.uint8)
+
+    def _encode(self, crops: list[npt.NDArray[np.uint8]], identity: Any) -> npt.NDArray[Any]:
+        dim = int(self.encoder.dim)
+        parts = []
+        for start in range(0, len(crops), self.batch_size):
+            chunk = np.stack(crops[start : start + self.batch_size])
+            out = np.asarray(self.encoder.encode(chunk), dtype=np.float64)
+            if out.shape != (len(chunk), dim):
+                raise InvalidInputError(
+                    f"the encoder must return shape ({len(chunk)}, {dim}) for identity "
+                    f"{identity!r}; got {out.shape}."
+                )
+            if not np.isfinite(out).all():
+                raise InvalidInputError(
+                    f"the encoder returned NaN or inf for identity {identity!r}; embeddings "
+                    "must be finite."
+                )
+            parts.append(out)
+            self.n_encoded += len(chunk)
+        return np.concatenate(parts)
 
     def __repr__(self) -> str:
         name = getattr(self.encoder, "name", type(self.encoder).__name__)
+        gen = getattr(self.generator, "__name__", None) or repr(self.generator)
         return (
-            f"EncodedGenerator(generator={getattr(self.generator, '__name__', 'generator')}, "
-            f"encoder={name}, n_identities={len(self.images_by_identity)})"
+            f"EncodedGenerator(generator={gen}, encoder={name}, mode={self.mode!r}, "
+            f"n_identities={len(self.images_by_identity)})"
         )
 
 
-def _check_crop(image: Any, identity: Any, size: int) -> npt.NDArray[np.uint8]:
-    arr = np.asarray(image)
-    if arr.dtype != np.uint8:
-        raise InvalidInputError(
-            f"the generator must return uint8 RGB images; got dtype {arr.dtype} for identity "
-            f"{identity!r}."
-        )
-    if arr.shape != (size, size, 3):
-        raise InvalidInputError(
-            f"the generator must return ({size}, {size}, 3) crops (the encoder's input_size); "
-            f"got {arr.shape} for identity {identity!r}."
-        )
-    return arr
+def _as_cache(cache: Any) -> EmbeddingCache | None:
+    if cache is None:
+        return None
+    from idaudit.faces import EmbeddingCache
+
+    if isinstance(cache, EmbeddingCache):
+        return cache
+    if isinstance(cache, (str, os.PathLike)):
+        return EmbeddingCache(cache)
+    raise TypeError(f"`cache` must be an EmbeddingCache or a folder; got {type(cache).__name__}.")
 
 
 def _accepts_rng(func: Callable[..., Any]) -> bool:

@@ -91,7 +91,22 @@ def test_dlib_route_writes_embeddings_the_audits_read(
     by_file = dict(zip(names, outcomes["status"], strict=True))
     assert by_file["blank.png"] == "no_face"
     assert by_file["broken.jpg"] == "unreadable"
-    assert set(outcomes["identity"]) == {"collins", "hanks"}
+    # skipped files are named in the outcomes, under their folder (none for the root's)
+    assert by_file["notes.txt"] == "skipped"
+    assert by_file["README.txt"] == "skipped"
+    assert set(outcomes["identity"].dropna()) == {"collins", "hanks"}
+    assert outcomes.loc[names == "notes.txt", "identity"].item() == "hanks"
+    # the cache beside --out holds one owner-only entry per readable photo with a face or none
+    cache = out.with_suffix(".cache")
+    assert _mode(cache) == 0o700
+    assert len(list(cache.glob("??/*.npz"))) == 5
+    # a re-run encodes nothing: every photo comes from the cache, with the same embeddings
+    out2 = tmp_path / "again.npz"
+    argv = ["embed", str(photo_dir), "--out", str(out2), "--cache", str(cache), "--quiet"]
+    assert main(argv) == 0
+    assert "resumed: 5 of 6 images came from the cache" in capsys.readouterr().out
+    with np.load(out2, allow_pickle=False) as again:
+        np.testing.assert_array_equal(again["embeddings"], emb)
     assert sorted(outcomes["embedding_row"].dropna().astype(int)) == [0, 1, 2, 3]
 
 

@@ -1,0 +1,216 @@
+"""Seed 000's tables from per-condition results: Table 1 (audits) and Table 2 (certificates)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from idaudit.exceptions import InvalidInputError
+
+__all__ = ["condition_fields", "markdown", "read_manifest", "table1", "table2"]
+
+#: The three parts of a condition name, in the paper's order.
+CONDITION_FIELDS = ("encoder", "dataset", "generator")
+
+
+def condition_fields(name: str) -> dict[str, str]:
+    """Split a condition name such as ``"arcface_vggface2_ff"`` into encoder, dataset, generator.
+
+    Parts are separated by ``_``, ``-``, ``+`` or ``.``; a name with another number of parts
+    keeps its whole text as ``encoder`` and leaves the other two empty.
+
+    Examples
+    --------
+    >>> from idaudit.audits import condition_fields
+    >>> condition_fields("ArcFace+VGGFace2+FF")
+    {'encoder': 'ArcFace', 'dataset': 'VGGFace2', 'generator': 'FF'}
+    """
+    parts = [p for p in re.split(r"[_\-+.]", str(name)) if p]
+    if len(parts) != 3:
+        return {"encoder": str(name), "dataset": "", "generator": ""}
+    return dict(zip(CONDITION_FIELDS, parts, strict=True))
+
+
+def _fields(ds: xr.Dataset, name: str) -> dict[str, str]:
+    out = condition_fields(name)
+    for key in CONDITION_FIELDS:
+        if key in ds.coords and "condition" in ds[key].dims:
+            out[key] = str(ds[key].sel(condition=name).values)
+    return out
+
+
+def _auditor(ds: xr.Dataset, cls: str, **params: Any) -> str | None:
+    for label in str(ds.attrs.get("auditors", "")).split(","):
+        if not label or ds.attrs.get(f"{label}.class") != cls:
+            continue
+        if all(_close(ds.attrs.get(f"{label}.{k}"), v) for k, v in params.items()):
+            return label
+    return None
+
+
+def _close(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.isclose(float(a), float(b)))
+    except (TypeError, ValueError):
+        return bool(a == b)
+
+
+def table1(ds: xr.Dataset) -> pd.DataFrame:
+    """Table 1's layout: one row per condition, medians over the pairs common to all methods.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        :func:`idaudit.audit_pairs` results stacked along ``condition``
+        (:func:`idaudit.audits.concat_conditions`), or one condition without that dim.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``condition``, ``encoder``, ``dataset``, ``generator`` (from the condition
+        name or coordinates of those names), ``n_pairs``, then — where the auditor was run —
+        ``gaussmech`` (median, diagnostic), ``kdelr_mix0`` and ``kdelr_mix0.01`` (median,
+        diagnostic: the paper's α = 0 and 10⁻²), ``mmdtv`` (median, sample estimate),
+        ``rocht_inf`` (``"k/n"`` raw OOF values equal to +∞, diagnostic) and ``roc_auc``
+        (median, sample estimate). Each column's status is in ``df.attrs["status"]``.
+    """
+    parts = (
+        [(str(c), ds.sel(condition=c)) for c in ds["condition"].values]
+        if "condition" in ds.dims
+        else [(str(ds.attrs.get("condition", "")), ds)]
+    )
+    rows = []
+    status: dict[str, str] = {}
+    for name, part in parts:
+        cols: dict[str, tuple[str, str]] = {}
+        gm = _auditor(part, "GaussMechAuditor")
+        if gm:
+            cols["gaussmech"] = (f"{gm}_epsilon", "median")
+        for mix in (0.0, 0.01):
+            kd = _auditor(part, "KDELRAuditor", mix=mix)
+            if kd:
+                cols[f"kdelr_mix{mix:g}"] = (f"{kd}_epsilon", "median")
+        mm = _auditor(part, "MMDTVAuditor")
+        if mm:
+            cols["mmdtv"] = (f"{mm}_epsilon", "median")
+        rh = _auditor(part, "ROCHTAuditor")
+        if rh:
+            cols["rocht_inf"] = (f"{rh}_epsilon", "inf")
+            cols["roc_auc"] = (f"{rh}_auc", "median")
+        if not cols:
+            raise InvalidInputError(
+                f"condition {name!r} holds no result of a known auditor (attribute 'auditors')."
+            )
+        eps = [v for v, how in cols.values() if v.endswith("_epsilon")]
+        common = np.ones(part.sizes["pair"], dtype=bool)
+        for var in eps:
+            common &= ~np.isnan(np.asarray(part[var].values, dtype=np.float64))
+        n = int(common.sum())
+        row: dict[str, Any] = {"condition": name, **_fields(ds, name), "n_pairs": n}
+        for col, (var, how) in cols.items():
+            values = np.asarray(part[var].values, dtype=np.float64)[common]
+            row[col] = (
+                f"{int(np.isposinf(values).sum())}/{n}"
+                if how == "inf"
+                else (float(np.median(values)) if n else float("nan"))
+            )
+            status[col] = str(part[var].attrs.get("status", ""))
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    frame.attrs["status"] = status
+    return frame
+
+
+def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
+    """Table 2's layout: reserved-test certificates per condition, as ranges over the pairs.
+
+    Parameters
+    ----------
+    certificates : mapping of condition to xarray.Dataset
+        Each a ``ReservedTestCertifier(...).fit(...).certificates_``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per condition: ``condition``, ``encoder``, ``dataset``, ``generator``,
+        ``test_n_per_class`` (range of the test sizes), ``auc`` (range of the reserved-test
+        AUC), ``epsilon_lb`` (range of the certified lower bounds, status
+        ``certified_lower_bound``), ``n_positive`` and ``n_above_1`` (how many pairs certify
+        ε > 0 and ε > 1) and ``n_pairs``.
+    """
+    rows = []
+    for name, cert in certificates.items():
+        lb = np.asarray(cert["epsilon_lb"].values, dtype=np.float64)
+        auc_name = "test_auc" if "test_auc" in cert else None
+        sizes = np.concatenate(
+            [np.asarray(cert[c].values) for c in ("n_test_a", "n_test_b") if c in cert]
+            or [np.asarray(cert["n_a"].values)]
+        )
+        auc = np.asarray(cert[auc_name].values, dtype=np.float64) if auc_name else np.array([])
+        rows.append(
+            {
+                "condition": name,
+                **condition_fields(name),
+                "test_n_per_class": _range(sizes, "{:d}"),
+                "auc": _range(auc, "{:.3f}"),
+                "epsilon_lb": _range(lb, "{:.3f}"),
+                "n_positive": int((lb > 0).sum()),
+                "n_above_1": int((lb > 1).sum()),
+                "n_pairs": int(lb.size),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame.attrs["status"] = {"epsilon_lb": "certified_lower_bound", "auc": "sample_estimate"}
+    return frame
+
+
+def _range(values: np.ndarray, fmt: str) -> str:
+    if values.size == 0:
+        return "–"
+    lo, hi = values.min(), values.max()
+    if np.issubdtype(values.dtype, np.integer):
+        lo, hi = int(lo), int(hi)
+    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}–{fmt.format(hi)}"
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """Return a DataFrame as a GitHub markdown table (statuses in a second header row)."""
+    status = frame.attrs.get("status", {})
+    cols = [str(c) for c in frame.columns]
+    lines = [
+        "| " + " | ".join(cols) + " |",
+        "|" + "---|" * len(cols),
+    ]
+    if status:
+        lines.append(
+            "| " + " | ".join(f"*{status[c]}*" if c in status else "" for c in cols) + " |"
+        )
+    for row in frame.itertuples(index=False):
+        cells = []
+        for v in row:
+            if isinstance(v, float):
+                cells.append("inf" if np.isinf(v) else ("–" if np.isnan(v) else f"{v:.3g}"))
+            else:
+                cells.append(str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def read_manifest(path: str | Path) -> dict[str, str]:
+    """Read a manifest CSV with columns ``file`` and ``condition`` → {file name: condition}."""
+    frame = pd.read_csv(path)
+    missing = {"file", "condition"} - set(frame.columns)
+    if missing:
+        raise InvalidInputError(
+            f"`--manifest` {str(path)!r} must have the columns file and condition; "
+            f"missing {sorted(missing)}."
+        )
+    return {
+        Path(str(f)).name: str(c) for f, c in zip(frame["file"], frame["condition"], strict=True)
+    }

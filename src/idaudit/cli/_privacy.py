@@ -1,0 +1,200 @@
+"""``idaudit privacy TRAIN HELDOUT SYNTHETIC --out DIR``: seed 003's memorisation check."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from typing import Any
+
+from idaudit.cli._common import add_quiet, at_least, check_device, inside, out_dir, relay, say
+from idaudit.exceptions import IdauditWarning, InvalidInputError
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``idaudit privacy``."""
+    p = subparsers.add_parser(
+        "privacy",
+        help="memorisation check: do synthetic faces sit closer to the training images than "
+        "held-out real faces do?",
+        description=(
+            "Compare a generator's samples (SYNTHETIC) with the images it was trained on "
+            "(TRAIN) and real images never used in training (HELDOUT); each root holds one "
+            "sub-folder per cohort. Identity axis: cosine distance between recognition "
+            "embeddings (dlib by default; ArcFace, AdaFace, LVFace when given). Appearance "
+            "axis: LPIPS with --lpips-backbone, else SSIM (named as such). Writes "
+            "flagging.csv, nnaa.csv, privacy_results.json, below_threshold.png, nnaa.png, "
+            "report.md and a cache/ of embeddings and distances. Nothing is downloaded."
+        ),
+    )
+    p.add_argument("train", metavar="TRAIN", help="training images, one folder per cohort")
+    p.add_argument("heldout", metavar="HELDOUT", help="held-out real images, same cohorts")
+    p.add_argument("synthetic", metavar="SYNTHETIC", help="generated images, same cohorts")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument(
+        "--percentiles",
+        type=float,
+        nargs="+",
+        default=[1.0, 2.0, 5.0, 10.0, 20.0],
+        metavar="P",
+        help="operating points in (0, 100) (default: 1 2 5 10 20)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="NNAA bootstrap draws (default: 1000; 0: no intervals)",
+    )
+    p.add_argument(
+        "--max-samples",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="NNAA cap per set for embeddings (default: 1000)",
+    )
+    p.add_argument(
+        "--lpips-max-samples",
+        type=int,
+        default=200,
+        metavar="N",
+        help="NNAA cap per set for the appearance metric (default: 200)",
+    )
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=9999,
+        metavar="N",
+        help="permutations of the flagging p-value (default: 9999; 0: none)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        metavar="C",
+        help="confidence level of every interval (default: 0.95)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    models = p.add_argument_group("models (local files only)")
+    models.add_argument(
+        "--no-dlib", action="store_true", help="leave out dlib's recogniser (needs another encoder)"
+    )
+    arc = models.add_mutually_exclusive_group()
+    arc.add_argument(
+        "--arcface-dir", metavar="DIR", help="InsightFace buffalo_l folder (w600k_r50.onnx)"
+    )
+    arc.add_argument("--arcface-onnx", metavar="FILE", help="ArcFace w600k_r50.onnx")
+    models.add_argument(
+        "--adaface-dir",
+        metavar="DIR",
+        help="folder holding the AdaFace IR checkpoint (idaudit has its own "
+        "network definition: no clone of the AdaFace repository is needed)",
+    )
+    models.add_argument("--adaface-ckpt", metavar="FILE", help="AdaFace IR checkpoint (.ckpt)")
+    models.add_argument("--lvface-onnx", metavar="FILE", help="LVFace .onnx model")
+    models.add_argument(
+        "--retinaface-onnx",
+        metavar="FILE",
+        help="RetinaFace det_10g.onnx as detector (default: MTCNN)",
+    )
+    models.add_argument(
+        "--lpips-backbone",
+        metavar="FILE",
+        help="torchvision alexnet-owt-7be5be79.pth: appearance axis LPIPS (default: SSIM)",
+    )
+    models.add_argument(
+        "--aligned",
+        action="store_true",
+        help="inputs are aligned face crops (ArcFace template): no detection",
+    )
+    p.add_argument(
+        "--subject-pattern",
+        metavar="REGEX",
+        help="regex extracting a subject id from file names (group 'subject', or "
+        "group 1, or the match): adds the metric sanity check",
+    )
+    p.add_argument(
+        "--duplicates",
+        choices=("collapse", "keep"),
+        default="collapse",
+        help="byte-identical files within a split and cohort count once "
+        "(collapse, default) or each (keep)",
+    )
+    p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: DIR/cache)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="CPU threads for torch and onnxruntime (default: at most 8, the CPUs "
+        "this process may use and the idle ones)",
+    )
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default: cpu)")
+    add_quiet(p)
+    p.set_defaults(run=_run)
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Every flag, before any image is read."""
+    for value in args.percentiles:
+        inside(value, "--percentiles", 0.0, 100.0)
+    at_least(args.bootstrap, "--bootstrap", 0)
+    at_least(args.max_samples, "--max-samples", 2)
+    at_least(args.lpips_max_samples, "--lpips-max-samples", 2)
+    at_least(args.permutations, "--permutations", 0)
+    inside(args.confidence, "--confidence", 0.0, 1.0)
+    at_least(args.seed, "--seed", 0)
+    if args.threads is not None:
+        at_least(args.threads, "--threads", 1)
+    if args.adaface_dir and args.adaface_ckpt:
+        raise InvalidInputError("give `--adaface-dir` or `--adaface-ckpt`, not both.")
+    if args.no_dlib and not (
+        args.arcface_dir
+        or args.arcface_onnx
+        or args.adaface_dir
+        or args.adaface_ckpt
+        or args.lvface_onnx
+    ):
+        raise InvalidInputError("`--no-dlib` needs another identity encoder (--arcface-*, ...).")
+    if args.aligned and args.retinaface_onnx:
+        raise InvalidInputError("`--aligned` skips detection; drop `--retinaface-onnx`.")
+    check_device(args.device)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from idaudit.memorization import run_privacy_check
+
+    _check(args)
+    out = out_dir(args.out, "--out")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", IdauditWarning)
+        report = run_privacy_check(
+            args.train,
+            args.heldout,
+            args.synthetic,
+            out,
+            percentiles=args.percentiles,
+            n_bootstrap=args.bootstrap,
+            max_samples=args.max_samples,
+            lpips_max_samples=args.lpips_max_samples,
+            n_permutations=args.permutations,
+            confidence_level=args.confidence,
+            dlib=not args.no_dlib,
+            arcface=args.arcface_dir or args.arcface_onnx,
+            adaface=args.adaface_dir or args.adaface_ckpt,
+            lvface=args.lvface_onnx,
+            retinaface=args.retinaface_onnx,
+            lpips_backbone=args.lpips_backbone,
+            aligned=args.aligned,
+            subject_pattern=args.subject_pattern,
+            duplicates=args.duplicates,
+            cache=args.cache_dir,
+            threads=args.threads,
+            device=args.device,
+            rng=args.seed,
+            progress=not args.quiet,
+        )
+    relay(caught, "privacy")
+    say((out / "report.md").read_text(encoding="utf-8"))
+    say("wrote:\n" + "\n".join(f"  {p}" for p in report.files.values()))
+    return 0

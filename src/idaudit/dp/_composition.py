@@ -1,0 +1,260 @@
+"""From one query to k: composition of a per-query (ε, δ) guarantee, and what a test certifies."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+from scipy import stats
+
+from idaudit.dp._hypothesis import epsilon_from_error_rates
+from idaudit.exceptions import InvalidInputError
+
+__all__ = ["ComposedPrivacy", "compose_epsilon", "compose_error_rates"]
+
+_METHODS = ("basic", "advanced", "pld")
+
+
+class ComposedPrivacy(NamedTuple):
+    """An (ε, δ) statement about k outputs, with how it was obtained.
+
+    Attributes
+    ----------
+    epsilon : float
+        ε of the k-fold release.
+    delta : float
+        δ of the k-fold release.
+    k : int
+        Number of outputs released about one identity.
+    method : str
+        ``"basic"``, ``"advanced"`` or ``"pld"`` (:func:`compose_epsilon`).
+    """
+
+    epsilon: float
+    delta: float
+    k: int
+    method: str
+
+
+def compose_epsilon(
+    epsilon: float,
+    delta: float,
+    k: int,
+    *,
+    method: Literal["basic", "advanced", "pld"] = "basic",
+    delta_prime: float | None = None,
+    value_discretization_interval: float = 1e-4,
+) -> ComposedPrivacy:
+    r"""Compose a per-query (ε, δ) *guarantee* into one for k outputs of one identity.
+
+    **Direction.** The result is an *upper* bound on the privacy loss of k independent
+    outputs for a mechanism that is known to be (ε, δ)-DP per query — e.g. the reference
+    guarantee of :class:`~idaudit.mechanisms.GaussianNoise`. Applied to a certified *lower*
+    bound on a per-query ε it proves nothing: it neither bounds the k-fold ε from below
+    (at δ > 0 the k-fold ε can grow far more slowly than k·ε) nor from above. What carries a
+    per-query certificate over to k outputs is the tested error rates:
+    :func:`compose_error_rates`. See docs/composition.md.
+
+    Parameters
+    ----------
+    epsilon : float
+        Per-query ε, in [0, inf).
+    delta : float
+        Per-query δ, in [0, 1).
+    k : int
+        Number of outputs released about one identity, at least 1.
+    method : {"basic", "advanced", "pld"}, default "basic"
+        ``"basic"``: (kε, kδ) (Dwork et al. 2006; Dwork & Roth 2014, Theorem 3.16).
+        ``"advanced"``: the Dwork–Rothblum–Vadhan bound,
+        :math:`\varepsilon' = \sqrt{2k\ln(1/\delta')}\,\varepsilon + k\varepsilon(e^\varepsilon
+        - 1)` at :math:`\delta_k = k\delta + \delta'` (Dwork & Roth 2014, Theorem 3.20).
+        ``"pld"``: the privacy-loss distribution of the worst (ε, δ)-DP pair composed k times
+        by Google's ``dp-accounting`` (pessimistic discretisation, so an upper bound on the
+        optimal composition of Kairouz, Oh & Viswanath), read off at the same
+        :math:`\delta_k = k\delta + \delta'`.
+    delta_prime : float, optional
+        The slack δ' in (0, 1) of ``"advanced"`` and ``"pld"`` (required there; not used by
+        ``"basic"``).
+    value_discretization_interval : float, default 1e-4
+        Grid step of the privacy-loss values for ``"pld"`` (smaller is tighter and slower).
+
+    Returns
+    -------
+    ComposedPrivacy
+        ``(epsilon, delta, k, method)``: the k-fold release is (epsilon, delta)-DP. When
+        :math:`\delta_k \ge 1` the statement is vacuous and ``epsilon`` is 0.
+
+    Raises
+    ------
+    InvalidInputError
+        If an argument is out of range, ``method`` is unknown, or ``delta_prime`` is missing
+        for ``"advanced"``/``"pld"``.
+    ImportError
+        If ``method="pld"`` and ``dp-accounting`` is not installed (the ``accounting`` extra).
+
+    Notes
+    -----
+    The three routes bound the same quantity: the ε at which k adaptive uses of an
+    (ε, δ)-DP mechanism remain DP. Basic composition is exact for pure DP (δ = 0: the
+    privacy loss of k outputs is a sum of k losses each at most ε, and the worst case adds
+    up); advanced composition trades a little δ for a √k growth; the PLD route evaluates the
+    optimal composition numerically and is the smallest of the three (up to its
+    discretisation, which errs on the safe side).
+
+    References
+    ----------
+    .. [1] C. Dwork and A. Roth, "The algorithmic foundations of differential privacy",
+       Found. Trends Theor. Comput. Sci. 9(3-4), 2014, Theorems 3.16 and 3.20.
+    .. [2] C. Dwork, G. N. Rothblum and S. Vadhan, "Boosting and differential privacy",
+       FOCS 2010.
+    .. [3] P. Kairouz, S. Oh and P. Viswanath, "The composition theorem for differential
+       privacy", ICML 2015.
+    .. [4] Google DP team, ``dp-accounting`` (PyPI), privacy-loss-distribution accountant
+       (Koskela et al. 2020; Doroshenko et al. 2022).
+
+    Examples
+    --------
+    >>> from idaudit.dp import compose_epsilon
+    >>> basic = compose_epsilon(0.5, 1e-6, 10)
+    >>> basic.epsilon, round(basic.delta, 12)
+    (5.0, 1e-05)
+    >>> round(compose_epsilon(0.1, 0.0, 100, method="advanced", delta_prime=1e-5).epsilon, 3)
+    5.85
+    >>> round(compose_epsilon(0.1, 0.0, 100, method="pld", delta_prime=1e-5).epsilon, 2)
+    4.31
+    """
+    eps = _check_real(epsilon, "epsilon", 0.0, math.inf, high_open=True)
+    dlt = _check_real(delta, "delta", 0.0, 1.0, high_open=True)
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"`k` must be an integer; got {type(k).__name__}.")
+    if k < 1:
+        raise InvalidInputError(f"`k` must be >= 1; got {k!r}.")
+    k = int(k)
+    if method not in _METHODS:
+        raise InvalidInputError(
+            f"`method` must be one of {', '.join(map(repr, _METHODS))}; got {method!r}."
+        )
+    if method == "basic":
+        return ComposedPrivacy(k * eps, min(k * dlt, 1.0), k, method)
+    if delta_prime is None:
+        raise InvalidInputError(
+            f"`delta_prime` must be given for method={method!r} (the slack delta' in (0, 1)); "
+            "got None."
+        )
+    dp_ = _check_real(delta_prime, "delta_prime", 0.0, 1.0, low_open=True, high_open=True)
+    delta_k = k * dlt + dp_
+    if delta_k >= 1.0:
+        return ComposedPrivacy(0.0, 1.0, k, method)
+    if method == "advanced":
+        eps_k = math.sqrt(2.0 * k * math.log(1.0 / dp_)) * eps + k * eps * math.expm1(eps)
+        return ComposedPrivacy(eps_k, delta_k, k, method)
+    step = _check_real(
+        value_discretization_interval, "value_discretization_interval", 0.0, 1.0, low_open=True
+    )
+    return ComposedPrivacy(_pld_epsilon(eps, dlt, k, delta_k, step), delta_k, k, method)
+
+
+def _pld_epsilon(eps: float, dlt: float, k: int, delta_k: float, step: float) -> float:
+    try:
+        from dp_accounting.pld import common, privacy_loss_distribution
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            'method="pld" needs dp-accounting; install it with pip install "idaudit[accounting]" '
+            "(scripts/install.sh installs it without its pinned dependencies)."
+        ) from exc
+    if eps == 0.0 and dlt == 0.0:
+        return 0.0
+    params = common.DifferentialPrivacyParameters(eps, dlt)
+    pld = privacy_loss_distribution.from_privacy_parameters(
+        params, value_discretization_interval=step
+    )
+    composed = pld.self_compose(k) if k > 1 else pld
+    return max(float(composed.get_epsilon_for_delta(delta_k)), 0.0)
+
+
+def compose_error_rates(fpr_upper: Any, fnr_upper: Any, k: int, delta: float = 0.0) -> float:
+    r"""Certified lower bound on the ε of k outputs from one certified test of one output.
+
+    A per-query certificate bounds the error rates of a fixed test from above
+    (:math:`\mathrm{FPR} \le U_F`, :math:`\mathrm{FNR} \le U_N` with stated confidence).
+    Applying the same test to each of k independent outputs and predicting identity B when
+    at least j of them say B is a test of the k-fold release; its error rates are binomial
+    tails, increasing in the per-query rates, so they are bounded by the tails at
+    :math:`(U_F, U_N)`. Eq. 2 on those bounds, maximised over j, is a lower bound on the
+    k-fold ε(δ) that holds whenever the per-query bounds hold — at the per-query
+    certificate's confidence, with no new data.
+
+    Parameters
+    ----------
+    fpr_upper, fnr_upper : float
+        Upper confidence bounds on the per-query test's FPR and FNR (e.g. ``ufpr``, ``ufnr``
+        of a :class:`~idaudit.certify.ReservedTestCertifier` certificate), in [0, 1].
+    k : int
+        Number of outputs, at least 1.
+    delta : float, default 0.0
+        δ of the k-fold guarantee being refuted, in [0, 1).
+
+    Returns
+    -------
+    float
+        :math:`\max_{j} \varepsilon_{\mathrm{KOV}}\big(\Pr[\mathrm{Bin}(k, U_F) \ge j],\
+        \Pr[\mathrm{Bin}(k, U_N) \ge k - j + 1]\big)`, and never less than the one-output
+        bound :func:`epsilon_from_error_rates` at :math:`(U_F, U_N)` (dropping k − 1 outputs is
+        post-processing), which it equals at k = 1.
+
+    Raises
+    ------
+    InvalidInputError
+        If a rate is outside [0, 1], ``k < 1`` or ``delta`` is outside [0, 1).
+
+    Notes
+    -----
+    Status: ``certified_lower_bound`` when the inputs are certified upper bounds on the error
+    rates (the union bound that made them simultaneous carries over unchanged). Counting
+    votes is one test among many, so the bound is valid but not the k-fold ε itself.
+
+    Examples
+    --------
+    >>> from idaudit.dp import compose_error_rates, epsilon_from_error_rates
+    >>> round(epsilon_from_error_rates(0.2, 0.3), 4)
+    1.2528
+    >>> round(compose_error_rates(0.2, 0.3, 10), 4)   # pure DP: the worst case adds up
+    12.5276
+    >>> round(compose_error_rates(0.2, 0.3, 10, delta=0.05), 4)
+    10.0713
+    """
+    uf = _check_real(fpr_upper, "fpr_upper", 0.0, 1.0)
+    un = _check_real(fnr_upper, "fnr_upper", 0.0, 1.0)
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"`k` must be an integer; got {type(k).__name__}.")
+    if k < 1:
+        raise InvalidInputError(f"`k` must be >= 1; got {k!r}.")
+    dlt = _check_real(delta, "delta", 0.0, 1.0, high_open=True)
+    j = np.arange(1, int(k) + 1)  # predict B when at least j outputs say B
+    fpr_k = stats.binom.sf(j - 1, k, uf)  # P[Bin(k, UF) >= j]
+    fnr_k = stats.binom.sf(k - j, k, un)  # P[Bin(k, UN) >= k - j + 1]
+    votes = float(np.max(epsilon_from_error_rates(fpr_k, fnr_k, dlt)))
+    # discarding k - 1 outputs is post-processing: the one-output bound stays valid for k
+    return max(votes, float(epsilon_from_error_rates(uf, un, dlt)))
+
+
+def _check_real(
+    value: Any,
+    name: str,
+    low: float,
+    high: float,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
+    v = float(value)
+    ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+    if math.isnan(v) or not ok:
+        lb, rb = "(" if low_open else "[", ")" if high_open else "]"
+        hi = "inf" if math.isinf(high) else f"{high:g}"
+        raise InvalidInputError(f"`{name}` must be in {lb}{low:g}, {hi}{rb}; got {value!r}.")
+    return v

@@ -1,0 +1,181 @@
+"""A content-addressed, owner-only cache of face embeddings (biometric data: no pickles)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from idaudit.exceptions import InvalidInputError
+
+__all__ = ["EmbeddingCache", "content_key"]
+
+
+def content_key(*parts: Any) -> str:
+    """SHA-256 over the bytes, shapes and dtypes of arrays and the text of everything else.
+
+    Parameters
+    ----------
+    *parts : numpy.ndarray, bytes or object
+        What identifies one cached result: the pixels (arrays hash their shape, dtype and
+        C-order bytes), the models and settings (hashed as ``str``).
+
+    Returns
+    -------
+    str
+        64 lower-case hex digits.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.faces import content_key
+    >>> a = np.zeros((2, 2, 3), np.uint8)
+    >>> content_key(a, "dlib") == content_key(a.copy(), "dlib") != content_key(a, "arcface")
+    True
+    """
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            arr = np.ascontiguousarray(part)
+            digest.update(f"array{arr.shape}{arr.dtype.str}".encode())
+            digest.update(arr.tobytes())
+        elif isinstance(part, bytes):
+            digest.update(b"bytes")
+            digest.update(part)
+        else:
+            digest.update(f"text:{part}".encode())
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+class EmbeddingCache:
+    """Embeddings (or "no face") stored by content hash, so repeated work encodes nothing.
+
+    Each entry is one ``.npz`` file (``allow_pickle=False`` on both sides) under
+    ``directory/<key[:2]>/<key>.npz`` holding ``embedding`` (float32, shape ``(dim,)``, or
+    ``(0,)`` for an input without a face) and ``status`` (the outcome, e.g. ``"ok"`` or
+    ``"no_face"``). Files and folders are owner-only (0600 / 0700) and written atomically
+    (temporary file, then rename), so an interrupted run leaves whole entries and a re-run
+    resumes from them.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        Where entries live; created (0700) if missing.
+
+    Attributes
+    ----------
+    hits, misses, writes : int
+        Look-ups answered from disk, look-ups that found nothing, entries written; counted
+        since construction (:meth:`reset_counts` zeroes them).
+
+    Notes
+    -----
+    The key is the caller's business: :func:`content_key` over the input pixels and
+    everything that changes the answer (encoder name, detector and its settings, alignment
+    mode). A changed model therefore misses instead of returning stale embeddings.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from idaudit.faces import EmbeddingCache
+    >>> cache = EmbeddingCache(tempfile.mkdtemp())
+    >>> cache.put("ab" * 32, np.ones(3, np.float32))
+    >>> cache.get("ab" * 32)
+    ('ok', array([1., 1., 1.], dtype=float32))
+    >>> cache.hits, cache.misses, cache.writes
+    (1, 0, 1)
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        if not isinstance(directory, (str, os.PathLike)):
+            raise TypeError(f"`directory` must be a path; got {type(directory).__name__}.")
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise InvalidInputError(
+                f"`directory` must be a folder; {str(self.directory)!r} is a file."
+            )
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.reset_counts()
+
+    def reset_counts(self) -> None:
+        """Set :attr:`hits`, :attr:`misses` and :attr:`writes` to 0."""
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+
+    def _path(self, key: str) -> Path:
+        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+            raise InvalidInputError(f"`key` must be 64 lower-case hex digits; got {key!r}.")
+        return self.directory / key[:2] / f"{key}.npz"
+
+    def get(self, key: str) -> tuple[str, npt.NDArray[np.float32]] | None:
+        """Return ``(status, embedding)`` stored under ``key``, or ``None`` (a miss).
+
+        An entry that cannot be read (a file truncated by something other than idaudit)
+        counts as a miss and is recomputed.
+        """
+        entry = self.get_entry(key)
+        return None if entry is None else (entry[0], entry[1])
+
+    def get_entry(
+        self, key: str
+    ) -> tuple[str, npt.NDArray[np.float32], npt.NDArray[np.float64]] | None:
+        """Return ``(status, embedding, meta)`` stored under ``key``, or ``None`` (a miss)."""
+        path = self._path(key)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                status = str(data["status"])
+                emb = np.asarray(data["embedding"], dtype=np.float32)
+                meta = (
+                    np.asarray(data["meta"], dtype=np.float64)
+                    if "meta" in data.files
+                    else np.zeros(0)
+                )
+        except (OSError, KeyError, ValueError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return status, emb, meta
+
+    def put(
+        self,
+        key: str,
+        embedding: npt.ArrayLike | None,
+        status: str = "ok",
+        meta: npt.ArrayLike | None = None,
+    ) -> None:
+        """Store ``embedding`` (``None`` for an input without a face) under ``key``.
+
+        ``meta`` is an optional float vector kept with it (e.g. the face's box and score).
+        """
+        from idaudit._results import write_atomic
+
+        path = self._path(key)
+        path.parent.mkdir(exist_ok=True, mode=0o700)
+        emb = np.zeros(0, np.float32) if embedding is None else np.asarray(embedding, np.float32)
+        if emb.ndim != 1:
+            raise InvalidInputError(f"`embedding` must be 1-d; got shape {emb.shape}.")
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez(
+                    fh,
+                    embedding=emb,
+                    status=np.asarray(str(status)),
+                    meta=np.zeros(0) if meta is None else np.asarray(meta, dtype=np.float64),
+                )
+
+        write_atomic(path, write)
+        self.writes += 1
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.directory.glob("??/*.npz"))
+
+    def __repr__(self) -> str:
+        return f"EmbeddingCache({str(self.directory)!r})"

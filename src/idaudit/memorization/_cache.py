@@ -1,0 +1,325 @@
+"""The privacy check's content-addressed cache: embeddings and appearance distances.
+
+Files are keyed by what determines their numbers: an image by the SHA-256 of its bytes, a
+model by its identity (names, settings and the SHA-256 of every weight file). Everything is
+``.npz`` (read with ``allow_pickle=False``) or JSON, written atomically with owner-only
+permissions in folders created ``0700``: embeddings are biometric data.
+
+Layout under the cache root::
+
+    embeddings/<model key>/<split>/<cohort>.npz   hashes, status, embeddings, identity
+    appearance/<metric key>.npz                   hashes, i, j, values, identity
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from idaudit._results import write_atomic
+from idaudit.exceptions import IdauditWarning
+
+__all__ = ["PrivacyCache", "model_key"]
+
+#: Image statuses the embedding files record (those of FacePipeline, plus ``"ok"``).
+_STATUS_DTYPE = "<U16"
+_HASH_DTYPE = "<U64"
+
+
+def model_key(identity: Mapping[str, Any]) -> str:
+    """Folder name of a model identity: the first 16 hex digits of its canonical JSON's SHA-256.
+
+    Examples
+    --------
+    >>> from idaudit.memorization import model_key
+    >>> model_key({"name": "dlib-resnet-v1"})
+    'a5b82aa20ca1e2d5'
+    """
+    text = json.dumps(dict(identity), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _mkdir(path: Path) -> None:
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+
+def _savez(path: Path, **arrays: Any) -> None:
+    _mkdir(path.parent)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
+            np.savez(fh, **arrays)
+
+    write_atomic(path, write)
+
+
+class PrivacyCache:
+    """Embeddings and appearance distances of a privacy check, reused across runs.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        Cache folder (created ``0700`` when missing).
+
+    Attributes
+    ----------
+    counters : collections.Counter
+        ``embeddings_computed`` / ``embeddings_reused`` (images), ``distances_computed`` /
+        ``distances_reused`` (distinct unordered image pairs), ``corrupt_files``. They
+        prove what a run did: a re-run with other percentiles or bootstrap counts reports
+        zero computed.
+
+    Notes
+    -----
+    An image's entry is keyed by the SHA-256 of its file's bytes, inside a file per model
+    identity, split and cohort; a changed image is a new key, so only its entries are
+    computed (entries of images no longer present are kept: nothing computed is lost).
+    Appearance distances are stored once per unordered pair of image hashes per metric. A
+    file that cannot be read, or whose identity differs from the expected one, is treated as
+    empty with an :class:`~idaudit.exceptions.IdauditWarning` and overwritten.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile
+    >>> from idaudit.memorization import PrivacyCache
+    >>> cache = PrivacyCache(tempfile.mkdtemp())
+    >>> ident = {"name": "toy"}
+    >>> compute = lambda idx: (["ok"] * len(idx), np.ones((len(idx), 2), np.float32))
+    >>> _ = cache.embeddings(ident, "train", "a", ["h1", "h2"], compute, dim=2)
+    >>> _ = cache.embeddings(ident, "train", "a", ["h1", "h3"], compute, dim=2)
+    >>> cache.counters["embeddings_computed"], cache.counters["embeddings_reused"]
+    (3, 1)
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        _mkdir(self.root)
+        self.counters: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        return f"PrivacyCache({str(self.root)!r})"
+
+    def _load(self, path: Path, identity: Mapping[str, Any], keys: Sequence[str]) -> Any:
+        """Return the npz's arrays, or ``None`` (missing, unreadable or another identity)."""
+        if not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in (*keys, "identity")}
+            if json.loads(str(arrays["identity"])) != json.loads(json.dumps(dict(identity))):
+                raise ValueError("it was written for another model identity")
+            return arrays
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+            self.counters["corrupt_files"] += 1
+            warnings.warn(
+                f"cache file {path} cannot be used ({exc}); its entries are recomputed.",
+                IdauditWarning,
+                stacklevel=3,
+            )
+            return None
+
+    # -- embeddings ------------------------------------------------------------------------
+
+    def embedding_path(self, identity: Mapping[str, Any], split: str, cohort: str) -> Path:
+        """Where the embeddings of one model, split and cohort live."""
+        return self.root / "embeddings" / model_key(identity) / split / f"{cohort}.npz"
+
+    def embeddings(
+        self,
+        identity: Mapping[str, Any],
+        split: str,
+        cohort: str,
+        hashes: Sequence[str],
+        compute: Callable[[list[int]], tuple[Sequence[str], npt.NDArray[np.float32]]],
+        *,
+        dim: int,
+    ) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.float32]]:
+        """Status and embedding of every image, computing only the ones not cached.
+
+        Parameters
+        ----------
+        identity : mapping
+            The model identity (JSON-serialisable).
+        split, cohort : str
+            Where the images come from (the file they are stored in).
+        hashes : sequence of str
+            SHA-256 of each image's bytes.
+        compute : callable
+            ``compute(indices)`` → ``(statuses, embeddings)`` for ``hashes[indices]``:
+            one status per image and one row per image (NaN where the status is not "ok").
+        dim : int
+            Embedding dimension.
+
+        Returns
+        -------
+        statuses : numpy.ndarray of str, shape (n,)
+        embeddings : numpy.ndarray of float32, shape (n, dim)
+            NaN rows where the status is not ``"ok"``.
+        """
+        path = self.embedding_path(identity, split, cohort)
+        stored = self._load(path, identity, ("hashes", "status", "embeddings"))
+        known: dict[str, int] = {}
+        if stored is not None and stored["embeddings"].shape[1:] == (dim,):
+            known = {str(h): i for i, h in enumerate(stored["hashes"])}
+        first_index: dict[str, int] = {}
+        for i, h in enumerate(hashes):
+            first_index.setdefault(h, i)
+        missing = [i for i, h in enumerate(hashes) if h not in known]
+        missing_hashes = list(dict.fromkeys(hashes[i] for i in missing))  # duplicates once
+        first = [first_index[h] for h in missing_hashes]
+        new_status: list[str] = []
+        new_emb = np.zeros((0, dim), np.float32)
+        if first:
+            status_list, new_emb = compute(first)
+            new_status = [str(s) for s in status_list]
+            new_emb = np.asarray(new_emb, np.float32).reshape(len(first), dim)
+        self.counters["embeddings_computed"] += len(first)
+        self.counters["embeddings_reused"] += len(hashes) - len(missing)
+        if first:
+            old_h = [] if not known else [str(h) for h in stored["hashes"]]
+            old_s = [] if not known else [str(s) for s in stored["status"]]
+            old_e = np.zeros((0, dim), np.float32) if not known else stored["embeddings"]
+            all_h = np.asarray(old_h + missing_hashes, dtype=_HASH_DTYPE)
+            all_s = np.asarray(old_s + new_status, dtype=_STATUS_DTYPE)
+            all_e = np.concatenate([old_e, new_emb]).astype(np.float32)
+            _savez(
+                path,
+                hashes=all_h,
+                status=all_s,
+                embeddings=all_e,
+                identity=np.asarray(json.dumps(dict(identity), sort_keys=True)),
+            )
+            known = {h: i for i, h in enumerate(all_h.tolist())}
+            stored = {"status": all_s, "embeddings": all_e}
+        rows = np.array([known[h] for h in hashes], dtype=np.int64)
+        if rows.size == 0:
+            return np.zeros(0, dtype=_STATUS_DTYPE), np.zeros((0, dim), np.float32)
+        return np.asarray(stored["status"])[rows], np.asarray(stored["embeddings"])[rows]
+
+    # -- appearance distances --------------------------------------------------------------
+
+    def appearance_path(self, identity: Mapping[str, Any]) -> Path:
+        """Where the distances of one appearance metric live."""
+        return self.root / "appearance" / f"{model_key(identity)}.npz"
+
+    def distances(
+        self,
+        identity: Mapping[str, Any],
+        rows: Sequence[str],
+        cols: Sequence[str],
+        compute: Callable[[list[int], list[int]], npt.NDArray[np.float64]],
+    ) -> npt.NDArray[np.float64]:
+        """Return the ``(len(rows), len(cols))`` distances between images, computing only new pairs.
+
+        Parameters
+        ----------
+        identity : mapping
+            The metric identity.
+        rows, cols : sequence of str
+            Image hashes.
+        compute : callable
+            ``compute(row_indices, col_indices)`` → the distance block between
+            ``rows[row_indices]`` and ``cols[col_indices]``.
+
+        Returns
+        -------
+        numpy.ndarray of float64
+
+        Notes
+        -----
+        The metric is symmetric with zero self-distance; a pair is stored once. Missing
+        pairs are computed as whole new rows (images never seen as rows), then whole new
+        columns, then one block for whatever is left, so a changed image costs its own
+        pairs only.
+        """
+        path = self.appearance_path(identity)
+        stored = self._load(path, identity, ("hashes", "i", "j", "values"))
+        hashes: list[str] = [] if stored is None else [str(h) for h in stored["hashes"]]
+        index = {h: k for k, h in enumerate(hashes)}
+        table: dict[tuple[int, int], float] = {}
+        if stored is not None:
+            table = dict(
+                zip(
+                    zip(stored["i"].tolist(), stored["j"].tolist(), strict=True),
+                    stored["values"].tolist(),
+                    strict=True,
+                )
+            )
+        for h in (*rows, *cols):
+            if h not in index:
+                index[h] = len(hashes)
+                hashes.append(h)
+        ri = np.array([index[h] for h in rows], dtype=np.int64)
+        ci = np.array([index[h] for h in cols], dtype=np.int64)
+        same = ri[:, None] == ci[None, :]  # an image against itself: 0, never stored
+        out = np.full((ri.size, ci.size), np.nan)
+        out[same] = 0.0
+        n_before = len(table)
+
+        def refill() -> npt.NDArray[np.bool_]:
+            """Fill every cell whose pair is known; return the mask of those still missing."""
+            for a, b in zip(*np.nonzero(np.isnan(out)), strict=True):
+                x, y = int(ri[a]), int(ci[b])
+                value = table.get((min(x, y), max(x, y)))
+                if value is not None:
+                    out[a, b] = value
+            still: npt.NDArray[np.bool_] = np.isnan(out)
+            return still
+
+        def store(r: npt.NDArray[np.intp], c: npt.NDArray[np.intp]) -> None:
+            block = np.asarray(compute([int(v) for v in r], [int(v) for v in c]), np.float64)
+            for a_pos, a in enumerate(r):
+                for b_pos, b in enumerate(c):
+                    x, y = int(ri[a]), int(ci[b])
+                    if x != y:
+                        table[(min(x, y), max(x, y))] = float(block[a_pos, b_pos])
+
+        missing = refill()
+        requested = {
+            (min(int(ri[a]), int(ci[b])), max(int(ri[a]), int(ci[b])))
+            for a, b in zip(*np.nonzero(~same), strict=True)
+        }
+        if missing.any():
+            # whole new rows, then whole new columns, then one block for what is left, so a
+            # changed image costs its own pairs only (self-pairs do not count as known)
+            full_rows = np.flatnonzero((missing | same).all(axis=1))
+            if full_rows.size:
+                store(full_rows, np.arange(ci.size))
+                missing = refill()
+            full_cols = np.flatnonzero((missing | same).all(axis=0) & missing.any(axis=0))
+            if full_cols.size:
+                store(np.flatnonzero(missing.any(axis=1)), full_cols)
+                missing = refill()
+            if missing.any():
+                store(np.flatnonzero(missing.any(axis=1)), np.flatnonzero(missing.any(axis=0)))
+                missing = refill()
+        n_new = len(table) - n_before
+        self.counters["distances_computed"] += n_new
+        self.counters["distances_reused"] += len(requested) - n_new
+        if n_new:
+            pairs = np.array(list(table), dtype=np.int64).reshape(-1, 2)
+            _savez(
+                path,
+                hashes=np.asarray(hashes, dtype=_HASH_DTYPE),
+                i=pairs[:, 0],
+                j=pairs[:, 1],
+                values=np.fromiter(table.values(), dtype=np.float64, count=len(table)),
+                identity=np.asarray(json.dumps(dict(identity), sort_keys=True)),
+            )
+        return out

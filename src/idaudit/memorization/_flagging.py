@@ -1,0 +1,476 @@
+"""Flagging at calibrated thresholds (seed 003, "Statistics"), with a p-value and exact CIs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import torch
+import xarray as xr
+
+from idaudit._results import Status, provenance, variable
+from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
+from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
+from idaudit.exceptions import InvalidInputError
+from idaudit.memorization._neighbours import (
+    DEFAULT_BLOCK_BYTES,
+    Metric,
+    check_vectors,
+    nearest_neighbour_distances,
+    same_dim,
+)
+
+__all__ = [
+    "DEFAULT_PERCENTILES",
+    "FLAGGING_STATUS",
+    "FlaggingResult",
+    "flagging",
+    "flagging_from_distances",
+]
+
+#: Seed 003's operating points (``--percentiles``).
+DEFAULT_PERCENTILES: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 20.0)
+
+#: Formal status of every column of :meth:`FlaggingResult.to_frame`.
+FLAGGING_STATUS: dict[str, Status] = {
+    "percentile": "descriptive",
+    "threshold": "sample_estimate",
+    "synthetic_pct": "sample_estimate",
+    "heldout_pct": "descriptive",
+    "n_synthetic": "descriptive",
+    "n_heldout": "descriptive",
+    "n_synthetic_flagged": "descriptive",
+    "n_heldout_flagged": "descriptive",
+    "p_value": "sample_estimate",
+    "ci_lower": "certified_lower_bound",
+    "ci_upper": "certified_upper_bound",
+}
+
+#: Permutations whose labels are drawn in one block (bounds the (block, n) temporaries).
+_PERMUTATION_BLOCK = 512
+
+
+def check_percentiles(percentiles: Any) -> npt.NDArray[np.float64]:
+    """Return the percentiles as float64, each in (0, 100), distinct; raise naming the value."""
+    try:
+        values = np.atleast_1d(np.asarray(percentiles, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`percentiles` must be numbers in (0, 100); got {percentiles!r}.") from exc
+    if values.ndim != 1 or values.size == 0:
+        raise InvalidInputError(f"`percentiles` must be a non-empty list; got {percentiles!r}.")
+    bad = values[~((values > 0) & (values < 100))]
+    if bad.size:
+        raise InvalidInputError(f"`percentiles` must each be in (0, 100); got {float(bad[0])!r}.")
+    if np.unique(values).size != values.size:
+        raise InvalidInputError(f"`percentiles` must be distinct; got {values.tolist()!r}.")
+    return values
+
+
+def threshold_rank(percentile: float, n: int) -> int:
+    """Rank ``k`` (1-based) of the order statistic that is the ``percentile``-th percentile.
+
+    ``k = ceil(percentile · n / 100)``, at least 1: the smallest value with at least
+    ``percentile`` % of the sample at or below it (numpy's ``method="inverted_cdf"``). The
+    product is rounded to 9 decimals first so that, e.g., ``10 % of 50`` is rank 5, not 6.
+    """
+    return max(1, math.ceil(round(percentile * n / 100.0, 9)))
+
+
+@dataclass(frozen=True)
+class FlaggingResult:
+    """Flagging rates at thresholds calibrated on held-out distances.
+
+    Attributes
+    ----------
+    percentiles : numpy.ndarray, shape (k,)
+        The operating points ``p`` (percent).
+    thresholds : numpy.ndarray, shape (k,)
+        ``τ_p``, the ``p``-th percentile of the pooled held-out distances
+        (:func:`threshold_rank`). Status: sample estimate.
+    n_synthetic_flagged, n_heldout_flagged : numpy.ndarray of int, shape (k,)
+        Images at distance ``<= τ_p`` from their nearest training image.
+    n_synthetic, n_heldout : int
+        Images compared.
+    p_values : numpy.ndarray, shape (k,)
+        One-sided permutation p-values of "synthetic images land at or below ``τ_p`` more
+        often than held-out images do" (NaN with ``n_permutations=0``). Status: sample estimate.
+    ci_lower, ci_upper : numpy.ndarray, shape (k,)
+        Exact two-sided Clopper–Pearson interval for the synthetic rate at ``τ_p``, at
+        ``confidence_level``. Status: certified lower / upper bound (given the threshold).
+    confidence_level : float
+    n_permutations : int
+    heldout_distances, synthetic_distances : numpy.ndarray
+        Every image's distance to its nearest training image.
+    """
+
+    percentiles: npt.NDArray[np.float64]
+    thresholds: npt.NDArray[np.float64]
+    n_synthetic_flagged: npt.NDArray[np.int64]
+    n_heldout_flagged: npt.NDArray[np.int64]
+    n_synthetic: int
+    n_heldout: int
+    p_values: npt.NDArray[np.float64]
+    ci_lower: npt.NDArray[np.float64]
+    ci_upper: npt.NDArray[np.float64]
+    confidence_level: float
+    n_permutations: int
+    heldout_distances: npt.NDArray[np.float64] = field(repr=False)
+    synthetic_distances: npt.NDArray[np.float64] = field(repr=False)
+
+    @property
+    def synthetic_rate(self) -> npt.NDArray[np.float64]:
+        """Fraction of synthetic images flagged at each percentile (status: sample estimate)."""
+        return self.n_synthetic_flagged / self.n_synthetic
+
+    @property
+    def heldout_rate(self) -> npt.NDArray[np.float64]:
+        """Fraction of held-out images flagged (``k/n`` by construction, more with ties)."""
+        return self.n_heldout_flagged / self.n_heldout
+
+    def to_frame(self, metric: str | None = None) -> pd.DataFrame:
+        """One row per percentile; rates and interval bounds in percent.
+
+        Columns ``percentile, threshold, synthetic_pct, heldout_pct, n_synthetic, n_heldout,
+        n_synthetic_flagged, n_heldout_flagged, p_value, ci_lower, ci_upper`` (preceded by
+        ``metric`` when given). ``frame.attrs["status"]`` maps each column to its status.
+        """
+        k = self.percentiles.size
+        frame = pd.DataFrame(
+            {
+                "percentile": self.percentiles,
+                "threshold": self.thresholds,
+                "synthetic_pct": 100.0 * self.synthetic_rate,
+                "heldout_pct": 100.0 * self.heldout_rate,
+                "n_synthetic": np.full(k, self.n_synthetic, dtype=np.int64),
+                "n_heldout": np.full(k, self.n_heldout, dtype=np.int64),
+                "n_synthetic_flagged": self.n_synthetic_flagged,
+                "n_heldout_flagged": self.n_heldout_flagged,
+                "p_value": self.p_values,
+                "ci_lower": 100.0 * self.ci_lower,
+                "ci_upper": 100.0 * self.ci_upper,
+            }
+        )
+        if metric is not None:
+            frame.insert(0, "metric", metric)
+        frame.attrs["status"] = dict(FLAGGING_STATUS)
+        frame.attrs["confidence_level"] = self.confidence_level
+        frame.attrs["n_permutations"] = self.n_permutations
+        return frame
+
+    def to_xarray(self) -> xr.Dataset:
+        """Return the result as a Dataset over ``percentile``, every variable with its status."""
+        frame = self.to_frame()
+        data_vars = {
+            name: variable(
+                "percentile",
+                frame[name].to_numpy(),
+                long_name=_LONG_NAMES[name],
+                status=FLAGGING_STATUS[name],
+            )
+            for name in frame.columns
+            if name != "percentile"
+        }
+        return xr.Dataset(
+            data_vars,
+            coords={"percentile": self.percentiles},
+            attrs=provenance(
+                title="idaudit.memorization.flagging",
+                settings={
+                    "confidence_level": self.confidence_level,
+                    "n_permutations": self.n_permutations,
+                },
+            ),
+        )
+
+
+_LONG_NAMES = {
+    "threshold": "p-th percentile of held-out nearest-training distances",
+    "synthetic_pct": "synthetic images at or below the threshold (%)",
+    "heldout_pct": "held-out images at or below the threshold (%)",
+    "n_synthetic": "synthetic images compared",
+    "n_heldout": "held-out images compared",
+    "n_synthetic_flagged": "synthetic images at or below the threshold",
+    "n_heldout_flagged": "held-out images at or below the threshold",
+    "p_value": "one-sided permutation p-value, synthetic flagged more often than held-out",
+    "ci_lower": "Clopper-Pearson lower bound of the synthetic rate (%)",
+    "ci_upper": "Clopper-Pearson upper bound of the synthetic rate (%)",
+}
+
+
+def _strata(labels: Any, n: int, name: str) -> npt.NDArray[Any]:
+    if labels is None:
+        return np.zeros(n, dtype=np.int64)
+    arr = np.asarray(labels)
+    if arr.shape != (n,):
+        raise InvalidInputError(
+            f"`{name}` must hold one label per distance ({n}); got {arr.shape}."
+        )
+    return arr
+
+
+def _check_distances(x: Any, name: str) -> npt.NDArray[np.float64]:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be a 1-D array of distances.") from exc
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidInputError(f"`{name}` must be a non-empty 1-D array; got shape {arr.shape}.")
+    if np.isnan(arr).any():
+        raise InvalidInputError(f"`{name}` holds NaN.")
+    return arr
+
+
+def _flag_counts(
+    is_heldout: npt.NDArray[np.bool_], tie_end: npt.NDArray[np.int64], ranks: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Synthetic values at or below the k-th held-out value, per labelling and rank k.
+
+    ``is_heldout`` is ``(b, N)``: labels of the pooled values in ascending order. The k-th
+    held-out value sits at the first position where the running held-out count reaches k;
+    every value tied with it counts as at or below it, hence ``tie_end``.
+    """
+    cum_h = np.cumsum(is_heldout, axis=1, dtype=np.int32)  # (b, N)
+    rows = np.arange(is_heldout.shape[0])
+    out = np.empty((is_heldout.shape[0], ranks.size), dtype=np.int64)
+    for j, k in enumerate(ranks):
+        pos = np.argmax(cum_h >= k, axis=1)  # (b,) position of the k-th held-out value
+        end = tie_end[pos]  # (b,) last position tied with it
+        out[:, j] = end + 1 - cum_h[rows, end]  # positions up to `end` that are synthetic
+    return out
+
+
+def flagging_from_distances(
+    heldout: npt.ArrayLike,
+    synthetic: npt.ArrayLike,
+    *,
+    heldout_strata: npt.ArrayLike | None = None,
+    synthetic_strata: npt.ArrayLike | None = None,
+    percentiles: Sequence[float] | npt.NDArray[np.float64] = DEFAULT_PERCENTILES,
+    n_permutations: int = 9999,
+    confidence_level: float = 0.95,
+    rng: RngLike = 0,
+) -> FlaggingResult:
+    r"""Compute flagging rates, p-values and exact CIs from nearest-training distances.
+
+    Parameters
+    ----------
+    heldout : array_like, shape (n_heldout,)
+        Each held-out image's distance to its nearest training image (same cohort).
+    synthetic : array_like, shape (n_synthetic,)
+        Each synthetic image's distance to its nearest training image (same cohort).
+    heldout_strata, synthetic_strata : array_like, optional
+        Cohort of each distance. The permutation test exchanges labels only within a
+        cohort. Default: one cohort.
+    percentiles : sequence of float, default (1, 2, 5, 10, 20)
+        Operating points ``p`` in (0, 100).
+    n_permutations : int, default 9999
+        Label permutations for the p-value; 0 skips it (p-values NaN).
+    confidence_level : float, default 0.95
+        Of the two-sided Clopper–Pearson interval of the synthetic rate.
+    rng : int, SeedSequence or Generator, default 0
+        Seeds the permutations.
+
+    Returns
+    -------
+    FlaggingResult
+
+    Notes
+    -----
+    With the ``N = n_H + n_S`` pooled distances, ``τ_p`` is the ``k``-th smallest held-out
+    distance, ``k = ⌈p n_H / 100⌉``; an image is flagged when its distance is ``<= τ_p``, so
+    the held-out rate is ``k / n_H`` (≈ p) by construction. The statistic
+    ``X_p = #{synthetic <= τ_p}`` is recomputed, threshold included, under random
+    reassignments of the held-out/synthetic labels within each cohort (the cohort sizes
+    kept); the p-value is ``(1 + #{X_p^* >= X_p}) / (1 + B)``. Under the null hypothesis that,
+    within each cohort, synthetic and held-out images are exchangeable (given the training
+    set), every labelling is equally likely, so the p-value is valid although ``τ_p`` is
+    estimated from the held-out sample itself. With one cohort and no ties, ``X_p`` is
+    negative-hypergeometric: the number of synthetic values before the ``k``-th held-out
+    value in a random arrangement,
+    :math:`P(X = x) = \binom{x + k - 1}{x}\binom{N - x - k}{n_S - x} / \binom{N}{n_S}`
+    (docs/memorization.md derives it).
+
+    The interval: given ``τ_p`` (fixed by the training and held-out images, independent of
+    the synthetic sample), each synthetic image is flagged independently with the
+    generator's rate ``q(τ_p)``, so ``n_synthetic_flagged ~ Binomial(n_S, q)`` and the
+    Clopper–Pearson interval covers ``q(τ_p)`` with probability at least ``confidence_level``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.memorization import flagging_from_distances
+    >>> gen = np.random.default_rng(0)
+    >>> res = flagging_from_distances(gen.random(200), gen.random(100) * 0.2,
+    ...                               percentiles=[10], n_permutations=999, rng=0)
+    >>> int(res.n_heldout_flagged[0]), bool(res.synthetic_rate[0] > 0.3), float(res.p_values[0])
+    (20, True, 0.001)
+    """
+    d_h = _check_distances(heldout, "heldout")
+    d_s = _check_distances(synthetic, "synthetic")
+    s_h = _strata(heldout_strata, d_h.size, "heldout_strata")
+    s_s = _strata(synthetic_strata, d_s.size, "synthetic_strata")
+    values = check_percentiles(percentiles)
+    n_permutations = check_integer(n_permutations, "n_permutations", minimum=0)
+    confidence_level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
+    gen = check_random_state(rng)
+
+    ranks = np.array([threshold_rank(p, d_h.size) for p in values], dtype=np.int64)
+    sorted_h = np.sort(d_h)
+    thresholds = sorted_h[ranks - 1]
+    n_s_flagged = (d_s[None, :] <= thresholds[:, None]).sum(axis=1).astype(np.int64)
+    n_h_flagged = (d_h[None, :] <= thresholds[:, None]).sum(axis=1).astype(np.int64)
+
+    p_values = np.full(values.size, np.nan)
+    if n_permutations:
+        pooled = np.concatenate([d_h, d_s])
+        strata = np.concatenate([s_h, s_s])
+        order = np.argsort(pooled, kind="stable")
+        sorted_values = pooled[order]
+        # last position of each run of equal values (ties count as "at or below")
+        n = pooled.size
+        is_last = np.append(sorted_values[1:] != sorted_values[:-1], True)
+        tie_end = np.flip(np.minimum.accumulate(np.flip(np.where(is_last, np.arange(n), n))))
+        labels = np.concatenate([np.ones(d_h.size, bool), np.zeros(d_s.size, bool)])[order]
+        observed = _flag_counts(labels[None, :], tie_end, ranks)[0]
+        assert np.array_equal(observed, n_s_flagged)  # the same count, two ways
+        _, stratum_of = np.unique(strata[order], return_inverse=True)
+        groups = [np.flatnonzero(stratum_of == g) for g in range(stratum_of.max() + 1)]
+        exceed = np.zeros(values.size, dtype=np.int64)
+        for start in range(0, n_permutations, _PERMUTATION_BLOCK):
+            b = min(_PERMUTATION_BLOCK, n_permutations - start)
+            perm = np.empty((b, n), dtype=bool)
+            for pos in groups:
+                perm[:, pos] = gen.permuted(np.broadcast_to(labels[pos], (b, pos.size)), axis=1)
+            counts = _flag_counts(perm, tie_end, ranks)  # (b, k)
+            exceed += (counts >= observed[None, :]).sum(axis=0)
+        p_values = (1.0 + exceed) / (1.0 + n_permutations)
+
+    alpha = (1.0 - confidence_level) / 2.0
+    ci_lower = np.asarray(clopper_pearson_lower(n_s_flagged, d_s.size, alpha), dtype=np.float64)
+    ci_upper = np.asarray(clopper_pearson_upper(n_s_flagged, d_s.size, alpha), dtype=np.float64)
+    return FlaggingResult(
+        percentiles=values,
+        thresholds=thresholds,
+        n_synthetic_flagged=n_s_flagged,
+        n_heldout_flagged=n_h_flagged,
+        n_synthetic=int(d_s.size),
+        n_heldout=int(d_h.size),
+        p_values=p_values,
+        ci_lower=ci_lower,
+        ci_upper=ci_upper,
+        confidence_level=confidence_level,
+        n_permutations=n_permutations,
+        heldout_distances=d_h,
+        synthetic_distances=d_s,
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Return a numpy scalar as its Python value (for messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def nearest_training_distances(
+    train: npt.NDArray[np.float64],
+    queries: npt.NDArray[np.float64],
+    train_cohorts: npt.NDArray[Any],
+    query_cohorts: npt.NDArray[Any],
+    *,
+    metric: Metric,
+    device: str | torch.device,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+    what: str = "queries",
+) -> npt.NDArray[np.float64]:
+    """Each query's distance to the nearest training row of its own cohort."""
+    out = np.empty(queries.shape[0])
+    for cohort in np.unique(query_cohorts):
+        rows = np.flatnonzero(query_cohorts == cohort)
+        ref = np.flatnonzero(train_cohorts == cohort)
+        if ref.size == 0:
+            raise InvalidInputError(
+                f"cohort {_plain(cohort)!r} has {what} but no training rows to compare them with."
+            )
+        out[rows], _ = nearest_neighbour_distances(
+            queries[rows], train[ref], metric=metric, device=device, block_bytes=block_bytes
+        )
+    return out
+
+
+def flagging(
+    train: npt.ArrayLike,
+    heldout: npt.ArrayLike,
+    synthetic: npt.ArrayLike,
+    *,
+    cohorts: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike] | None = None,
+    metric: Metric = "cosine",
+    percentiles: Sequence[float] | npt.NDArray[np.float64] = DEFAULT_PERCENTILES,
+    n_permutations: int = 9999,
+    confidence_level: float = 0.95,
+    rng: RngLike = 0,
+    device: str | torch.device = "cpu",
+) -> FlaggingResult:
+    """Flag synthetic images that lie closer to a training image than most held-out ones do.
+
+    Parameters
+    ----------
+    train, heldout, synthetic : array_like, shape (n_*, d)
+        Embeddings of the training, held-out and synthetic images.
+    cohorts : (array_like, array_like, array_like), optional
+        Cohort label of each row of ``train``, ``heldout`` and ``synthetic``: nearest
+        neighbours are searched within the cohort, and the permutation test exchanges labels
+        within it. Default: one cohort.
+    metric : {"cosine", "euclidean"}, default "cosine"
+    percentiles, n_permutations, confidence_level, rng
+        As in :func:`flagging_from_distances`.
+    device : str or torch.device, default "cpu"
+        Where the nearest-neighbour search runs.
+
+    Returns
+    -------
+    FlaggingResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.memorization import flagging
+    >>> gen = np.random.default_rng(0)
+    >>> train = gen.standard_normal((100, 16))
+    >>> copies = train[:50] + 0.01 * gen.standard_normal((50, 16))  # near-copies
+    >>> res = flagging(train, gen.standard_normal((100, 16)), copies, percentiles=[5],
+    ...                n_permutations=199)
+    >>> float(res.synthetic_rate[0]), float(res.p_values[0])
+    (1.0, 0.005)
+    """
+    t = check_vectors(train, "train")
+    h = check_vectors(heldout, "heldout")
+    s = check_vectors(synthetic, "synthetic")
+    same_dim({"train": t, "heldout": h, "synthetic": s})
+    if cohorts is None:
+        c_t, c_h, c_s = (np.zeros(len(x), dtype=np.int64) for x in (t, h, s))
+    else:
+        if len(cohorts) != 3:
+            raise InvalidInputError(
+                f"`cohorts` must be three label arrays (train, heldout, synthetic); "
+                f"got {len(cohorts)}."
+            )
+        c_t, c_h, c_s = (
+            _strata(c, len(x), f"cohorts[{i}]")
+            for i, (c, x) in enumerate(zip(cohorts, (t, h, s), strict=True))
+        )
+    d_h = nearest_training_distances(t, h, c_t, c_h, metric=metric, device=device, what="heldout")
+    d_s = nearest_training_distances(t, s, c_t, c_s, metric=metric, device=device, what="synthetic")
+    return flagging_from_distances(
+        d_h,
+        d_s,
+        heldout_strata=c_h,
+        synthetic_strata=c_s,
+        percentiles=percentiles,
+        n_permutations=n_permutations,
+        confidence_level=confidence_level,
+        rng=rng,
+    )

@@ -1,0 +1,49 @@
+"""Images in, audit out: a face pipeline audited end to end.
+
+==============================  ==========================================================
+:func:`audit_generator`         image → image callable over source images → faces → the
+                                four audits, certificates, controls, provenance
+:func:`encode_generator`        its first half: outputs → per-draw outcomes → embeddings
+:func:`compare_conditions`      several generators on the identities and pairs common to all
+:func:`linkage_report`          re-identification: top-1 identification, same-person matches
+:class:`GaussianBlur`           Gaussian blur (σ in pixels)
+:class:`Pixelate`               mosaic (block side in pixels, random grid offset)
+:class:`PixelNoise`             Gaussian pixel noise (σ in grey levels)
+:class:`LatentFaceSwap`         G((1 − mix) z_id + mix z_donor) on the shipped DCGAN
+==============================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from idaudit.pipeline._audit import (
+    ConditionComparison,
+    GeneratorAudit,
+    GeneratorEmbeddings,
+    audit_generator,
+    compare_conditions,
+    encode_generator,
+)
+from idaudit.pipeline._images import (
+    GaussianBlur,
+    ImageMechanism,
+    LatentFaceSwap,
+    Pixelate,
+    PixelNoise,
+)
+from idaudit.pipeline._linkage import LinkageReport, linkage_report
+
+__all__ = [
+    "ConditionComparison",
+    "GaussianBlur",
+    "GeneratorAudit",
+    "GeneratorEmbeddings",
+    "ImageMechanism",
+    "LatentFaceSwap",
+    "LinkageReport",
+    "PixelNoise",
+    "Pixelate",
+    "audit_generator",
+    "compare_conditions",
+    "encode_generator",
+    "linkage_report",
+]

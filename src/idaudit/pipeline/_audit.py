@@ -1,0 +1,770 @@
+"""Images in, audit out: ``encode_generator``, ``audit_generator`` and ``compare_conditions``."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import xarray as xr
+
+from idaudit._results import attr_value, describe, provenance, variable
+from idaudit._validation import (
+    RngLike,
+    check_integer,
+    check_option,
+    check_random_state,
+    spawn_seeds,
+)
+from idaudit.data import EmbeddingSet, sample_pairs
+from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.mechanisms import DRAW_STATUSES, EncodedGenerator
+
+if TYPE_CHECKING:
+    from idaudit.faces import EmbeddingCache, FacePipeline
+    from idaudit.pipeline._linkage import LinkageReport
+
+__all__ = [
+    "ConditionComparison",
+    "GeneratorAudit",
+    "GeneratorEmbeddings",
+    "audit_generator",
+    "compare_conditions",
+    "encode_generator",
+]
+
+Sampling = Literal["each", "with_replacement"]
+_LOST = ("no_face", "generator_error", "bad_output")
+#: How many excluded identities a warning names (all are counted and listed in the result).
+_N_NAMED = 10
+#: Encoder/detector names → the weight registry entry whose pinned digests they load.
+_REGISTRY_OF = {
+    "dlib-resnet-v1": "dlib",
+    "dlib-resnet-v1-torch": "dlib",
+    "mtcnn": "mtcnn",
+    "MTCNNDetector": "mtcnn",
+}
+
+
+@dataclass(frozen=True)
+class GeneratorEmbeddings:
+    """Embeddings of one generator's outputs, with what happened to every draw.
+
+    Attributes
+    ----------
+    embeddings : EmbeddingSet
+        L2-normalised rows of the identities kept (``min_rows`` usable rows or more).
+    vectors : numpy.ndarray of float64, shape (n_ok, dim)
+        Every usable row, kept identities or not, as the encoder returned it.
+    rows : pandas.DataFrame
+        One row per entry of ``vectors``: ``identity``, ``source_index``, ``draw``.
+    outcomes : pandas.DataFrame
+        One row per draw: ``identity``, ``source_index``, ``draw``, ``status`` (``ok``,
+        ``no_face``, ``generator_error``, ``bad_output``), ``message``, ``embedding_row``,
+        ``cached``.
+    counts : pandas.DataFrame
+        Per identity: ``n_sources``, ``n_draws``, one column per status, ``n_lost``,
+        ``n_duplicate_rows`` (usable rows repeating an earlier one exactly), ``n_cached``
+        and ``excluded``.
+    excluded : tuple
+        Identities left with fewer than ``min_rows`` usable rows (named in a warning too).
+    attrs : dict
+        Provenance: models, weight digests, versions, settings, input hash.
+    n_encoded : int
+        Crops that went through the encoder in this call (0 on a fully cached re-run).
+    """
+
+    embeddings: EmbeddingSet
+    vectors: npt.NDArray[np.float64] = field(repr=False)
+    rows: pd.DataFrame = field(repr=False)
+    outcomes: pd.DataFrame = field(repr=False)
+    counts: pd.DataFrame = field(repr=False)
+    excluded: tuple[Any, ...]
+    attrs: dict[str, Any] = field(repr=False)
+    n_encoded: int
+
+    @property
+    def n_lost(self) -> int:
+        """Draws without a usable row (no face, generator error, bad output)."""
+        return int(self.counts["n_lost"].sum())
+
+
+@dataclass(frozen=True)
+class GeneratorAudit:
+    """What :func:`audit_generator` returns.
+
+    Attributes
+    ----------
+    results : xarray.Dataset
+        Per-pair audits (dim ``pair``), with ``lost_a``/``lost_b`` (draws of each identity
+        without a usable row) and provenance attrs.
+    certificates : xarray.Dataset or None
+        The certifier's ``certificates_`` (status ``certified_lower_bound``).
+    controls : xarray.Dataset or None
+        Split-half sanity controls (:func:`idaudit.certify.sanity_controls`).
+    embeddings : GeneratorEmbeddings
+        The rows audited and the per-draw outcomes and per-identity counts.
+    dropped_pairs : tuple of (label, label)
+        Requested pairs that involve an excluded identity.
+    """
+
+    results: xr.Dataset
+    certificates: xr.Dataset | None
+    controls: xr.Dataset | None
+    embeddings: GeneratorEmbeddings
+    dropped_pairs: tuple[tuple[Any, Any], ...] = ()
+
+    def pair_table(self) -> pd.DataFrame:
+        """One row per pair: every per-pair variable (per-dimension ones left out)."""
+        from idaudit._results import pair_frame
+
+        return pair_frame(self.results)
+
+
+def _default_pipeline() -> FacePipeline:
+    from idaudit.faces import DlibEncoder, FacePipeline, MTCNNDetector
+
+    return FacePipeline(MTCNNDetector(), DlibEncoder(), progress=False)
+
+
+def _input_hash(images_by_identity: Mapping[Any, Sequence[Any]]) -> str:
+    from idaudit.faces import content_key
+
+    parts: list[Any] = []
+    for label in sorted(images_by_identity, key=str):
+        parts.append(str(label))
+        parts.extend(np.asarray(im) for im in images_by_identity[label])
+    return content_key(*parts)
+
+
+def _model_attrs(engine: EncodedGenerator) -> dict[str, Any]:
+    from idaudit.faces import MODEL_REGISTRY
+
+    encoder = engine.encoder
+    attrs: dict[str, Any] = {
+        "encoder": str(getattr(encoder, "name", type(encoder).__name__)),
+        "encoder_repr": describe(encoder),
+    }
+    models = [attrs["encoder"]]
+    if engine.pipeline is not None:
+        detector = engine.pipeline.detector
+        attrs["detector"] = str(getattr(detector, "name", type(detector).__name__))
+        attrs["detector_repr"] = describe(detector)
+        models.append(attrs["detector"])
+    for name in models:
+        spec = MODEL_REGISTRY.get(_REGISTRY_OF.get(name, name))
+        if spec is not None:
+            attrs[f"weights.{name}"] = ", ".join(f"{f.filename}:{f.sha256}" for f in spec.files)
+    return attrs
+
+
+def _generator_attrs(generator: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "generator": getattr(generator, "__name__", None) or describe(generator)
+    }
+    params = getattr(generator, "params", None)
+    if callable(params):
+        attrs.update({f"generator.{k}": attr_value(v) for k, v in params().items()})
+    inner = getattr(generator, "generator", None)
+    if inner is not None and hasattr(inner, "latent_dim"):  # LatentFaceSwap on the DCGAN
+        from idaudit.faces import MODEL_REGISTRY
+
+        spec = MODEL_REGISTRY["dcgan_faces"]
+        attrs["weights.dcgan_faces"] = ", ".join(f"{f.filename}:{f.sha256}" for f in spec.files)
+    return attrs
+
+
+def encode_generator(
+    generator: Callable[..., Any],
+    images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
+    *,
+    pipeline: FacePipeline | None = None,
+    mode: Literal["detect", "paired"] = "detect",
+    sampling: Sampling = "each",
+    repeats: int = 1,
+    n_per_identity: int | None = None,
+    min_rows: int = 2,
+    cache: EmbeddingCache | str | os.PathLike[str] | None = None,
+    output_shape: Literal["source"] | tuple[int, int] | None = "source",
+    rng: RngLike = 0,
+    batch_size: int = 64,
+    progress: bool = True,
+    _faces: dict[Any, Any] | None = None,
+) -> GeneratorEmbeddings:
+    """Run ``generator`` over every identity's source images and encode the outputs' faces.
+
+    The first half of :func:`audit_generator` (see there for the parameters): draws, runs
+    the callable, detects/aligns/encodes, drops and counts failed draws, excludes identities
+    with fewer than ``min_rows`` usable rows. ``output_shape`` is the size outputs must
+    have (default: their source's; ``None`` accepts any size in detect mode), see
+    :class:`~idaudit.mechanisms.EncodedGenerator`.
+
+    Returns
+    -------
+    GeneratorEmbeddings
+
+    Warns
+    -----
+    IdauditWarning
+        When identities are excluded (the first ten are named), and when usable rows repeat
+        exactly (a deterministic generator over repeated sources).
+    """
+    sampling = check_option(sampling, "sampling", ("each", "with_replacement"))  # type: ignore[assignment]
+    repeats = check_integer(repeats, "repeats", minimum=1)
+    min_rows = check_integer(min_rows, "min_rows", minimum=1)
+    if sampling == "with_replacement":
+        if n_per_identity is None:
+            raise InvalidInputError("`sampling`='with_replacement' needs `n_per_identity`.")
+        n_per_identity = check_integer(n_per_identity, "n_per_identity", minimum=1)
+    elif n_per_identity is not None:
+        raise InvalidInputError(
+            "`n_per_identity` applies to sampling='with_replacement' only; with "
+            "sampling='each' every source is used `repeats` times."
+        )
+    if mode not in ("detect", "paired"):
+        raise InvalidInputError(
+            f"`mode` must be 'detect' or 'paired'; got {mode!r} (outputs that are already "
+            "aligned crops: idaudit.mechanisms.EncodedGenerator(generator, encoder, images))."
+        )
+    engine = EncodedGenerator(
+        generator,
+        None,
+        images_by_identity,
+        pipeline=_default_pipeline() if pipeline is None else pipeline,
+        mode=mode,
+        cache=cache,
+        output_shape=output_shape,
+        batch_size=batch_size,
+        progress=False,
+    )
+    if _faces is not None:
+        engine._original_faces = _faces  # detections of the originals shared across conditions
+    labels = engine.identities.tolist()
+    seeds = spawn_seeds(check_random_state(rng), len(labels))
+    iterator: Any = zip(labels, seeds, strict=True)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, total=len(labels), desc="identities", unit="identity")
+    blocks: list[npt.NDArray[np.float64]] = []
+    records: list[dict[str, Any]] = []
+    for label, seed in iterator:
+        gen = np.random.default_rng(seed)
+        n_src = len(engine.images_by_identity[label])
+        if sampling == "each":
+            picks = np.repeat(np.arange(n_src), repeats)
+        else:
+            picks = gen.integers(0, n_src, size=n_per_identity)
+        draw_seeds = gen.integers(0, 2**63 - 1, size=len(picks), dtype=np.int64)
+        emb, recs = engine.encode_draws(label, picks.tolist(), draw_seeds.tolist())
+        offset = sum(len(b) for b in blocks)
+        for rec in recs:
+            if rec["embedding_row"] >= 0:
+                rec["embedding_row"] += offset
+        blocks.append(emb)
+        records.extend(recs)
+    dim = int(engine.encoder.dim)
+    vectors = np.concatenate(blocks) if blocks else np.zeros((0, dim))
+    outcomes = pd.DataFrame.from_records(records)
+    ok = outcomes[outcomes["status"] == "ok"].sort_values("embedding_row")
+    rows = ok[["identity", "source_index", "draw"]].reset_index(drop=True)
+
+    counts = _counts(engine, outcomes, vectors, rows, min_rows)
+    excluded = tuple(counts.index[counts["excluded"]].tolist())
+    if excluded:
+        named = ", ".join(repr(x) for x in excluded[:_N_NAMED])
+        more = f" and {len(excluded) - _N_NAMED} more" if len(excluded) > _N_NAMED else ""
+        warnings.warn(
+            f"{len(excluded)} identit{'y' if len(excluded) == 1 else 'ies'} left with fewer "
+            f"than min_rows={min_rows} usable outputs excluded: {named}{more} "
+            "(their counts are in `.counts`).",
+            IdauditWarning,
+            stacklevel=2,
+        )
+    n_dup = int(counts["n_duplicate_rows"].sum())
+    if n_dup:
+        warnings.warn(
+            f"{n_dup} usable output row(s) repeat an earlier row of the same identity exactly "
+            f"(sampling={sampling!r}, repeats={repeats}): a deterministic generator over a "
+            "repeated source gives the same output. Under sampling='with_replacement' they "
+            "are iid draws of the channel over the given sources (certify with "
+            "duplicates='keep'); they add no information about other images of the "
+            "identity. Per-identity counts are in `.counts['n_duplicate_rows']`.",
+            IdauditWarning,
+            stacklevel=2,
+        )
+    kept_mask = ~rows["identity"].isin(excluded).to_numpy()
+    if not kept_mask.any():
+        raise InvalidInputError(
+            f"no identity has min_rows={min_rows} usable outputs; what happened to the draws: "
+            f"{_status_totals(outcomes)}."
+        )
+    es = EmbeddingSet(vectors[kept_mask], rows["identity"].to_numpy()[kept_mask])
+    attrs: dict[str, Any] = {
+        "input_sha256": _input_hash(engine.images_by_identity),
+        **_model_attrs(engine),
+        **_generator_attrs(generator),
+        "setting.mode": mode,
+        "setting.sampling": sampling,
+        "setting.repeats": repeats,
+        "setting.n_per_identity": -1 if n_per_identity is None else n_per_identity,
+        "setting.min_rows": min_rows,
+        "setting.upscale": engine.upscale,
+        "n_draws": len(outcomes),
+        **{f"n_{s}": int((outcomes["status"] == s).sum()) for s in DRAW_STATUSES},
+        "n_duplicate_rows": n_dup,
+        "n_excluded_identities": len(excluded),
+        "excluded_identities": ", ".join(str(x) for x in excluded),
+    }
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        attrs["seed.draws"] = int(rng)
+    return GeneratorEmbeddings(
+        embeddings=es,
+        vectors=vectors,
+        rows=rows,
+        outcomes=outcomes,
+        counts=counts,
+        excluded=excluded,
+        attrs=attrs,
+        n_encoded=engine.n_encoded,
+    )
+
+
+def _status_totals(outcomes: pd.DataFrame) -> str:
+    totals = outcomes["status"].value_counts()
+    return ", ".join(f"{k}: {int(v)}" for k, v in totals.items())
+
+
+def _counts(
+    engine: EncodedGenerator,
+    outcomes: pd.DataFrame,
+    vectors: npt.NDArray[np.float64],
+    rows: pd.DataFrame,
+    min_rows: int,
+) -> pd.DataFrame:
+    labels = engine.identities.tolist()
+    table = pd.crosstab(outcomes["identity"], outcomes["status"]).reindex(
+        index=labels, columns=list(DRAW_STATUSES), fill_value=0
+    )
+    counts = pd.DataFrame(index=pd.Index(labels, name="identity"))
+    counts["n_sources"] = [len(engine.images_by_identity[k]) for k in labels]
+    counts["n_draws"] = table.sum(axis=1).to_numpy()
+    for status in DRAW_STATUSES:
+        counts[status] = table[status].to_numpy()
+    counts["n_lost"] = table[list(_LOST)].sum(axis=1).to_numpy()
+    ident = rows["identity"].to_numpy()
+    dups = []
+    for label in labels:
+        block = vectors[ident == label]
+        dups.append(len(block) - (np.unique(block, axis=0).shape[0] if len(block) else 0))
+    counts["n_duplicate_rows"] = dups
+    cached = outcomes.groupby("identity")["cached"].sum()
+    counts["n_cached"] = [int(cached.get(k, 0)) for k in labels]
+    counts["excluded"] = counts["ok"] < min_rows
+    return counts
+
+
+def _default_auditors(seed: int) -> list[Any]:
+    from idaudit.audits import GaussMechAuditor, KDELRAuditor, MMDTVAuditor, ROCHTAuditor
+
+    return [
+        GaussMechAuditor(),
+        KDELRAuditor(mix=0.0),
+        MMDTVAuditor(),
+        ROCHTAuditor(rng=seed),
+    ]
+
+
+def _min_rows_for(auditors: Sequence[Any], certifier: Any) -> int:
+    need = 2
+    for a in auditors:
+        if callable(getattr(a, "min_rows", None)):  # what each auditor says it needs
+            need = max(need, int(a.min_rows()))
+    if certifier is not None and callable(getattr(certifier, "min_rows", None)):
+        need = max(need, int(certifier.min_rows()))
+    return need
+
+
+def _choose_pairs(
+    identities: Sequence[Any],
+    pairs: int | str | Sequence[tuple[Any, Any]],
+    excluded: Sequence[Any],
+    seed: int,
+) -> tuple[list[tuple[Any, Any]], tuple[tuple[Any, Any], ...]]:
+    ids = list(identities)
+    if len(ids) < 2:
+        raise InvalidInputError(
+            f"auditing needs at least 2 identities with enough usable outputs; got {len(ids)}."
+        )
+    n_all = len(ids) * (len(ids) - 1) // 2
+    if isinstance(pairs, str):
+        if pairs != "all":
+            raise InvalidInputError(f"`pairs` must be an int, 'all' or a list; got {pairs!r}.")
+        return sample_pairs(ids, n_all, rng=seed), ()
+    if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
+        n = check_integer(int(pairs), "pairs", minimum=1)
+        return sample_pairs(ids, min(n, n_all), rng=seed), ()
+    chosen: list[tuple[Any, Any]] = []
+    dropped: list[tuple[Any, Any]] = []
+    bad = set(excluded)
+    for p in pairs:  # type: ignore[union-attr]
+        a, b = p
+        (dropped if a in bad or b in bad else chosen).append((a, b))
+    if not chosen:
+        raise InvalidInputError(
+            f"every one of the {len(dropped)} pairs in `pairs` involves an excluded identity."
+        )
+    return chosen, tuple(dropped)
+
+
+def audit_generator(
+    generator: Callable[..., Any],
+    images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
+    *,
+    pipeline: FacePipeline | None = None,
+    pairs: int | str | Sequence[tuple[Any, Any]] = 100,
+    auditors: Sequence[Any] | None = None,
+    certifier: Any = None,
+    controls: bool = False,
+    cache: EmbeddingCache | str | os.PathLike[str] | None = None,
+    mode: Literal["detect", "paired"] = "detect",
+    sampling: Sampling = "each",
+    repeats: int = 1,
+    n_per_identity: int | None = None,
+    min_rows: int | None = None,
+    rng: RngLike = 0,
+    device: str = "cpu",
+    batch_size: int = 64,
+    progress: bool = True,
+) -> GeneratorAudit:
+    r"""Audit an image → image face pipeline from source images, in one call.
+
+    Runs ``generator`` over every identity's source images, finds, aligns and encodes the
+    face in each output, drops and counts what cannot be used, and runs the identity-level
+    audits of seed 000 (and, if asked, the reserved-test certificate and the split-half
+    controls) on the identities left.
+
+    Parameters
+    ----------
+    generator : callable
+        ``generator(image[, rng=Generator]) -> image`` on ``(H, W, 3)`` uint8 RGB frames, or
+        an object with ``batch(images, rngs)`` (:class:`GaussianBlur`, :class:`Pixelate`,
+        :class:`PixelNoise`, :class:`LatentFaceSwap`). Each output gets its own generator,
+        seeded from ``rng`` by identity and draw: results do not depend on batching.
+    images_by_identity : mapping of label to sequence of images
+        Source images of each identity, ``(H, W, 3)`` uint8 RGB.
+    pipeline : FacePipeline, optional
+        Detector and encoder. Default ``FacePipeline(MTCNNDetector(), DlibEncoder())``.
+        Frames under 112 pixels (the shipped DCGAN's 64-pixel faces) are enlarged to 160
+        pixels and edge-padded before detection, as ``ShippedFaceGenerator.crops`` does.
+    pairs : int, "all" or sequence of (label, label), default 100
+        An int audits that many pairs of a seeded shuffle of all pairs of the kept
+        identities (all, if there are fewer); a list is filtered: pairs with an excluded
+        identity are dropped and returned in ``dropped_pairs``.
+    auditors : sequence of auditors, optional
+        Default: GaussMech, KDE-LR (α = 0), MMD-TV and ROC-HT (5 folds).
+    certifier : ReservedTestCertifier, optional
+        Fitted on the kept rows and ``pairs``; its ``certificates_`` are returned.
+    controls : bool, default False
+        Run :func:`idaudit.certify.sanity_controls` (200 permutations) on the identities
+        with at least 10 usable rows.
+    cache : EmbeddingCache or path, optional
+        Embeddings by content hash: a second identical run encodes nothing.
+    mode : {"detect", "paired"}, default "detect"
+        ``"detect"`` finds the face in each output (faces the detector misses are lost and
+        counted); ``"paired"`` detects on the original frame and cuts the same crop from the
+        output (see :class:`~idaudit.mechanisms.EncodedGenerator`).
+    sampling : {"each", "with_replacement"}, default "each"
+        ``"each"``: every source image ``repeats`` times, in order — no duplicate rows from a
+        deterministic generator unless ``repeats > 1``. ``"with_replacement"``:
+        ``n_per_identity`` sources drawn uniformly with replacement (the model
+        :math:`X \sim P_{id}` of seed 000, Eq. 8, with :math:`P_{id}` uniform over the
+        given sources), which repeats sources; a deterministic generator then yields exact
+        duplicate rows — iid draws of that channel, counted and warned about (certify them
+        with ``duplicates="keep"``, the certifier's default).
+    repeats : int, default 1
+        Uses of each source under ``sampling="each"`` (> 1 only makes sense for a generator
+        with internal randomness).
+    n_per_identity : int, optional
+        Draws per identity under ``sampling="with_replacement"``.
+    min_rows : int, optional
+        Identities with fewer usable rows are excluded and named. Default: what the auditors
+        and the certifier need (5 with ROC-HT's 5 folds; ``certifier.min_rows()``).
+    rng : int, SeedSequence or Generator, default 0
+        Seeds the draws, the pair shuffle and the default ROC-HT folds.
+    device : str, default "cpu"
+        Where the batched audit kernels run.
+    batch_size : int, default 64
+        Images per generator batch and crops per encoder call.
+    progress : bool, default True
+        Progress bars.
+
+    Returns
+    -------
+    GeneratorAudit
+        ``results`` (per pair, with ``lost_a``/``lost_b`` and provenance attrs: models and
+        their pinned weight digests, versions, settings, the SHA-256 of the source images),
+        ``certificates``, ``controls``, ``embeddings`` (rows, per-draw outcomes, per-identity
+        counts) and ``dropped_pairs``.
+
+    Raises
+    ------
+    InvalidInputError
+        An empty mapping, an identity without images, a source that is not an RGB uint8
+        image, fewer than two identities with enough usable outputs, a bad setting.
+
+    Notes
+    -----
+    Failures of one draw never stop the run: a callable that raises on an image
+    (``generator_error``), an output of the wrong type or size (``bad_output``) and an
+    output without a face (``no_face``) are recorded per draw in
+    ``embeddings.outcomes``, counted per identity in ``embeddings.counts`` and in the result's
+    attrs, and reported per pair as ``lost_a``/``lost_b``.
+
+    Examples
+    --------
+    >>> from idaudit.faces import ShippedFaceGenerator
+    >>> from idaudit.pipeline import GaussianBlur, audit_generator
+    >>> g = ShippedFaceGenerator()
+    >>> images = {k: list(g.sample(6, rng=k)) for k in range(3)}  # 3 made-up "people"
+    >>> run = audit_generator(GaussianBlur(1.0), images, pairs=3, mode="paired",
+    ...                       progress=False)  # doctest: +SKIP
+    """
+    seed = int(check_random_state(rng).integers(0, 2**31 - 1))
+    auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
+    need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
+    coded = encode_generator(
+        generator,
+        images_by_identity,
+        pipeline=pipeline,
+        mode=mode,
+        sampling=sampling,
+        repeats=repeats,
+        n_per_identity=n_per_identity,
+        min_rows=need,
+        cache=cache,
+        rng=rng,
+        batch_size=batch_size,
+        progress=progress,
+    )
+    return _audit(coded, pairs, auditor_list, certifier, controls, seed, device, progress)
+
+
+def _audit(
+    coded: GeneratorEmbeddings,
+    pairs: int | str | Sequence[tuple[Any, Any]],
+    auditors: Sequence[Any],
+    certifier: Any,
+    controls: bool,
+    seed: int,
+    device: str,
+    progress: bool,
+) -> GeneratorAudit:
+    from sklearn.base import clone
+
+    from idaudit.audits import audit_pairs
+    from idaudit.certify import sanity_controls
+
+    es = coded.embeddings
+    pair_list, dropped = _choose_pairs(es.identities.tolist(), pairs, coded.excluded, seed)
+    ds = audit_pairs(es, pair_list, list(auditors), device=device, progress=progress)
+    lost = coded.counts["n_lost"]
+    ds = ds.assign(
+        lost_a=variable(
+            "pair",
+            np.asarray([int(lost[a]) for a, _ in pair_list], dtype=np.int64),
+            long_name="draws of identity_a without a usable row (no face, error, bad output)",
+            status="descriptive",
+        ),
+        lost_b=variable(
+            "pair",
+            np.asarray([int(lost[b]) for _, b in pair_list], dtype=np.int64),
+            long_name="draws of identity_b without a usable row (no face, error, bad output)",
+            status="descriptive",
+        ),
+    )
+    extra = provenance(title="idaudit.pipeline.audit_generator", seeds={"pairs": seed})
+    ds.attrs.update({k: attr_value(v) for k, v in {**extra, **coded.attrs}.items()})
+    ds.attrs["n_dropped_pairs"] = len(dropped)
+    certs = None
+    if certifier is not None:
+        fitted = clone(certifier).fit(es, pair_list)
+        certs = fitted.certificates_
+    ctrl = None
+    if controls:
+        enough = [k for k, n in es.counts.items() if n >= 10]
+        if enough:
+            ctrl = sanity_controls(es, enough, n_permutations=200, rng=seed, progress=False)
+    return GeneratorAudit(ds, certs, ctrl, coded, dropped)
+
+
+@dataclass(frozen=True)
+class ConditionComparison:
+    """What :func:`compare_conditions` returns.
+
+    Attributes
+    ----------
+    results : xarray.Dataset
+        Dims ``(condition, pair)``: every condition audited on the same pairs of the
+        identities kept in all conditions.
+    lost : pandas.DataFrame
+        Draws without a usable row, identity × condition.
+    embeddings : dict of str to GeneratorEmbeddings
+        Per condition.
+    certificates : dict of str to xarray.Dataset
+        Per condition, when a certifier was given.
+    linkage : pandas.DataFrame or None
+        One row per condition: re-identification against the ``reference`` condition.
+    identities : tuple
+        The identities common to all conditions.
+    """
+
+    results: xr.Dataset
+    lost: pd.DataFrame
+    embeddings: dict[str, GeneratorEmbeddings]
+    certificates: dict[str, xr.Dataset]
+    linkage: pd.DataFrame | None
+    identities: tuple[Any, ...]
+    linkage_reports: dict[str, LinkageReport] = field(default_factory=dict, repr=False)
+
+
+def compare_conditions(
+    conditions: Mapping[str, Callable[..., Any]],
+    images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
+    *,
+    pipeline: FacePipeline | None = None,
+    pairs: int | str = 100,
+    auditors: Sequence[Any] | None = None,
+    certifier: Any = None,
+    reference: str | None = None,
+    cache: EmbeddingCache | str | os.PathLike[str] | None = None,
+    mode: Literal["detect", "paired"] = "paired",
+    min_rows: int | None = None,
+    rng: RngLike = 0,
+    device: str = "cpu",
+    batch_size: int = 64,
+    progress: bool = True,
+) -> ConditionComparison:
+    """Audit several generators (conditions) on the identities and pairs common to all.
+
+    Each condition is encoded with :func:`encode_generator` (same sources, same seeds, one
+    shared pipeline and cache; in paired mode the originals are detected once). Identities
+    kept in every condition are then audited on one shared list of pairs, so the conditions
+    are compared on exactly the same identities and pairs, and the faces each condition lost
+    are tabulated per identity.
+
+    Parameters
+    ----------
+    conditions : mapping of name to callable
+        The generators, e.g. ``{"none": lambda im: im, "blur 3": GaussianBlur(3)}``.
+    images_by_identity, pipeline, auditors, cache, mode, rng, device, batch_size, progress
+        As in :func:`audit_generator` (``mode`` defaults to ``"paired"`` here).
+    pairs : int or "all", default 100
+        Pairs sampled (seeded) among the common identities.
+    certifier : ReservedTestCertifier, optional
+        Cloned and fitted per condition on the common pairs.
+    reference : str, optional
+        A condition (usually the identity map, "no anonymisation") against which every
+        condition's re-identification is reported (:func:`linkage_report`).
+    min_rows : int, optional
+        As in :func:`audit_generator`.
+
+    Returns
+    -------
+    ConditionComparison
+
+    Examples
+    --------
+    >>> from idaudit.pipeline import compare_conditions  # doctest: +SKIP
+    """
+    from sklearn.base import clone
+
+    from idaudit.audits import audit_pairs, concat_conditions
+    from idaudit.pipeline._linkage import linkage_report
+
+    if not isinstance(conditions, Mapping) or not conditions:
+        raise InvalidInputError("`conditions` must be a non-empty mapping of name -> generator.")
+    if reference is not None and reference not in conditions:
+        raise InvalidInputError(
+            f"`reference` must name one of the conditions {list(conditions)}; got {reference!r}."
+        )
+    seed = int(check_random_state(rng).integers(0, 2**31 - 1))
+    auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
+    need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
+    pipe = _default_pipeline() if pipeline is None else pipeline
+    shared_faces: dict[Any, Any] = {}
+    coded: dict[str, GeneratorEmbeddings] = {}
+    for name, gen in conditions.items():
+        with warnings.catch_warnings():
+            # exclusions are reported per condition in the `lost` table and the result
+            warnings.filterwarnings("ignore", message=".*left with fewer than min_rows")
+            coded[name] = encode_generator(
+                gen,
+                images_by_identity,
+                pipeline=pipe,
+                mode=mode,
+                min_rows=need,
+                cache=cache,
+                rng=rng,
+                batch_size=batch_size,
+                progress=progress,
+                _faces=shared_faces,
+            )
+    names = list(coded)
+    common = [
+        k
+        for k in coded[names[0]].counts.index
+        if all(not bool(coded[c].counts.loc[k, "excluded"]) for c in names)
+    ]
+    if len(common) < 2:
+        raise InvalidInputError(
+            f"only {len(common)} identities have min_rows={need} usable outputs in every "
+            "condition; at least 2 are needed."
+        )
+    pair_list, _ = _choose_pairs(common, pairs, (), seed)
+    results: dict[str, xr.Dataset] = {}
+    certs: dict[str, xr.Dataset] = {}
+    for name in names:
+        es = coded[name].embeddings.subset(common)
+        ds = audit_pairs(
+            es, pair_list, [clone(a) for a in auditor_list], device=device, progress=progress
+        )
+        lost = coded[name].counts["n_lost"]
+        ds = ds.assign(
+            lost_a=variable(
+                "pair",
+                np.asarray([int(lost[a]) for a, _ in pair_list]),
+                long_name="draws of identity_a without a usable row",
+                status="descriptive",
+            ),
+            lost_b=variable(
+                "pair",
+                np.asarray([int(lost[b]) for _, b in pair_list]),
+                long_name="draws of identity_b without a usable row",
+                status="descriptive",
+            ),
+        )
+        ds.attrs.update({k: attr_value(v) for k, v in coded[name].attrs.items()})
+        results[name] = ds
+        if certifier is not None:
+            certs[name] = clone(certifier).fit(es, pair_list).certificates_
+    stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type]
+    stacked.attrs.update(
+        provenance(title="idaudit.pipeline.compare_conditions", seeds={"pairs": seed})
+    )
+    stacked.attrs["n_common_identities"] = len(common)
+    lost = pd.DataFrame({name: coded[name].counts["n_lost"] for name in names})
+    lost.index.name = "identity"
+    linkage = None
+    reports: dict[str, LinkageReport] = {}
+    if reference is not None:
+        for name in names:
+            reports[name] = linkage_report(coded[reference], coded[name], identities=common)
+        linkage = pd.DataFrame({n: r.to_dict() for n, r in reports.items()}).T
+        linkage.index.name = "condition"
+    return ConditionComparison(stacked, lost, coded, certs, linkage, tuple(common), reports)

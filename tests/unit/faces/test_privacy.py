@@ -1,0 +1,286 @@
+"""``run_privacy_check`` and ``idaudit privacy`` on folders of real DCGAN samples (dlib, MTCNN).
+
+Small on purpose (about 30 images, embedded once per module and reused through copies of the
+cache): the statistics themselves are checked against independent references in
+tests/unit/test_memorization_stats.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from idaudit._results import check_result_dataset
+from idaudit.cli import main
+from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.memorization import (
+    FLAGGING_COLUMNS,
+    NNAA_COLUMNS,
+    OUTPUT_FILES,
+    PrivacyCache,
+    run_privacy_check,
+)
+
+pytestmark = pytest.mark.faces
+
+pytest.importorskip("dlib")
+pytest.importorskip("facenet_pytorch")
+
+FAST = {"n_bootstrap": 50, "n_permutations": 199, "threads": 1, "progress": False}
+
+
+def _save(folder: Path, images: np.ndarray, start: int = 0) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, im in enumerate(images):
+        paths.append(folder / f"s{start + i:02d}_{i}.png")
+        Image.fromarray(im).save(paths[-1])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def roots(tmp_path_factory: pytest.TempPathFactory, dcgan) -> Path:
+    """Cohort a: synthetic = near-copies of training images; cohort b: fresh samples; plus a
+    cohort only in train, a blank image, a broken file, a text file and a duplicate."""
+    root = tmp_path_factory.mktemp("privacy")
+    z = dcgan.sample_latents(22, rng=3)
+    faces = dcgan.generate(z)
+    near = dcgan.generate(z[:5] + 0.05 * np.random.default_rng(4).standard_normal((5, 100)))
+    _save(root / "train" / "a", faces[:5])
+    _save(root / "heldout" / "a", faces[5:10], 5)
+    _save(root / "synthetic" / "a", near, 10)
+    _save(root / "train" / "b", faces[10:14], 20)
+    _save(root / "heldout" / "b", faces[14:18], 30)
+    _save(root / "synthetic" / "b", faces[18:22], 40)
+    _save(root / "train" / "only_train", faces[:1])
+    _save(root / "synthetic" / "b" / "blank", np.zeros((1, 64, 64, 3), np.uint8), 90)
+    (root / "heldout" / "b" / "broken.png").write_bytes(b"\x89PNG not really")
+    (root / "heldout" / "b" / "notes.txt").write_text("not an image")
+    shutil.copy(root / "heldout" / "a" / "s05_0.png", root / "heldout" / "a" / "copy.png")
+    return root
+
+
+@pytest.fixture(scope="module")
+def first(roots: Path, tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("out") / "privacy"
+    with pytest.warns(IdauditWarning, match=r"only_train \(missing from heldout and synthetic\)"):
+        report = run_privacy_check(
+            roots / "train", roots / "heldout", roots / "synthetic", out, **FAST
+        )
+    return report, out
+
+
+def _args(roots: Path) -> tuple[Path, Path, Path]:
+    return roots / "train", roots / "heldout", roots / "synthetic"
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_outputs_named_and_pinned(first) -> None:
+    report, out = first
+    assert set(OUTPUT_FILES) <= {p.name for p in out.iterdir()}
+    assert list(pd.read_csv(out / "flagging.csv").columns) == [
+        "metric", "axis", "percentile", "threshold", "synthetic_pct", "heldout_pct",
+        "n_synthetic", "n_heldout", "n_synthetic_flagged", "n_heldout_flagged", "p_value",
+        "ci_lower", "ci_upper",
+    ]  # fmt: skip
+    assert list(FLAGGING_COLUMNS) == list(pd.read_csv(out / "flagging.csv").columns)
+    assert list(pd.read_csv(out / "nnaa.csv").columns) == [
+        "metric", "axis", "aa_train_synth", "aa_heldout_synth", "privacy_loss", "ci_lower",
+        "ci_upper", "aa_train_synth_ci_lower", "aa_train_synth_ci_upper",
+        "aa_heldout_synth_ci_lower", "aa_heldout_synth_ci_upper", "n_train", "n_heldout",
+        "n_synthetic", "n_bootstrap",
+    ]  # fmt: skip
+    assert list(NNAA_COLUMNS) == list(pd.read_csv(out / "nnaa.csv").columns)
+    # the appearance metric is named truthfully: SSIM, never LPIPS
+    assert list(dict.fromkeys(report.flagging["metric"])) == [
+        "dlib-resnet-v1", "ssim-gaussian1.5-64px",
+    ]  # fmt: skip
+    assert "lpips" not in (out / "report.md").read_text().lower().replace("--lpips", "")
+    for name in OUTPUT_FILES:
+        assert _mode(out / name) == 0o600, name
+    assert _mode(out) == 0o700
+    assert _mode(out / "cache") == 0o700
+    for npz in (out / "cache").rglob("*.npz"):
+        assert _mode(npz) == 0o600
+        np.load(npz, allow_pickle=False)  # no pickles anywhere
+    results = json.loads((out / "privacy_results.json").read_text())
+    assert results["cohorts"]["skipped"] == {"only_train": "missing from heldout and synthetic"}
+    assert set(results["inputs"]["sha256"]) == {
+        f"{s}/{c}" for s in ("train", "heldout", "synthetic") for c in ("a", "b")
+    }
+    assert results["models"]["identity"][0]["encoder_weights"]  # weight digests recorded
+    assert results["status"]["flagging"]["ci_lower"] == "certified_lower_bound"
+    check_result_dataset(report.to_xarray())
+
+
+def test_drops_are_counted_per_cohort_and_split(first) -> None:
+    counts = first[0].counts.set_index(["cohort", "split"])
+    assert counts.loc[("b", "synthetic"), "no_face"] == 1
+    assert counts.loc[("b", "heldout"), "unreadable"] == 1
+    assert counts.loc[("b", "heldout"), "n_not_image"] == 1
+    assert counts.loc[("a", "heldout"), "n_duplicates"] == 1  # copy.png counted once
+    assert counts.loc[("a", "heldout"), "n_files"] == 6
+
+
+def test_near_copies_are_flagged(first) -> None:
+    flag = first[0].flagging
+    dlib = flag[flag["metric"] == "dlib-resnet-v1"]
+    # 5 of the 9 synthetic faces are near-copies of training faces; 8 held-out faces
+    assert (dlib["synthetic_pct"] > dlib["heldout_pct"]).all()
+    assert dlib["p_value"].iloc[-1] < 0.05
+
+
+def test_rerun_with_other_settings_computes_nothing(roots: Path, first, tmp_path: Path) -> None:
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)  # the skipped cohort, again
+        report = run_privacy_check(
+            *_args(roots), percentiles=[3, 30], n_bootstrap=20, n_permutations=99,
+            cache=tmp_path / "cache", threads=1, progress=False,
+        )  # fmt: skip
+    assert report.cache_counters["embeddings_computed"] == 0
+    assert report.cache_counters.get("distances_computed", 0) == 0
+    assert report.cache_counters["embeddings_reused"] > 0
+    assert report.flagging["percentile"].tolist() == [3.0, 30.0, 3.0, 30.0]
+
+
+def test_one_changed_image_recomputes_only_its_entries(roots: Path, first, tmp_path: Path) -> None:
+    copy = tmp_path / "roots"
+    shutil.copytree(roots, copy)
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    target = copy / "train" / "b" / "s20_0.png"
+    Image.fromarray(np.asarray(Image.open(target))[:, ::-1].copy()).save(target)  # mirrored
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        report = run_privacy_check(*_args(copy), cache=tmp_path / "cache", **FAST)
+    assert report.cache_counters["embeddings_computed"] == 1
+    # its appearance distances: one per other kept image (the pooled NNAA matrix holds every
+    # kept image at this size; its flagging pairs with cohort b are among them)
+    kept = first[0].counts.set_index(["cohort", "split"])["ok"]
+    assert report.cache_counters["distances_computed"] == int(kept.sum()) - 1
+
+
+def test_corrupt_cache_file_is_recomputed_with_a_warning(
+    roots: Path, first, tmp_path: Path
+) -> None:
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    victim = next((tmp_path / "cache" / "embeddings").rglob("train/a.npz"))
+    victim.write_bytes(b"not a zip file")
+    with pytest.warns(IdauditWarning) as record:
+        report = run_privacy_check(*_args(roots), cache=tmp_path / "cache", **FAST)
+    assert any("cannot be used" in str(w.message) and "a.npz" in str(w.message) for w in record)
+    assert report.cache_counters["embeddings_computed"] == 5  # the 5 training images of a
+    pd.testing.assert_frame_equal(report.flagging, first[0].flagging)
+
+
+def test_aligned_inputs_embed_like_the_generators_own_crops(roots: Path, dcgan) -> None:
+    from idaudit.faces import DlibEncoder
+    from idaudit.memorization._images import AlignedDetector, MemoDetector, embed_images
+
+    paths = sorted((roots / "train" / "a").glob("*.png"))
+    images = np.stack([np.asarray(Image.open(p)) for p in paths])
+    encoder = DlibEncoder()
+    status, emb, _ = embed_images(paths, MemoDetector(AlignedDetector()), encoder, aligned=True)
+    assert status == ["ok"] * len(paths)
+    np.testing.assert_allclose(emb, dcgan.embed(images, encoder), atol=1e-6)
+
+
+def test_bad_input(roots: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InvalidInputError, match="`heldout` must hold one sub-folder per cohort"):
+        run_privacy_check(roots / "train", empty, roots / "synthetic", progress=False)
+    other = tmp_path / "other" / "zzz"
+    other.mkdir(parents=True)
+    with pytest.raises(InvalidInputError, match="no cohort folder is common"):
+        run_privacy_check(roots / "train", other.parent, roots / "synthetic", progress=False)
+    with pytest.raises(InvalidInputError, match=r"`percentiles` must each be in \(0, 100\)"):
+        run_privacy_check(*_args(roots), percentiles=[5, 120])
+    with pytest.raises(InvalidInputError, match="`n_bootstrap` must be >= 0; got -1"):
+        run_privacy_check(*_args(roots), n_bootstrap=-1)
+    # a cohort whose only images have no face: skipped and named; none left: a clear error
+    for k, split in enumerate(("train", "heldout", "synthetic")):
+        flat = np.stack([np.full((64, 64, 3), 10 * k + j, np.uint8) for j in range(2)])
+        _save(tmp_path / "blank" / split / "c", flat)
+    with (
+        pytest.warns(IdauditWarning, match="cohort c skipped: no usable face in train"),
+        pytest.raises(InvalidInputError, match="no cohort has a usable face"),
+    ):
+        run_privacy_check(*_args(tmp_path / "blank"), **FAST)
+
+
+def test_threads_never_exceed_the_cpus_this_process_may_use(roots: Path, first) -> None:
+    import os
+
+    results = first[0].results
+    assert 1 <= results["parameters"]["threads"] <= len(os.sched_getaffinity(0))
+
+
+def test_cli_writes_the_outputs_and_checks_flags(
+    roots: Path, first, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cli"
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    argv = ["privacy", *map(str, _args(roots)), "--out", str(out), "--bootstrap", "20",
+            "--permutations", "99", "--threads", "1", "--quiet",
+            "--cache-dir", str(tmp_path / "cache"), "--subject-pattern", r"^s(\d)"]  # fmt: skip
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "warning: cohorts skipped" in captured.err
+    assert "only_train" in captured.err
+    assert "# idaudit privacy" in captured.out
+    assert set(OUTPUT_FILES) <= {p.name for p in out.iterdir()}
+    # file names s<d><d>_*: the first digit is the "subject" (several images each)
+    sanity = pd.read_csv(out / "sanity.csv")
+    assert list(sanity.columns) == [
+        "metric", "auc", "p_value", "n_images", "n_subjects", "n_same_pairs",
+        "n_different_pairs", "n_permutations",
+    ]  # fmt: skip
+    assert sanity["metric"].tolist() == ["dlib-resnet-v1"]
+    assert 0.0 <= sanity["auc"].iloc[0] <= 1.0
+    for flag, value, message in (
+        ("--bootstrap", "-1", "`--bootstrap` must be >= 0; got -1."),
+        ("--percentiles", "100", r"`--percentiles` must be in (0, 100); got 100.0."),
+        ("--threads", "0", "`--threads` must be >= 1; got 0."),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main([*argv, flag, value])
+        assert exc.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_cache_keys_change_with_the_weights(tmp_path: Path) -> None:
+    cache = PrivacyCache(tmp_path)
+    a = cache.embedding_path({"encoder": "x", "encoder_weights": {"f": "1"}}, "train", "c")
+    b = cache.embedding_path({"encoder": "x", "encoder_weights": {"f": "2"}}, "train", "c")
+    assert a != b
+
+
+def test_arcface_route_with_stand_in_weights(roots: Path, buffalo_dir: Path) -> None:
+    """An ONNX encoder from local files: its name and weight digest reach every output."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        report = run_privacy_check(
+            *_args(roots), dlib=False, arcface=buffalo_dir, aligned=True, **FAST
+        )
+    assert list(dict.fromkeys(report.flagging["metric"])) == [
+        "arcface-w600k-r50",
+        "ssim-gaussian1.5-64px",
+    ]
+    identity = report.results["models"]["identity"][0]
+    assert identity["detector"] == "aligned-input"
+    assert set(identity["encoder_weights"]) == {"w600k_r50.onnx"}
+    # aligned input: no detection, so the blank image is embedded too (the user vouched)
+    counts = report.counts.set_index(["cohort", "split"])
+    assert counts.loc[("b", "synthetic"), "ok"] == 5

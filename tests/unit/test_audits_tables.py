@@ -1,0 +1,77 @@
+"""Unit tests for Table 1 / Table 2 layouts (idaudit.audits._tables)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import idaudit as ida
+from idaudit.audits import concat_conditions, condition_fields, markdown, table1, table2
+
+
+def _stacked() -> xr.Dataset:
+    runs = {}
+    for k, name in enumerate(["ArcFace+VGGFace2+FF", "FaceNet+CelebA+ID"]):
+        gen = np.random.default_rng(k)
+        x = np.repeat(gen.normal(size=(5, 4)), 12, axis=0) + (1 + k) * gen.normal(size=(60, 4))
+        es = ida.EmbeddingSet(x, np.repeat([f"p{i}" for i in range(5)], 12))
+        auditors = [
+            ida.GaussMechAuditor(),
+            ida.KDELRAuditor(mix=0.0),
+            ida.KDELRAuditor(mix=0.01),
+            ida.MMDTVAuditor(),
+            ida.ROCHTAuditor(rng=0),
+        ]
+        runs[name] = ida.audit_pairs(
+            es, ida.sample_pairs(es.identities, 6, rng=0), auditors, progress=False
+        )
+    return concat_conditions(runs)
+
+
+def test_condition_fields() -> None:
+    assert condition_fields("arcface_vggface2_ff") == {
+        "encoder": "arcface",
+        "dataset": "vggface2",
+        "generator": "ff",
+    }
+    assert condition_fields("mine") == {"encoder": "mine", "dataset": "", "generator": ""}
+
+
+def test_table1_medians_equal_numpy_on_the_common_pairs() -> None:
+    ds = _stacked()
+    t1 = table1(ds)
+    assert t1["condition"].tolist() == ["ArcFace+VGGFace2+FF", "FaceNet+CelebA+ID"]
+    assert t1["dataset"].tolist() == ["VGGFace2", "CelebA"]
+    for i, name in enumerate(t1["condition"]):
+        part = ds.sel(condition=name)
+        labels = str(part.attrs["auditors"]).split(",")
+        eps = {lab: np.asarray(part[f"{lab}_epsilon"].values, float) for lab in labels}
+        common = np.all([~np.isnan(v) for v in eps.values()], axis=0)
+        kd0 = "kdelr"  # the mix = 0 auditor keeps the plain label
+        assert t1.loc[i, "gaussmech"] == pytest.approx(np.median(eps["gaussmech"][common]))
+        assert t1.loc[i, "kdelr_mix0"] == pytest.approx(np.median(eps[kd0][common]))
+        assert t1.loc[i, "mmdtv"] == pytest.approx(np.median(eps["mmdtv"][common]))
+        n_inf = int(np.isposinf(eps["rocht"][common]).sum())
+        assert t1.loc[i, "rocht_inf"] == f"{n_inf}/{int(common.sum())}"
+    assert t1.attrs["status"]["mmdtv"] == "sample_estimate"
+    assert t1.attrs["status"]["gaussmech"] == "diagnostic"
+    text = markdown(t1)
+    assert text.splitlines()[2].count("*diagnostic*") >= 3
+
+
+def test_table2_ranges() -> None:
+    cert = xr.Dataset(
+        {
+            "epsilon_lb": ("pair", [0.0, 0.7, 1.3]),
+            "test_auc": ("pair", [0.9, 0.95, 1.0]),
+            "n_test_a": ("pair", [10, 10, 12]),
+            "n_test_b": ("pair", [10, 11, 10]),
+        }
+    )
+    t2 = table2({"a_b_c": cert})
+    row = t2.iloc[0]
+    assert row["epsilon_lb"] == "0.000–1.300"
+    assert row["auc"] == "0.900–1.000"
+    assert row["test_n_per_class"] == "10–12"
+    assert (row["n_positive"], row["n_above_1"], row["n_pairs"]) == (2, 1, 3)

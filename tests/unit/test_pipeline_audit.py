@@ -1,0 +1,375 @@
+"""Unit tests for idaudit.pipeline: images in, audit out (stand-in models; real ones in faces/)."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from idaudit import GaussMechAuditor, MMDTVAuditor
+from idaudit._results import check_result_dataset
+from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.faces import EmbeddingCache, Face, FacePipeline
+from idaudit.pipeline import (
+    GaussianBlur,
+    Pixelate,
+    PixelNoise,
+    audit_generator,
+    compare_conditions,
+    encode_generator,
+)
+
+
+class _BrightDetector:
+    """Finds one face covering the frame when its mean grey level exceeds 30."""
+
+    name = "bright"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return "BrightDetector()"
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        self.calls += 1
+        if image.mean() <= 30:
+            return []
+        h, w = image.shape[:2]
+        lm = np.array(
+            [
+                [w * 0.3, h * 0.4],
+                [w * 0.7, h * 0.4],
+                [w * 0.5, h * 0.6],
+                [w * 0.35, h * 0.8],
+                [w * 0.65, h * 0.8],
+            ]
+        )
+        return [Face(box=np.array([0.0, 0.0, w, h]), score=1.0, landmarks=lm)]
+
+
+class _ColourEncoder:
+    """Mean colour of the crop plus one, L2-normalised (dim 3); crops are 8 × 8."""
+
+    name = "colour"
+    dim = 3
+    input_size = 8
+    differentiable = False
+    device = "cpu"
+
+    def __init__(self) -> None:
+        self.encoded = 0
+
+    def __repr__(self) -> str:
+        return "ColourEncoder()"
+
+    def align(self, image: np.ndarray, face: Face) -> np.ndarray:
+        h, w = image.shape[:2]
+        ys = np.linspace(0, h - 1, 8).astype(int)
+        xs = np.linspace(0, w - 1, 8).astype(int)
+        return np.ascontiguousarray(image[ys][:, xs])
+
+    def encode(self, crops: np.ndarray) -> np.ndarray:
+        self.encoded += len(crops)
+        v = crops.reshape(len(crops), -1, 3).astype(float).mean(axis=1) + 1.0
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _pipeline() -> FacePipeline:
+    return FacePipeline(_BrightDetector(), _ColourEncoder(), progress=False)
+
+
+def _people(n_ids: int = 4, n_images: int = 8, size: int = 16, seed: int = 0) -> dict[str, Any]:
+    """Identity k: a base colour plus per-image texture (distinct images, same person)."""
+    gen = np.random.default_rng(seed)
+    out = {}
+    for k in range(n_ids):
+        colour = np.array([60 + 40 * k, 200 - 30 * k, 100 + 20 * (k % 2)])
+        out[f"id{k}"] = [
+            np.clip(colour + gen.normal(0, 12, (size, size, 3)), 0, 255).astype(np.uint8)
+            for _ in range(n_images)
+        ]
+    return out
+
+
+def _darken(image: np.ndarray) -> np.ndarray:
+    return (image // 10).astype(np.uint8)  # mean grey level below the detector's 30
+
+
+def test_audit_generator_returns_a_checked_result_with_provenance() -> None:
+    run = audit_generator(
+        lambda im: im,
+        _people(),
+        pipeline=_pipeline(),
+        pairs=4,
+        auditors=[GaussMechAuditor(), MMDTVAuditor()],
+        rng=0,
+        progress=False,
+    )
+    check_result_dataset(run.results)
+    assert run.results.sizes["pair"] == 4
+    attrs = run.results.attrs
+    assert attrs["encoder"] == "colour"
+    assert attrs["detector_repr"] == "BrightDetector()"
+    assert attrs["setting.mode"] == "detect"
+    assert len(str(attrs["input_sha256"])) == 64
+    assert attrs["n_ok"] == 32
+    assert attrs["n_no_face"] == 0
+    assert (run.results["lost_a"] == 0).all()
+    # the per-pair table has one row per pair (no per-dimension explosion)
+    assert run.pair_table().shape[0] == 4
+
+
+def test_failures_are_dropped_counted_and_named() -> None:
+    calls = {"n": 0}
+
+    def flaky(image: np.ndarray) -> Any:
+        calls["n"] += 1
+        k = calls["n"]
+        if k % 8 == 1:
+            raise RuntimeError("model crashed")
+        if k % 8 == 2:
+            return image[:5]  # wrong size
+        if k % 8 == 3:
+            return image.astype(np.float32)  # wrong type
+        if k % 8 == 4:
+            return _darken(image)  # no face
+        return image
+
+    people = _people()
+    people["tiny"] = people["id0"][:2]  # too few rows once anything is lost
+    with pytest.warns(IdauditWarning, match=r"1 identity left with fewer than min_rows=2.*'tiny'"):
+        run = audit_generator(
+            flaky,
+            people,
+            pipeline=_pipeline(),
+            pairs="all",
+            auditors=[MMDTVAuditor()],
+            min_rows=2,
+            rng=0,
+            progress=False,
+        )
+    counts = run.embeddings.counts
+    assert counts.loc["id0", "generator_error"] == 1
+    assert counts.loc["id0", "bad_output"] == 2
+    assert counts.loc["id0", "no_face"] == 1
+    assert counts.loc["id0", "ok"] == 4
+    assert counts.loc["tiny", "excluded"]
+    assert run.embeddings.excluded == ("tiny",)
+    out = run.embeddings.outcomes
+    assert out["message"].str.contains("RuntimeError: model crashed").any()
+    assert set(run.results["identity_a"].values) | set(run.results["identity_b"].values) == {
+        f"id{k}" for k in range(4)
+    }
+    assert int(run.results["lost_a"].max()) == 4
+    assert run.results.attrs["n_generator_error"] == int(counts["generator_error"].sum())
+
+
+def test_paired_mode_keeps_faces_the_detector_loses_on_outputs() -> None:
+    people = _people()
+    with (
+        pytest.warns(IdauditWarning, match="4 identities left"),
+        pytest.raises(InvalidInputError, match="no identity has min_rows"),
+    ):
+        encode_generator(_darken, people, pipeline=_pipeline(), mode="detect", progress=False)
+    coded = encode_generator(_darken, people, pipeline=_pipeline(), mode="paired", progress=False)
+    assert coded.counts["ok"].sum() == 32
+    assert coded.n_lost == 0
+
+
+def test_paired_mode_refuses_outputs_of_another_size() -> None:
+    with pytest.warns(IdauditWarning), pytest.raises(InvalidInputError, match="bad_output: 16"):
+        encode_generator(
+            lambda im: np.pad(im, ((0, 1), (0, 0), (0, 0))),
+            _people(n_ids=2),
+            pipeline=_pipeline(),
+            mode="paired",
+            progress=False,
+        )
+
+
+def test_small_frames_are_enlarged_before_detection() -> None:
+    seen: list[tuple[int, ...]] = []
+    det = _BrightDetector()
+    original = det.detect
+
+    def spy(image: np.ndarray) -> list[Face]:
+        seen.append(image.shape)
+        return original(image)
+
+    det.detect = spy  # type: ignore[method-assign]
+    pipe = FacePipeline(det, _ColourEncoder(), progress=False)
+    encode_generator(
+        lambda im: im,
+        _people(n_ids=2, n_images=2, size=64),
+        pipeline=pipe,
+        progress=False,
+        min_rows=1,
+    )
+    # 64 → 160, plus 0.3 · 160 = 48 pixels of edge padding on each side
+    assert set(seen) == {(256, 256, 3)}
+
+
+def test_cache_makes_a_second_run_encode_nothing(tmp_path: Path) -> None:
+    pipe = _pipeline()
+    cache = EmbeddingCache(tmp_path / "cache")
+    first = encode_generator(
+        GaussianBlur(1.0), _people(), pipeline=pipe, cache=cache, progress=False
+    )
+    assert first.n_encoded == 32
+    assert cache.writes == 32
+    cache.reset_counts()
+    encoded_before = pipe.encoder.encoded
+    second = encode_generator(
+        GaussianBlur(1.0), _people(), pipeline=pipe, cache=cache, progress=False
+    )
+    assert second.n_encoded == 0
+    assert pipe.encoder.encoded == encoded_before
+    assert cache.hits == 32
+    assert cache.misses == 0
+    np.testing.assert_array_equal(first.vectors, second.vectors)
+    # owner-only entries, no pickles
+    entries = list((tmp_path / "cache").glob("??/*.npz"))
+    assert len(entries) == 32
+    assert stat.S_IMODE(entries[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
+    with np.load(entries[0], allow_pickle=False) as data:
+        assert set(data.files) == {"embedding", "status", "meta"}
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_sampling_with_replacement_counts_and_warns_duplicates() -> None:
+    with pytest.warns(IdauditWarning, match="repeat an earlier row of the same identity"):
+        coded = encode_generator(
+            GaussianBlur(1.0),
+            _people(n_images=3),
+            pipeline=_pipeline(),
+            sampling="with_replacement",
+            n_per_identity=12,
+            progress=False,
+        )
+    # 12 draws from 3 images through a deterministic map: at least 9 repeats per identity
+    assert (coded.counts["n_duplicate_rows"] >= 9).all()
+    # each source once: none
+    coded = encode_generator(
+        GaussianBlur(1.0), _people(n_images=3), pipeline=_pipeline(), progress=False
+    )
+    assert (coded.counts["n_duplicate_rows"] == 0).all()
+
+
+def test_randomness_is_per_draw_and_independent_of_batching() -> None:
+    people = _people(n_ids=2)
+    a = encode_generator(
+        PixelNoise(20.0), people, pipeline=_pipeline(), rng=3, batch_size=1, progress=False
+    )
+    b = encode_generator(
+        PixelNoise(20.0), people, pipeline=_pipeline(), rng=3, batch_size=64, progress=False
+    )
+    np.testing.assert_array_equal(a.vectors, b.vectors)
+    c = encode_generator(PixelNoise(20.0), people, pipeline=_pipeline(), rng=4, progress=False)
+    assert not np.array_equal(a.vectors, c.vectors)
+
+
+def test_compare_conditions_uses_common_identities_and_reports_losses() -> None:
+    people = _people(n_ids=5)
+
+    def lose_id4(image: np.ndarray) -> np.ndarray:
+        # this anonymiser wipes identity 4's faces (its colour has a large red channel)
+        return _darken(image) if image[..., 0].mean() > 200 else image
+
+    cmp = compare_conditions(
+        {"none": lambda im: im, "wipe": lose_id4, "blur": GaussianBlur(2.0)},
+        people,
+        pipeline=_pipeline(),
+        pairs="all",
+        auditors=[MMDTVAuditor()],
+        reference="none",
+        mode="detect",
+        rng=0,
+        progress=False,
+    )
+    assert cmp.identities == ("id0", "id1", "id2", "id3")
+    assert dict(cmp.results.sizes) == {"condition": 3, "pair": 6}
+    assert cmp.lost.loc["id4", "wipe"] == 8
+    assert cmp.lost["none"].sum() == 0
+    assert cmp.linkage is not None
+    assert cmp.linkage.loc["none", "match_rate"] == 1.0
+
+
+def test_linkage_rates_and_exact_intervals() -> None:
+    people = _people(n_ids=4)
+    # grey outputs all embed to the same unit vector: every row repeats, which is warned about
+    with pytest.warns(IdauditWarning, match="repeat an earlier row"):
+        cmp = compare_conditions(
+            {
+                "none": lambda im: im,
+                "grey": lambda im: np.repeat(im.mean(axis=2, keepdims=True), 3, axis=2).astype(
+                    np.uint8
+                ),
+            },
+            people,
+            pipeline=_pipeline(),
+            pairs=2,
+            auditors=[MMDTVAuditor(bandwidth=0.5)],
+            reference="none",
+            rng=0,
+            progress=False,
+        )
+    rep = cmp.linkage_reports["none"]
+    # colours are far apart: every face finds its own identity among the other images
+    assert rep.top1_rate == 1.0
+    assert rep.n_probes == 32
+    ci = stats.binomtest(32, 32).proportion_ci(method="exact")
+    assert rep.top1_low == pytest.approx(ci.low)
+    # grey outputs are indistinguishable: identification falls towards chance
+    grey = cmp.linkage_reports["grey"]
+    assert grey.top1_rate < 1.0
+    assert grey.chance == 0.25
+
+
+def test_image_mechanisms_against_straightforward_references() -> None:
+    from scipy.ndimage import gaussian_filter
+
+    gen = np.random.default_rng(0)
+    im = gen.integers(0, 256, (12, 10, 3)).astype(np.uint8)
+    ref = np.stack([gaussian_filter(im[..., c].astype(float), 1.5) for c in range(3)], axis=2)
+    np.testing.assert_array_equal(GaussianBlur(1.5)(im), np.clip(np.rint(ref), 0, 255))
+    # pixelation without offset: the mean of each 4 × 5 cell, by an explicit loop
+    out = Pixelate(4, random_offset=False)(im)
+    for y in range(0, 12, 4):
+        for x in range(0, 10, 4):
+            cell = im[y : y + 4, x : x + 4].reshape(-1, 3).mean(axis=0)
+            np.testing.assert_array_equal(out[y, x], np.rint(cell))
+    # with a random offset the grid moves with the seed
+    shifted = [Pixelate(4)(im, rng=s) for s in range(6)]
+    assert len({a.tobytes() for a in shifted}) > 1
+    noisy = PixelNoise(5.0)(np.full((64, 64, 3), 128, np.uint8), rng=0).astype(float) - 128
+    assert abs(noisy.std() - 5.0) < 0.2  # 12288 draws: the sd's standard error is about 0.03
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"images_by_identity": {}}, "non-empty mapping"),
+        ({"images_by_identity": {"a": []}}, "no source image for identity 'a'"),
+        ({"images_by_identity": {"a": [np.zeros((4, 4), np.uint8)]}}, r"\[0\]` must be an"),
+        ({"sampling": "bootstrap"}, "sampling"),
+        ({"sampling": "with_replacement"}, "needs `n_per_identity`"),
+        ({"n_per_identity": 5}, "applies to sampling='with_replacement' only"),
+    ],
+)
+def test_bad_input_is_refused_with_the_argument_named(kwargs: dict[str, Any], message: str) -> None:
+    args: dict[str, Any] = {"images_by_identity": _people(n_ids=2), **kwargs}
+    with pytest.raises(InvalidInputError, match=message):
+        encode_generator(lambda im: im, pipeline=_pipeline(), progress=False, **args)
+
+
+def test_cache_refuses_a_file_as_folder(tmp_path: Path) -> None:
+    f = tmp_path / "x"
+    f.write_text("")
+    with pytest.raises(InvalidInputError, match="must be a folder"):
+        EmbeddingCache(f)
