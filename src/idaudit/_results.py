@@ -385,7 +385,7 @@ def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> 
         if not isinstance(long_name, str) or not long_name:
             problems.append(f"variable {name!r} has no long_name")
         status = var.attrs.get("status")
-        if status not in STATUSES:
+        if not isinstance(status, str) or status not in STATUSES:  # a list is unhashable
             problems.append(f"variable {name!r} has status {status!r}, not one of STATUSES")
     for key, value in ds.attrs.items():
         if isinstance(value, (bool, np.bool_)) or not isinstance(

@@ -95,7 +95,7 @@ def check_integer(value: Any, name: str, *, minimum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer; got {type(value).__name__}.")
     if minimum is not None and value < minimum:
-        raise InvalidInputError(f"`{name}` must be >= {minimum}; got {value!r}.")
+        raise InvalidInputError(f"`{name}` must be >= {minimum}; got {_python(value)!r}.")
     return int(value)
 
 
@@ -107,7 +107,7 @@ def check_in_range(
     *,
     closed: str = "neither",
 ) -> float:
-    """Return ``value`` as ``float`` after checking it is finite-or-bounded and in range.
+    """Return ``value`` as ``float`` after checking it is in range (never NaN).
 
     Parameters
     ----------
@@ -116,21 +116,23 @@ def check_in_range(
     name : str
         The argument's name, for the message.
     low, high : float or None
-        Bounds; ``None`` leaves that side open.
+        Bounds; ``None`` is an open bound at -inf / inf (so an infinite value is refused).
     closed : {"neither", "left", "right", "both"}
         Which bounds are included.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
     v = float(value)
-    left_ok = low is None or (v >= low if closed in ("left", "both") else v > low)
-    right_ok = high is None or (v <= high if closed in ("right", "both") else v < high)
+    left_ok = v > -np.inf if low is None else (v >= low if closed in ("left", "both") else v > low)
+    right_ok = (
+        v < np.inf if high is None else (v <= high if closed in ("right", "both") else v < high)
+    )
     if np.isnan(v) or not (left_ok and right_ok):
         lb = "[" if closed in ("left", "both") else "("
         rb = "]" if closed in ("right", "both") else ")"
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
-        raise InvalidInputError(f"`{name}` must be in {lb}{lo}, {hi}{rb}; got {value!r}.")
+        raise InvalidInputError(f"`{name}` must be in {lb}{lo}, {hi}{rb}; got {_python(value)!r}.")
     return v
 
 

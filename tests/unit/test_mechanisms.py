@@ -485,3 +485,25 @@ def test_docstrings_render_single_backslashes() -> None:
     docs = [inspect.getdoc(o) or "" for o in [*objects, *members]]
     assert any("\\max" in d for d in docs)  # the check looks at the LaTeX-bearing docstrings
     assert not [d for d in docs if "\\\\" in d]
+
+
+def test_audit_mechanism_accepts_one_shot_iterables(point_base: EmbeddingSet) -> None:
+    # spotting the former argument order must not consume a generator of pairs or auditors
+    from idaudit.audits import GaussMechAuditor
+    from idaudit.mechanisms import audit_mechanism
+
+    mech = GaussianNoise(point_base, 1.0)
+    want = audit_mechanism(mech, [("a", "b")], [GaussMechAuditor()], 10, progress=False)
+    pairs = (p for p in [("a", "b")])
+    auditors = (aud for aud in [GaussMechAuditor()])
+    got = audit_mechanism(mech, pairs, auditors, 10, progress=False)
+    xr.testing.assert_identical(got, want)
+    with pytest.warns(FutureWarning, match="former argument order"):
+        old = audit_mechanism(
+            mech,
+            (aud for aud in [GaussMechAuditor()]),
+            (p for p in [("a", "b")]),
+            10,
+            progress=False,
+        )
+    xr.testing.assert_identical(old, want)

@@ -122,3 +122,22 @@ def test_status_page_lists_exactly_the_defined_labels() -> None:
     page = Path(__file__).parents[2] / "docs" / "status.md"
     rows = re.findall(r"^\| `([a-z_]+)` \|", page.read_text(encoding="utf-8"), flags=re.M)
     assert rows == list(STATUSES)
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        (lambda ds: ds["eps"].attrs.update(status=["diagnostic"]), "has status \\['diagnostic'\\]"),
+        (lambda ds: ds["eps"].attrs.update(status=np.array(["x", "y"])), "has status"),
+        (lambda ds: ds["eps"].attrs.update(long_name=3), "has no long_name"),
+        (lambda ds: ds.assign_coords(n_a=("pair", [-1, 3])), "'n_a' must hold integers >= 0"),
+        (lambda ds: ds.assign_coords(n_b=("pair", [1.0, 3.0])), "'n_b' must hold integers >= 0"),
+        (lambda ds: ds.attrs.update(x=np.array([1.0])), "attribute 'x' is ndarray"),
+    ],
+)
+def test_malformed_values_are_named_not_crashed_on(breakage: object, message: str) -> None:
+    ds = _valid()
+    out = breakage(ds)  # type: ignore[operator]
+    ds = out if isinstance(out, xr.Dataset) else ds
+    with pytest.raises(InvalidInputError, match=message):
+        check_result_dataset(ds)

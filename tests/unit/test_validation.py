@@ -116,3 +116,34 @@ def test_validate_params_checks_each_parameter_and_requires_a_constraint() -> No
         validate_params({"n": 2, "kind": "z"}, constraints)
     with pytest.raises(KeyError, match="no constraint declared"):
         validate_params({"n": 2, "other": 1}, constraints)
+
+
+def test_an_open_ended_interval_excludes_infinity() -> None:
+    # "(0, inf)" is open at inf: KDELRAuditor(margin=inf) or (floor=inf) gave a NaN epsilon
+    from idaudit._validation import Interval
+
+    for value in (float("inf"), np.float64(np.inf)):
+        with pytest.raises(InvalidInputError, match=r"`margin` must be in \(0, inf\); got inf"):
+            Interval(0.0, None).check(value, "margin")
+        with pytest.raises(InvalidInputError, match=r"`t` must be in \(-inf, inf\); got inf"):
+            check_in_range(value, "t")
+    with pytest.raises(InvalidInputError, match=r"got -inf"):
+        check_in_range(-np.inf, "t", None, 1.0, closed="right")
+    assert check_in_range(1e300, "margin", 0.0, None) == 1e300
+
+
+def test_kdelr_refuses_an_infinite_margin_or_floor() -> None:
+    from idaudit import KDELRAuditor
+
+    gen = np.random.default_rng(0)
+    a, b = gen.normal(size=(20, 2)), gen.normal(size=(20, 2))
+    for param in ("margin", "floor"):
+        with pytest.raises(InvalidInputError, match=rf"`{param}` must be in \(0, inf\); got inf"):
+            KDELRAuditor(**{param: float("inf")}).fit(a, b)
+
+
+def test_messages_show_numpy_scalars_as_plain_values() -> None:
+    with pytest.raises(InvalidInputError, match=r"`n` must be >= 1; got 0\.$"):
+        check_integer(np.int64(0), "n", minimum=1)
+    with pytest.raises(InvalidInputError, match=r"`alpha` must be in \(0, 1\); got 1\.5\.$"):
+        check_in_range(np.float32(1.5), "alpha", 0, 1)

@@ -53,7 +53,7 @@ class KDELRAuditor(BaseAuditor):
         ``mix=0``, else ``"kdelr_mix<mix>"``, e.g. ``"kdelr_mix0.01"``).
     alpha : float, optional
         Former name of ``mix`` (deprecated: ``fit`` warns with a ``FutureWarning`` and uses
-        it; passing both raises).
+        it, under the former default name ``"kdelr_alpha<alpha>"``; passing both raises).
 
     Attributes
     ----------
@@ -145,7 +145,9 @@ class KDELRAuditor(BaseAuditor):
 
     def _default_label(self) -> str:
         mix = self._mix()
-        return "kdelr" if mix == 0.0 else f"kdelr_mix{mix:g}"
+        # the deprecated ``alpha`` keeps its former variable names, so old code still finds them
+        prefix = "kdelr_mix" if self.alpha is None else "kdelr_alpha"
+        return "kdelr" if mix == 0.0 else f"{prefix}{mix:g}"
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -38,6 +39,15 @@ from idaudit.ops import (
 )
 
 __all__ = ["MMDPermutationResult", "MMDTVAuditor"]
+
+
+class _Unset(enum.Enum):
+    """Marks an argument the caller did not pass (``None`` is a valid ``rng``: fresh entropy)."""
+
+    TOKEN = 0
+
+
+_UNSET = _Unset.TOKEN
 
 
 @dataclass(frozen=True)
@@ -375,7 +385,7 @@ class MMDTVAuditor(BaseAuditor):
         emb_a: npt.ArrayLike,
         emb_b: npt.ArrayLike,
         n_permutations: int | None = None,
-        rng: RngLike | None = None,
+        rng: RngLike | _Unset = _UNSET,
     ) -> MMDPermutationResult:
         r"""Permutation test of :math:`H_0: P_A = P_B` with the unbiased MMD² statistic.
 
@@ -412,7 +422,7 @@ class MMDTVAuditor(BaseAuditor):
         >>> res.null_distribution.shape, 0 < res.pvalue <= 1
         ((499,), True)
         """
-        if n_permutations is not None or rng is not None:
+        if n_permutations is not None or rng is not _UNSET:
             warnings.warn(
                 "passing `n_permutations` or `rng` to permutation_test is deprecated and will "
                 "be removed in a future release; set them on the auditor "
@@ -424,7 +434,7 @@ class MMDTVAuditor(BaseAuditor):
         n_perm = self.n_permutations if n_permutations is None else n_permutations
         n_perm = check_integer(n_perm, "n_permutations", minimum=1)
         a, b = check_pair(emb_a, emb_b)
-        seed = spawn_seeds(check_random_state(self.rng if rng is None else rng), 1)[0]
+        seed = spawn_seeds(check_random_state(self.rng if isinstance(rng, _Unset) else rng), 1)[0]
         batch = Batch([(a, b)], resolve_device(self.device))
         kernel, sigma = self._kernel(batch)
         pb = batch.packed
