@@ -117,6 +117,8 @@ def test_not_fitted_and_bad_input() -> None:
         ({"max_samples": 10, "batch_size": 50}, InvalidInputError, r"`max_samples` must be >= 50"),
         ({"n_dev": 5}, InvalidInputError, r"`n_dev` must be >= 10"),
         ({"target_epsilon": -1.0}, InvalidInputError, "`target_epsilon` must be in"),
+        # every certificate is >= 0, so a target of 0 would "reach" itself after one batch
+        ({"target_epsilon": 0.0}, InvalidInputError, r"`target_epsilon` must be in \(0, inf\)"),
         ({"delta": 1.0}, InvalidInputError, r"`delta` must be in \[0, 1\)"),
         ({"classifier": object()}, TypeError, "`classifier` must be None or"),
         ({"mechanism": object()}, TypeError, "`mechanism` must follow"),

@@ -108,3 +108,8 @@ def test_compose_rejects_bad_input(args, kwargs, exc, match):
 def test_vacuous_total_delta():
     out = compose_epsilon(0.1, 0.2, 10, method="advanced", delta_prime=0.1)
     assert (out.epsilon, out.delta) == (0.0, 1.0)
+    # the docstring's rule ("when delta_k >= 1 ... epsilon is 0") holds for every method
+    basic = compose_epsilon(0.1, 0.2, 10)
+    assert (basic.epsilon, basic.delta) == (0.0, 1.0)
+    pld = compose_epsilon(0.1, 0.2, 10, method="pld", delta_prime=0.1)
+    assert (pld.epsilon, pld.delta) == (0.0, 1.0)

@@ -32,3 +32,44 @@ def test_audit_anonymiser(capsys: pytest.CaptureFixture[str]) -> None:
     assert [line.split()[0] for line in lines[1:4]] == ["none", "blur", "pixelate"]
     assert "'mmdtv_epsilon': 'sample_estimate'" in out
     assert "second run 0 (cache)" in out
+
+
+@pytest.mark.faces
+def test_inversion_demo_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
+    ns = runpy.run_path(str(EXAMPLES / "inversion_demo.py"), run_name="inversion_demo")
+    out = ns["main"](
+        [
+            "--identities",
+            "2",
+            "--per-identity",
+            "2",
+            "--real",
+            "1",
+            "--bank",
+            "6",
+            "--t-max",
+            "2",
+            "--top-n",
+            "2",
+            "--black-box",
+            "1",
+            "--bb-queries",
+            "2",
+            "--tau-k",
+            "0.5",
+            "--warp-samples",
+            "4",
+            "--ref-identities",
+            "3",
+        ]
+    )
+    text = capsys.readouterr().out
+    assert "white-box APGD" in text
+    assert "Type II" in text
+    assert "black-box GreedyPixel" in text
+    white = out["white"]
+    assert len(white) == 3  # one real face, two synthetic identities
+    assert all(r.similarity >= r.initial_similarity - 1e-6 for r in white)
+    assert all(r.queries <= 6 + 2 * 3 for r in white)
+    assert out["black"][0].queries <= 6 + 2 * 2
+    assert 0.0 <= out["accuracy"].type_ii <= 1.0

@@ -91,18 +91,18 @@ class _OptionalClassifier:
 
 @dataclass(frozen=True)
 class _OptionalTarget:
-    """``None`` or a finite ε ≥ 0."""
+    """``None`` or a finite ε > 0 (every certificate is ≥ 0, so 0 would be reached at once)."""
 
     def check(self, value: Any, name: str) -> Any:
         if value is None:
             return None
-        v = check_in_range(value, name, 0.0, None, closed="left")
+        v = check_in_range(value, name, 0.0, None)
         if math.isinf(v):
             raise InvalidInputError(f"`{name}` must be finite; got {value!r}.")
         return v
 
     def invalid(self) -> tuple[Any, ...]:
-        return (-1.0, float("inf"), "1")
+        return (-1.0, 0.0, float("inf"), "1")
 
 
 class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
@@ -137,8 +137,8 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
         Family-wise error level in (0, 1); each of the ``2 * len(pairs)`` confidence sequences
         is run at :math:`\alpha / (2\,n_\text{pairs})` (union bound).
     target_epsilon : float, optional
-        Stop as soon as the largest certified bound reaches this value, or once no pair can
-        reach it any more. Without it, sampling runs to ``max_samples``.
+        A finite ε > 0. Stop as soon as the largest certified bound reaches this value, or
+        once no pair can reach it any more. Without it, sampling runs to ``max_samples``.
     max_samples : int
         Most test outputs drawn per identity (development draws not included), at least
         ``batch_size``.

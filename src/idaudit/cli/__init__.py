@@ -15,6 +15,10 @@
     Face photos in one sub-folder per identity → detect, align, encode (MTCNN + dlib, or
     InsightFace RetinaFace + ArcFace from ``--arcface-dir``) → an embeddings file that
     ``audit`` and ``certify`` read, plus an outcome table saying what happened to each photo.
+``idaudit invert (EMBEDDINGS | --image PHOTO) --out DIR``
+    Seed 002's ranked adversary with the shipped DCGAN as prior: reconstruct faces from dlib
+    embeddings (white-box APGD through the torch port, or black-box GreedyPixel with a query
+    budget); ``results.nc`` per target, reconstructions only with ``--save-images``.
 
 Every file is written atomically with owner-only permissions (embeddings and what is derived
 from them are biometric data); output folders the command creates, parents included, are
@@ -41,6 +45,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "idaudit.cli._certify",
     "idaudit.cli._embed",
     "idaudit.cli._privacy",
+    "idaudit.cli._invert",
 )
 
 

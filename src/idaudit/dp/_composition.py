@@ -137,7 +137,9 @@ def compose_epsilon(
             f"`method` must be one of {', '.join(map(repr, _METHODS))}; got {method!r}."
         )
     if method == "basic":
-        return ComposedPrivacy(k * eps, min(k * dlt, 1.0), k, method)
+        if k * dlt >= 1.0:  # vacuous, as below
+            return ComposedPrivacy(0.0, 1.0, k, method)
+        return ComposedPrivacy(k * eps, k * dlt, k, method)
     if delta_prime is None:
         raise InvalidInputError(
             f"`delta_prime` must be given for method={method!r} (the slack delta' in (0, 1)); "

@@ -1,0 +1,144 @@
+"""Inversion on CPU: time and queries per attack, batched targets, DDIM checkpointing.
+
+    python benchmarks/bench_inversion.py [--targets 32] [--bank 64] [--t-max 10] [--threads N]
+
+Sections:
+
+1. Seconds and queries per attack with the shipped DCGAN prior: white-box APGD through the
+   torch port of dlib, black-box GreedyPixel querying dlib itself (N = 3, no early stop, so
+   the query counts are the worst case ``V + N · t_max`` and ``V + N · (t_max + 1)``).
+2. ``invert_many`` on ``--targets`` targets against the straightforward loop of ``invert``
+   (same settings, identical results); the target is ≥ 5× at 32 targets.
+3. DDIM on a small random UNet (64×64, 10 steps): forward + backward with and without
+   gradient checkpointing — seconds, and the bytes autograd keeps for the backward pass
+   (summed over saved tensors, an exact count on any device).
+
+Timings are single runs on whatever else the machine is doing; say so next to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+
+from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
+from idaudit.inversion import (
+    DCGANGenerator,
+    DiffusionGenerator,
+    FrameWarp,
+    LatentBank,
+    RankedAdversary,
+)
+
+
+def saved_bytes(fn) -> tuple[float, int]:
+    """Run ``fn`` (forward + backward) and count the bytes autograd saved for backward."""
+    total = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal total
+        total += t.numel() * t.element_size()
+        return t
+
+    start = time.perf_counter()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return time.perf_counter() - start, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", type=int, default=32)
+    parser.add_argument("--bank", type=int, default=64)
+    parser.add_argument("--t-max", type=int, default=10)
+    parser.add_argument("--top-n", type=int, default=3)
+    parser.add_argument("--skip-attacks", action="store_true", help="skip section 1")
+    parser.add_argument("--attack-targets", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+
+    gen, white, black = DCGANGenerator(), TorchDlibEncoder(), DlibEncoder()
+    bank = LatentBank.build(gen, args.bank, detector=MTCNNDetector(), rng=0)
+    warp = FrameWarp.for_dcgan(gen, white, rng=1)
+    z = white.encode(gen.generator.crops(gen.generator.sample(args.targets, rng=9), white))
+    zb = black.encode(gen.generator.crops(gen.generator.sample(args.targets, rng=9), black))
+
+    print(
+        f"\n1. per attack (DCGAN, V={bank.volume}, N=3, t_max={args.t_max}, "
+        f"{args.attack_targets} targets, no early stop)"
+    )
+    k = 0 if args.skip_attacks else args.attack_targets
+    for name, enc, targets, attack in (
+        ("APGD, white-box", white, z, "apgd"),
+        ("GreedyPixel, black-box", black, zb, "greedypixel"),
+    ):
+        adv = RankedAdversary(
+            gen, enc, bank=bank, top_n=3, t_max=args.t_max, attack=attack, warp=warp, rng=0
+        )
+        adv.bank_embeddings()
+        if k == 0:
+            break
+        start = time.perf_counter()
+        res = [adv.invert(t) for t in targets[:k]]
+        sec = (time.perf_counter() - start) / k
+        gain = np.mean([r.similarity - r.initial_similarity for r in res])
+        print(
+            f"  {name:24s} {sec:7.2f} s/target  queries {res[0].queries:5d}  "
+            f"mean similarity gain {gain:+.4f}"
+        )
+
+    print(
+        f"\n2. invert_many vs a loop of invert ({args.targets} targets, APGD, N={args.top_n}, "
+        f"t_max={args.t_max})"
+    )
+    adv = RankedAdversary(
+        gen, white, bank=bank, top_n=args.top_n, t_max=args.t_max, warp=warp, rng=0
+    )
+    adv.bank_embeddings()
+    start = time.perf_counter()
+    loop = [adv.invert(t) for t in z]
+    t_loop = time.perf_counter() - start
+    start = time.perf_counter()
+    many = adv.invert_many(z)
+    t_many = time.perf_counter() - start
+    gap = max(abs(a.similarity - b.similarity) for a, b in zip(loop, many, strict=True))
+    ratio = t_loop / t_many
+    print(f"  loop of invert   {t_loop:8.1f} s")
+    print(
+        f"  invert_many      {t_many:8.1f} s   ×{ratio:.2f} "
+        f"({'meets' if ratio >= 5 else 'misses'} the 5× target); max |Δ similarity| {gap:.1e}"
+    )
+
+    print("\n3. DDIM, small random UNet (64×64, 10 steps, batch 2): forward + backward")
+    from diffusers import DDIMScheduler, UNet2DModel
+
+    torch.manual_seed(0)
+    unet = UNet2DModel(
+        sample_size=64,
+        block_out_channels=(32, 64, 64),
+        layers_per_block=1,
+        down_block_types=("DownBlock2D", "AttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "AttnUpBlock2D", "UpBlock2D"),
+    )
+    x_t = torch.randn(2, 3, 64, 64)
+    for ckpt in (False, True):
+        ddim = DiffusionGenerator(unet, DDIMScheduler(), 10, checkpointing=ckpt)
+        x = x_t.clone().requires_grad_(True)
+        sec, nbytes = saved_bytes(lambda ddim=ddim, x=x: ddim.forward(x).mean().backward())
+        print(
+            f"  checkpointing={ckpt!s:5s}  {sec:6.2f} s   "
+            f"saved for backward {nbytes / 2**20:8.1f} MiB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,415 @@
+"""Steps (b) and (c) of DiffUMI: Top-N selection and the ranked adversary."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+import torch
+import xarray as xr
+from tqdm.auto import tqdm
+
+from idaudit._results import Status, provenance, variable
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_option,
+    check_random_state,
+)
+from idaudit.exceptions import InvalidInputError
+from idaudit.inversion._attacks import APGD, AttackOutput, GreedyPixel
+from idaudit.inversion._bank import LatentBank
+from idaudit.inversion._generators import LatentGenerator
+from idaudit.inversion._target import TargetModel, to_uint8
+from idaudit.inversion._warp import FrameWarp
+
+__all__ = ["InversionResult", "RankedAdversary", "max_iterations"]
+
+
+def max_iterations(query_budget: int, volume: int, top_n: int) -> int:
+    """``t_max = ⌊(Q_max − V) / N⌋`` (seed 002, Eq. 18): iterations per code under a budget.
+
+    Examples
+    --------
+    >>> from idaudit.inversion import max_iterations
+    >>> max_iterations(100_000, 1000, 3)
+    33000
+    """
+    q = check_integer(query_budget, "query_budget", minimum=1)
+    v = check_integer(volume, "volume", minimum=1)
+    n = check_integer(top_n, "top_n", minimum=1)
+    if q - v < n:
+        raise InvalidInputError(
+            f"`query_budget` must leave at least one query per code after the V = {v} Top-N "
+            f"queries (>= {v + n} for top_n = {n}); got {q}."
+        )
+    return (q - v) // n
+
+
+@dataclass(frozen=True)
+class InversionResult:
+    """One inverted embedding.
+
+    Attributes
+    ----------
+    image : numpy.ndarray of uint8, shape (H, W, 3)
+        The reconstruction ``G(x*)``.
+    latent : numpy.ndarray of float32, shape latent_shape
+        ``x* = x_G + δ``.
+    similarity : float
+        ``S(F(G(x*)), z)`` in the target model, as the attack measured it (sample estimate).
+    initial_similarity : float
+        Similarity of the best bank code before manipulation (Top-1 of Step (b)).
+    rank : int
+        1-based Top-N rank of the code returned (the first to reach ``tau_a``, else the best).
+    success : bool
+        Whether ``similarity ≥ tau_a``.
+    iterations : int
+        Attack updates over all codes tried.
+    queries : int
+        Target-model evaluations: ``V`` (Step (b), Eq. 13) plus every evaluation of the attack.
+    seconds : float
+        Wall-clock time (for :meth:`RankedAdversary.invert_many`: the batch's time divided by
+        the number of targets).
+    history : list of numpy.ndarray
+        Per code tried, the best similarity after each evaluation.
+    """
+
+    image: npt.NDArray[np.uint8] = field(repr=False)
+    latent: npt.NDArray[np.float32] = field(repr=False)
+    similarity: float
+    initial_similarity: float
+    rank: int
+    success: bool
+    iterations: int
+    queries: int
+    seconds: float
+    history: list[npt.NDArray[np.float64]] = field(repr=False)
+
+    #: Formal status of each reported number.
+    STATUS: ClassVar[dict[str, Status]] = {
+        "similarity": "sample_estimate",
+        "initial_similarity": "sample_estimate",
+        "rank": "descriptive",
+        "success": "descriptive",
+        "iterations": "descriptive",
+        "queries": "descriptive",
+        "seconds": "descriptive",
+    }
+
+
+class RankedAdversary:
+    """DiffUMI's ranked adversary: Top-N bank codes attacked in order, stop at ``tau_a``.
+
+    Parameters
+    ----------
+    generator : LatentGenerator
+    encoder : Encoder
+        The target model ``F``. White-box attacks need ``encoder.differentiable``.
+    bank : LatentBank
+        Step (a) codes of this ``generator``.
+    top_n : int, default 3
+        ``N``.
+    t_max : int, default 100
+        Most updates (APGD) or queries (GreedyPixel) per code.
+    tau_a : float, optional
+        Attack threshold in [−1, 1] (Eq. 14, :func:`attack_threshold`); ``None``: no early
+        stop, every code is attacked and the best kept (Tab. VIII, "NO").
+    attack : {"apgd", "greedypixel"}, default "apgd"
+    norm : {"l2", "linf"}, default "l2"
+    eps : float, optional
+        Radius; default ``generator.default_radius[norm]``.
+    query_budget : int, optional
+        ``Q_max`` (black-box): ``t_max`` becomes ``min(t_max, ⌊(Q_max − V)/N⌋)`` (Eq. 18), so
+        the total never exceeds the budget.
+    sparsity : int, optional
+        GreedyPixel's limit on changed coordinates.
+    surrogate : Encoder, optional
+        A differentiable encoder whose gradient orders GreedyPixel's coordinates.
+    warp : FrameWarp, optional
+        Generator frame → encoder crop; default a plain resize.
+    rng : int, SeedSequence or Generator, default 0
+    progress : bool, default False
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.faces import TorchDlibEncoder
+    >>> from idaudit.inversion import DCGANGenerator, LatentBank, RankedAdversary
+    >>> gen, enc = DCGANGenerator(), TorchDlibEncoder()
+    >>> bank = LatentBank.build(gen, 4, tau_k=0.5, tau_d=0.9, rng=0)
+    >>> target = np.ones(128, np.float32)
+    >>> res = RankedAdversary(gen, enc, bank=bank, top_n=1, t_max=2).invert(target)
+    >>> res.queries, res.rank  # V + (t_max + 1) evaluations: no tau_a, no early stop
+    (7, 1)
+    """
+
+    def __init__(
+        self,
+        generator: LatentGenerator,
+        encoder: Any,
+        *,
+        bank: LatentBank,
+        top_n: int = 3,
+        t_max: int = 100,
+        tau_a: float | None = None,
+        attack: Literal["apgd", "greedypixel"] = "apgd",
+        norm: Literal["l2", "linf"] = "l2",
+        eps: float | None = None,
+        query_budget: int | None = None,
+        sparsity: int | None = None,
+        surrogate: Any = None,
+        warp: FrameWarp | None = None,
+        rng: RngLike = 0,
+        progress: bool = False,
+    ) -> None:
+        self.generator = generator
+        self.encoder = encoder
+        self.bank = bank
+        self.top_n = top_n
+        self.t_max = t_max
+        self.tau_a = tau_a
+        self.attack = attack
+        self.norm = norm
+        self.eps = eps
+        self.query_budget = query_budget
+        self.sparsity = sparsity
+        self.surrogate = surrogate
+        self.warp = warp
+        self.rng = rng
+        self.progress = progress
+        self._bank_embeddings: torch.Tensor | None = None
+
+    # -- checks --------------------------------------------------------------------------
+    def _settings(self) -> dict[str, Any]:
+        if not isinstance(self.bank, LatentBank):
+            raise TypeError(f"`bank` must be a LatentBank; got {type(self.bank).__name__}.")
+        if tuple(self.bank.latents.shape[1:]) != tuple(self.generator.latent_shape):
+            raise InvalidInputError(
+                f"`bank` codes have shape {self.bank.latents.shape[1:]} but the generator's "
+                f"latent shape is {tuple(self.generator.latent_shape)}."
+            )
+        attack = check_option(self.attack, "attack", ("apgd", "greedypixel"))
+        norm = check_option(self.norm, "norm", ("l2", "linf"))
+        top_n = check_integer(self.top_n, "top_n", minimum=1)
+        if top_n > self.bank.volume:
+            raise InvalidInputError(
+                f"`top_n` must be <= the bank volume {self.bank.volume}; got {top_n}."
+            )
+        t_max = check_integer(self.t_max, "t_max", minimum=1)
+        if self.query_budget is not None:
+            t_max = min(t_max, max_iterations(self.query_budget, self.bank.volume, top_n))
+        tau_a = (
+            None
+            if self.tau_a is None
+            else check_in_range(self.tau_a, "tau_a", -1.0, 1.0, closed="both")
+        )
+        eps = self.generator.default_radius[norm] if self.eps is None else self.eps
+        eps = check_in_range(eps, "eps", 0.0, None)
+        return {
+            "attack": attack,
+            "norm": norm,
+            "top_n": top_n,
+            "t_max": t_max,
+            "tau_a": tau_a,
+            "eps": eps,
+        }
+
+    def _target_model(self, attack: str) -> TargetModel:
+        return TargetModel(self.generator, self.encoder, self.warp, white_box=attack == "apgd")
+
+    def _check_targets(self, z: Any, dim: int) -> torch.Tensor:
+        arr = np.asarray(z, dtype=np.float32)
+        if arr.ndim == 1:
+            arr = arr[None]
+        if arr.ndim != 2 or arr.shape[1] != dim:
+            got = arr.shape[-1] if arr.ndim else arr.shape
+            raise InvalidInputError(
+                f"target embeddings must have the encoder's dimension; got {got} vs {dim}."
+            )
+        norms = np.linalg.norm(arr, axis=1)
+        if not np.isfinite(arr).all() or (norms <= 1e-12).any():
+            raise InvalidInputError("target embeddings must be finite and non-zero.")
+        return torch.from_numpy(arr / norms[:, None])
+
+    # -- Step (b) ------------------------------------------------------------------------
+    def bank_embeddings(self) -> torch.Tensor:
+        """``F`` of every bank image, ``(V, dim)``, computed once and reused for every target."""
+        if self._bank_embeddings is None:
+            model = self._target_model(self._settings()["attack"])
+            chunks = [
+                model.embed_pixels(self.bank.images[s : s + 64])
+                for s in range(0, self.bank.volume, 64)
+            ]
+            self._bank_embeddings = torch.cat(chunks)
+        return self._bank_embeddings
+
+    def top_n_codes(
+        self, z: npt.ArrayLike
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """Return the indices and similarities of the ``top_n`` bank codes closest to each target.
+
+        Returns
+        -------
+        index : numpy.ndarray of int64, shape (n_targets, top_n)
+            Best first (ties: lower bank index first).
+        similarity : numpy.ndarray of float64, shape (n_targets, top_n)
+        """
+        s = self._settings()
+        targets = self._check_targets(z, int(self.encoder.dim))
+        sims = targets @ self.bank_embeddings().T  # (n_targets, V)
+        order = torch.argsort(-sims, dim=1, stable=True)[:, : s["top_n"]]
+        return order.numpy().astype(np.int64), torch.gather(sims, 1, order).double().numpy()
+
+    # -- Step (c) ------------------------------------------------------------------------
+    def invert(self, z: npt.ArrayLike) -> InversionResult:
+        """Reconstruct a face whose embedding matches ``z``.
+
+        Parameters
+        ----------
+        z : array_like, shape (dim,)
+            Target embedding (normalised internally).
+
+        Returns
+        -------
+        InversionResult
+        """
+        arr = np.asarray(z, dtype=np.float32)
+        if arr.ndim != 1:
+            raise InvalidInputError(
+                f"`z` must be one embedding of shape ({self.encoder.dim},); got {arr.shape}. "
+                "Use invert_many for several."
+            )
+        return self.invert_many(arr[None])[0]
+
+    def invert_many(self, targets: npt.ArrayLike) -> list[InversionResult]:
+        """Invert several targets at once: each step runs one batched forward for all of them.
+
+        Every target follows exactly the ranked schedule of :meth:`invert` (code 1, then code 2
+        only if code 1 missed ``tau_a``, ...); rows that stopped are not evaluated further.
+
+        Parameters
+        ----------
+        targets : array_like, shape (n_targets, dim)
+
+        Returns
+        -------
+        list of InversionResult
+        """
+        start = time.perf_counter()
+        s = self._settings()
+        z = self._check_targets(targets, int(self.encoder.dim))
+        n = z.shape[0]
+        index, top_sims = self.top_n_codes(z.numpy())
+        model = self._target_model(s["attack"])
+        device = self.generator.device
+        tau = -math.inf if s["tau_a"] is None else s["tau_a"]
+        seeds = check_random_state(self.rng).integers(0, 2**63 - 1, size=(n, s["top_n"]))
+
+        best_val = np.full(n, -np.inf)
+        best_latent: list[torch.Tensor | None] = [None] * n
+        best_rank = np.zeros(n, dtype=np.int64)
+        iterations = np.zeros(n, dtype=np.int64)
+        queries = np.full(n, self.bank.volume, dtype=np.int64)
+        history: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(n)]
+        done = np.zeros(n, dtype=bool)
+        bar = tqdm(range(s["top_n"]), desc="ranked adversary", disable=not self.progress)
+        for r in bar:
+            rows = np.flatnonzero(~done)
+            if rows.size == 0:
+                break
+            x0 = torch.from_numpy(self.bank.latents[index[rows, r]]).to(device)
+            tz = z[rows].to(device)
+
+            def objective(
+                x: torch.Tensor, sub: torch.Tensor, tz: torch.Tensor = tz
+            ) -> torch.Tensor:
+                return model.similarity(x, tz[sub.to(tz.device)])
+
+            out = self._run_attack(s, objective, x0, top_sims[rows, r], seeds[rows, r], tz)
+            vals = out.values.double().cpu().numpy()
+            for j, t in enumerate(rows):
+                iterations[t] += int(out.iterations[j])
+                queries[t] += int(out.queries[j])
+                history[t].append(out.history[j])
+                if vals[j] > best_val[t]:
+                    best_val[t], best_rank[t] = vals[j], r + 1
+                    best_latent[t] = out.latents[j].detach().cpu()
+                if s["tau_a"] is not None and vals[j] >= tau:
+                    done[t] = True
+        latents = torch.stack([x for x in best_latent if x is not None])
+        with torch.no_grad():
+            images = to_uint8(model.images(latents.to(device)))
+        seconds = (time.perf_counter() - start) / n
+        return [
+            InversionResult(
+                image=images[t],
+                latent=latents[t].numpy().astype(np.float32),
+                similarity=float(best_val[t]),
+                initial_similarity=float(top_sims[t, 0]),
+                rank=int(best_rank[t]),
+                success=bool(s["tau_a"] is not None and best_val[t] >= tau),
+                iterations=int(iterations[t]),
+                queries=int(queries[t]),
+                seconds=float(seconds),
+                history=history[t],
+            )
+            for t in range(n)
+        ]
+
+    def _run_attack(
+        self,
+        s: dict[str, Any],
+        objective: Any,
+        x0: torch.Tensor,
+        initial: npt.NDArray[np.float64],
+        seeds: npt.NDArray[np.int64],
+        targets: torch.Tensor,
+    ) -> AttackOutput:
+        if s["attack"] == "apgd":
+            return APGD(norm=s["norm"], eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"]).run(
+                objective, x0
+            )
+        priority = None
+        if self.surrogate is not None:
+            same = self.warp is not None and self.warp.output_size == self.surrogate.input_size
+            surrogate = TargetModel(
+                self.generator, self.surrogate, self.warp if same else None, white_box=True
+            )
+            x = x0.detach().requires_grad_(True)
+            with torch.enable_grad():
+                f = surrogate.similarity(x, targets)
+                (priority,) = torch.autograd.grad(f.sum(), x)
+        # one random stream per (target, rank): a batched run equals the one-target runs
+        gp = GreedyPixel(
+            norm=s["norm"], eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"], sparsity=self.sparsity
+        )
+        initial_t = torch.as_tensor(initial, dtype=torch.float32, device=x0.device)
+        return gp.run(objective, x0, initial_t, priority, row_seeds=seeds)
+
+
+def results_to_xarray(results: list[InversionResult], **attrs: Any) -> xr.Dataset:
+    """One Dataset (dim ``target``) of several :class:`InversionResult`."""
+
+    def col(name: str) -> Any:
+        return [getattr(r, name) for r in results]
+
+    names = {
+        "similarity": "cosine similarity to the target after the attack (target model)",
+        "initial_similarity": "cosine similarity of the Top-1 bank code before the attack",
+        "rank": "Top-N rank of the returned code",
+        "success": "similarity reached tau_a",
+        "iterations": "attack updates",
+        "queries": "target-model evaluations (V + attack)",
+        "seconds": "wall-clock seconds",
+    }
+    data = {
+        k: variable("target", col(k), long_name=v, status=InversionResult.STATUS[k])
+        for k, v in names.items()
+    }
+    return xr.Dataset(data, attrs=provenance(title="RankedAdversary.invert_many", settings=attrs))

@@ -1,0 +1,431 @@
+"""Latent-code attacks maximising a similarity: APGD (white-box) and GreedyPixel (black-box).
+
+Both run a batch of independent problems at once (one row per latent code): each row has its
+own start, ball and early stop, and a stopped row is no longer evaluated, so a batched run gives
+each row what a run on that row alone gives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_option,
+    check_random_state,
+)
+from idaudit.exceptions import InvalidInputError
+
+__all__ = ["APGD", "AttackOutput", "GreedyPixel", "apgd_checkpoints", "project"]
+
+Norm = Literal["l2", "linf"]
+#: ``f(latents, rows) -> values``: the objective of the rows ``rows`` at ``latents`` (one per row).
+Objective = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass
+class AttackOutput:
+    """What an attack returns for a batch of ``B`` latent codes.
+
+    Attributes
+    ----------
+    latents : torch.Tensor, shape (B, *latent_shape)
+        Best iterate of each row (the highest objective seen).
+    values : torch.Tensor, shape (B,)
+        Objective at ``latents``.
+    initial : torch.Tensor, shape (B,)
+        Objective at the start.
+    iterations : numpy.ndarray of int64, shape (B,)
+        Updates made per row (fewer than ``t_max`` after an early stop).
+    queries : numpy.ndarray of int64, shape (B,)
+        Objective evaluations per row.
+    history : list of numpy.ndarray
+        Per row, the best value after each evaluation.
+    """
+
+    latents: torch.Tensor
+    values: torch.Tensor
+    initial: torch.Tensor
+    iterations: npt.NDArray[np.int64]
+    queries: npt.NDArray[np.int64]
+    history: list[npt.NDArray[np.float64]] = field(repr=False)
+
+
+def project(delta: torch.Tensor, eps: float, norm: str) -> torch.Tensor:
+    """Project perturbations (one per row) onto the ``norm`` ball of radius ``eps``."""
+    if norm == "linf":
+        return delta.clamp(-eps, eps)
+    flat = delta.reshape(delta.shape[0], -1)
+    scale = (eps / flat.norm(dim=1).clamp_min(1e-12)).clamp(max=1.0)  # (B,)
+    out: torch.Tensor = delta * scale.view(-1, *([1] * (delta.ndim - 1)))
+    return out
+
+
+def _direction(grad: torch.Tensor, norm: str) -> torch.Tensor:
+    if norm == "linf":
+        return grad.sign()
+    flat = grad.reshape(grad.shape[0], -1)
+    out: torch.Tensor = grad / flat.norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (grad.ndim - 1)))
+    return out
+
+
+def apgd_checkpoints(n_iter: int) -> list[int]:
+    """Return the iterations at which APGD may halve its step (Croce & Hein 2020, Sec. 3.2).
+
+    ``p_0 = 0``, ``p_1 = 0.22``, ``p_{j+1} = p_j + max(p_j − p_{j−1} − 0.03, 0.06)``;
+    checkpoints ``w_j = ⌈p_j · n_iter⌉`` for ``p_j ≤ 1``.
+
+    Examples
+    --------
+    >>> from idaudit.inversion import apgd_checkpoints
+    >>> apgd_checkpoints(100)
+    [0, 22, 41, 57, 70, 80, 87, 93, 99]
+    """
+    p = [0.0, 0.22]
+    while True:
+        nxt = p[-1] + max(p[-1] - p[-2] - 0.03, 0.06)
+        if nxt > 1.0:
+            break
+        p.append(nxt)
+    return sorted({math.ceil(round(q * n_iter, 9)) for q in p})
+
+
+class APGD:
+    """Auto-PGD (Croce & Hein 2020) written for a maximised objective, on latent codes.
+
+    Parameters
+    ----------
+    norm : {"l2", "linf"}, default "l2"
+    eps : float
+        Radius of the ball around the starting code.
+    t_max : int, default 100
+        Most updates per code.
+    tau : float, optional
+        Stop a row as soon as its best value reaches ``tau`` (the attack threshold τ_A).
+    alpha : float, default 0.75
+        Momentum weight.
+    rho : float, default 0.75
+        A checkpoint halves the step when fewer than ``rho`` of the steps since the last one
+        increased the objective.
+
+    Notes
+    -----
+    Start ``x⁰``, step ``η = 2ε``; ``x¹ = P(x⁰ + η s(∇f(x⁰)))`` and then
+    ``z = P(xᵏ + η s(∇f(xᵏ)))``, ``xᵏ⁺¹ = P(xᵏ + α(z − xᵏ) + (1 − α)(xᵏ − xᵏ⁻¹))`` with
+    ``s`` the sign (L∞) or the L2-normalised gradient (L2) and ``P`` the projection on the
+    ball. At each checkpoint (:func:`apgd_checkpoints`) the step is halved, and the iterate
+    reset to the best point, when too few steps improved or when neither the step nor the
+    best value changed since the previous checkpoint. The best iterate is returned.
+
+    References
+    ----------
+    F. Croce, M. Hein, "Reliable evaluation of adversarial robustness with an ensemble of
+    diverse parameter-free attacks", ICML 2020.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from idaudit.inversion import APGD
+    >>> c = torch.tensor([[3.0, 4.0]])
+    >>> f = lambda x, rows: torch.nn.functional.cosine_similarity(x, c[rows], dim=1)
+    >>> out = APGD(eps=1.0, t_max=50).run(f, torch.tensor([[4.0, 0.0]]))
+    >>> round(float(out.values[0]), 2)  # the optimum: cos(acos(0.6) - asin(1/4)) = 0.781
+    0.78
+    """
+
+    def __init__(
+        self,
+        *,
+        norm: Norm = "l2",
+        eps: float = 1.0,
+        t_max: int = 100,
+        tau: float | None = None,
+        alpha: float = 0.75,
+        rho: float = 0.75,
+    ) -> None:
+        self.norm = norm
+        self.eps = eps
+        self.t_max = t_max
+        self.tau = tau
+        self.alpha = alpha
+        self.rho = rho
+
+    def _check(self) -> None:
+        check_option(self.norm, "norm", ("l2", "linf"))
+        check_in_range(self.eps, "eps", 0.0, None)
+        check_integer(self.t_max, "t_max", minimum=1)
+        if self.tau is not None:
+            check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
+        check_in_range(self.alpha, "alpha", 0.0, 1.0, closed="right")
+        check_in_range(self.rho, "rho", 0.0, 1.0, closed="both")
+
+    def run(self, objective: Objective, x0: torch.Tensor) -> AttackOutput:
+        """Maximise ``objective`` from ``x0``.
+
+        Parameters
+        ----------
+        objective : callable
+            ``objective(latents, rows)`` returns the ``(k,)`` values of rows ``rows`` (a long
+            tensor of row indices) at ``latents`` ``(k, *latent_shape)``, differentiably.
+        x0 : torch.Tensor, shape (B, *latent_shape)
+            Starting codes.
+
+        Returns
+        -------
+        AttackOutput
+        """
+        self._check()
+        eps, norm, t_max = float(self.eps), str(self.norm), int(self.t_max)
+        tau = math.inf if self.tau is None else float(self.tau)
+        x0 = x0.detach()
+        b = x0.shape[0]
+        view = (-1, *([1] * (x0.ndim - 1)))
+        all_rows = torch.arange(b, device=x0.device)
+
+        def value_and_grad(
+            x: torch.Tensor, rows: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            x = x.detach().requires_grad_(True)
+            with torch.enable_grad():
+                f = objective(x, rows)
+                (g,) = torch.autograd.grad(f.sum(), x)
+            return f.detach().float(), g.detach()
+
+        f0, g0 = value_and_grad(x0, all_rows)
+        queries = np.ones(b, dtype=np.int64)
+        iterations = np.zeros(b, dtype=np.int64)
+        history: list[list[float]] = [[float(v)] for v in f0.cpu()]
+        best_x, best_f, best_g = x0.clone(), f0.clone(), g0.clone()
+        x_cur, g_cur, f_cur = x0.clone(), g0, f0.clone()
+        x_prev = x0.clone()
+        step = torch.full((b,), 2.0 * eps, device=x0.device)
+        checkpoints = set(apgd_checkpoints(t_max)) - {0}
+        last_ckpt = torch.zeros(b, dtype=torch.long, device=x0.device)
+        n_better = torch.zeros(b, device=x0.device)
+        step_at_ckpt = step.clone()
+        best_at_ckpt = best_f.clone()
+        active = best_f < tau
+        for k in range(t_max):
+            rows = torch.nonzero(active).flatten()
+            if rows.numel() == 0:
+                break
+            xc, xp, gc = x_cur[rows], x_prev[rows], g_cur[rows]
+            z = x0[rows] + project(
+                xc + step[rows].view(view) * _direction(gc, norm) - x0[rows], eps, norm
+            )
+            if k == 0:
+                x_new = z
+            else:
+                moved = xc + self.alpha * (z - xc) + (1.0 - self.alpha) * (xc - xp)
+                x_new = x0[rows] + project(moved - x0[rows], eps, norm)
+            f_new, g_new = value_and_grad(x_new, rows)
+            queries[rows.cpu().numpy()] += 1
+            iterations[rows.cpu().numpy()] += 1
+            n_better[rows] += (f_new > f_cur[rows]).float()
+            x_prev[rows], x_cur[rows], g_cur[rows], f_cur[rows] = xc, x_new, g_new, f_new
+            improved = f_new > best_f[rows]
+            up = rows[improved]
+            best_x[up], best_f[up], best_g[up] = x_new[improved], f_new[improved], g_new[improved]
+            for r in rows.cpu().tolist():
+                history[r].append(float(best_f[r]))
+            if k + 1 in checkpoints:
+                span = (k + 1 - last_ckpt[rows]).float()
+                cond1 = n_better[rows] < self.rho * span
+                cond2 = (step_at_ckpt[rows] == step[rows]) & (best_at_ckpt[rows] == best_f[rows])
+                halve = rows[cond1 | cond2]
+                step[halve] /= 2.0
+                # restart the halved rows from their best point
+                x_cur[halve], g_cur[halve], f_cur[halve] = (
+                    best_x[halve],
+                    best_g[halve],
+                    best_f[halve],
+                )
+                x_prev[halve] = best_x[halve]
+                last_ckpt[rows] = k + 1
+                n_better[rows] = 0.0
+                step_at_ckpt[rows] = step[rows]
+                best_at_ckpt[rows] = best_f[rows]
+            active = active & (best_f < tau)
+        return AttackOutput(
+            latents=best_x,
+            values=best_f,
+            initial=f0,
+            iterations=iterations,
+            queries=queries,
+            history=[np.asarray(h, dtype=np.float64) for h in history],
+        )
+
+
+class GreedyPixel:
+    """Query-only coordinate-wise greedy search over the latent (after Wang et al. 2025).
+
+    Coordinates are visited in priority order; at each one the attack tries moving it to
+    ``+step`` and, if that does not improve the objective, to ``−step`` (one query each), and
+    keeps the first improvement. At most ``sparsity`` coordinates are ever changed.
+
+    Parameters
+    ----------
+    norm : {"l2", "linf"}, default "l2"
+        ``"linf"``: ``step = eps``. ``"l2"``: ``step = eps / √sparsity``, so the final
+        perturbation always lies in the L2 ball of radius ``eps``.
+    eps : float
+    t_max : int, default 100
+        Queries per code (one query = one evaluation; Eq. 15).
+    sparsity : int, optional
+        Most coordinates changed; default: all.
+    tau : float, optional
+        Early stop at the attack threshold.
+    rng : int, SeedSequence or Generator, default 0
+        Random priority order and first directions when no priority is given.
+
+    Notes
+    -----
+    The priority of row ``i`` can come from a surrogate's gradient ``g_i``: coordinates by
+    decreasing ``|g_i|``, first trying ``sign(g_i)``. Without one the order is a random
+    permutation and the first direction a random sign. The start's value is not re-queried:
+    it is the Top-N similarity already paid for (Eq. 13).
+
+    References
+    ----------
+    H. Wang et al., "GreedyPixel: fine-grained black-box adversarial attack via greedy
+    algorithm", 2025.
+    """
+
+    def __init__(
+        self,
+        *,
+        norm: Norm = "l2",
+        eps: float = 1.0,
+        t_max: int = 100,
+        sparsity: int | None = None,
+        tau: float | None = None,
+        rng: RngLike = 0,
+    ) -> None:
+        self.norm = norm
+        self.eps = eps
+        self.t_max = t_max
+        self.sparsity = sparsity
+        self.tau = tau
+        self.rng = rng
+
+    def run(
+        self,
+        objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        x0: torch.Tensor,
+        initial: torch.Tensor,
+        priority: torch.Tensor | None = None,
+        *,
+        row_seeds: npt.ArrayLike | None = None,
+    ) -> AttackOutput:
+        """Greedy search from ``x0`` whose objective values ``initial`` are already known.
+
+        Parameters
+        ----------
+        objective : callable
+            ``objective(latents, rows) -> values``, evaluated without gradients.
+        x0 : torch.Tensor, shape (B, *latent_shape)
+        initial : torch.Tensor, shape (B,)
+        priority : torch.Tensor, shape (B, *latent_shape), optional
+            A surrogate gradient per row (see Notes).
+        row_seeds : array_like of int, shape (B,), optional
+            One seed per row for its random order (then a row's search does not depend on the
+            other rows of the batch); default: drawn from ``rng``.
+
+        Returns
+        -------
+        AttackOutput
+            ``queries`` counts every evaluation: never more than ``t_max`` per row.
+        """
+        check_option(self.norm, "norm", ("l2", "linf"))
+        eps = check_in_range(self.eps, "eps", 0.0, None)
+        t_max = check_integer(self.t_max, "t_max", minimum=1)
+        tau = (
+            math.inf
+            if self.tau is None
+            else check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
+        )
+        b = x0.shape[0]
+        d = int(np.prod(x0.shape[1:]))
+        k = d if self.sparsity is None else check_integer(self.sparsity, "sparsity", minimum=1)
+        k = min(k, d)
+        step = eps if self.norm == "linf" else eps / math.sqrt(k)
+        if initial.shape != (b,):
+            raise InvalidInputError(
+                f"`initial` must have shape ({b},); got {tuple(initial.shape)}."
+            )
+        gen = check_random_state(self.rng)
+        if priority is not None:
+            if priority.shape != x0.shape:
+                raise InvalidInputError(
+                    f"`priority` must have the shape of `x0`; got {tuple(priority.shape)} vs "
+                    f"{tuple(x0.shape)}."
+                )
+            flat = priority.detach().reshape(b, d).cpu()
+            order = torch.argsort(flat.abs(), dim=1, descending=True, stable=True).numpy()
+            first = np.where(np.take_along_axis(flat.numpy(), order, 1) >= 0, 1.0, -1.0)
+        else:
+            seeds = (
+                gen.integers(0, 2**63 - 1, size=b)
+                if row_seeds is None
+                else np.asarray(row_seeds, dtype=np.int64).reshape(b)
+            )
+            rows_rng = [np.random.default_rng(int(s)) for s in seeds]
+            order = np.stack([g.permutation(d) for g in rows_rng])
+            first = np.stack([g.choice([-1.0, 1.0], size=d) for g in rows_rng])
+        delta = torch.zeros((b, d), dtype=x0.dtype, device=x0.device)
+        best = initial.detach().float().clone()
+        queries = np.zeros(b, dtype=np.int64)
+        changed = np.zeros(b, dtype=np.int64)
+        pos = np.zeros(b, dtype=np.int64)  # index into the row's order
+        tried = np.zeros(b, dtype=np.int64)  # 0: next try the first direction, 1: the second
+        history: list[list[float]] = [[float(v)] for v in best.cpu()]
+        flat_x0 = x0.detach().reshape(b, d)
+        while True:
+            act = np.flatnonzero(
+                (queries < t_max) & (best.cpu().numpy() < tau) & (changed < k) & (pos < d)
+            )
+            if act.size == 0:
+                break
+            coord = order[act, pos[act]]
+            sign = first[act, pos[act]] * np.where(tried[act] == 0, 1.0, -1.0)
+            cand = delta[act].clone()
+            cand[np.arange(act.size), coord] = torch.as_tensor(
+                sign * step, dtype=cand.dtype, device=cand.device
+            )
+            rows = torch.as_tensor(act, device=x0.device)
+            with torch.no_grad():
+                vals = objective((flat_x0[act] + cand).reshape(act.size, *x0.shape[1:]), rows)
+            vals = vals.detach().float().to(best.device)
+            queries[act] += 1
+            better = (vals > best[act]).cpu().numpy()
+            for j, r in enumerate(act):
+                if better[j]:
+                    was_zero = bool(delta[r, coord[j]] == 0)
+                    delta[r] = cand[j]
+                    best[r] = vals[j]
+                    changed[r] += int(was_zero)
+                    pos[r] += 1
+                    tried[r] = 0
+                elif tried[r] == 0:
+                    tried[r] = 1
+                else:
+                    pos[r] += 1
+                    tried[r] = 0
+                history[r].append(float(best[r]))
+        return AttackOutput(
+            latents=(flat_x0 + delta).reshape(x0.shape),
+            values=best,
+            initial=initial.detach().float(),
+            iterations=queries.copy(),
+            queries=queries,
+            history=[np.asarray(h, dtype=np.float64) for h in history],
+        )

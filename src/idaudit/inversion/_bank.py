@@ -1,0 +1,249 @@
+"""Step (a) of DiffUMI: a bank of reliable latent codes (K² normality, then face detection)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from idaudit._results import write_atomic
+from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
+from idaudit.exceptions import InvalidInputError
+from idaudit.inversion._generators import LatentGenerator, check_images
+from idaudit.inversion._normality import dagostino_k2
+from idaudit.inversion._target import to_uint8
+
+__all__ = ["LatentBank", "detection_scores"]
+
+_FORMAT = "idaudit-latent-bank-1"
+
+
+def detection_scores(detector: Any, images: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
+    """Highest face score per ``(n, H, W, 3)`` uint8 image (0 where no face is found): ``p_D``."""
+    if hasattr(detector, "detect_batch"):
+        found = detector.detect_batch(images)
+    else:
+        found = [detector.detect(im) for im in images]
+    return np.array([max((f.score for f in faces), default=0.0) for faces in found], float)
+
+
+@dataclass(frozen=True)
+class LatentBank:
+    """``V`` latent codes that passed D'Agostino's K² test and face detection, with their images.
+
+    Build with :meth:`build`; reuse for every target (Step (a) runs once).
+
+    Attributes
+    ----------
+    latents : numpy.ndarray of float32, shape (V, *latent_shape)
+    images : numpy.ndarray of uint8, shape (V, H, W, 3)
+        ``G(latents)`` rounded to 8 bits (what Step (b) embeds).
+    p_k : numpy.ndarray of float64, shape (V,)
+        K² p-values of the codes.
+    p_d : numpy.ndarray of float64, shape (V,)
+        Detection scores of the images.
+    n_drawn : int
+        Gaussian codes drawn in all.
+    n_rejected_k : int
+        Draws rejected by the K² test (``p_K < tau_k``).
+    n_rejected_d : int
+        Draws that passed K² but were rejected by detection (``p_D < tau_d``).
+    tau_k, tau_d : float
+        The thresholds used.
+    generator : str
+        Name of the generator.
+    seed : int or None
+        Integer ``rng`` used, when one was given.
+    """
+
+    latents: npt.NDArray[np.float32] = field(repr=False)
+    images: npt.NDArray[np.uint8] = field(repr=False)
+    p_k: npt.NDArray[np.float64] = field(repr=False)
+    p_d: npt.NDArray[np.float64] = field(repr=False)
+    n_drawn: int
+    n_rejected_k: int
+    n_rejected_d: int
+    tau_k: float
+    tau_d: float
+    generator: str
+    seed: int | None = None
+
+    @property
+    def volume(self) -> int:
+        """Number of codes kept, ``V``."""
+        return int(self.latents.shape[0])
+
+    @classmethod
+    def build(
+        cls,
+        generator: LatentGenerator,
+        volume: int = 1000,
+        *,
+        detector: Any = None,
+        tau_k: float = 0.999,
+        tau_d: float = 0.999,
+        rng: RngLike = 0,
+        batch_size: int = 4096,
+        max_draws: int | None = None,
+    ) -> LatentBank:
+        """Draw Gaussian codes until ``volume`` pass both filters (seed 002, Fig. 14).
+
+        Parameters
+        ----------
+        generator : LatentGenerator
+        volume : int, default 1000
+            ``V``, codes to keep.
+        detector : Detector, optional
+            Default :class:`~idaudit.faces.MTCNNDetector` on the CPU. It sees the generated
+            images as they are (for the DCGAN: 64×64).
+        tau_k : float, default 0.999
+            Keep a code when its K² p-value ``p_K ≥ tau_k`` (Eq. 9). Under normality ``p_K``
+            is uniform, so about ``1 − tau_k`` of the draws pass.
+        tau_d : float, default 0.999
+            Keep it when the detection score ``p_D ≥ tau_d`` (Eq. 12).
+        rng : int, SeedSequence or Generator, default 0
+            Seeds a ``torch.Generator`` on the generator's device (same ``rng`` and device type:
+            same bank).
+        batch_size : int, default 4096
+            Codes drawn and tested per round.
+        max_draws : int, optional
+            Give up (raise) after this many draws; default ``1000 · volume / (1 − tau_k)``.
+
+        Returns
+        -------
+        LatentBank
+
+        Examples
+        --------
+        >>> from idaudit.inversion import DCGANGenerator, LatentBank
+        >>> bank = LatentBank.build(DCGANGenerator(), 4, tau_k=0.5, tau_d=0.9, rng=0)
+        >>> bank.volume, bank.latents.shape
+        (4, (4, 100))
+        """
+        volume = check_integer(volume, "volume", minimum=1)
+        tau_k = check_in_range(tau_k, "tau_k", 0.0, 1.0, closed="both")
+        tau_d = check_in_range(tau_d, "tau_d", 0.0, 1.0, closed="both")
+        batch_size = check_integer(batch_size, "batch_size", minimum=1)
+        if max_draws is None:
+            max_draws = int(min(1000 * volume / max(1.0 - tau_k, 1e-6), 2**62))
+        max_draws = check_integer(max_draws, "max_draws", minimum=1)
+        if detector is None:
+            from idaudit.faces import MTCNNDetector
+
+            detector = MTCNNDetector()
+        seed = rng if isinstance(rng, int) else None
+        seed_int = int(check_random_state(rng).integers(0, 2**63 - 1))
+        device = generator.device
+        gen = torch.Generator(device=device).manual_seed(seed_int)
+        shape = tuple(generator.latent_shape)
+
+        kept_z: list[torch.Tensor] = []
+        kept_im: list[npt.NDArray[np.uint8]] = []
+        kept_pk: list[npt.NDArray[np.float64]] = []
+        kept_pd: list[npt.NDArray[np.float64]] = []
+        n_kept = n_drawn = rej_k = rej_d = 0
+        while n_kept < volume:  # draws are examined in order; the counts stop at the last kept
+            if n_drawn >= max_draws:
+                raise InvalidInputError(
+                    f"only {n_kept} of `volume` {volume} codes passed after `max_draws` "
+                    f"{max_draws} draws ({rej_k} rejected by K², {rej_d} by detection); lower "
+                    "`tau_k` or `tau_d`, or raise `max_draws`."
+                )
+            m = min(batch_size, max_draws - n_drawn)
+            z = torch.randn((m, *shape), generator=gen, device=device)
+            _, p = dagostino_k2(z)
+            where = torch.nonzero(p >= tau_k).flatten().cpu().numpy()  # draws passing K²
+            cut = m  # draws examined in this batch (less when the bank fills up in it)
+            for start in range(0, where.size, 64):
+                idx = torch.from_numpy(where[start : start + 64]).to(device)
+                with torch.no_grad():
+                    images = to_uint8(check_images(generator.forward(z[idx]), generator))
+                scores = detection_scores(detector, images)
+                ok = np.flatnonzero(scores >= tau_d)
+                take = ok[: volume - n_kept]
+                examined = idx.numel() if n_kept + ok.size < volume else int(take[-1]) + 1
+                rej_d += examined - int(take.size)
+                kept_z.append(z[idx[take]].float().cpu())
+                kept_im.append(images[take])
+                kept_pk.append(p[idx[take]].cpu().numpy())
+                kept_pd.append(scores[take])
+                n_kept += int(take.size)
+                if n_kept >= volume:
+                    cut = int(where[start + examined - 1]) + 1
+                    break
+            n_drawn += cut
+            rej_k += cut - int((where < cut).sum())
+        return cls(
+            latents=torch.cat(kept_z).numpy().astype(np.float32),
+            images=np.concatenate(kept_im),
+            p_k=np.concatenate(kept_pk).astype(np.float64),
+            p_d=np.concatenate(kept_pd).astype(np.float64),
+            n_drawn=n_drawn,
+            n_rejected_k=rej_k,
+            n_rejected_d=rej_d,
+            tau_k=tau_k,
+            tau_d=tau_d,
+            generator=str(getattr(generator, "name", type(generator).__name__)),
+            seed=seed,
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the bank to an ``.npz`` file (plain arrays and a JSON header; no pickles).
+
+        The file is written atomically with owner-only permissions (its images are faces).
+        """
+        header = {
+            "format": _FORMAT,
+            "n_drawn": self.n_drawn,
+            "n_rejected_k": self.n_rejected_k,
+            "n_rejected_d": self.n_rejected_d,
+            "tau_k": self.tau_k,
+            "tau_d": self.tau_d,
+            "generator": self.generator,
+            "seed": self.seed,
+        }
+
+        def write(tmp: Any) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez(
+                    fh,
+                    latents=self.latents,
+                    images=self.images,
+                    p_k=self.p_k,
+                    p_d=self.p_d,
+                    header=np.array(json.dumps(header)),
+                )
+
+        write_atomic(path, write)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> LatentBank:
+        """Read a bank written by :meth:`save` (``allow_pickle=False``)."""
+        with np.load(path, allow_pickle=False) as data:
+            try:
+                header = json.loads(str(data["header"]))
+                arrays = {k: data[k] for k in ("latents", "images", "p_k", "p_d")}
+            except KeyError as exc:
+                raise InvalidInputError(f"{os.fspath(path)!r} is not a latent bank file.") from exc
+        if header.get("format") != _FORMAT:
+            raise InvalidInputError(
+                f"{os.fspath(path)!r} has format {header.get('format')!r}, not {_FORMAT!r}."
+            )
+        return cls(
+            latents=arrays["latents"].astype(np.float32),
+            images=arrays["images"].astype(np.uint8),
+            p_k=arrays["p_k"].astype(np.float64),
+            p_d=arrays["p_d"].astype(np.float64),
+            n_drawn=int(header["n_drawn"]),
+            n_rejected_k=int(header["n_rejected_k"]),
+            n_rejected_d=int(header["n_rejected_d"]),
+            tau_k=float(header["tau_k"]),
+            tau_d=float(header["tau_d"]),
+            generator=str(header["generator"]),
+            seed=None if header["seed"] is None else int(header["seed"]),
+        )

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import LinearEncoder, LinearGenerator
+from idaudit._results import check_result_dataset
+from idaudit.exceptions import InvalidInputError
+from idaudit.inversion import (
+    LatentBank,
+    RankedAdversary,
+    TargetModel,
+    max_iterations,
+    results_to_xarray,
+)
+
+
+@pytest.fixture
+def bank(toy: dict[str, Any]) -> LatentBank:
+    return LatentBank.build(
+        toy["generator"], 10, detector=toy["detector"], tau_k=0.3, tau_d=0.3, rng=0
+    )
+
+
+def _targets(toy: dict[str, Any], n: int, seed: int = 5) -> np.ndarray:
+    z = torch.randn(n, 16, generator=torch.Generator().manual_seed(seed)) * 1.5
+    model = TargetModel(toy["generator"], toy["encoder"])
+    with torch.no_grad():
+        return model.embed_images(toy["generator"].forward(z)).numpy()
+
+
+def test_top_n_ranks_bank_codes_by_cosine(toy: dict[str, Any], bank: LatentBank) -> None:
+    adv = RankedAdversary(toy["generator"], toy["encoder"], bank=bank, top_n=4)
+    z = _targets(toy, 2)
+    index, sims = adv.top_n_codes(z)
+    x = torch.from_numpy(bank.images).permute(0, 3, 1, 2).float() / 255.0
+    emb = toy["encoder"].forward(x).numpy()  # independent: the encoder on the stored images
+    ref = (z / np.linalg.norm(z, axis=1, keepdims=True)) @ emb.T
+    np.testing.assert_array_equal(index, np.argsort(-ref, axis=1, kind="stable")[:, :4])
+    np.testing.assert_allclose(sims, np.take_along_axis(ref, index, 1), atol=1e-5)
+
+
+def test_ranked_early_stop_at_the_first_code_reaching_tau(
+    toy: dict[str, Any], bank: LatentBank
+) -> None:
+    z = _targets(toy, 1)[0]
+    free = RankedAdversary(toy["generator"], toy["encoder"], bank=bank, top_n=3, t_max=20).invert(z)
+    assert len(free.history) == 3  # no tau_a: every code is attacked and the best kept
+    first = free.history[0][-1]
+    tau = float(first) - 1e-4  # reachable by code 1 → stop there
+    res = RankedAdversary(
+        toy["generator"], toy["encoder"], bank=bank, top_n=3, t_max=20, tau_a=tau
+    ).invert(z)
+    assert res.success
+    assert res.rank == 1
+    assert len(res.history) == 1
+    assert res.queries == bank.volume + res.iterations + 1  # V + one evaluation per step + start
+    assert res.similarity >= tau
+
+
+def test_fallback_returns_the_best_code_when_none_reaches_tau(
+    toy: dict[str, Any], bank: LatentBank
+) -> None:
+    z = _targets(toy, 1, seed=9)[0]
+    res = RankedAdversary(
+        toy["generator"], toy["encoder"], bank=bank, top_n=3, t_max=15, tau_a=1.0
+    ).invert(z)
+    finals = [h[-1] for h in res.history]
+    assert not res.success
+    assert len(res.history) == 3
+    assert res.rank == int(np.argmax(finals)) + 1
+    assert res.similarity == pytest.approx(max(finals))
+    assert res.queries == bank.volume + 3 * 16
+    assert res.image.shape == (8, 8, 3)
+    assert res.latent.shape == (16,)
+
+
+def test_black_box_queries_are_exact_and_within_budget(
+    toy: dict[str, Any], bank: LatentBank
+) -> None:
+    enc = LinearEncoder(differentiable=False)
+    z = _targets(toy, 3)
+    budget = bank.volume + 3 * 7 + 2  # Eq. 18: t_max = floor((Q - V) / N) = 7
+    assert max_iterations(budget, bank.volume, 3) == 7
+    adv = RankedAdversary(
+        toy["generator"],
+        enc,
+        bank=bank,
+        top_n=3,
+        t_max=100,
+        tau_a=1.0,
+        attack="greedypixel",
+        query_budget=budget,
+        rng=1,
+    )
+    adv.bank_embeddings()
+    before = enc.n_encoded
+    res = adv.invert_many(z)
+    spent = enc.n_encoded - before  # images the black box actually embedded
+    attack_q = [r.queries - bank.volume for r in res]
+    assert sum(attack_q) == spent
+    assert all(r.queries <= budget for r in res)
+    assert all(r.queries == bank.volume + 3 * 7 for r in res)  # tau_a = 1 is never reached
+
+
+def test_invert_many_equals_a_loop_of_invert_and_is_deterministic(
+    toy: dict[str, Any], bank: LatentBank
+) -> None:
+    z = _targets(toy, 3, seed=11)
+    for attack, enc in (
+        ("apgd", toy["encoder"]),
+        ("greedypixel", LinearEncoder(differentiable=False)),
+    ):
+        kw = {"bank": bank, "top_n": 2, "t_max": 12, "tau_a": 0.95, "attack": attack, "rng": 3}
+        many = RankedAdversary(toy["generator"], enc, **kw).invert_many(z)
+        again = RankedAdversary(toy["generator"], enc, **kw).invert_many(z)
+        for a, b in zip(many, again, strict=True):
+            np.testing.assert_array_equal(a.latent, b.latent)
+        if attack == "greedypixel":
+            continue  # greedy acceptances may flip on last-ulp batch differences: not compared
+        for t in range(3):
+            one = RankedAdversary(toy["generator"], enc, **kw).invert_many(z[t : t + 1])[0]
+            np.testing.assert_allclose(one.latent, many[t].latent, atol=1e-5)
+            assert (one.rank, one.iterations, one.queries) == (
+                many[t].rank,
+                many[t].iterations,
+                many[t].queries,
+            )
+
+
+def test_results_dataset_has_statuses(toy: dict[str, Any], bank: LatentBank) -> None:
+    res = RankedAdversary(
+        toy["generator"], toy["encoder"], bank=bank, top_n=1, t_max=3
+    ).invert_many(_targets(toy, 2))
+    ds = results_to_xarray(res, attack="apgd")
+    check_result_dataset(ds)
+    assert ds["similarity"].attrs["status"] == "sample_estimate"
+    assert ds["queries"].attrs["status"] == "descriptive"
+
+
+def test_bad_inputs_get_clear_errors(toy: dict[str, Any], bank: LatentBank) -> None:
+    adv = RankedAdversary(toy["generator"], toy["encoder"], bank=bank)
+    with pytest.raises(InvalidInputError, match="7 vs 6"):
+        adv.invert(np.ones(7))
+    with pytest.raises(InvalidInputError, match="`query_budget`"):
+        RankedAdversary(
+            toy["generator"],
+            toy["encoder"],
+            bank=bank,
+            query_budget=bank.volume,
+            attack="greedypixel",
+        ).invert(np.ones(6))
+    with pytest.raises(InvalidInputError, match="`tau_a` must be in"):
+        RankedAdversary(toy["generator"], toy["encoder"], bank=bank, tau_a=1.2).invert(np.ones(6))
+    bad = LinearGenerator(scale=2.0, offset=-1.0)  # a [-1, 1] generator
+    with pytest.raises(InvalidInputError, match=r"pixels in \[0, 1\]"):
+        RankedAdversary(bad, toy["encoder"], bank=bank).invert(np.ones(6))
+    with pytest.raises(InvalidInputError, match="white-box attack needs a differentiable"):
+        RankedAdversary(toy["generator"], LinearEncoder(differentiable=False), bank=bank).invert(
+            np.ones(6)
+        )
+    with pytest.raises(InvalidInputError, match="`top_n`"):
+        RankedAdversary(toy["generator"], toy["encoder"], bank=bank, top_n=11).invert(np.ones(6))
+    with pytest.raises(InvalidInputError, match="`attack`"):
+        RankedAdversary(toy["generator"], toy["encoder"], bank=bank, attack="square").invert(  # type: ignore[arg-type]
+            np.ones(6)
+        )

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from idaudit._results import check_result_dataset
+from idaudit.cli import main
+
+pytestmark = pytest.mark.faces
+
+
+def test_invert_a_photo_writes_results_and_no_image_unless_asked(tmp_path: Path) -> None:
+    skimage_data = pytest.importorskip("skimage.data")
+    from PIL import Image
+
+    photo = tmp_path / "astronaut.png"
+    Image.fromarray(skimage_data.astronaut()).save(photo)
+    out = tmp_path / "out"
+    argv = [
+        "invert",
+        "--image",
+        str(photo),
+        "--out",
+        str(out),
+        "--volume",
+        "4",
+        "--top-n",
+        "2",
+        "--t-max",
+        "2",
+        "--tau-k",
+        "0.5",
+        "--tau-d",
+        "0.9",
+        "--warp-samples",
+        "4",
+        "--quiet",
+    ]
+    assert main(argv) == 0
+    ds = xr.open_dataset(out / "results.nc")
+    check_result_dataset(ds)
+    assert ds.sizes["target"] == 1
+    assert int(ds["queries"][0]) == 4 + 2 * 3  # V + N · (t_max + 1) without tau_a
+    assert ds["similarity"].attrs["status"] == "sample_estimate"
+    assert not list(out.glob("*.png"))
+    assert (out.stat().st_mode & 0o777) == 0o700
+
+
+def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_invert_refuses_bad_flags_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emb = tmp_path / "z.npy"
+    np.save(emb, np.ones(128, np.float32))
+    err = _fails(["invert", str(emb), "--out", str(tmp_path / "o"), "--tau-a", "1.5"], capsys)
+    assert "`--tau-a` must be in [-1, 1]" in err
+    err = _fails(
+        [
+            "invert",
+            str(emb),
+            "--out",
+            str(tmp_path / "o"),
+            "--attack",
+            "greedypixel",
+            "--volume",
+            "10",
+            "--query-budget",
+            "11",
+        ],
+        capsys,
+    )
+    assert "`--query-budget` must be >= 13" in err
+    assert not (tmp_path / "o").exists()  # refused before the output folder was made
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.ones(64, np.float32))
+    err = _fails(["invert", str(bad), "--out", str(tmp_path / "o2"), "--volume", "4"], capsys)
+    assert "(128,) or (n, 128)" in err

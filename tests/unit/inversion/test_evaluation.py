@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_curve
+
+from idaudit._results import check_result_dataset
+from idaudit.exceptions import InvalidInputError
+from idaudit.inversion import (
+    OODDetector,
+    attack_threshold,
+    eer_threshold,
+    joint_evaluation,
+    reference_bounds,
+    type_accuracy,
+)
+
+
+def test_eer_on_a_hand_computed_case() -> None:
+    # genuine 0.9 0.8 0.7 0.3, impostor 0.1 0.2 0.4 0.6. At τ = 0.6: FRR = 1/4 (0.3 rejected),
+    # FAR = 1/4 (0.6 accepted): the only threshold where the two rates are equal.
+    r = eer_threshold([0.9, 0.8, 0.7, 0.3], [0.1, 0.2, 0.4, 0.6])
+    assert (r.threshold, r.eer, r.far, r.frr) == (0.6, 0.25, 0.25, 0.25)
+    perfect = eer_threshold([0.9, 0.8], [0.1, 0.2])
+    assert perfect.eer == 0.0
+    assert 0.2 < perfect.threshold <= 0.8
+
+
+def test_eer_matches_sklearn_roc_curve(rng: np.random.Generator) -> None:
+    genuine = rng.normal(0.6, 0.15, 300)
+    impostor = rng.normal(0.2, 0.15, 500)
+    r = eer_threshold(genuine, impostor)
+    y = np.r_[np.ones(300), np.zeros(500)]
+    fpr, tpr, thr = roc_curve(y, np.r_[genuine, impostor], drop_intermediate=False)
+    fnr = 1 - tpr
+    gap = np.abs(fpr - fnr)
+    tied = np.flatnonzero(gap == gap.min())
+    k = tied[np.lexsort((thr[tied], (fpr + fnr)[tied]))[0]]  # same tie rule, independently
+    assert r.eer == pytest.approx((fpr[k] + fnr[k]) / 2)
+    assert (r.far, r.frr) == pytest.approx((fpr[k], fnr[k]))
+    assert r.threshold == pytest.approx(thr[k])
+
+
+def test_type_i_and_ii_on_constructed_embeddings() -> None:
+    e = np.eye(4)
+    rec = np.array([e[0], e[1], (e[2] + e[3]) / np.sqrt(2)])  # third: cos 0.707 to e2 and e3
+    targets = np.array([e[0], e[2], e[2]])
+    others = [
+        np.array([e[0], e[0], e[1]]),  # 2 of 3 matched
+        np.array([e[1]]),  # 1 of 1 (the reconstruction matches another image, not the target)
+        np.zeros((0, 4)),  # no other image: left out of Type II
+    ]
+    acc = type_accuracy(rec, targets, others, threshold=0.7)
+    np.testing.assert_array_equal(acc.per_target_i, [True, False, True])
+    assert acc.type_i == pytest.approx(2 / 3)
+    assert acc.type_ii == pytest.approx((2 / 3 + 1) / 2)
+    assert (acc.n_targets, acc.n_type_ii) == (3, 2)
+    higher = type_accuracy(rec, targets, others, threshold=0.8)
+    assert higher.type_i == pytest.approx(1 / 3)
+    with pytest.raises(InvalidInputError, match="`threshold` must be in"):
+        type_accuracy(rec, targets, others, threshold=1.5)
+    with pytest.raises(InvalidInputError, match="3 vs 4"):
+        type_accuracy(rec, targets[:, :3], others, threshold=0.5)
+
+
+def test_joint_evaluation_and_bounds_are_valid_results() -> None:
+    e = np.eye(3)
+    targets = {"a": e[:2], "b": e[:2]}
+    others = {"a": [e[[0]], e[[2]]], "b": [e[[0]], e[[1]]]}
+    recs = {"a": {"a": e[:2], "b": e[[0, 2]]}, "b": {"a": e[[2, 2]], "b": e[:2]}}
+    ds = joint_evaluation(recs, targets, others, {"a": 0.5, "b": 0.5})
+    check_result_dataset(ds)
+    assert ds["type_i"].sel(target_model="a", test_model="a") == 1.0
+    assert ds["type_ii"].sel(target_model="a", test_model="b") == 0.5
+    # target b: test a matches 1 of 2 identities (0.5), test b both (1.0)
+    assert ds["type_ii_avg"].sel(target_model="b") == pytest.approx((0.5 + 1.0) / 2)
+    assert ds["type_i"].attrs["status"] == "sample_estimate"
+    bounds = reference_bounds(e[:2], others["b"], e[[2, 2]], 0.5)
+    check_result_dataset(bounds)
+    assert bounds["type_ii"].sel(row="original") == 1.0
+    assert bounds["type_i"].sel(row="random") == 0.0
+
+
+def test_ood_detector_logic() -> None:
+    det = OODDetector([0.4, 0.3], tau_d=0.9)
+    sims = [[0.5, 0.1], [0.1, 0.2], [0.9, 0.9], [0.39, 0.31]]
+    p_d = [0.95, 0.99, 0.5, 0.9]
+    r = det.detect(sims, p_d)
+    # OOD1 only when *every* test model misses; OOD2 when p_D < tau_d (0.9 itself passes)
+    assert r.ood1.tolist() == [False, True, False, False]
+    assert r.ood2.tolist() == [False, False, True, False]
+    assert r.ood.tolist() == [False, True, True, False]
+    assert r.breakdown() == {"matching_failure": 0.25, "detection_failure": 0.25, "ood": 0.5}
+    with pytest.raises(InvalidInputError, match=r"\(n, 2\)"):
+        det.detect([[0.1, 0.2, 0.3]], [0.9])
+    with pytest.raises(InvalidInputError, match="`thresholds` must be in"):
+        OODDetector([1.2]).detect([[0.1]], [0.9])
+
+
+def test_attack_threshold_is_the_largest_cross_similarity(rng: np.random.Generator) -> None:
+    class Fixed:
+        def __init__(self, emb: np.ndarray) -> None:
+            self.emb = emb
+
+        def encode(self, crops: np.ndarray) -> np.ndarray:
+            return self.emb[: len(crops)]
+
+    emb = rng.normal(size=(6, 5))
+    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    sims = unit @ unit.T
+    ref = max(sims[i, j] for i in range(6) for j in range(6) if i != j)
+    crops = np.zeros((6, 4, 4, 3), np.uint8)
+    assert attack_threshold(Fixed(emb), crops) == pytest.approx(ref)
+    with pytest.raises(InvalidInputError, match="at least 2"):
+        attack_threshold(Fixed(emb), crops[:1])

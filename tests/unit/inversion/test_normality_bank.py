@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+
+from idaudit.exceptions import InvalidInputError
+from idaudit.inversion import LatentBank, dagostino_k2
+
+
+@pytest.mark.parametrize("n", [8, 20, 100, 3 * 16 * 16])
+def test_batched_k2_equals_scipy_normaltest(n: int) -> None:
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(64, n, generator=g, dtype=torch.float64)
+    x[:8] = x[:8] ** 3  # heavy tails
+    x[8:16] = x[8:16].abs()  # skewed
+    stat, p = dagostino_k2(x)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scipy warns that kurtosistest wants n >= 20
+            ref = scipy.stats.normaltest(x.numpy(), axis=1)
+    np.testing.assert_allclose(stat.numpy(), ref.statistic, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(p.numpy(), ref.pvalue, rtol=1e-6, atol=1e-12)
+
+
+def test_k2_accepts_latent_shaped_rows_and_refuses_short_ones() -> None:
+    x = torch.randn(3, 3, 4, 4, generator=torch.Generator().manual_seed(0))
+    _, p = dagostino_k2(x)
+    ref = scipy.stats.normaltest(x.reshape(3, -1).double().numpy(), axis=1).pvalue
+    np.testing.assert_allclose(p.numpy(), ref, rtol=1e-6)
+    with pytest.raises(InvalidInputError, match="n >= 8"):
+        dagostino_k2(torch.randn(2, 7))
+
+
+def test_bank_filters_and_counts_every_draw(toy: dict[str, Any]) -> None:
+    gen, det = toy["generator"], toy["detector"]
+    bank = LatentBank.build(gen, 12, detector=det, tau_k=0.6, tau_d=0.5, rng=3, batch_size=50)
+    assert bank.volume == 12
+    assert (bank.p_k >= 0.6).all()
+    assert (bank.p_d >= 0.5).all()
+    # independent check of both filters on the stored codes and images
+    ref_p = scipy.stats.normaltest(bank.latents.astype(np.float64), axis=1).pvalue
+    np.testing.assert_allclose(bank.p_k, ref_p, rtol=1e-5)
+    np.testing.assert_allclose(bank.p_d, bank.images.reshape(12, -1).mean(1) / 255.0, rtol=1e-6)
+    assert bank.n_drawn == bank.volume + bank.n_rejected_k + bank.n_rejected_d
+    assert bank.n_rejected_k > 0
+    assert bank.n_rejected_d > 0
+    # the same draws replayed by hand give the same counts (draws examined in order)
+    g = torch.Generator().manual_seed(int(np.random.default_rng(3).integers(0, 2**63 - 1)))
+    kept, drawn, rej_k, rej_d = 0, 0, 0, 0
+    while kept < 12:
+        z = torch.randn(50, 16, generator=g)
+        for row in z:
+            drawn += 1
+            p = scipy.stats.normaltest(row.double().numpy()).pvalue
+            if p < 0.6:
+                rej_k += 1
+                continue
+            img = np.round(gen.forward(row[None]).detach().numpy() * 255).clip(0, 255)
+            if img.mean() / 255.0 < 0.5:
+                rej_d += 1
+                continue
+            kept += 1
+            if kept == 12:
+                break
+    assert (bank.n_drawn, bank.n_rejected_k, bank.n_rejected_d) == (drawn, rej_k, rej_d)
+
+
+def test_bank_is_deterministic_and_round_trips_without_pickles(
+    toy: dict[str, Any], tmp_path: Path
+) -> None:
+    kw = {"detector": toy["detector"], "tau_k": 0.5, "tau_d": 0.4}
+    a = LatentBank.build(toy["generator"], 6, rng=7, **kw)
+    b = LatentBank.build(toy["generator"], 6, rng=7, **kw)
+    np.testing.assert_array_equal(a.latents, b.latents)
+    path = tmp_path / "bank.npz"
+    a.save(path)
+    assert (path.stat().st_mode & 0o777) == 0o600
+    c = LatentBank.load(path)
+    np.testing.assert_array_equal(a.latents, c.latents)
+    np.testing.assert_array_equal(a.images, c.images)
+    assert (c.n_drawn, c.tau_k, c.seed, c.generator) == (a.n_drawn, 0.5, 7, "linear-toy")
+    np.savez(tmp_path / "other.npz", x=np.zeros(3))
+    with pytest.raises(InvalidInputError, match="not a latent bank"):
+        LatentBank.load(tmp_path / "other.npz")
+
+
+def test_bank_gives_up_with_counts(toy: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInputError, match="max_draws"):
+        LatentBank.build(toy["generator"], 5, detector=toy["detector"], tau_d=1.0, max_draws=100)
+    with pytest.raises(InvalidInputError, match="tau_k"):
+        LatentBank.build(toy["generator"], 5, detector=toy["detector"], tau_k=1.5)
