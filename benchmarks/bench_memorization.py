@@ -35,6 +35,7 @@ import torch
 
 from idaudit.memorization import flagging, nearest_neighbour_distances, nnaa
 from idaudit.memorization._images import default_threads
+from idaudit.memorization._nnaa import half_size
 
 PERCENTILES = (1.0, 2.0, 5.0, 10.0, 20.0)
 
@@ -172,7 +173,10 @@ def main() -> None:
     # 2. NNAA
     nn, t_nnaa = timed(lambda: nnaa(t, h, s, n_bootstrap=args.bootstrap, rng=0))
     gen = np.random.default_rng(0)  # the documented recipe (no cap below max_samples)
-    draws = [gen.integers(0, len(x), size=(args.bootstrap, len(x))) for x in (t, h, s)]
+    draws = [
+        np.argsort(gen.random((args.bootstrap, len(x))), axis=1)[:, : half_size(len(x))]
+        for x in (t, h, s)
+    ]
     k = min(args.baseline_draws, args.bootstrap)
     ref, t_plain = timed(lambda: numpy_nnaa_draws(t, h, s, draws, range(k)))
     kv = min(100, args.bootstrap)

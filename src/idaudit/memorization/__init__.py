@@ -6,7 +6,7 @@ Array-level statistics, usable on any embeddings or distances:
 :func:`flagging`,                      rates at thresholds calibrated on held-out distances, a
 :func:`flagging_from_distances`        permutation p-value and an exact Clopper–Pearson interval
 :func:`nnaa`, :func:`nnaa_from_distances`  nearest-neighbour adversarial accuracy, privacy loss,
-                                       bootstrap intervals with neighbours recomputed per draw
+                                       half-sampling intervals, neighbours recomputed per draw
 :func:`metric_sanity`                  same- vs different-subject distances: AUC, permutation test
 :func:`nearest_neighbour_distances`,   batched torch kernels, memory-bounded in blocks
 :func:`pairwise_distances`

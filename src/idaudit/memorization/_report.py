@@ -118,9 +118,10 @@ def report_markdown(report: PrivacyReport) -> str:
                 )
         lines += [
             "",
-            f"Intervals: bootstrap percentile intervals ({par['n_bootstrap']} draws, each set "
-            "resampled with replacement and every nearest neighbour recomputed); they are "
-            "approximate. The absolute AA level carries no privacy meaning on its own: "
+            f"Intervals: centred half-sampling intervals ({par['n_bootstrap']} draws, each "
+            "keeping a random half of every set without replacement, every nearest neighbour "
+            "recomputed); they are approximate. The absolute AA level carries no privacy "
+            "meaning on its own: "
             "synthetic faces are usually separable from real ones, so both AA values sit "
             "above 0.5. Only their difference is informative.",
             "",
