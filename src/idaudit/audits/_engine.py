@@ -123,7 +123,7 @@ def audit_pairs(
         ``setting.batch_size`` — the resolved one when ``None`` was given —,
         ``setting.backend``), the versions of idaudit and its numerical dependencies, the
         SHA-256 of the embeddings (``input_sha256``) and of the pair list (``pairs_sha256``).
-        Labels hold no ``.``, so every key splits unambiguously at its first dot. See
+        Parameter names hold no ``.``, so every key splits unambiguously at its last dot. See
         ``docs/audit_pairs.md`` for the schema variable by variable.
 
         With ``keep="summary"``: for every per-pair float output ``V`` (one number per pair)
