@@ -133,8 +133,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="idaudit",
         description=(
-            "Identity-level differential-privacy audits of face pipelines: four routes from "
-            "embeddings to epsilon, reserved-test certificates and a known-truth benchmark."
+            "How much identity survives a face pipeline: identity-level differential-privacy "
+            "audits (four routes from embeddings to epsilon, certificates, a known-truth "
+            "benchmark), a memorisation check and embedding inversion, all offline."
         ),
     )
     parser.add_argument("--version", action="version", version=f"idaudit {__version__}")
