@@ -373,3 +373,20 @@ def test_cache_refuses_a_file_as_folder(tmp_path: Path) -> None:
     f.write_text("")
     with pytest.raises(InvalidInputError, match="must be a folder"):
         EmbeddingCache(f)
+
+
+class _ShortBatch:
+    """A batch method that loses the last output of every batch."""
+
+    def __call__(self, image: np.ndarray, rng: Any = None) -> np.ndarray:
+        return image
+
+    def batch(self, images: list[np.ndarray], rngs: list[Any]) -> list[np.ndarray]:
+        return list(images)[:-1]
+
+
+def test_a_batch_returning_the_wrong_number_of_outputs_is_a_clear_error() -> None:
+    with pytest.raises(InvalidInputError, match=r"`generator.batch` must return one output per"):
+        encode_generator(
+            _ShortBatch(), _people(n_ids=2, n_images=4), pipeline=_pipeline(), progress=False
+        )
