@@ -390,3 +390,29 @@ def test_a_batch_returning_the_wrong_number_of_outputs_is_a_clear_error() -> Non
         encode_generator(
             _ShortBatch(), _people(n_ids=2, n_images=4), pipeline=_pipeline(), progress=False
         )
+
+
+def test_blur_and_random_offset_mosaic_against_explicit_constructions() -> None:
+    gen = np.random.default_rng(0)
+    im = gen.integers(0, 256, (13, 11, 3)).astype(np.uint8)
+    # blur: separable convolution with the normalised Gaussian kernel truncated at 4 σ,
+    # half-sample symmetric edges (np.pad "symmetric"), written out by hand
+    s = 1.5
+    r = int(4 * s + 0.5)
+    k = np.exp(-(np.arange(-r, r + 1) ** 2) / (2 * s * s))
+    k /= k.sum()
+    p = np.pad(im.astype(float), ((r, r), (r, r), (0, 0)), mode="symmetric")
+    rows = sum(k[i] * p[i : i + 13] for i in range(2 * r + 1))
+    ref = sum(k[i] * rows[:, i : i + 11] for i in range(2 * r + 1))
+    np.testing.assert_array_equal(GaussianBlur(s)(im), np.clip(np.rint(ref), 0, 255))
+    # mosaic with a random grid offset: cells start at block - offset, by an explicit loop
+    b = 4
+    for seed in range(4):
+        oy, ox = np.random.default_rng(seed).integers(0, b, size=2)
+        ys = sorted({0, *range(int(b - oy) % b or b, 13, b)})
+        xs = sorted({0, *range(int(b - ox) % b or b, 11, b)})
+        expected = np.empty_like(im)
+        for y0, y1 in zip(ys, [*ys[1:], 13], strict=True):
+            for x0, x1 in zip(xs, [*xs[1:], 11], strict=True):
+                expected[y0:y1, x0:x1] = np.rint(im[y0:y1, x0:x1].reshape(-1, 3).mean(axis=0))
+        np.testing.assert_array_equal(Pixelate(b)(im, rng=seed), expected)
