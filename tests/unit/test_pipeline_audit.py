@@ -416,3 +416,70 @@ def test_blur_and_random_offset_mosaic_against_explicit_constructions() -> None:
             for x0, x1 in zip(xs, [*xs[1:], 11], strict=True):
                 expected[y0:y1, x0:x1] = np.rint(im[y0:y1, x0:x1].reshape(-1, 3).mean(axis=0))
         np.testing.assert_array_equal(Pixelate(b)(im, rng=seed), expected)
+
+
+class _SpotDetector:
+    """One face whose box starts at the brightest pixel of the red channel."""
+
+    name = "spot"
+
+    def __repr__(self) -> str:
+        return "SpotDetector()"
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        y, x = np.unravel_index(int(np.argmax(image[..., 0])), image.shape[:2])
+        lm = np.tile([float(x), float(y)], (5, 1))
+        return [Face(box=np.array([x, y, x + 8.0, y + 8.0]), score=1.0, landmarks=lm)]
+
+
+class _CropEncoder:
+    """Returns the aligned 8 × 8 crop itself (as floats): the embedding shows the crop cut."""
+
+    name = "crop"
+    dim = 192
+    input_size = 8
+    differentiable = False
+    device = "cpu"
+
+    def __repr__(self) -> str:
+        return "CropEncoder()"
+
+    def align(self, image: np.ndarray, face: Face) -> np.ndarray:
+        x, y = int(face.box[0]), int(face.box[1])
+        return np.ascontiguousarray(image[y : y + 8, x : x + 8])
+
+    def encode(self, crops: np.ndarray) -> np.ndarray:
+        return crops.reshape(len(crops), -1).astype(np.float32) + 1.0
+
+
+def test_paired_mode_cuts_the_original_frames_crop_from_the_output() -> None:
+    gen = np.random.default_rng(2)
+    spots = {"a": [(10, 20), (40, 70)], "b": [(60, 15), (90, 90)]}
+    people: dict[str, list[np.ndarray]] = {}
+    for label, where in spots.items():
+        people[label] = []
+        for y, x in where:
+            im = gen.integers(0, 200, (120, 120, 3)).astype(np.uint8)
+            im[y, x, 0] = 255  # the "face" the detector finds
+            people[label].append(im)
+
+    def move_and_invert(image: np.ndarray) -> np.ndarray:
+        # a known transform: the detector would follow the spot to the frame's corner
+        out = (255 - image).astype(np.uint8)
+        out[..., 0] = np.where(out[..., 0] == 255, 254, out[..., 0])
+        out[0, 0, 0] = 255
+        return out
+
+    coded = encode_generator(
+        move_and_invert,
+        people,
+        pipeline=FacePipeline(_SpotDetector(), _CropEncoder(), progress=False),
+        mode="paired",
+        min_rows=1,
+        progress=False,
+    )
+    assert (coded.outcomes["status"] == "ok").all()
+    for row, (label, j) in enumerate(zip(coded.rows["identity"], coded.rows["source_index"])):
+        y, x = spots[label][j]
+        expected = move_and_invert(people[label][j])[y : y + 8, x : x + 8]
+        np.testing.assert_array_equal(coded.vectors[row], expected.reshape(-1) + 1.0)
