@@ -479,7 +479,8 @@ def test_paired_mode_cuts_the_original_frames_crop_from_the_output() -> None:
         progress=False,
     )
     assert (coded.outcomes["status"] == "ok").all()
-    for row, (label, j) in enumerate(zip(coded.rows["identity"], coded.rows["source_index"])):
+    pairs = zip(coded.rows["identity"], coded.rows["source_index"], strict=True)
+    for row, (label, j) in enumerate(pairs):
         y, x = spots[label][j]
         expected = move_and_invert(people[label][j])[y : y + 8, x : x + 8]
         np.testing.assert_array_equal(coded.vectors[row], expected.reshape(-1) + 1.0)
