@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install idaudit and everything it needs on a fresh machine, offline-safe.
-#   scripts/install.sh          -> the library, the faces stack and the dask backend
+#   scripts/install.sh          -> the library, the faces stack, the dask backend and zarr
+#                                  (resumable audit_pairs stores)
 #   scripts/install.sh test     -> the same plus the test tools and the docs site's builder
 #   scripts/install.sh minimum  -> the test install with the core dependencies at their declared
 #                                  floors (ci/minimum-versions.txt), to run the suite against them

@@ -1,14 +1,17 @@
-"""Device resolution shared by every module that runs torch code."""
+"""Device resolution and thread handling shared by every module that runs torch code."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["default_threads", "resolve_device"]
+__all__ = ["default_threads", "resolve_device", "single_threaded"]
 
 
 def resolve_device(device: Any) -> torch.device:
@@ -79,3 +82,36 @@ def default_threads() -> int:
         busy = 0
     # one busy CPU is allowed for (this process's own start-up shows in the load average)
     return max(1, min(usable, usable - busy + 1))
+
+
+_THREADS_LOCK = threading.Lock()
+_THREADS_STATE: dict[str, Any] = {"users": 0, "torch": 1, "limits": None}
+
+
+@contextmanager
+def single_threaded() -> Iterator[None]:
+    """Run torch and the BLAS libraries on one thread each while any chunk runs.
+
+    The kernels gain nothing from intra-op threads at audit sizes, and their spinning
+    OpenMP threads slow a call down tenfold when another process holds a core; chunks run
+    side by side on threads instead. Thread counts are process-wide, so the first chunk to
+    start lowers them and the last to finish restores them (threads take turns through a
+    lock, so none restores a count another still relies on).
+    """
+    from threadpoolctl import threadpool_limits
+
+    state = _THREADS_STATE
+    with _THREADS_LOCK:
+        if state["users"] == 0:
+            state["torch"] = torch.get_num_threads()
+            torch.set_num_threads(1)
+            state["limits"] = threadpool_limits(limits=1)
+        state["users"] += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            state["users"] -= 1
+            if state["users"] == 0:
+                state["limits"].restore_original_limits()
+                torch.set_num_threads(state["torch"])

@@ -238,6 +238,7 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
             r"`--kde-mix` values must be distinct \(one KDE-LR auditor each\); got 0 0\.",
         ),
         (["audit", "--n-permutations", "-1"], r"`--n-permutations` must be >= 0; got -1\."),
+        (["audit", "--threads", "0"], r"`--threads` must be >= 1; got 0\."),
         (
             ["audit", "--min-rows", "4"],
             r"`--min-rows` must be >= 5, the fewest rows per identity the chosen audits need; "

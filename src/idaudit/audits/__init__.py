@@ -30,13 +30,13 @@ from __future__ import annotations
 from idaudit.audits._base import BaseAuditor, Output, StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
-from idaudit.audits._engine import audit_pairs
+from idaudit.audits._engine import QUANTILES, audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
 from idaudit.audits._merge import merge_audits
 from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
 from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
-from idaudit.audits._rocht import ROCHTAuditor
+from idaudit.audits._rocht import ROCHTAuditor, logistic_oof_logits
 from idaudit.audits._sensitivity import (
     ShapiroResult,
     classifier_sensitivity,
@@ -49,6 +49,7 @@ from idaudit.audits._tables import condition_fields, markdown, read_manifest, ta
 
 __all__ = [
     "AUDITOR_CHECKS",
+    "QUANTILES",
     "AuditSummary",
     "BaseAuditor",
     "GaussMechAuditor",
@@ -64,6 +65,7 @@ __all__ = [
     "classifier_sensitivity",
     "concat_conditions",
     "condition_fields",
+    "logistic_oof_logits",
     "markdown",
     "merge_audits",
     "mmd_bandwidth_sweep",

@@ -118,12 +118,104 @@ class Batch:
     @cached_property
     def packed(self) -> PairBatch:
         """The pairs as one zero-padded float64 tensor on ``device``."""
-        return pack_pairs(self.samples, self.device)
+        if self.labels is None:
+            return pack_pairs(self.samples, self.device)
+        return PairBatch(x=self._pooled_rows(), n_a=self.n_a, n_b=self.n_b)
 
     @property
     def n_pairs(self) -> int:
         """Number of pairs."""
         return len(self.samples)
+
+    @cached_property
+    def n_a(self) -> tuple[int, ...]:
+        """Rows of identity A in each pair (no tensor is built)."""
+        return tuple(int(a.shape[0]) for a, _ in self.samples)
+
+    @cached_property
+    def n_b(self) -> tuple[int, ...]:
+        """Rows of identity B in each pair."""
+        return tuple(int(b.shape[0]) for _, b in self.samples)
+
+    def per_identity(self, key: str, side: int, pair: int, compute: Any) -> Any:
+        """``compute(rows)`` for one identity of one pair, cached per identity label.
+
+        With identity labels, the value is computed once per :func:`idaudit.audit_pairs` call
+        (``shared`` outlives the batch) whatever the number of pairs the identity is in;
+        without labels (a single ``fit``) it is simply computed.
+        """
+        rows = self.samples[pair][side]
+        if self.labels is None:
+            return compute(rows)
+        cache = self.shared.setdefault(key, {})
+        label = self.labels[pair][side]
+        if label not in cache:
+            cache[label] = compute(rows)
+        return cache[label]
+
+    def _identity(self, pair: int, side: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows and Gram matrix of one identity, zero-padded to the call's widest identity."""
+
+        def compute(rows: FloatArray) -> tuple[torch.Tensor, torch.Tensor]:
+            width = max(int(self.shared.get("width", 0)), rows.shape[0])
+            x = torch.zeros(width, rows.shape[1], dtype=torch.float64, device=self.device)
+            x[: rows.shape[0]] = torch.from_numpy(rows).to(self.device)
+            return x, x @ x.T  # (width, d), (width, width): zero outside the real rows
+
+        out: tuple[torch.Tensor, torch.Tensor] = self.per_identity("rows_gram", side, pair, compute)
+        return out
+
+    def _blocks(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Return the padded rows of A and B and each pooled row's source position.
+
+        Shapes (pairs, w_a, d), (pairs, w_b, d) and (pairs, n_max): pooled row ``r`` of pair
+        ``p`` is row ``pos[p, r]`` of ``cat([A rows, B rows, one zero row])``.
+        """
+        if "blocks" in self.cache:
+            cached: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = self.cache["blocks"]
+            return cached
+        n_a, n_b = np.asarray(self.n_a), np.asarray(self.n_b)
+        w_a, w_b = int(n_a.max()), int(n_b.max())
+        n_max = int((n_a + n_b).max())
+        xa = torch.stack([_fit(self._identity(p, 0)[0], w_a, 0) for p in range(self.n_pairs)])
+        xb = torch.stack([_fit(self._identity(p, 1)[0], w_b, 0) for p in range(self.n_pairs)])
+        # pooled position r of pair p: A row r, then B row r - n_a, then padding
+        r = np.arange(n_max)[None, :]
+        pos = np.where(
+            r < n_a[:, None],
+            r,
+            np.where(r < (n_a + n_b)[:, None], w_a + r - n_a[:, None], w_a + w_b),
+        )  # (pairs, n_max)
+        out = (xa, xb, torch.from_numpy(pos).to(self.device))
+        self.cache["blocks"] = out
+        return out
+
+    def _pooled_rows(self) -> torch.Tensor:
+        """Pooled rows (pairs, n_max, d), gathered from the per-identity rows."""
+        xa, xb, pos = self._blocks()
+        rows = torch.nn.functional.pad(torch.cat([xa, xb], 1), (0, 0, 0, 1))  # + a zero row
+        return rows.gather(1, pos[:, :, None].expand(-1, -1, rows.shape[2]))
+
+    def _pooled_gram(self) -> torch.Tensor:
+        """Pooled Gram matrices (pairs, n_max, n_max) from per-identity blocks.
+
+        Each identity's rows and own Gram block are computed once per call (``shared``); per
+        pair only the A-B block is multiplied (one batched product for the whole batch), and
+        the blocks are placed by two gathers, so no Python loop touches a pair's tensors.
+        """
+        xa, xb, pos = self._blocks()
+        w_a, w_b = xa.shape[1], xb.shape[1]
+        n_max = pos.shape[1]
+        ga = torch.stack([_square(self._identity(p, 0)[1], w_a) for p in range(self.n_pairs)])
+        gb = torch.stack([_square(self._identity(p, 1)[1], w_b) for p in range(self.n_pairs)])
+        cross = xa @ xb.transpose(1, 2)  # (pairs, w_a, w_b): the only per-pair product
+        width = w_a + w_b
+        blocks = torch.cat(
+            [torch.cat([ga, cross], 2), torch.cat([cross.transpose(1, 2), gb], 2)], 1
+        )  # (pairs, width, width)
+        blocks = torch.nn.functional.pad(blocks, (0, 1, 0, 1))  # index `width` reads a zero
+        g = blocks.gather(1, pos[:, :, None].expand(-1, -1, width + 1))  # (pairs, n_max, w+1)
+        return g.gather(2, pos[:, None, :].expand(-1, n_max, -1))  # (pairs, n_max, n_max)
 
     def gram(self) -> torch.Tensor:
         """Inner products within each pooled sample, (pairs, n_max, n_max) (cached).
@@ -139,30 +231,39 @@ class Batch:
             x = self.packed.x
             gram = x @ x.transpose(1, 2)  # (pairs, n_max, n_max)
         else:
-            n_max = self.packed.n_max
-            gram = torch.zeros(self.n_pairs, n_max, n_max, dtype=torch.float64, device=self.device)
-            blocks = self.shared.setdefault("self_gram", {})
-            for p, ((a, b), (la, lb)) in enumerate(zip(self.samples, self.labels, strict=True)):
-                xa = torch.from_numpy(a).to(self.device)  # (n_a, d)
-                xb = torch.from_numpy(b).to(self.device)  # (n_b, d)
-                for label, rows in ((la, xa), (lb, xb)):
-                    if label not in blocks:
-                        blocks[label] = rows @ rows.T
-                na, nb = a.shape[0], b.shape[0]
-                cross = xa @ xb.T  # (n_a, n_b)
-                gram[p, :na, :na] = blocks[la]
-                gram[p, na : na + nb, na : na + nb] = blocks[lb]
-                gram[p, :na, na : na + nb] = cross
-                gram[p, na : na + nb, :na] = cross.T
+            gram = self._pooled_gram()
         self.cache["gram"] = gram
         return gram
 
     def masks(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Membership masks of A and B rows, each (pairs, n_max) (cached)."""
         if "masks" not in self.cache:
-            self.cache["masks"] = self.packed.masks()
+            n_a = torch.tensor(self.n_a, device=self.device)[:, None]  # (pairs, 1)
+            n_ab = n_a + torch.tensor(self.n_b, device=self.device)[:, None]
+            rows = torch.arange(int(n_ab.max()), device=self.device)  # (n_max,)
+            self.cache["masks"] = (
+                (rows < n_a).to(torch.float64),  # (pairs, n_max)
+                ((rows >= n_a) & (rows < n_ab)).to(torch.float64),
+            )
         masks: tuple[torch.Tensor, torch.Tensor] = self.cache["masks"]
         return masks
+
+
+def _square(g: torch.Tensor, width: int) -> torch.Tensor:
+    """Cut or zero-pad a square block to ``width`` x ``width``."""
+    have = g.shape[0]
+    if have >= width:
+        return g[:width, :width]
+    return torch.nn.functional.pad(g, (0, width - have, 0, width - have))
+
+
+def _fit(t: torch.Tensor, width: int, dim: int) -> torch.Tensor:
+    """``t`` cut or zero-padded to ``width`` along ``dim`` (cached blocks may be wider)."""
+    have = t.shape[dim]
+    if have >= width:
+        return t.narrow(dim, 0, width)
+    pad = [0, 0] * (t.dim() - dim - 1) + [0, width - have]
+    return torch.nn.functional.pad(t, pad)
 
 
 class StatusEstimator:

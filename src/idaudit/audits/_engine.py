@@ -1,35 +1,59 @@
-"""``audit_pairs``: many identity pairs through many auditors, one xarray.Dataset out."""
+"""``audit_pairs``: many identity pairs (or all of them) through many auditors, one result.
+
+The engine cuts the pairs into chunks of ``batch_size`` pairs, runs every auditor on each
+chunk (one batched kernel call per auditor and chunk) and puts the chunks back together:
+in memory (``keep="pairs"``), as running summaries (``keep="summary"``) or in a zarr store
+that a later call resumes (``store=``). Chunks run side by side on CPU threads (each on one
+torch thread) or on the workers of a ``dask.distributed`` cluster.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import Any
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from idaudit._device import resolve_device
-from idaudit._results import pair_dataset, provenance, variable
+from idaudit._device import resolve_device, single_threaded
+from idaudit._results import (
+    attr_value,
+    check_result_dataset,
+    check_status,
+    pair_dataset,
+    provenance,
+    variable,
+)
 from idaudit._validation import check_integer, check_option, check_pairs
-from idaudit.audits._base import BaseAuditor, Batch, PairError
-from idaudit.data import EmbeddingSet
+from idaudit.audits._base import BaseAuditor, Batch, Output, PairError
+from idaudit.data import EmbeddingSet, decode_pair_indices, n_pairs_of
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["audit_pairs"]
+__all__ = ["QUANTILES", "audit_pairs"]
 
 # Working-memory target of one batch when ``batch_size`` is None.
 _BATCH_BYTES = 2**28
 _MAX_AUTO_BATCH = 256
 
+#: Quantile levels of ``keep="summary"`` (exact order statistics, see :func:`audit_pairs`).
+QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
+
 ChunkResult = dict[str, dict[str, npt.NDArray[Any]]]
+Keep = Literal["pairs", "summary"]
 
 
 def audit_pairs(
     es: EmbeddingSet,
-    pairs: Sequence[tuple[Any, Any]] | npt.ArrayLike,
+    pairs: Sequence[tuple[Any, Any]] | npt.ArrayLike | Literal["all"],
     auditors: Sequence[BaseAuditor],
     *,
     device: str = "cpu",
@@ -37,16 +61,21 @@ def audit_pairs(
     progress: bool = True,
     backend: str = "local",
     client: Any = None,
+    keep: Keep = "pairs",
+    store: str | os.PathLike[str] | None = None,
+    n_threads: int | None = None,
 ) -> xr.Dataset:
-    r"""Run several auditors over many identity pairs, batched, into one Dataset.
+    r"""Run several auditors over many identity pairs, or all of them, into one Dataset.
 
     Parameters
     ----------
     es : EmbeddingSet
         Embeddings grouped by identity (already filtered and normalised).
-    pairs : sequence of (label, label) or array_like, shape (n_pairs, 2)
-        Identity pairs, e.g. from :func:`idaudit.sample_pairs`. Each label must be in ``es``;
-        the two labels of a pair must differ.
+    pairs : sequence of (label, label), array_like of shape (n_pairs, 2), or "all"
+        Identity pairs, e.g. from :func:`idaudit.sample_pairs`; each label must be in ``es``
+        and the two labels of a pair must differ. ``"all"``: every unordered pair of
+        ``es.identities`` (complete adjacency, seed 000 Section 2.5), in the lexicographic
+        order of :func:`idaudit.data.all_pairs`, generated chunk by chunk.
     auditors : sequence of BaseAuditor
         The audits to run, with distinct :attr:`~BaseAuditor.label` values (give ``name=`` to
         tell two auditors of one class apart). Their parameters are used as they are;
@@ -54,49 +83,86 @@ def audit_pairs(
     device : {"cpu", "cuda"}, default "cpu"
         Where the batched kernels run. CUDA without a GPU raises.
     batch_size : int, optional
-        Pairs per kernel call. ``None`` picks the largest batch whose working memory stays
-        near 256 MiB (at most 256 pairs). The numbers do not depend on it.
+        Pairs per chunk (one kernel call per auditor). ``None`` picks the largest chunk whose
+        working memory stays near 256 MiB (at most 256 pairs); with a ``store`` that already
+        holds chunks, the store's. The numbers do not depend on it.
     progress : bool, default True
         Show a tqdm bar over pairs.
     backend : {"local", "dask"}, default "local"
-        ``"dask"`` sends chunks of ``batch_size`` pairs to the workers of a
-        ``dask.distributed`` cluster and returns the same Dataset (floating-point values equal
-        to rounding, ≤ 1e-12).
+        ``"local"`` runs chunks on ``n_threads`` threads of this process. ``"dask"`` sends
+        them to the workers of a ``dask.distributed`` cluster (thread or process workers: the
+        embeddings are scattered once, each task carries only its pair labels, auditors and
+        seeds) and gives the same numbers.
     client : dask.distributed.Client, optional
         The client to use with ``backend="dask"`` (default: the current one).
+    keep : {"pairs", "summary"}, default "pairs"
+        ``"pairs"`` returns the per-pair Dataset. ``"summary"`` returns summaries over the
+        pairs (see Returns) without holding per-pair vectors or batch tensors: only one float
+        per pair and scalar output is kept, to make the quantiles exact.
+    store : path, optional
+        A zarr store (directory, e.g. ``"results.zarr"``) that receives every chunk as it
+        finishes. If it exists and was written for the same embeddings, pairs, auditor
+        parameters, seeds and batch size, finished chunks are not recomputed (resume after an
+        interruption); a store written for anything else is refused. Readable with
+        ``xarray.open_zarr`` (needs ``pip install "idaudit[dask]"`` or ``zarr``).
+    n_threads : int, optional
+        CPU threads of the local backend: that many chunks run at once, each on one torch
+        thread. Default: the CPUs this process may use (``len(os.sched_getaffinity(0))``),
+        at most the number of chunks. Ignored by the dask backend (workers set their own).
 
     Returns
     -------
     xarray.Dataset
-        Dimension ``pair``; coordinates ``identity_a``, ``identity_b``, ``n_a``, ``n_b``; one
-        variable ``"<label>_<output>"`` per auditor output (e.g. ``mmdtv_epsilon``,
-        ``rocht_auc``), each with ``long_name`` and ``status`` attributes. Dataset attributes
-        (scalars and strings only, so ``to_netcdf`` round-trips) record every auditor's
-        parameters as ``"<label>.<param>"``, its class and status, the seed drawn from its
-        ``rng`` (``"<label>.seed"``), the run settings actually used (``setting.device``,
+        With ``keep="pairs"``: dimension ``pair``; coordinates ``identity_a``,
+        ``identity_b``, ``n_a``, ``n_b``; one variable ``"<label>_<output>"`` per auditor
+        output (e.g. ``mmdtv_epsilon``, ``rocht_auc``), each with ``long_name`` and
+        ``status`` attributes. Dataset attributes (scalars and strings only, so
+        ``to_netcdf`` round-trips) record every auditor's parameters as
+        ``"<label>.<param>"``, its class and status, the seed drawn from its ``rng``
+        (``"<label>.seed"``), the run settings actually used (``setting.device``,
         ``setting.batch_size`` — the resolved one when ``None`` was given —,
         ``setting.backend``), the versions of idaudit and its numerical dependencies, the
         SHA-256 of the embeddings (``input_sha256``) and of the pair list (``pairs_sha256``).
         Labels hold no ``.``, so every key splits unambiguously at its first dot. See
         ``docs/audit_pairs.md`` for the schema variable by variable.
 
+        With ``keep="summary"``: for every per-pair float output ``V`` (one number per pair)
+        ``V_max`` with the first pair reaching it (``V_argmax_identity_a``/``_b``) and how
+        many pairs reach it (``V_n_at_max``), ``V_quantile`` along ``quantile`` (levels
+        :data:`QUANTILES`; the exact order statistic :math:`x_{(\lceil qn \rceil)}`, numpy's
+        ``method="inverted_cdf"``, so ``+inf`` values stay ``+inf``), ``V_n_inf`` (pairs with
+        ``+inf``), and along ``identity`` each identity's largest value over its pairs
+        ``V_worst`` and that pair's other identity ``V_worst_partner`` (first in pair order on
+        ties); ``V_count`` for boolean outputs. The same attributes as above plus ``n_pairs``.
+
     Raises
     ------
     InvalidInputError
         If a pair names an identity ``es`` does not hold (the message names it), pairs an
         identity with itself, an identity has fewer rows than an auditor needs, two auditors
-        share a label, or an option is invalid.
+        share a label, an option is invalid, or ``store`` holds results for other inputs or
+        parameters (the message says which).
     ImportError
-        If ``backend="dask"`` and dask.distributed is not installed.
+        If ``backend="dask"`` and dask.distributed is not installed, or ``store`` is given
+        and zarr is not.
 
     Notes
     -----
     Every auditor's randomness comes from one seed drawn from its ``rng`` at the start of the
     call and shared by all pairs, so each pair's numbers equal ``auditor.fit(emb_a, emb_b)``
     with the same ``rng`` (to 1e-6, in practice to rounding), whatever the batch size, pair
-    order or backend. Auditors run on the same batch share intermediate results: distances and
-    median bandwidths across MMD-TV auditors, KDE densities across KDE-LR auditors with
-    different ``alpha``.
+    order, thread count or backend. What depends on one identity is computed once per call
+    and reused by all of its pairs: its rows and Gram block (MMD-TV distances and ROC-HT),
+    its mean and residual scale (GaussMech), the cross-validation folds of each pair of
+    sizes (ROC-HT); per pair only the cross block is multiplied. Auditors run on the same
+    chunk share intermediate results: distances and median bandwidths across MMD-TV
+    auditors, KDE densities across KDE-LR auditors with different ``alpha``.
+
+    Memory: about ``n_threads`` chunks' working memory (≤ ~256 MiB each by default) plus the
+    per-identity caches (identities × w × (w + d) × 8 bytes, w the largest identity) plus
+    the result (``keep="pairs"``: every variable; ``"summary"``: 8 bytes per pair and scalar
+    output), whatever the number of pairs; docs/audit_pairs.md gives the growth with
+    identities, samples and dimension.
 
     Examples
     --------
@@ -109,44 +175,225 @@ def audit_pairs(
     ...                  progress=False)
     >>> ds["mmdtv_epsilon"].dims, ds["mmdtv_epsilon"].attrs["status"]
     (('pair',), 'sample_estimate')
+    >>> summary = audit_pairs(es, "all", [MMDTVAuditor()], keep="summary", progress=False)
+    >>> str(summary["mmdtv_epsilon_argmax_identity_a"].values), int(summary.attrs["n_pairs"])
+    ('a', 3)
     """
     if not isinstance(es, EmbeddingSet):
         raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
     auditor_list = _check_auditors(auditors)
     dev = resolve_device(device)
     check_option(backend, "backend", ("local", "dask"))
+    check_option(keep, "keep", ("pairs", "summary"))
     if batch_size is not None:
         batch_size = check_integer(batch_size, "batch_size", minimum=1)
-    pair_list = check_pairs(pairs, es.identities, unknown="which `es` does not contain")
+    if n_threads is not None:
+        n_threads = check_integer(n_threads, "n_threads", minimum=1)
+    plan = _Plan(es, pairs)
     for aud in auditor_list:
         aud._check_params()
         need = aud.min_rows()
-        for label in dict.fromkeys(x for p in pair_list for x in p):
+        for label in plan.involved():
             if es.counts[label] < need:
                 raise InvalidInputError(
                     f"identity {label!r} has {es.counts[label]} row(s); auditor "
                     f"{aud.label!r} needs at least {need} per identity."
                 )
     seeds = [aud._draw_seed() for aud in auditor_list]
+    specs = _specs(auditor_list, es)
+    attrs = _attributes(es, plan, auditor_list, seeds)
+    sink: _Store | None = None
+    if store is not None:
+        sink = _Store.open_or_create(
+            Path(store), specs, plan, attrs, _parameters_sha256(auditor_list, seeds), batch_size
+        )
+        batch_size = sink.batch_size or batch_size
     if batch_size is None:
-        batch_size = _auto_batch_size(es, pair_list, auditor_list)
-    chunks = [pair_list[i : i + batch_size] for i in range(0, len(pair_list), batch_size)]
-    bar = tqdm(total=len(pair_list), desc="audit_pairs", unit="pair", disable=not progress)
-    try:
-        if backend == "local":
-            results = []
-            shared: dict[Any, Any] = {}  # per-identity results reused across chunks
-            for chunk in chunks:
-                results.append(
-                    _run_chunk(_samples(es, chunk), chunk, auditor_list, seeds, dev, shared)
-                )
-                bar.update(len(chunk))
+        batch_size = _auto_batch_size(es, plan.n_max(), auditor_list)
+    if sink is not None and sink.batch_size is None:
+        sink.initialise(batch_size)
+    n_chunks = -(-plan.n_pairs // batch_size)
+    bounds = [(k * batch_size, min(plan.n_pairs, (k + 1) * batch_size)) for k in range(n_chunks)]
+    done = sink.done() if sink is not None else set()
+    todo = [k for k in range(n_chunks) if k not in done]
+    kept = [s for s in specs if keep == "pairs" or not s.dims]
+    values = {s.var: None for s in kept} if sink is not None else _allocate(kept, plan.n_pairs)
+
+    def collect(k: int, result: ChunkResult) -> None:
+        lo, hi = bounds[k]
+        if sink is not None:
+            sink.write(k, lo, hi, result)
         else:
-            results = _run_dask(es, chunks, auditor_list, seeds, dev, client, bar)
+            for s in kept:
+                values[s.var][lo:hi] = result[s.label][s.name]  # type: ignore[index]
+        bar.update(hi - lo)
+
+    bar = tqdm(total=plan.n_pairs, desc="audit_pairs", unit="pair", disable=not progress)
+    bar.update(plan.n_pairs - sum(bounds[k][1] - bounds[k][0] for k in todo))
+    width = max(es.counts.values())
+    try:
+        if not todo:
+            pass
+        elif backend == "local":
+            threads = n_threads if n_threads is not None else _cpu_count()
+            _run_local(es, plan, bounds, todo, auditor_list, seeds, dev, threads, width, collect)
+        else:
+            _run_dask(es, plan, bounds, todo, auditor_list, seeds, dev, client, collect)
     finally:
         bar.close()
-    settings = {"device": str(dev), "batch_size": batch_size, "backend": backend}
-    return _assemble(es, pair_list, auditor_list, seeds, results, settings)
+    if sink is not None:
+        values = {s.var: sink.read(s.var) for s in kept}
+    # the run settings actually used (they do not change the numbers)
+    attrs.update(
+        {"setting.device": str(dev), "setting.batch_size": batch_size, "setting.backend": backend}
+    )
+    if keep == "summary":
+        return _summary(es, plan, kept, values, attrs)  # type: ignore[arg-type]
+    return _assemble(es, plan, kept, values, attrs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------- the pairs
+class _Plan:
+    """The pairs of one call: an explicit list, or every unordered pair decoded on demand."""
+
+    def __init__(self, es: EmbeddingSet, pairs: Any) -> None:
+        self.identities: list[Any] = es.identities.tolist()
+        self.counts = es.counts
+        self.is_all = isinstance(pairs, str)
+        if self.is_all:
+            if pairs != "all":
+                raise InvalidInputError(
+                    "`pairs` must be 'all' or a sequence of (identity_a, identity_b); "
+                    f"got {pairs!r}."
+                )
+            if len(self.identities) < 2:
+                raise InvalidInputError(
+                    f'`pairs="all"` needs at least 2 identities; `es` has {len(self.identities)}.'
+                )
+            self.n_pairs = n_pairs_of(len(self.identities))
+            self.pair_list: list[tuple[Any, Any]] = []
+        else:
+            self.pair_list = check_pairs(
+                pairs, es.identities, unknown="which `es` does not contain"
+            )
+            self.n_pairs = len(self.pair_list)
+
+    def pairs(self, lo: int, hi: int) -> list[tuple[Any, Any]]:
+        """Pairs ``lo .. hi - 1`` as label tuples."""
+        hi = min(hi, self.n_pairs)
+        if not self.is_all:
+            return self.pair_list[lo:hi]
+        i, j = decode_pair_indices(np.arange(lo, hi), len(self.identities))
+        ids = self.identities
+        return [(ids[a], ids[b]) for a, b in zip(i.tolist(), j.tolist(), strict=True)]
+
+    def codes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Positions in ``identities`` of both identities of every pair."""
+        if self.is_all:
+            return decode_pair_indices(np.arange(self.n_pairs), len(self.identities))
+        where = {label: k for k, label in enumerate(self.identities)}
+        i = np.fromiter((where[a] for a, _ in self.pair_list), np.int64, self.n_pairs)
+        j = np.fromiter((where[b] for _, b in self.pair_list), np.int64, self.n_pairs)
+        return i, j
+
+    def involved(self) -> list[Any]:
+        """Every identity that appears in a pair."""
+        if self.is_all:
+            return self.identities
+        return list(dict.fromkeys(x for p in self.pair_list for x in p))
+
+    def n_max(self) -> int:
+        """Largest pooled size of a pair."""
+        if self.is_all:
+            top = sorted(self.counts.values())[-2:]
+            return int(sum(top))
+        return max(self.counts[a] + self.counts[b] for a, b in self.pair_list)
+
+    def sha256(self) -> str:
+        """SHA-256 of ``repr(a)<TAB>repr(b)`` lines, streamed for ``"all"``."""
+        digest = hashlib.sha256()
+        step = 1 << 16
+        for lo in range(0, self.n_pairs, step):
+            text = "\n".join(f"{a!r}\t{b!r}" for a, b in self.pairs(lo, lo + step))
+            digest.update((("\n" if lo else "") + text).encode())
+        return digest.hexdigest()
+
+
+# ---------------------------------------------------------------------------------- outputs
+@dataclass(frozen=True)
+class _Spec:
+    """One result variable: where it comes from and its shape per pair."""
+
+    var: str
+    label: str
+    name: str
+    output: Output
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+
+    @property
+    def dtype(self) -> type:
+        return bool if self.output.dtype is bool else np.float64
+
+
+def _specs(auditors: Sequence[BaseAuditor], es: EmbeddingSet) -> list[_Spec]:
+    sizes = {"embedding_dim": es.dim}
+    specs: list[_Spec] = []
+    for aud in auditors:
+        for out in aud.outputs():
+            var = f"{aud.label}_{out.name}"
+            if any(s.var == var for s in specs):
+                raise InvalidInputError(
+                    f"two auditors produce the variable {var!r}; pass name=... to rename one."
+                )
+            unknown = [d for d in out.dims if d not in sizes]
+            if unknown:  # pragma: no cover - a new auditor must declare its dimension here
+                raise InvalidInputError(f"output {var!r} has dims {unknown} of unknown size.")
+            shape = tuple(sizes[d] for d in out.dims)
+            specs.append(_Spec(var, aud.label, out.name, out, tuple(out.dims), shape))
+    return specs
+
+
+def _allocate(specs: Sequence[_Spec], n_pairs: int) -> dict[str, npt.NDArray[Any]]:
+    return {s.var: np.empty((n_pairs, *s.shape), dtype=s.dtype) for s in specs}
+
+
+def _attributes(
+    es: EmbeddingSet, plan: _Plan, auditors: Sequence[BaseAuditor], seeds: Sequence[int | None]
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = provenance(
+        title="identity-level DP audits per identity pair (idaudit.audit_pairs)",
+        inputs={"input_sha256": str(es.sha256), "pairs_sha256": plan.sha256()},
+    )
+    attrs["input_source"] = str(es.source or "")
+    attrs["n_pairs"] = plan.n_pairs
+    attrs["pairs"] = "all" if plan.is_all else "list"
+    attrs["auditors"] = ",".join(a.label for a in auditors)
+    for aud, seed in zip(auditors, seeds, strict=True):
+        attrs[f"{aud.label}.class"] = type(aud).__name__
+        attrs[f"{aud.label}.status"] = aud.status
+        for key, value in aud.get_params(deep=False).items():
+            attrs[f"{aud.label}.{key}"] = attr_value(value)
+        if seed is not None:
+            attrs[f"{aud.label}.seed"] = int(seed)
+    return attrs
+
+
+def _parameters_sha256(auditors: Sequence[BaseAuditor], seeds: Sequence[int | None]) -> str:
+    """Hash of everything besides the inputs that decides the numbers."""
+    from idaudit import __version__
+
+    record = [
+        [
+            aud.label,
+            type(aud).__name__,
+            {k: attr_value(v) for k, v in sorted(aud.get_params(deep=False).items())},
+            seed,
+        ]
+        for aud, seed in zip(auditors, seeds, strict=True)
+    ]
+    text = json.dumps({"idaudit": __version__, "auditors": record}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _check_auditors(auditors: Any) -> list[BaseAuditor]:
@@ -175,17 +422,8 @@ def _check_auditors(auditors: Any) -> list[BaseAuditor]:
     return items
 
 
-def _samples(
-    es: EmbeddingSet, chunk: Sequence[tuple[Any, Any]]
-) -> list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
-    return [(es.get(a), es.get(b)) for a, b in chunk]
-
-
-def _auto_batch_size(
-    es: EmbeddingSet, pairs: Sequence[tuple[Any, Any]], auditors: Sequence[BaseAuditor]
-) -> int:
+def _auto_batch_size(es: EmbeddingSet, n_max: int, auditors: Sequence[BaseAuditor]) -> int:
     """Pairs per batch so that one batch's tensors take about ``_BATCH_BYTES``."""
-    n_max = max(es.counts[a] + es.counts[b] for a, b in pairs)
     d = es.dim
     per_pair = 8 * (3 * n_max * d + 4 * n_max**2)  # rows, side copies, distances, kernel
     for aud in auditors:
@@ -198,6 +436,7 @@ def _auto_batch_size(
     return int(min(_MAX_AUTO_BATCH, max(1, _BATCH_BYTES // per_pair)))
 
 
+# ---------------------------------------------------------------------------------- one chunk
 def _run_chunk(
     samples: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]],
     labels: Sequence[tuple[Any, Any]],
@@ -219,15 +458,108 @@ def _run_chunk(
     return out
 
 
-def _run_dask(
+def _chunk_of(
     es: EmbeddingSet,
-    chunks: list[list[tuple[Any, Any]]],
+    pairs: list[tuple[Any, Any]],
     auditors: Sequence[BaseAuditor],
     seeds: Sequence[int | None],
     device: Any,
+    shared: dict[Any, Any],
+) -> ChunkResult:
+    rows = shared.setdefault("rows", {})  # each identity's rows, looked up once per call
+    for label in {x for p in pairs for x in p} - rows.keys():
+        rows[label] = es.get(label)
+    samples = [(rows[a], rows[b]) for a, b in pairs]
+    with single_threaded():
+        return _run_chunk(samples, pairs, auditors, seeds, device, shared)
+
+
+# ---------------------------------------------------------------------------------- threads
+def _cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's core count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
+def _run_local(
+    es: EmbeddingSet,
+    plan: _Plan,
+    bounds: Sequence[tuple[int, int]],
+    todo: Sequence[int],
+    auditors: Sequence[BaseAuditor],
+    seeds: Sequence[int | None],
+    device: torch.device,
+    n_threads: int,
+    width: int,
+    collect: Callable[[int, ChunkResult], None],
+) -> None:
+    """Chunks on ``n_threads`` threads, at most ``n_threads`` in flight (memory bound)."""
+    shared: dict[Any, Any] = {"width": width}  # per-identity results reused across chunks
+
+    def one(k: int) -> ChunkResult:
+        return _chunk_of(es, plan.pairs(*bounds[k]), auditors, seeds, device, shared)
+
+    n_threads = min(n_threads, len(todo))
+    with single_threaded():  # held for the whole call, so threads never toggle it
+        if n_threads == 1:
+            for k in todo:
+                collect(k, one(k))
+            return
+        pending = iter(todo)
+        with ThreadPoolExecutor(n_threads, thread_name_prefix="idaudit") as pool:
+            running: dict[Future[ChunkResult], int] = {}
+            for k in pending:
+                running[pool.submit(one, k)] = k
+                if len(running) == n_threads:
+                    break
+            try:
+                while running:
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        k = running.pop(fut)
+                        collect(k, fut.result())
+                        nxt = next(pending, None)
+                        if nxt is not None:
+                            running[pool.submit(one, nxt)] = nxt
+            finally:
+                for fut in running:
+                    fut.cancel()
+
+
+# ---------------------------------------------------------------------------------- dask
+_WORKER_CACHES: dict[tuple[str, str], dict[Any, Any]] = {}
+
+
+def _dask_chunk(
+    es: EmbeddingSet,
+    pairs: list[tuple[Any, Any]],
+    auditors: list[BaseAuditor],
+    seeds: list[int | None],
+    device: str,
+) -> ChunkResult:
+    """One chunk on a dask worker; per-identity results are cached per worker process."""
+    key = (str(es.sha256), device)
+    cache = _WORKER_CACHES.get(key)
+    if cache is None:
+        if len(_WORKER_CACHES) >= 2:  # the cache must not grow with every call a worker sees
+            _WORKER_CACHES.clear()
+        cache = _WORKER_CACHES.setdefault(key, {"width": max(es.counts.values())})
+    return _chunk_of(es, pairs, auditors, seeds, device, cache)
+
+
+def _run_dask(
+    es: EmbeddingSet,
+    plan: _Plan,
+    bounds: Sequence[tuple[int, int]],
+    todo: Sequence[int],
+    auditors: Sequence[BaseAuditor],
+    seeds: Sequence[int | None],
+    device: torch.device,
     client: Any,
-    bar: Any,
-) -> list[ChunkResult]:
+    collect: Callable[[int, ChunkResult], None],
+) -> None:
     try:
         from distributed import as_completed, get_client
     except ImportError as exc:  # pragma: no cover - dask is a test dependency
@@ -242,65 +574,177 @@ def _run_dask(
                 'backend="dask" needs a running dask.distributed Client; create one '
                 "(dask.distributed.Client()) or pass `client=`."
             ) from None
-    futures = [
-        client.submit(
-            _run_chunk,
-            _samples(es, chunk),
-            chunk,
+    # once per worker; a fresh key, so a release from an earlier call cannot race this one
+    es_future = client.scatter(es, broadcast=True, hash=False)
+    slots = max(2, 2 * sum(client.nthreads().values()))  # chunks in flight: bounded memory
+    pending = iter(todo)
+    chunk_of: dict[str, int] = {}
+
+    def submit(k: int) -> Any:
+        fut = client.submit(
+            _dask_chunk,
+            es_future,
+            plan.pairs(*bounds[k]),
             list(auditors),
             list(seeds),
             str(device),
             pure=False,
         )
-        for chunk in chunks
-    ]
-    sizes = {f.key: len(c) for f, c in zip(futures, chunks, strict=True)}
-    for fut in as_completed(futures):  # type: ignore[no-untyped-call]
-        bar.update(sizes[fut.key])
-    results: list[ChunkResult] = client.gather(futures)
-    return results
+        chunk_of[fut.key] = k
+        return fut
+
+    first = [submit(k) for _, k in zip(range(slots), pending, strict=False)]
+    queue = as_completed(first)  # type: ignore[no-untyped-call]
+    for fut in queue:
+        result: ChunkResult = fut.result()
+        collect(chunk_of.pop(fut.key), result)
+        nxt = next(pending, None)
+        if nxt is not None:
+            queue.add(submit(nxt))  # type: ignore[no-untyped-call]
+        fut.release()
 
 
+# ---------------------------------------------------------------------------------- store
+class _Store:
+    """A zarr store of per-pair results that a later call can resume."""
+
+    def __init__(self, path: Path, group: Any, specs: Sequence[_Spec], n_pairs: int) -> None:
+        self.path = path
+        self.group = group
+        self.specs = {s.var: s for s in specs}
+        self.n_pairs = n_pairs
+        bs = group.attrs.get("batch_size")
+        self.batch_size: int | None = None if bs is None else int(bs)
+
+    @classmethod
+    def open_or_create(
+        cls,
+        path: Path,
+        specs: Sequence[_Spec],
+        plan: _Plan,
+        attrs: dict[str, Any],
+        parameters_sha256: str,
+        batch_size: int | None,
+    ) -> _Store:
+        try:
+            import zarr
+        except ImportError as exc:  # pragma: no cover - zarr is in the dask and test extras
+            raise ImportError(
+                '`store=` needs zarr; install it with pip install "idaudit[dask]".'
+            ) from exc
+        identity = {
+            "input_sha256": attrs["input_sha256"],
+            "pairs_sha256": attrs["pairs_sha256"],
+            "parameters_sha256": parameters_sha256,
+        }
+        if path.exists():
+            try:
+                group = zarr.open_group(str(path), mode="r+")
+            except Exception as exc:
+                raise InvalidInputError(
+                    f"`store` {str(path)!r} exists but is not a zarr store written by "
+                    f"audit_pairs ({exc})."
+                ) from None
+            for key, want in identity.items():
+                have = group.attrs.get(key)
+                if have != want:
+                    what = {
+                        "input_sha256": "other embeddings",
+                        "pairs_sha256": "other pairs",
+                        "parameters_sha256": "other auditors, parameters or seeds",
+                    }[key]
+                    raise InvalidInputError(
+                        f"`store` {str(path)!r} holds results for {what} ({key} {have!r}, this "
+                        f"call {want!r}); pass another path, or delete it to start over."
+                    )
+            stored: Any = group.attrs.get("batch_size")
+            if batch_size is not None and stored is not None and int(stored) != batch_size:
+                raise InvalidInputError(
+                    f"`batch_size` must match the store's chunks ({int(stored)}) to resume "
+                    f"{str(path)!r}; got {batch_size}. Leave it None to use the store's."
+                )
+            return cls(path, group, specs, plan.n_pairs)
+        path.mkdir(mode=0o700, parents=True)  # biometric results: owner-only from the start
+        i, j = plan.codes()  # positions, not label tuples: O(pairs) integers
+        ids = _label_array(plan.identities)
+        coords = xr.Dataset(coords={"identity_a": ("pair", ids[i]), "identity_b": ("pair", ids[j])})
+        counts = np.asarray([plan.counts[x] for x in plan.identities], dtype=np.int64)
+        coords = coords.assign_coords(n_a=("pair", counts[i]), n_b=("pair", counts[j]))
+        coords.attrs.update(attrs)
+        coords.attrs.update(identity)
+        coords.to_zarr(str(path), mode="a", consolidated=False)
+        group = zarr.open_group(str(path), mode="r+")
+        return cls(path, group, specs, plan.n_pairs)
+
+    def initialise(self, batch_size: int) -> None:
+        """Create the (empty) result arrays, chunked like the pair chunks."""
+        n_chunks = -(-self.n_pairs // batch_size)
+        for s in self.specs.values():
+            self.group.create_array(  # overwrite: what a run killed here left is void
+                s.var,
+                overwrite=True,
+                shape=(self.n_pairs, *s.shape),
+                chunks=(batch_size, *s.shape),
+                dtype=s.dtype,
+                fill_value=False if s.dtype is bool else np.nan,
+                dimension_names=("pair", *s.dims),
+                attributes={
+                    "long_name": s.output.long_name,
+                    "status": s.output.status,
+                    "coordinates": "identity_a identity_b n_a n_b",
+                },
+            )
+        # one flag per chunk, each its own (atomically written) file, set after the data
+        self.group.create_array(
+            "chunk_done",
+            overwrite=True,
+            shape=(n_chunks,),
+            chunks=(1,),
+            dtype=bool,
+            fill_value=False,
+            dimension_names=("chunk",),
+            attributes={"long_name": "chunk finished and written", "status": "descriptive"},
+        )
+        self.group.attrs["batch_size"] = batch_size
+        self.batch_size = batch_size
+
+    def done(self) -> set[int]:
+        flags = np.asarray(self.group["chunk_done"][:])
+        return {int(k) for k in np.flatnonzero(flags)}
+
+    def write(self, k: int, lo: int, hi: int, result: ChunkResult) -> None:
+        for s in self.specs.values():
+            self.group[s.var][lo:hi] = np.asarray(result[s.label][s.name], dtype=s.dtype)
+        self.group["chunk_done"][k] = True
+
+    def read(self, var: str) -> npt.NDArray[Any]:
+        return np.asarray(self.group[var][:])
+
+
+def _label_array(labels: list[Any]) -> npt.NDArray[Any]:
+    """Labels for zarr: strings as variable-length strings (a specified zarr v3 type)."""
+    arr = np.asarray(labels)
+    return arr.astype(object) if arr.dtype.kind == "U" else arr
+
+
+# ---------------------------------------------------------------------------------- results
 def _assemble(
     es: EmbeddingSet,
-    pairs: list[tuple[Any, Any]],
-    auditors: Sequence[BaseAuditor],
-    seeds: Sequence[int | None],
-    results: list[ChunkResult],
-    settings: dict[str, Any],
+    plan: _Plan,
+    specs: Sequence[_Spec],
+    values: dict[str, npt.NDArray[Any]],
+    attrs: dict[str, Any],
 ) -> xr.Dataset:
-    data_vars: dict[str, xr.Variable] = {}
-    for aud in auditors:
-        for out in aud.outputs():
-            name = f"{aud.label}_{out.name}"
-            if name in data_vars:
-                raise InvalidInputError(
-                    f"two auditors produce the variable {name!r}; pass name=... to rename one."
-                )
-            values = np.concatenate([r[aud.label][out.name] for r in results])
-            values = values.astype(bool if out.dtype is bool else np.float64)
-            data_vars[name] = variable(
-                ("pair", *out.dims), values, long_name=out.long_name, status=out.status
-            )
-    pair_text = "\n".join(f"{a!r}\t{b!r}" for a, b in pairs)
-    attrs: dict[str, Any] = provenance(
-        title="identity-level DP audits per identity pair (idaudit.audit_pairs)",
-        inputs={
-            "input_sha256": str(es.sha256),
-            "pairs_sha256": hashlib.sha256(pair_text.encode()).hexdigest(),
-        },
-        settings=settings,
-    )
-    attrs["input_source"] = str(es.source or "")
-    attrs["n_pairs"] = len(pairs)
-    attrs["auditors"] = ",".join(a.label for a in auditors)
-    for aud, seed in zip(auditors, seeds, strict=True):
-        attrs[f"{aud.label}.class"] = type(aud).__name__
-        attrs[f"{aud.label}.status"] = aud.status
-        for key, value in aud.get_params(deep=False).items():
-            attrs[f"{aud.label}.{key}"] = value
-        if seed is not None:
-            attrs[f"{aud.label}.seed"] = int(seed)
+    pairs = plan.pairs(0, plan.n_pairs)
+    data_vars = {
+        s.var: variable(
+            ("pair", *s.dims),
+            values[s.var].astype(s.dtype, copy=False),
+            long_name=s.output.long_name,
+            status=check_status(s.output.status),
+        )
+        for s in specs
+    }
     return pair_dataset(
         pairs,
         data_vars,
@@ -308,3 +752,79 @@ def _assemble(
         n_b=[es.counts[b] for _, b in pairs],
         attrs=attrs,
     )
+
+
+def _summary(
+    es: EmbeddingSet,
+    plan: _Plan,
+    specs: Sequence[_Spec],
+    values: dict[str, npt.NDArray[Any]],
+    attrs: dict[str, Any],
+) -> xr.Dataset:
+    """Reductions over the pairs of every scalar output (see :func:`audit_pairs`)."""
+    i, j = plan.codes()
+    ids = np.asarray(plan.identities)
+    present = np.unique(np.concatenate([i, j]))
+    order = np.arange(plan.n_pairs)
+    data: dict[str, xr.Variable] = {}
+    for s in specs:
+        v = values[s.var]
+        name, status = s.output.long_name, check_status(s.output.status)
+        if s.dtype is bool:
+            data[f"{s.var}_count"] = variable(
+                (), int(v.sum()), long_name=f"pairs where: {name}", status="descriptive"
+            )
+            continue
+        top = int(np.argmax(v))  # the first pair reaching the maximum
+        data[f"{s.var}_max"] = variable((), v[top], long_name=f"largest {name}", status=status)
+        for side, codes in (("a", i), ("b", j)):
+            data[f"{s.var}_argmax_identity_{side}"] = variable(
+                (),
+                ids[codes[top]],
+                long_name=f"identity {side.upper()} of the first pair reaching the largest {name}",
+                status="descriptive",
+            )
+        data[f"{s.var}_n_at_max"] = variable(
+            (),
+            int((v == v[top]).sum()),
+            long_name=f"pairs reaching the largest {name}",
+            status="descriptive",
+        )
+        data[f"{s.var}_quantile"] = variable(
+            "quantile",
+            np.quantile(v, QUANTILES, method="inverted_cdf"),
+            long_name=f"quantiles of {name} over the pairs (exact order statistics)",
+            status=status,
+        )
+        data[f"{s.var}_n_inf"] = variable(
+            (),
+            int(np.isposinf(v).sum()),
+            long_name=f"pairs where {name} is +inf",
+            status="descriptive",
+        )
+        # each identity's largest value over its pairs: sort (identity, -value, pair order)
+        who = np.concatenate([i, j])
+        partner = np.concatenate([j, i])
+        both = np.concatenate([v, v])
+        rank = np.lexsort((np.concatenate([order, order]), -both, who))
+        first = rank[np.r_[True, who[rank][1:] != who[rank][:-1]]]  # one row per identity
+        data[f"{s.var}_worst"] = variable(
+            "identity",
+            both[first],
+            long_name=f"largest {name} over the identity's pairs",
+            status=status,
+        )
+        data[f"{s.var}_worst_partner"] = variable(
+            "identity",
+            ids[partner[first]],
+            long_name=f"the other identity of the pair giving the identity's largest {name}",
+            status="descriptive",
+        )
+    out_attrs = {**attrs, "keep": "summary", "quantile_method": "inverted_cdf"}
+    ds = xr.Dataset(
+        data,
+        coords={"quantile": ("quantile", np.asarray(QUANTILES)), "identity": ids[present]},
+        attrs=out_attrs,
+    )
+    check_result_dataset(ds)
+    return ds

@@ -97,8 +97,12 @@ class GaussMechAuditor(BaseAuditor):
         )
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
-        # O(n d) per pair: plain numpy on the host beats moving rows to a device
-        stats = [(_mean_and_rms(a), _mean_and_rms(b)) for a, b in batch.samples]
+        # O(n d) per identity, computed once per audit_pairs call (plain numpy on the host
+        # beats moving rows to a device); O(d) per pair
+        stats = [
+            tuple(batch.per_identity("gaussmech", side, p, _mean_and_rms) for side in (0, 1))
+            for p in range(batch.n_pairs)
+        ]
         dist = np.array([np.linalg.norm(ma - mb) for (ma, _), (mb, _) in stats])  # (pairs,)
         sigma = np.array([max(sa, sb) for (_, sa), (_, sb) in stats])  # (pairs,)
         scale = math.sqrt(2.0 * math.log(1.25 / float(self.delta)))

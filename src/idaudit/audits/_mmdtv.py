@@ -300,7 +300,6 @@ class MMDTVAuditor(BaseAuditor):
         return out
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
-        pb = batch.packed
         kernel, sigma = self._kernel(batch)
         mask_a, mask_b = batch.masks()
         mmd2 = mmd2_from_kernel(kernel, mask_a, mask_b).cpu().numpy()  # (pairs,)
@@ -315,7 +314,7 @@ class MMDTVAuditor(BaseAuditor):
         if int(self.n_permutations) > 0:
             assert seed is not None
             pvalue, _, _ = mmd2_permutation_test(
-                kernel, pb.n_a, pb.n_b, seed, int(self.n_permutations)
+                kernel, batch.n_a, batch.n_b, seed, int(self.n_permutations)
             )
             out["pvalue"] = pvalue.cpu().numpy()
         if self.confidence is not None:
@@ -347,21 +346,20 @@ class MMDTVAuditor(BaseAuditor):
 
     def _kernel(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """RBF kernel matrices of the pooled samples and their bandwidths (cached parts)."""
-        pb = batch.packed
         if "sq_dists" not in batch.cache:  # (pairs, n_max, n_max)
             batch.cache["sq_dists"] = sq_distances_from_gram(batch.gram())
         d2 = batch.cache["sq_dists"]
         if self.bandwidth == "median":
             if "median" not in batch.cache:
-                n = [a + b for a, b in zip(pb.n_a, pb.n_b, strict=True)]
+                n = [a + b for a, b in zip(batch.n_a, batch.n_b, strict=True)]
                 batch.cache["median"] = median_heuristic(d2, n)  # (pairs,)
             sigma = batch.cache["median"] * float(self.bandwidth_scale)
         else:
             sigma = torch.full(
-                (pb.n_pairs,),
+                (batch.n_pairs,),
                 float(self.bandwidth) * float(self.bandwidth_scale),
                 dtype=torch.float64,
-                device=pb.device,
+                device=batch.device,
             )
         if bool((sigma <= 0).any()):
             bad = int((sigma <= 0).nonzero()[0, 0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -11,6 +12,7 @@ import torch
 from scipy.special import expit
 
 from idaudit import dp
+from idaudit._device import resolve_device
 from idaudit._validation import (
     Constraint,
     Device,
@@ -22,10 +24,10 @@ from idaudit._validation import (
 )
 from idaudit.audits._base import NAME, BaseAuditor, Batch, Output
 from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
-from idaudit.exceptions import IdauditWarning
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.ops import fit_kernel_logistic
 
-__all__ = ["CLASSIFIERS", "ROCHTAuditor"]
+__all__ = ["CLASSIFIERS", "ROCHTAuditor", "logistic_oof_logits"]
 
 CLASSIFIERS = ("logistic", "random_forest")
 
@@ -178,10 +180,14 @@ class ROCHTAuditor(BaseAuditor):
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         assert seed is not None
         fold_seed = seed % 2**32
-        folds = [
-            stratified_folds(a.shape[0], b.shape[0], int(self.n_folds), fold_seed)
-            for a, b in batch.samples
-        ]
+        # the folds depend only on the two sizes: drawn once per size pair and call
+        fold_cache = batch.shared.setdefault(("rocht_folds", int(self.n_folds), fold_seed), {})
+        folds = []
+        for a, b in batch.samples:
+            sizes = (a.shape[0], b.shape[0])
+            if sizes not in fold_cache:
+                fold_cache[sizes] = stratified_folds(*sizes, int(self.n_folds), fold_seed)
+            folds.append(fold_cache[sizes])
         if self.classifier == "logistic":
             scores = self._logistic_scores(batch, folds)
         else:
@@ -211,8 +217,15 @@ class ROCHTAuditor(BaseAuditor):
         self, batch: Batch, folds: list[list[tuple[IntArray, IntArray]]]
     ) -> list[FloatArray]:
         """Out-of-fold probabilities of every pair, all folds of all pairs in one solve."""
-        pb = batch.packed
-        dev = pb.device
+        # the same map scikit-learn's predict_proba applies to the decision function
+        return [expit(logit) for logit in self._logistic_logits(batch, folds)]
+
+    def _logistic_logits(
+        self, batch: Batch, folds: Sequence[Sequence[tuple[IntArray, IntArray]]]
+    ) -> list[FloatArray]:
+        """Out-of-fold decision values (logits) of every pair, in one batched solve."""
+        pb = _Sizes(batch)
+        dev = batch.device
         gram = _centred(batch.gram(), np.add(pb.n_a, pb.n_b))  # (pairs, n_max, n_max)
         n_fold = int(self.n_folds)
         train = np.zeros((pb.n_pairs, n_fold, pb.n_max))  # (pairs, folds, n_max)
@@ -242,8 +255,7 @@ class ROCHTAuditor(BaseAuditor):
         for p, fs in enumerate(folds):
             score = np.empty(pb.n_a[p] + pb.n_b[p])
             for k, (_, te) in enumerate(fs):
-                # the same map scikit-learn's predict_proba applies to the decision function
-                score[te] = expit(logits[p, k, te])
+                score[te] = logits[p, k, te]
             scores.append(score)
         return scores
 
@@ -268,6 +280,15 @@ class ROCHTAuditor(BaseAuditor):
         ]
 
 
+class _Sizes:
+    """Pair sizes of a batch without packing its rows."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.n_a, self.n_b = batch.n_a, batch.n_b
+        self.n_pairs = batch.n_pairs
+        self.n_max = max(a + b for a, b in zip(self.n_a, self.n_b, strict=True))
+
+
 def _centred(gram: torch.Tensor, n_rows: npt.ArrayLike) -> torch.Tensor:
     """Gram matrices of each pooled sample shifted to mean zero (padding rows stay zero).
 
@@ -284,3 +305,76 @@ def _centred(gram: torch.Tensor, n_rows: npt.ArrayLike) -> torch.Tensor:
     grand = (row_mean * w).sum(-1)  # (pairs,): <mean, mean>
     centred = gram - row_mean[:, :, None] - row_mean[:, None, :] + grand[:, None, None]
     return centred * valid[:, :, None] * valid[:, None, :]
+
+
+def logistic_oof_logits(
+    samples: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    seeds: Sequence[int],
+    *,
+    n_folds: int = 5,
+    C: float = 1.0,
+    device: str = "cpu",
+    labels: Sequence[tuple[Any, Any]] | None = None,
+    shared: dict[Any, Any] | None = None,
+) -> list[FloatArray]:
+    r"""Out-of-fold logistic-regression decision values for many pairs in one batched solve.
+
+    For pair ``p``: rows of A (label 0) then B (label 1), split by
+    ``StratifiedKFold(n_folds, shuffle=True, random_state=seeds[p] % 2**32)``; each held-out
+    row gets :math:`w^\top x + b` of the L2 logistic regression fitted on the other folds, at
+    the exact optimum of ``sklearn.linear_model.LogisticRegression(C=C)`` (its
+    ``decision_function``), solved for all folds of all pairs at once by
+    :func:`idaudit.ops.fit_kernel_logistic`.
+
+    Parameters
+    ----------
+    samples : sequence of (array_like, array_like)
+        ``(emb_a, emb_b)`` per pair, shapes ``(n_a, d)``, ``(n_b, d)``, at least ``n_folds``
+        rows each.
+    seeds : sequence of int
+        Fold seed of each pair (non-negative).
+    n_folds : int, default 5
+    C : float, default 1.0
+        Inverse L2 penalty.
+    device : {"cpu", "cuda"}, default "cpu"
+    labels : sequence of (label, label), optional
+        Identity labels of the pairs; with ``shared``, each identity's Gram block is computed
+        once across calls.
+    shared : dict, optional
+        A cache that outlives one call (per-identity results).
+
+    Returns
+    -------
+    list of numpy.ndarray of float64, shape (n_a + n_b,)
+        Out-of-fold decision values, A rows first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.audits import logistic_oof_logits
+    >>> gen = np.random.default_rng(0)
+    >>> a, b = gen.normal(0, 1, (20, 3)), gen.normal(2, 1, (20, 3))
+    >>> logits = logistic_oof_logits([(a, b)], [0], n_folds=4)
+    >>> logits[0].shape, bool(logits[0][:20].mean() < 0 < logits[0][20:].mean())
+    ((40,), True)
+    """
+    aud = ROCHTAuditor(n_folds=n_folds, C=C)
+    aud._check_params()
+    n_fold = int(n_folds)
+    pairs = [(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)) for a, b in samples]
+    if len(seeds) != len(pairs):
+        raise InvalidInputError(
+            f"`seeds` must hold one seed per pair; got {len(seeds)} vs {len(pairs)}."
+        )
+    for k, (a, b) in enumerate(pairs):
+        if min(a.shape[0], b.shape[0]) < n_fold:
+            raise InvalidInputError(
+                f"pair {k}: each identity needs at least `n_folds`={n_fold} rows; got "
+                f"{a.shape[0]} and {b.shape[0]}."
+            )
+    folds = [
+        stratified_folds(a.shape[0], b.shape[0], n_fold, int(seed) % 2**32)
+        for (a, b), seed in zip(pairs, seeds, strict=True)
+    ]
+    batch = Batch(pairs, resolve_device(device), labels=labels, shared=shared)
+    return aud._logistic_logits(batch, folds)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -19,6 +19,7 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from idaudit._device import single_threaded
 from idaudit._results import Status, pair_dataset, provenance, variable
 from idaudit._validation import (
     Boolean,
@@ -34,8 +35,8 @@ from idaudit._validation import (
     spawn_seeds,
     validate_params,
 )
-from idaudit.audits import StatusEstimator, oof_scores, stratified_folds
-from idaudit.data import DUPLICATES, EmbeddingSet, sample_pairs, split_identities
+from idaudit.audits import StatusEstimator, logistic_oof_logits, oof_scores, stratified_folds
+from idaudit.data import DUPLICATES, EmbeddingSet, all_pairs, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
@@ -108,6 +109,23 @@ class _Classifier:
         return ("svm", object())
 
 
+@dataclass(frozen=True)
+class _CandidateCount:
+    """An integer >= 1, or ``"all"`` (every pair of the condition)."""
+
+    def check(self, value: Any, name: str) -> Any:
+        if isinstance(value, str):
+            if value != "all":
+                raise InvalidInputError(
+                    f"`{name}` must be an integer >= 1 or 'all'; got {value!r}."
+                )
+            return value
+        return check_integer(value, name, minimum=1)
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("every", 0, 2.5)
+
+
 class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
     r"""Certified ε lower bounds from a classifier evaluated once on reserved test data.
 
@@ -134,8 +152,14 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         ``"collapse"``: a repeated record of one draw (the same output stored or encoded
         twice), so each group of duplicates is one row on one side of the split and one
         trial in the Clopper–Pearson counts.
-    n_candidates : int, default 100
+    n_candidates : int or "all", default 100
         How many pairs, from the start of ``pairs``, are scored on the development split.
+        ``"all"``: every unordered pair of ``es.identities`` (complete adjacency; ``pairs``
+        must be None), scored by the batched logistic regression of
+        :func:`idaudit.audits.logistic_oof_logits` — the same folds and the exact optimum
+        of the ``LogisticRegression`` that ``"logistic"`` fits pair by pair (which stops at
+        lbfgs' tolerance), so the selection considers every pair the data can certify.
+        Needs ``classifier="logistic"``.
     n_select : int, default 5
         How many vertex-disjoint pairs are certified.
     alpha : float, default 0.05
@@ -257,7 +281,7 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "test_size": Interval(0.0, 1.0),
         "duplicates": Options(DUPLICATES),
-        "n_candidates": Interval(1, integer=True),
+        "n_candidates": _CandidateCount(),
         "n_select": Interval(1, integer=True),
         "alpha": Interval(0.0, 1.0),
         "n_families": Interval(1, integer=True),
@@ -404,7 +428,21 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         p = self._checked_params()
         seed_split, seed_pairs, seed_folds = spawn_seeds(check_random_state(self.rng), 3)
         pairs_given = pairs is not None
-        if pairs is None:
+        every = p["n_candidates"] == "all"
+        if every:
+            if pairs is not None:
+                raise InvalidInputError(
+                    "`pairs` must be None with n_candidates='all' (every pair is a candidate); "
+                    f"got {len(pairs)} pair(s)."
+                )
+            if not (isinstance(self.classifier, str) and self.classifier == "logistic"):
+                raise InvalidInputError(
+                    "n_candidates='all' scores every pair with the batched logistic regression; "
+                    f"`classifier` must be 'logistic'; got {self.classifier!r}."
+                )
+            pairs = all_pairs(es.identities)  # lexicographic: fixed without seeing the rows
+            p["n_candidates"] = len(pairs)
+        elif pairs is None:
             m = len(es.identities)
             n_all = m * (m - 1) // 2
             # an int seed gives the same pair list as sample_pairs(ids, n, rng=seed), i.e. the
@@ -455,7 +493,15 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
 
         # select: development data only
         plans, order, chosen = _select(
-            candidates, dev, test, base, fold_seeds, alpha_bound, p, progress=self.progress
+            candidates,
+            dev,
+            test,
+            base,
+            fold_seeds,
+            alpha_bound,
+            p,
+            progress=self.progress,
+            batched=every,
         )
         min_test = _min_test_rows(alpha_bound, p["delta"])
         self._warn_if_zero_ceiling(
@@ -481,6 +527,8 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         attrs = self._attrs(
             p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given, min_test
         )
+        if every:  # every pair of the condition, in lexicographic order
+            attrs.update(candidate_pairs="all", n_candidates="all")
         certificates = _certificates_dataset(rows, attrs)
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
@@ -596,11 +644,13 @@ def _select(
     p: dict[str, Any],
     *,
     progress: bool,
+    batched: bool = False,
 ) -> tuple[list[_Plan], list[int], list[int]]:
     """Plan every candidate on its development rows, rank them, pick vertex-disjoint pairs.
 
     Returns the plans, the ranking (candidate positions, best first) and the chosen positions.
-    Only the test *sizes* are read here, never a test row.
+    Only the test *sizes* are read here, never a test row. ``batched``: the development
+    scores come from the batched logistic regression (:func:`_batched_oof`).
     """
     plans: list[_Plan] = []
     iterator = tqdm(
@@ -609,9 +659,11 @@ def _select(
         disable=not progress,
         leave=False,
     )
+    scores = _batched_oof(dev, candidates, fold_seeds, p["n_folds"]) if batched else None
     for (a, b), seed in iterator:
         xa, xb = dev.get(a), dev.get(b)
-        oof = _oof_scores(base, xa, xb, p["n_folds"], seed)
+        batch_oof = next(scores) if scores is not None else None
+        oof = batch_oof if batch_oof is not None else _oof_scores(base, xa, xb, p["n_folds"], seed)
         plans.append(
             _plan(
                 oof[: len(xa)],
@@ -779,6 +831,30 @@ def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: i
     """Out-of-fold scores of the pooled development rows, a-rows first (fold k seeded seed + k)."""
     folds = stratified_folds(len(xa), len(xb), n_folds, seed % 2**32)
     return oof_scores(lambda k: _seeded(base, seed + k), xa, xb, folds, _score)
+
+
+def _batched_oof(
+    dev: EmbeddingSet,
+    candidates: Sequence[tuple[Any, Any]],
+    seeds: Sequence[int],
+    n_folds: int,
+    per_call: int = 64,
+) -> Iterator[FloatArray]:
+    """Out-of-fold logistic decision values of every candidate, many pairs per solve.
+
+    The folds and the model are those of :func:`_oof_scores` with ``LogisticRegression(C=1)``
+    (``StratifiedKFold`` seeded per pair; the exact optimum, where lbfgs stops at its
+    tolerance), and each identity's development Gram block is computed once.
+    """
+    shared: dict[Any, Any] = {"width": max(dev.counts.values())}
+    for lo in range(0, len(candidates), per_call):
+        chunk = list(candidates[lo : lo + per_call])
+        samples = [(dev.get(a), dev.get(b)) for a, b in chunk]
+        with single_threaded():  # small batched kernels: intra-op threads only spin
+            logits = logistic_oof_logits(
+                samples, seeds[lo : lo + per_call], n_folds=n_folds, labels=chunk, shared=shared
+            )
+        yield from logits
 
 
 def _expected_bound(

@@ -112,6 +112,13 @@ def add_parser(sub: Any) -> None:
         help="cpu, cuda or cuda:<i>: where the batched audit kernels run; no fallback "
         "(default: cpu)",
     )
+    audit.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="chunks of pairs run at once, each on one torch thread (default: the CPUs this "
+        "process may use)",
+    )
     add_min_rows(audit, "the chosen audits need (5 with rocht, else 2)")
     add_quiet(audit)
     audit.set_defaults(run=run)
@@ -149,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
             f"{' '.join(f'{a:g}' for a in args.kde_mix)}."
         )
     at_least(args.n_permutations, "--n-permutations", 0)
+    if args.threads is not None:
+        at_least(args.threads, "--threads", 1)
     check_device(args.device)
     auditors: list[Any] = []
     for method in methods:
@@ -193,7 +202,14 @@ def run(args: argparse.Namespace) -> int:
     out = out_dir(args.out)
 
     pairs = sample_pairs(es.identities, n_pairs, rng=args.seed)
-    ds = audit_pairs(es, pairs, auditors, device=args.device, progress=not args.quiet)
+    ds = audit_pairs(
+        es,
+        pairs,
+        auditors,
+        device=args.device,
+        progress=not args.quiet,
+        n_threads=args.threads,
+    )
     ds.attrs.update(min_rows_attrs(min_rows, small))
     summary = summarize(ds)
     ds.attrs.update(input_provenance(args.embeddings))

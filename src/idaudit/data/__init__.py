@@ -5,7 +5,9 @@
   (seed 000, Section 4.1), counts exact duplicates and records the input's SHA-256. Readers:
   :meth:`EmbeddingSet.from_csv`, :meth:`~EmbeddingSet.from_npz`,
   :meth:`~EmbeddingSet.from_parquet`.
-* :func:`sample_pairs` — a prefix-stable seeded shuffle of all unordered identity pairs.
+* :func:`sample_pairs` — a prefix-stable seeded shuffle of all unordered identity pairs;
+  :func:`all_pairs` — any slice of all pairs in lexicographic order (what
+  ``audit_pairs(es, "all", ...)`` audits), :func:`decode_pair_indices`, :func:`n_pairs_of`.
 * :func:`split_identities` — each identity's rows split once into development and test sides
   (seed 000, Section 4.3); :data:`DUPLICATES` names its two readings of exact duplicates.
 """
@@ -13,7 +15,16 @@
 from __future__ import annotations
 
 from idaudit.data._embeddings import DROP_REASONS, EmbeddingSet
-from idaudit.data._pairs import sample_pairs
+from idaudit.data._pairs import all_pairs, decode_pair_indices, n_pairs_of, sample_pairs
 from idaudit.data._splits import DUPLICATES, split_identities
 
-__all__ = ["DROP_REASONS", "DUPLICATES", "EmbeddingSet", "sample_pairs", "split_identities"]
+__all__ = [
+    "DROP_REASONS",
+    "DUPLICATES",
+    "EmbeddingSet",
+    "all_pairs",
+    "decode_pair_indices",
+    "n_pairs_of",
+    "sample_pairs",
+    "split_identities",
+]

@@ -12,7 +12,7 @@ from idaudit._validation import RngLike, check_integer, check_random_state
 from idaudit.data._rows import normalise_label_dtype
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["sample_pairs"]
+__all__ = ["all_pairs", "decode_pair_indices", "n_pairs_of", "sample_pairs"]
 
 
 def sample_pairs(
@@ -80,6 +80,95 @@ def sample_pairs(
     first, second = _decode_pairs(index, m)
     values = labels.tolist()
     return [(values[i], values[j]) for i, j in zip(first.tolist(), second.tolist(), strict=True)]
+
+
+def all_pairs(
+    identities: Iterable[Any] | npt.ArrayLike, start: int = 0, stop: int | None = None
+) -> list[tuple[Any, Any]]:
+    r"""Return pairs ``start .. stop - 1`` of all unordered identity pairs, in lexicographic order.
+
+    Parameters
+    ----------
+    identities : array_like, shape (n_identities,)
+        Identity labels; duplicates are ignored and the rest sorted.
+    start, stop : int, optional
+        Range of pair indices, ``0 <= start <= stop <= m(m-1)/2`` (default: every pair).
+
+    Returns
+    -------
+    list of tuple
+        ``(a, b)`` with ``a < b`` as Python scalars: ``(0, 1), (0, 2), ..., (0, m-1), (1, 2),
+        ...`` by position in the sorted labels. This is the order :func:`sample_pairs` shuffles,
+        and the order of ``idaudit.audit_pairs(es, "all", ...)``. Indices are decoded
+        arithmetically, so a slice of millions of pairs costs only its own length.
+
+    Raises
+    ------
+    InvalidInputError
+        If there are fewer than 2 distinct identities or the range is out of bounds.
+
+    Examples
+    --------
+    >>> from idaudit.data import all_pairs
+    >>> all_pairs(["c", "a", "b"])
+    [('a', 'b'), ('a', 'c'), ('b', 'c')]
+    >>> all_pairs(range(4), 2, 4)
+    [(0, 3), (1, 2)]
+    """
+    labels = _unique_sorted(identities)
+    m = len(labels)
+    if m < 2:
+        raise InvalidInputError(f"`identities` must hold at least 2 distinct labels; got {m}.")
+    total = m * (m - 1) // 2
+    start = check_integer(start, "start", minimum=0)
+    stop = total if stop is None else check_integer(stop, "stop", minimum=start)
+    if stop > total:
+        raise InvalidInputError(
+            f"`stop` must be at most the number of unordered pairs, {total} for {m} identities; "
+            f"got {stop}."
+        )
+    first, second = _decode_pairs(np.arange(start, stop, dtype=np.int64), m)
+    values = labels.tolist()
+    return [(values[i], values[j]) for i, j in zip(first.tolist(), second.tolist(), strict=True)]
+
+
+def n_pairs_of(n_identities: int) -> int:
+    """Count the unordered pairs of ``n_identities`` distinct identities, m(m-1)/2.
+
+    Examples
+    --------
+    >>> from idaudit.data import n_pairs_of
+    >>> n_pairs_of(400)
+    79800
+    """
+    m = check_integer(n_identities, "n_identities", minimum=0)
+    return m * (m - 1) // 2
+
+
+def decode_pair_indices(
+    index: npt.ArrayLike, n_identities: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Positions ``(i, j)``, ``i < j``, of lexicographic pair indices among sorted identities.
+
+    Parameters
+    ----------
+    index : array_like of int
+        Pair indices in ``[0, m(m-1)/2)``.
+    n_identities : int
+        ``m``.
+
+    Returns
+    -------
+    i, j : numpy.ndarray of int64
+        Positions of the two identities of each pair (as in :func:`all_pairs`).
+
+    Examples
+    --------
+    >>> from idaudit.data import decode_pair_indices
+    >>> [v.tolist() for v in decode_pair_indices([0, 2, 3], 4)]
+    [[0, 0, 1], [1, 3, 2]]
+    """
+    return _decode_pairs(np.asarray(index, dtype=np.int64), int(n_identities))
 
 
 def _decode_pairs(
