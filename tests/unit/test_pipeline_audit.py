@@ -373,3 +373,114 @@ def test_cache_refuses_a_file_as_folder(tmp_path: Path) -> None:
     f.write_text("")
     with pytest.raises(InvalidInputError, match="must be a folder"):
         EmbeddingCache(f)
+
+
+class _ShortBatch:
+    """A batch method that loses the last output of every batch."""
+
+    def __call__(self, image: np.ndarray, rng: Any = None) -> np.ndarray:
+        return image
+
+    def batch(self, images: list[np.ndarray], rngs: list[Any]) -> list[np.ndarray]:
+        return list(images)[:-1]
+
+
+def test_a_batch_returning_the_wrong_number_of_outputs_is_a_clear_error() -> None:
+    with pytest.raises(InvalidInputError, match=r"`generator.batch` must return one output per"):
+        encode_generator(
+            _ShortBatch(), _people(n_ids=2, n_images=4), pipeline=_pipeline(), progress=False
+        )
+
+
+def test_blur_and_random_offset_mosaic_against_explicit_constructions() -> None:
+    gen = np.random.default_rng(0)
+    im = gen.integers(0, 256, (13, 11, 3)).astype(np.uint8)
+    # blur: separable convolution with the normalised Gaussian kernel truncated at 4 σ,
+    # half-sample symmetric edges (np.pad "symmetric"), written out by hand
+    s = 1.5
+    r = int(4 * s + 0.5)
+    k = np.exp(-(np.arange(-r, r + 1) ** 2) / (2 * s * s))
+    k /= k.sum()
+    p = np.pad(im.astype(float), ((r, r), (r, r), (0, 0)), mode="symmetric")
+    rows = sum(k[i] * p[i : i + 13] for i in range(2 * r + 1))
+    ref = sum(k[i] * rows[:, i : i + 11] for i in range(2 * r + 1))
+    np.testing.assert_array_equal(GaussianBlur(s)(im), np.clip(np.rint(ref), 0, 255))
+    # mosaic with a random grid offset: cells start at block - offset, by an explicit loop
+    b = 4
+    for seed in range(4):
+        oy, ox = np.random.default_rng(seed).integers(0, b, size=2)
+        ys = sorted({0, *range(int(b - oy) % b or b, 13, b)})
+        xs = sorted({0, *range(int(b - ox) % b or b, 11, b)})
+        expected = np.empty_like(im)
+        for y0, y1 in zip(ys, [*ys[1:], 13], strict=True):
+            for x0, x1 in zip(xs, [*xs[1:], 11], strict=True):
+                expected[y0:y1, x0:x1] = np.rint(im[y0:y1, x0:x1].reshape(-1, 3).mean(axis=0))
+        np.testing.assert_array_equal(Pixelate(b)(im, rng=seed), expected)
+
+
+class _SpotDetector:
+    """One face whose box starts at the brightest pixel of the red channel."""
+
+    name = "spot"
+
+    def __repr__(self) -> str:
+        return "SpotDetector()"
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        y, x = np.unravel_index(int(np.argmax(image[..., 0])), image.shape[:2])
+        lm = np.tile([float(x), float(y)], (5, 1))
+        return [Face(box=np.array([x, y, x + 8.0, y + 8.0]), score=1.0, landmarks=lm)]
+
+
+class _CropEncoder:
+    """Returns the aligned 8 × 8 crop itself (as floats): the embedding shows the crop cut."""
+
+    name = "crop"
+    dim = 192
+    input_size = 8
+    differentiable = False
+    device = "cpu"
+
+    def __repr__(self) -> str:
+        return "CropEncoder()"
+
+    def align(self, image: np.ndarray, face: Face) -> np.ndarray:
+        x, y = int(face.box[0]), int(face.box[1])
+        return np.ascontiguousarray(image[y : y + 8, x : x + 8])
+
+    def encode(self, crops: np.ndarray) -> np.ndarray:
+        return crops.reshape(len(crops), -1).astype(np.float32) + 1.0
+
+
+def test_paired_mode_cuts_the_original_frames_crop_from_the_output() -> None:
+    gen = np.random.default_rng(2)
+    spots = {"a": [(10, 20), (40, 70)], "b": [(60, 15), (90, 90)]}
+    people: dict[str, list[np.ndarray]] = {}
+    for label, where in spots.items():
+        people[label] = []
+        for y, x in where:
+            im = gen.integers(0, 200, (120, 120, 3)).astype(np.uint8)
+            im[y, x, 0] = 255  # the "face" the detector finds
+            people[label].append(im)
+
+    def move_and_invert(image: np.ndarray) -> np.ndarray:
+        # a known transform: the detector would follow the spot to the frame's corner
+        out = (255 - image).astype(np.uint8)
+        out[..., 0] = np.where(out[..., 0] == 255, 254, out[..., 0])
+        out[0, 0, 0] = 255
+        return out
+
+    coded = encode_generator(
+        move_and_invert,
+        people,
+        pipeline=FacePipeline(_SpotDetector(), _CropEncoder(), progress=False),
+        mode="paired",
+        min_rows=1,
+        progress=False,
+    )
+    assert (coded.outcomes["status"] == "ok").all()
+    pairs = zip(coded.rows["identity"], coded.rows["source_index"], strict=True)
+    for row, (label, j) in enumerate(pairs):
+        y, x = spots[label][j]
+        expected = move_and_invert(people[label][j])[y : y + 8, x : x + 8]
+        np.testing.assert_array_equal(coded.vectors[row], expected.reshape(-1) + 1.0)

@@ -399,6 +399,13 @@ def _write_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
 
 
+def _chance(faces: FaceDemoResult) -> float:
+    """Top-1 chance rate: one over the identities the linkage searched (the common ones)."""
+    if "chance" in faces.linkage:
+        return float(faces.linkage["chance"].iloc[0])
+    return 1 / max(len(faces.lost), 1)
+
+
 def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
     fc = cfg.faces
     table = faces.table
@@ -450,7 +457,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "frame had no detectable face (paired mode loses the same ones for every anonymiser). "
         "*Top-1 identification*: each anonymised face is matched to the nearest original face "
         "of another image; the share matched to the right person (chance: "
-        f"{1 / max(len(faces.lost), 1):.0%}). *Same-person match*: share of anonymised faces "
+        f"{_chance(faces):.0%}). *Same-person match*: share of anonymised faces "
         "within dlib's 0.6 distance of their own original. Intervals are exact "
         "(Clopper–Pearson). The synthetic identities are closer together than real people "
         f"(centres only {fc.min_separation:g} apart), so the 0.6 threshold is loose here and "

@@ -392,11 +392,18 @@ class EncodedGenerator:
         batch = getattr(self.generator, "batch", None)
         if callable(batch):
             try:
-                return list(batch(images, gens))
+                outs = list(batch(images, gens))
             except Exception:
                 if strict:
                     raise
                 gens = [np.random.default_rng(s) for s in seeds]  # replay per image
+            else:
+                if len(outs) != len(images):  # a broken generator, not one bad image
+                    raise InvalidInputError(
+                        "`generator.batch` must return one output per image; got "
+                        f"{len(outs)} outputs for {len(images)} images."
+                    )
+                return outs
         out: list[Any] = []
         for im, g in zip(images, gens, strict=True):
             try:

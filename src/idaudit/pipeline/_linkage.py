@@ -34,7 +34,8 @@ class LinkageReport:
     top1_low, top1_high : float
         Its exact confidence interval.
     n_probes : int
-        Anonymised faces tried (those whose identity has another source image).
+        Source images whose anonymised face was tried (those whose identity has another
+        source image; one trial each).
     chance : float
         The rate a random guess gets, ``1 / n_identities``.
     match_rate : float
@@ -43,7 +44,7 @@ class LinkageReport:
     match_low, match_high : float
         Its exact confidence interval.
     n_pairs : int
-        Source images with a usable original and anonymised face.
+        Source images with a usable original and anonymised face (one trial each).
     threshold : float
         Distance threshold (dlib's same-person distance, 0.6, by default).
     confidence : float
@@ -111,7 +112,11 @@ def linkage_report(
     photo to itself does not count as recognising the person) and assigned the identity of
     the nearest. *Matching* asks whether the anonymised face and the original it came from
     are still "the same person" for the recogniser. Both are sample estimates over the faces
-    given; the intervals treat faces as independent trials (the usual binomial reading).
+    given; the intervals treat source images as independent trials (the usual binomial
+    reading). A source drawn several times (``sampling="with_replacement"`` or
+    ``repeats > 1``) is one trial, its first usable draw: repeated draws of one image are
+    not independent (a deterministic anonymiser returns the same face each time), and
+    counting them would narrow the intervals without adding evidence.
     """
     threshold = check_in_range(threshold, "threshold", 0.0, None)
     confidence = check_in_range(confidence, "confidence", 0.0, 1.0)
@@ -122,7 +127,11 @@ def linkage_report(
         wanted = set(identities)
         ref = ref[ref["identity"].isin(wanted)]
         ano = ano[ano["identity"].isin(wanted)]
+    # one trial per source image: repeated draws of a source (sampling with replacement,
+    # repeats > 1) are not independent of each other, so only its first usable draw counts
     both = ano.merge(ref, on=keys, suffixes=("_a", "_r"))
+    both = both.sort_values("draw").drop_duplicates(["identity", "source_index"])
+    ano = ano.sort_values("draw").drop_duplicates(["identity", "source_index"])
     if both.empty:
         raise InvalidInputError(
             "`reference` and `anonymised` share no draw (identity, source_index, draw); "
