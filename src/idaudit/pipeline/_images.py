@@ -8,6 +8,7 @@ on how images are batched), ``strength`` (the number figures put on their x axis
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,7 +35,7 @@ def _check_image(image: Any, name: str = "image") -> Image:
     return arr
 
 
-class ImageMechanism:
+class ImageMechanism(ABC):
     """Base class: per-image ``__call__`` plus a batch method that loops (subclasses vectorise).
 
     Attributes
@@ -50,16 +51,17 @@ class ImageMechanism:
     deterministic: ClassVar[bool] = True
 
     @property
+    @abstractmethod
     def strength(self) -> float:
         """The mechanism's strength parameter (the x axis of an ε-vs-strength figure)."""
-        raise NotImplementedError  # pragma: no cover - every subclass defines it
 
     def params(self) -> dict[str, Any]:
         """Parameters recorded as provenance."""
         return {"mechanism": type(self).__name__, self.strength_name: self.strength}
 
+    @abstractmethod
     def _apply(self, image: Image, gen: np.random.Generator) -> Image:
-        raise NotImplementedError  # pragma: no cover
+        """Apply the mechanism to one checked frame with the generator ``gen``."""
 
     def __call__(self, image: Any, rng: RngLike = None) -> Image:
         """Apply the mechanism to one ``(H, W, 3)`` uint8 frame."""
