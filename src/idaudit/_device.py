@@ -11,7 +11,7 @@ import torch
 
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["default_threads", "resolve_device", "single_threaded"]
+__all__ = ["available_cpus", "default_threads", "resolve_device", "single_threaded"]
 
 
 def resolve_device(device: Any) -> torch.device:
@@ -50,6 +50,26 @@ def resolve_device(device: Any) -> torch.device:
     return dev
 
 
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's core count), at least 1.
+
+    ``os.sched_getaffinity`` honours ``taskset``, cgroups' cpusets and container limits;
+    ``os.cpu_count`` stands in where it does not exist.
+
+    Examples
+    --------
+    >>> from idaudit._device import available_cpus
+    >>> available_cpus() >= 1
+    True
+    """
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS and Windows have no affinity call
+        return max(1, os.cpu_count() or 1)
+
+
 def default_threads() -> int:
     """CPU threads a torch or BLAS pool should use here without oversubscribing the machine.
 
@@ -72,10 +92,7 @@ def default_threads() -> int:
     """
     import os
 
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        usable = os.cpu_count() or 1
+    usable = available_cpus()
     try:
         busy = int(os.getloadavg()[0])
     except (AttributeError, OSError):  # pragma: no cover - no load average

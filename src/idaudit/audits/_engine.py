@@ -24,7 +24,7 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from idaudit._device import resolve_device, single_threaded
+from idaudit._device import available_cpus, resolve_device, single_threaded
 from idaudit._results import (
     attr_value,
     check_result_dataset,
@@ -235,7 +235,7 @@ def audit_pairs(
         if not todo:
             pass
         elif backend == "local":
-            threads = n_threads if n_threads is not None else _cpu_count()
+            threads = n_threads if n_threads is not None else available_cpus()
             _run_local(es, plan, bounds, todo, auditor_list, seeds, dev, threads, width, collect)
         else:
             _run_dask(es, plan, bounds, todo, auditor_list, seeds, dev, client, collect)
@@ -472,15 +472,6 @@ def _chunk_of(
     samples = [(rows[a], rows[b]) for a, b in pairs]
     with single_threaded():
         return _run_chunk(samples, pairs, auditors, seeds, device, shared)
-
-
-# ---------------------------------------------------------------------------------- threads
-def _cpu_count() -> int:
-    """CPUs this process may run on (its affinity mask, not the machine's core count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS and Windows have no affinity call
-        return os.cpu_count() or 1
 
 
 def _run_local(

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._device import available_cpus
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
@@ -39,14 +40,6 @@ ENLARGE_BELOW = 160
 #: Side an enlarged image's shorter side is brought to, and the edge padding added around it.
 _UPSCALE = 160
 _PAD_FRACTION = 0.3
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity mask), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def default_threads(cap: int = 8) -> int:
