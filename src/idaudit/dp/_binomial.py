@@ -151,13 +151,20 @@ def clopper_pearson_lower(k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLi
 
 
 def _check(
-    k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike
+    k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike, *, integer_k: bool = True
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Check and broadcast counts ``k`` of ``n`` trials and levels ``alpha`` (fresh float64 arrays).
+
+    ``integer_k=False`` admits fractional ``k`` (a sum of rates in [0, 1]), still in [0, n].
+    """
     kk = as_float_array(k, "k")
     nn = as_float_array(n, "n")
     a = as_float_array(alpha, "alpha")
     check_integer_valued(nn, "n")
-    check_integer_valued(kk, "k")
+    if integer_k:
+        check_integer_valued(kk, "k")
+    elif np.isnan(kk).any():
+        raise InvalidInputError("`k` must be a number in [0, n]; got nan.")
     if (nn < 1).any():
         raise InvalidInputError(f"`n` must be a positive integer; got {int(nn[nn < 1].flat[0])}.")
     check_range(a, "alpha", 0.0, 1.0, closed="neither")
@@ -168,4 +175,4 @@ def _check(
         raise InvalidInputError(
             f"`k` must be in [0, n]; got k = {int(kk.flat[i])} with n = {int(nn.flat[i])}."
         )
-    return kk, nn, a
+    return kk.astype(np.float64), nn.astype(np.float64), a.astype(np.float64)

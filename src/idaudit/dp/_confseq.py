@@ -12,11 +12,11 @@ from scipy import special
 from idaudit.dp._arrays import (
     FloatArray,
     as_float_array,
-    check_integer_valued,
     check_range,
     finish,
     is_scalar,
 )
+from idaudit.dp._binomial import _check
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
@@ -293,27 +293,3 @@ def _check_alpha(alpha: Any) -> float:
         raise InvalidInputError(f"`alpha` must be a scalar; got shape {a.shape}.")
     check_range(a, "alpha", 0.0, 1.0, closed="neither")
     return float(a)
-
-
-def _check(
-    k: npt.ArrayLike, n: npt.ArrayLike, alpha: npt.ArrayLike, *, integer_k: bool = True
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    kk = as_float_array(k, "k")
-    nn = as_float_array(n, "n")
-    a = as_float_array(alpha, "alpha")
-    check_integer_valued(nn, "n")
-    if integer_k:
-        check_integer_valued(kk, "k")
-    elif np.isnan(kk).any():
-        raise InvalidInputError("`k` must be a number in [0, n]; got nan.")
-    if (nn < 1).any():
-        raise InvalidInputError(f"`n` must be a positive integer; got {int(nn[nn < 1].flat[0])}.")
-    check_range(a, "alpha", 0.0, 1.0, closed="neither")
-    kk, nn, a = np.broadcast_arrays(kk, nn, a)
-    bad = (kk < 0) | (kk > nn)
-    if bad.any():
-        i = np.flatnonzero(bad.ravel())[0]
-        raise InvalidInputError(
-            f"`k` must be in [0, n]; got k = {int(kk.flat[i])} with n = {int(nn.flat[i])}."
-        )
-    return kk.astype(np.float64), nn.astype(np.float64), a.astype(np.float64)
