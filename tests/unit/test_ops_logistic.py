@@ -100,7 +100,9 @@ def test_large_norms_fall_back_to_float64_systems(monkeypatch: pytest.MonkeyPatc
     x = 1e4 * x
     xt = torch.from_numpy(x)[None]
     mask = torch.ones(1, 1, 80, dtype=torch.float64)
-    fit = fit_kernel_logistic(xt @ xt.transpose(1, 2), torch.from_numpy(y)[None], mask)
+    fit = fit_kernel_logistic(
+        xt @ xt.transpose(1, 2), torch.from_numpy(y)[None], mask, solver="cholesky"
+    )
     assert factored[0] == (torch.float32, True)  # the case this test is about
     assert all(dtype == torch.float64 and not failed for dtype, failed in factored[1:])
     assert bool(fit.converged.all())
@@ -118,5 +120,64 @@ def test_non_finite_gram_is_a_clear_error() -> None:
     gram[0, 0, 0] = float("inf")
     with pytest.raises(InvalidInputError, match="numerically singular"):
         fit_kernel_logistic(
-            gram, torch.from_numpy(y)[None], torch.ones(1, 1, 20, dtype=torch.float64)
+            gram,
+            torch.from_numpy(y)[None],
+            torch.ones(1, 1, 20, dtype=torch.float64),
+            solver="cholesky",
+        )
+
+
+def test_conjugate_gradients_and_cholesky_reach_the_same_optimum() -> None:
+    # the two routes only differ in how they solve the Newton systems; both stop at a
+    # gradient norm of 1e-10, so the logits agree far below what scikit-learn resolves
+    gen = np.random.default_rng(7)
+    x = gen.normal(size=(6, 50, 30))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    y = (gen.random((6, 50)) < 0.5).astype(float)
+    x[:, :, :2] += 0.7 * y[..., None]
+    mask = (gen.random((6, 4, 50)) < 0.8).astype(float)
+    xt = torch.from_numpy(x)
+    gram = xt @ xt.transpose(1, 2)
+    fits = {
+        s: fit_kernel_logistic(gram, torch.from_numpy(y), torch.from_numpy(mask), solver=s)
+        for s in ("cg", "cholesky")
+    }
+    assert all(bool(f.converged.all()) for f in fits.values())
+    np.testing.assert_allclose(
+        fits["cg"].logits.numpy(), fits["cholesky"].logits.numpy(), rtol=0, atol=1e-9
+    )
+
+
+def test_unsolved_cg_systems_fall_back_to_cholesky(monkeypatch: pytest.MonkeyPatch) -> None:
+    # with a single CG iteration allowed no system reaches its tolerance: every direction
+    # must then come from the Cholesky route, and the optimum is still scikit-learn's
+    import idaudit.ops._logistic as logistic
+
+    monkeypatch.setattr(logistic, "_CG_MAX_ITER", 1)
+    calls: list[int] = []
+    solve = logistic._Direct.solve
+
+    def spy(self: object, root: object, unit: object, rhs: object, which: torch.Tensor) -> object:
+        calls.append(int(which.numel()))
+        return solve(self, root, unit, rhs, which)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(logistic._Direct, "solve", spy)
+    x, y = group(9, 40, 25)
+    xt = torch.from_numpy(x)
+    fit = fit_kernel_logistic(
+        (xt @ xt.T)[None], torch.from_numpy(y)[None], torch.ones(1, 1, 40, dtype=torch.float64)
+    )
+    assert calls
+    assert calls[0] == 1
+    assert bool(fit.converged.all())
+    ref = sklearn_fit(x, y)
+    np.testing.assert_allclose(fit.logits[0, 0].numpy(), ref.decision_function(x), atol=1e-6)
+
+
+def test_unknown_solver_is_a_clear_error() -> None:
+    x, y = group(1, 10, 4)
+    xt = torch.from_numpy(x)
+    with pytest.raises(InvalidInputError, match="solver"):
+        fit_kernel_logistic(
+            (xt @ xt.T)[None], torch.from_numpy(y)[None], torch.ones(1, 1, 10), solver="lbfgs"
         )
