@@ -200,22 +200,24 @@ class Batch:
         """Pooled Gram matrices (pairs, n_max, n_max) from per-identity blocks.
 
         Each identity's rows and own Gram block are computed once per call (``shared``); per
-        pair only the A-B block is multiplied (one batched product for the whole batch), and
-        the blocks are placed by two gathers, so no Python loop touches a pair's tensors.
+        pair only the A-B block is multiplied, straight into its place, and the identity
+        blocks are copied in, so each entry is written once (stacking rows for one large
+        product, or gathering padded blocks, moves more memory than the products cost).
         """
-        xa, xb, pos = self._blocks()
-        w_a, w_b = xa.shape[1], xb.shape[1]
-        n_max = pos.shape[1]
-        ga = torch.stack([_square(self._identity(p, 0)[1], w_a) for p in range(self.n_pairs)])
-        gb = torch.stack([_square(self._identity(p, 1)[1], w_b) for p in range(self.n_pairs)])
-        cross = xa @ xb.transpose(1, 2)  # (pairs, w_a, w_b): the only per-pair product
-        width = w_a + w_b
-        blocks = torch.cat(
-            [torch.cat([ga, cross], 2), torch.cat([cross.transpose(1, 2), gb], 2)], 1
-        )  # (pairs, width, width)
-        blocks = torch.nn.functional.pad(blocks, (0, 1, 0, 1))  # index `width` reads a zero
-        g = blocks.gather(1, pos[:, :, None].expand(-1, -1, width + 1))  # (pairs, n_max, w+1)
-        return g.gather(2, pos[:, None, :].expand(-1, n_max, -1))  # (pairs, n_max, n_max)
+        n_a, n_b = self.n_a, self.n_b
+        n_max = max(a + b for a, b in zip(n_a, n_b, strict=True))
+        out = torch.empty(self.n_pairs, n_max, n_max, dtype=torch.float64, device=self.device)
+        for p, (na, nb) in enumerate(zip(n_a, n_b, strict=True)):
+            xa, ga = self._identity(p, 0)
+            xb, gb = self._identity(p, 1)
+            end = na + nb
+            torch.mm(xa[:na], xb[:nb].T, out=out[p, :na, na:end])  # the only per-pair product
+            out[p, na:end, :na] = out[p, :na, na:end].T
+            out[p, :na, :na] = ga[:na, :na]
+            out[p, na:end, na:end] = gb[:nb, :nb]
+            out[p, end:].zero_()
+            out[p, :end, end:].zero_()
+        return out
 
     def gram(self) -> torch.Tensor:
         """Inner products within each pooled sample, (pairs, n_max, n_max) (cached).

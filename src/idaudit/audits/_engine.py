@@ -431,8 +431,8 @@ def _auto_batch_size(es: EmbeddingSet, n_max: int, auditors: Sequence[BaseAudito
         if n_grid is not None:  # two density grids, log temporaries, per-dimension rows
             per_pair += 8 * d * (6 * int(n_grid) + 8 * n_max)
         n_folds = getattr(aud, "n_folds", None)
-        if n_folds is not None:  # per fold: Gram, S, Cholesky factor, line-search grid
-            per_pair += 8 * int(n_folds) * (6 * n_max**2 + 40 * n_max)
+        if n_folds is not None:  # centred Gram, its float32 copy, per-fold Newton vectors
+            per_pair += 8 * (2 * n_max**2 + 20 * int(n_folds) * n_max)
     return int(min(_MAX_AUTO_BATCH, max(1, _BATCH_BYTES // per_pair)))
 
 

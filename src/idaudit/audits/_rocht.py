@@ -32,7 +32,7 @@ __all__ = ["CLASSIFIERS", "ROCHTAuditor", "logistic_oof_logits"]
 CLASSIFIERS = ("logistic", "random_forest")
 
 # Problems (pair x fold) per Newton batch: bounds memory (~1 MB per problem at 160 rows).
-_PROBLEMS_PER_SOLVE = 256
+_PROBLEMS_PER_SOLVE = 1280
 
 IntArray = npt.NDArray[np.intp]
 FloatArray = npt.NDArray[np.float64]
@@ -301,10 +301,12 @@ def _centred(gram: torch.Tensor, n_rows: npt.ArrayLike) -> torch.Tensor:
         gram.dtype
     )  # (pairs, n_max)
     w = valid / n[:, None].to(gram.dtype)
-    row_mean = (gram * w[:, None, :]).sum(-1)  # (pairs, n_max): <x_i, mean>
-    grand = (row_mean * w).sum(-1)  # (pairs,): <mean, mean>
-    centred = gram - row_mean[:, :, None] - row_mean[:, None, :] + grand[:, None, None]
-    return centred * valid[:, :, None] * valid[:, None, :]
+    row_mean = (gram @ w[:, :, None])[..., 0]  # (pairs, n_max): <x_i, mean>, 0 on padding
+    grand = (row_mean * w).sum(-1, keepdim=True)  # (pairs, 1): <mean, mean>
+    # G - r 1' - 1 r' + g 1 1' on the real rows as one rank-2 update (padding stays zero)
+    left = torch.stack([row_mean, valid], dim=-1)  # (pairs, n_max, 2)
+    right = torch.stack([-valid, grand * valid - row_mean], dim=-1)  # (pairs, n_max, 2)
+    return torch.baddbmm(gram, left, right.transpose(1, 2))
 
 
 def logistic_oof_logits(
