@@ -57,6 +57,21 @@ def test_median_heuristic_is_numpy_median_of_pdist(samples: list) -> None:
     np.testing.assert_allclose(sigma.numpy(), want, rtol=1e-12)
 
 
+def test_median_heuristic_on_many_pooled_sizes() -> None:
+    # pooled sizes from 2 to 31 in one batch (odd and even pair counts, heavy padding),
+    # against numpy.median of the distances computed directly from the rows; rows drawn
+    # from a coarse grid make many exact ties, which selection must count like sorting
+    gen = np.random.default_rng(11)
+    sizes = [(1, 1), (1, 2), (2, 2), (3, 4), (10, 3), (15, 16), (7, 7), (2, 29)]
+    samples = [
+        (gen.integers(0, 3, size=(a, 3)).astype(float), gen.integers(0, 3, size=(b, 3)) * 1.0)
+        for a, b in sizes
+    ]
+    _batch, _, sigma = kernels_of(samples)
+    want = [np.median(pdist(np.vstack(pair))) for pair in samples]
+    np.testing.assert_allclose(sigma.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
 def test_median_counts_duplicate_rows() -> None:
     # three identical rows and one far away: distances 0, 0, 0, 5, 5, 5 -> median 2.5
     z = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [3.0, 4.0]])

@@ -9,6 +9,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from idaudit.exceptions import InvalidInputError
+
 __all__ = [
     "PERMUTATION_BLOCK",
     "TIE_TOLERANCE",
@@ -80,9 +82,14 @@ def sq_distances_from_gram(gram: torch.Tensor) -> torch.Tensor:
         Clamped at 0, with an exactly zero diagonal.
     """
     sq = gram.diagonal(dim1=-2, dim2=-1)  # (..., n)
-    d2 = gram * -2.0  # (..., n, n)
-    d2 += sq[..., :, None]
-    d2 += sq[..., None, :]
+    one = torch.ones_like(sq)
+    # -2 G + sq 1' + 1 sq' as one rank-2 update: a single pass over the matrices
+    left = torch.stack([sq, one], dim=-1)  # (..., n, 2)
+    right = torch.stack([one, sq], dim=-2)  # (..., 2, n)
+    if gram.dim() == 3:
+        d2 = torch.baddbmm(gram, left, right, beta=-2.0)
+    else:
+        d2 = left @ right - 2.0 * gram
     d2.clamp_min_(0.0)
     d2.diagonal(dim1=-2, dim2=-1).zero_()
     return d2
@@ -119,13 +126,46 @@ def median_heuristic(sq_dists: torch.Tensor, n: Sequence[int]) -> torch.Tensor:
     >>> median_heuristic(pairwise_sq_distances(z), [3])
     tensor([2.], dtype=torch.float64)
     """
-    n_max = sq_dists.shape[-1]
-    iu, ju = torch.triu_indices(n_max, n_max, offset=1, device=sq_dists.device)  # (m,), (m,)
-    dist = sq_dists[:, iu, ju].sqrt()  # (pairs, m)
-    n_t = torch.tensor(list(n), device=sq_dists.device)[:, None]  # (pairs, 1)
-    dist = dist.masked_fill(ju[None, :] >= n_t, float("nan"))  # j < n implies i < n
-    # "midpoint" interpolation reproduces numpy.median's mean of the two middle values
-    return torch.nanquantile(dist, 0.5, dim=1, interpolation="midpoint")
+    n_rows = [int(k) for k in n]
+    n_pairs, n_max = sq_dists.shape[0], sq_dists.shape[-1]
+    if len(n_rows) != n_pairs:
+        raise InvalidInputError(f"`n` must hold one size per pair; got {len(n_rows)}.")
+    # the strict upper triangle, row by row (the order of triu_indices): one slice per row
+    dev = sq_dists.device
+    vals = torch.empty(n_pairs, n_max * (n_max - 1) // 2, dtype=sq_dists.dtype, device=dev)
+    start = 0
+    for i in range(n_max - 1):
+        vals[:, start : start + n_max - 1 - i] = sq_dists[:, i, i + 1 :]
+        start += n_max - 1 - i
+    # Select on squared distances (the root is monotone). Pair p has m_p valid entries, those
+    # with column < n_p; its lower middle one is number lo_p = (m_p - 1) // 2. Setting
+    # K - lo_p invalid entries to -inf and the rest to +inf, with K the largest lo_p, puts
+    # every pair's lower middle value at position K and its upper one at K or K + 1, so one
+    # selection with the same two positions serves the whole batch.
+    m = np.array([k * (k - 1) // 2 for k in n_rows], dtype=np.int64)  # (pairs,)
+    lo, hi = (m - 1) // 2, m // 2
+    top = int(lo.max())
+    if n_max > 1:
+        ju = torch.cat([torch.arange(i + 1, n_max, device=dev) for i in range(n_max - 1)])
+        n_t = torch.as_tensor(n_rows, device=dev)[:, None]  # (pairs, 1)
+        invalid = ju[None, :] >= n_t  # (pairs, m_max); column < n implies row < n
+        padded = (n_t[:, 0] < n_max).nonzero()[:, 0]  # only these pairs have invalid entries
+        if padded.numel():
+            sub = invalid[padded]
+            below = torch.as_tensor(top - lo, device=dev)[padded, None]  # (padded, 1)
+            rank = sub.cumsum(1)  # 1-based rank among the invalid entries
+            fill = torch.where(rank <= below, -math.inf, math.inf).to(vals.dtype)
+            vals[padded] = torch.where(sub, fill, vals[padded])
+    kth = [top] if top + 1 >= vals.shape[1] else [top, top + 1]
+    if dev.type == "cpu":
+        part = np.partition(vals.numpy(), kth, axis=1)
+        mid = torch.from_numpy(np.ascontiguousarray(part[:, kth]))  # (pairs, 1 or 2)
+    else:
+        mid = torch.stack([torch.kthvalue(vals, k + 1, dim=1).values for k in kth], dim=1)
+    upper = torch.as_tensor(hi > lo, device=mid.device)
+    lower_d = mid[:, 0].sqrt()
+    upper_d = torch.where(upper, mid[:, -1], mid[:, 0]).sqrt()
+    return ((lower_d + upper_d) / 2.0).to(dev)  # numpy.median: mean of the middle two
 
 
 def rbf_kernel(sq_dists: torch.Tensor, bandwidth: torch.Tensor) -> torch.Tensor:
@@ -180,8 +220,8 @@ def mmd2_from_kernel(
     n_a = mask_a.sum(-1)  # (pairs,)
     n_b = mask_b.sum(-1)  # (pairs,)
     diag = kernel.diagonal(dim1=-2, dim2=-1)  # (pairs, n_max)
-    k_a = (kernel @ mask_a[..., None])[..., 0]  # (pairs, n_max): row sums over A
-    k_b = (kernel @ mask_b[..., None])[..., 0]  # (pairs, n_max): row sums over B
+    sums = kernel @ torch.stack([mask_a, mask_b], dim=-1)  # (pairs, n_max, 2): one pass
+    k_a, k_b = sums[..., 0], sums[..., 1]  # row sums over A and over B
     s_aa = (k_a * mask_a).sum(-1) - (diag * mask_a).sum(-1)  # (pairs,)
     s_bb = (k_b * mask_b).sum(-1) - (diag * mask_b).sum(-1)  # (pairs,)
     s_ab = (k_a * mask_b).sum(-1)  # (pairs,)
