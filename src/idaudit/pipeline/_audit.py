@@ -753,7 +753,7 @@ def compare_conditions(
         results[name] = ds
         if certifier is not None:
             certs[name] = clone(certifier).fit(es, pair_list).certificates_
-    stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type]
+    stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type, unused-ignore]
     stacked.attrs.update(
         provenance(title="idaudit.pipeline.compare_conditions", seeds={"pairs": seed})
     )
