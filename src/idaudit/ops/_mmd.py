@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
+import scipy.linalg
 import torch
 
 from idaudit.exceptions import InvalidInputError
@@ -34,6 +35,9 @@ PERMUTATION_BLOCK = 1024
 #: so float64 rounding is far below this, while exact ties (e.g. the mirrored split when
 #: n_a == n_b) are counted as ties whatever the summation order.
 TIE_TOLERANCE = 1e-12
+
+# Eigenpairs of each centred kernel kept by the low-rank screen (see mmd2_permutation_test).
+_SCREEN_RANK = 8
 
 
 def pairwise_sq_distances(x: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
@@ -355,6 +359,30 @@ class _Group:
             # float32 rounding of two sums of n terms (bounded through absolute values) plus
             # storage, with a 2x margin
             self.rel_err = 2.0 * (2 * n + 6) * 2.0**-24
+            self.rank = min(_SCREEN_RANK, n - 2)
+            if self.rank >= 1:
+                self._low_rank(centred)
+
+    def _low_rank(self, centred: torch.Tensor) -> None:
+        r"""Top eigenpairs of each centred kernel, for the first, low-rank screen.
+
+        ``HKH`` is positive semi-definite. With its ``r`` largest eigenpairs
+        :math:`(\lambda_k, v_k)` kept and every other eigenvalue in :math:`[0, 2a]`
+        (:math:`2a` the largest one not kept),
+        :math:`p^\top HKH p = a\lVert p\rVert^2 + \sum_k (\lambda_k - a)(v_k^\top p)^2 + R`
+        with :math:`|R| \le a(\lVert p\rVert^2 - \sum_k (v_k^\top p)^2)`.
+        """
+        m, n, r = self.m, self.n, self.rank
+        values, vectors = _top_eigenpairs(centred, r + 1)  # (m, r+1), (m, n, r+1) ascending
+        half = values[:, 0].clamp_min(0.0) / 2.0  # (m,): a, half the largest eigenvalue left
+        self.lr_half = half
+        self.lr_shift = values[:, 1:] - half[:, None]  # (m, r): lambda_k - a
+        cols = torch.cat(
+            [vectors[:, :, 1:], self.row_sums.T[:, :, None], self.diags.T[:, :, None]], 2
+        )  # (m, n, r + 2)
+        self.lr_w = cols.permute(1, 0, 2).reshape(n, m * (r + 2))  # (n, m (r + 2))
+        # float64 rounding of the eigendecomposition and the products, generously
+        self.lr_slack = 1e-9 * (1.0 + float(values.abs().max()))
 
     def exact(self, assign: torch.Tensor, pair: int | None = None) -> torch.Tensor:
         """Float64 statistics, (rows, m), for float64 0/1 assignments (rows, n).
@@ -377,26 +405,82 @@ class _Group:
         if not self.screen:
             stats = self.exact(members.to(torch.float64))  # (rows, m)
             return (stats >= threshold).sum(0)
+        if self.rank < 1:
+            return self._count32(members, threshold, slice(None))
+        # first screen: r eigen-directions per pair, float64, a few products per permutation
+        m, n_a, r = self.m, self.n_a, self.rank
+        pf = members.to(torch.float64)  # (rows, n)
+        prod = (pf @ self.lr_w).view(-1, m, r + 2)  # (rows, m, r + 2)
+        proj2 = prod[..., :r] ** 2  # (rows, m, r): (v_k' p)^2
+        pr, pd = prod[..., r], prod[..., r + 1]  # (rows, m) each
+        quad = self.lr_half * n_a + (proj2 * self.lr_shift).sum(-1)  # approximates p'HKHp
+        bound = self.lr_half * (n_a - proj2.sum(-1)).clamp_min(0.0) + self.lr_slack
+        approx = self.c_q * quad + self.c_lin * pr + self.c_d * pd + self.c_0_centred
+        err = self.c_q * bound + 1e-12
+        sure_ge = approx - err >= threshold  # (rows, m)
+        unsure = (approx + err >= threshold) & ~sure_ge
+        counts = sure_ge.sum(0)
+        for j in unsure.any(0).nonzero()[:, 0].tolist():
+            rows = unsure[:, j].nonzero()[:, 0]
+            counts[j] += self._count32(members[rows], threshold[j : j + 1], slice(j, j + 1))[0]
+        return counts
+
+    def _count32(
+        self, members: torch.Tensor, threshold: torch.Tensor, pairs: slice
+    ) -> torch.Tensor:
+        """Float32 screen of the pairs ``pairs`` of the group, float64 where it is unsure."""
         m, n = self.m, self.n
+        idx = torch.arange(m, device=members.device)[pairs]  # (m',)
+        cols = torch.cat(
+            [
+                (idx[:, None] * n + torch.arange(n, device=idx.device)).reshape(-1),
+                m * n + idx,
+                m * n + m + idx,
+                m * n + 2 * m + idx,
+            ]
+        )
+        w32 = self.w32 if idx.numel() == m else self.w32[:, cols]  # (n, m' n + 3 m')
+        mm = idx.numel()
         p32 = members.to(torch.float32)  # (rows, n)
-        prod = p32 @ self.w32  # (rows, m*n + 3m)
-        pkp = (prod[:, : m * n].view(-1, m, n) * p32[:, None, :]).sum(-1).double()  # (rows, m)
-        tail = prod[:, m * n :].double()  # (rows, 3m)
-        pr, pd, pa = tail[:, :m], tail[:, m : 2 * m], tail[:, 2 * m :]  # (rows, m) each
-        approx = self.c_q * pkp + self.c_lin * pr + self.c_d * pd + self.c_0_centred
+        prod = p32 @ w32  # (rows, m' n + 3 m')
+        pkp = (prod[:, : mm * n].view(-1, mm, n) * p32[:, None, :]).sum(-1).double()
+        tail = prod[:, mm * n :].double()  # (rows, 3 m')
+        pr, pd, pa = tail[:, :mm], tail[:, mm : 2 * mm], tail[:, 2 * mm :]  # (rows, m') each
+        c_0 = self.c_0_centred[pairs]
+        approx = self.c_q * pkp + self.c_lin * pr + self.c_d * pd + c_0
         err = self.rel_err * (
             self.c_q * pa.abs() + abs(self.c_lin) * pr.abs() + abs(self.c_d) * pd.abs()
         )
         err = err + 1e-13  # float64 rounding of the centring itself
-        sure_ge = approx - err >= threshold  # (rows, m)
+        sure_ge = approx - err >= threshold  # (rows, m')
         unsure = (approx + err >= threshold) & ~sure_ge
         counts = sure_ge.sum(0)
         if bool(unsure.any()):
             for j in unsure.any(0).nonzero()[:, 0].tolist():
                 rows = unsure[:, j].nonzero()[:, 0]
-                stats = self.exact(members[rows].to(torch.float64), pair=j)[:, 0]
+                pair = int(idx[j])
+                stats = self.exact(members[rows].to(torch.float64), pair=pair)[:, 0]
                 counts[j] += (stats >= threshold[j]).sum()
         return counts
+
+
+def _top_eigenpairs(mats: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return the ``k`` largest eigenpairs of symmetric matrices (m, n, n), ascending.
+
+    On the CPU only those ``k`` are computed (LAPACK ``syevx``), on a GPU all of them.
+    """
+    n = mats.shape[-1]
+    if mats.device.type != "cpu":
+        values, vectors = torch.linalg.eigh(mats)
+        return values[:, n - k :], vectors[:, :, n - k :]
+    out_v = torch.empty(mats.shape[0], k, dtype=mats.dtype)
+    out_x = torch.empty(mats.shape[0], n, k, dtype=mats.dtype)
+    for j, mat in enumerate(mats.numpy()):
+        w, v = scipy.linalg.eigh(
+            mat, subset_by_index=[n - k, n - 1], driver="evx", check_finite=False
+        )
+        out_v[j], out_x[j] = torch.from_numpy(w), torch.from_numpy(v)
+    return out_v, out_x
 
 
 def mmd2_permutation_test(
