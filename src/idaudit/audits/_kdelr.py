@@ -5,6 +5,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, ClassVar
 
+import numpy as np
+import numpy.typing as npt
 import torch
 
 from idaudit._validation import (
@@ -182,9 +184,8 @@ class KDELRAuditor(BaseAuditor):
         if key not in batch.cache:
             batch.cache[key] = _densities(batch, self.bandwidth, int(self.n_grid), self.margin)
         dens_a, dens_b, uniform = batch.cache[key]
-        pb = batch.packed
         per_dim = log_ratio_max(dens_a, dens_b, uniform, self._mix(), float(self.floor))
-        per_dim_np = per_dim.view(pb.n_pairs, pb.dim).cpu().numpy()  # (pairs, d)
+        per_dim_np = per_dim.view(batch.n_pairs, -1).cpu().numpy()  # (pairs, d)
         return {"epsilon": per_dim_np.sum(-1), "epsilon_per_dim": list(per_dim_np)}
 
 
@@ -195,27 +196,44 @@ def _densities(
 
     Returns ``dens_a``, ``dens_b`` of shape (pairs * d, n_grid) and the uniform density of
     each grid, shape (pairs * d,). Rows are ordered pair-major (row ``p * d + j``).
+
+    What depends on one identity only — its coordinates as rows, their bandwidths and
+    ranges — is computed once per identity (per :func:`idaudit.audits.audit_pairs` call);
+    the grids span both identities of a pair, so the densities are per pair.
     """
-    pb = batch.packed
-    d = pb.dim
-    rows = []
-    for which in ("a", "b"):
-        x, mask = pb.side(which)  # (pairs, n, d), (pairs, n)
-        values = x.permute(0, 2, 1).reshape(pb.n_pairs * d, -1)  # (pairs*d, n)
-        mask_rows = mask.repeat_interleave(d, dim=0)  # (pairs*d, n)
-        h = kde_bandwidth(values, mask_rows, rule)  # (pairs*d,)
-        if not bool((h > 0).all()):
-            bad = int((h <= 0).nonzero()[0, 0])
-            raise PairError(
-                f"KDE-LR needs a positive bandwidth in every coordinate, but coordinate "
-                f"{bad % d} of identity {which.upper()} is constant (bandwidth 0).",
-                pair_index=bad // d,
+    sides = []
+    for side, which in ((0, "A"), (1, "B")):
+        stats = [
+            batch.per_identity(
+                f"kdelr_{rule}", side, p, lambda rows: _identity_pieces(rows, rule, batch.device)
             )
-        big = torch.finfo(torch.float64).max
-        low = values.masked_fill(mask_rows == 0, big).amin(-1)  # (pairs*d,)
-        high = values.masked_fill(mask_rows == 0, -big).amax(-1)
-        rows.append((values, mask_rows, h, low, high))
-    (va, ma, ha, lo_a, hi_a), (vb, mb, hb, lo_b, hi_b) = rows
+            for p in range(batch.n_pairs)
+        ]
+        for p, (_, h, _, _) in enumerate(stats):
+            if not bool((h > 0).all()):
+                bad = int((h <= 0).nonzero()[0, 0])
+                raise PairError(
+                    f"KDE-LR needs a positive bandwidth in every coordinate, but coordinate "
+                    f"{bad} of identity {which} is constant (bandwidth 0).",
+                    pair_index=p,
+                )
+        width = max(v.shape[1] for v, _, _, _ in stats)
+        dim = stats[0][0].shape[0]
+        values = torch.zeros(batch.n_pairs, dim, width, dtype=torch.float64, device=batch.device)
+        mask = torch.zeros(batch.n_pairs, width, dtype=torch.float64, device=batch.device)
+        for p, (v, _, _, _) in enumerate(stats):
+            values[p, :, : v.shape[1]] = v
+            mask[p, : v.shape[1]] = 1.0
+        sides.append(
+            (
+                values.view(-1, width),  # (pairs*d, width)
+                mask.repeat_interleave(dim, dim=0),  # (pairs*d, width)
+                torch.cat([st[1] for st in stats]),  # (pairs*d,) bandwidths
+                torch.cat([st[2] for st in stats]),  # lowest value per coordinate
+                torch.cat([st[3] for st in stats]),  # highest
+            )
+        )
+    (va, ma, ha, lo_a, hi_a), (vb, mb, hb, lo_b, hi_b) = sides
     h_max = torch.maximum(ha, hb)
     lo = torch.minimum(lo_a, lo_b) - margin * h_max  # (pairs*d,)
     hi = torch.maximum(hi_a, hi_b) + margin * h_max
@@ -224,3 +242,12 @@ def _densities(
     dens_b = kde_on_grid(vb, mb, hb, lo, step, n_grid)
     uniform = 1.0 / (hi - lo)  # (pairs*d,)
     return dens_a, dens_b, uniform
+
+
+def _identity_pieces(
+    rows: npt.NDArray[np.float64], rule: str, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One identity's coordinates (d, n), bandwidths, lowest and highest values (d,)."""
+    values = torch.from_numpy(np.ascontiguousarray(rows.T)).to(device)  # (d, n)
+    h = kde_bandwidth(values, torch.ones_like(values), rule)  # (d,)
+    return values, h, values.amin(-1), values.amax(-1)

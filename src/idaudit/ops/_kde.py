@@ -162,8 +162,8 @@ def _blocked(
     e = torch.sub(far[:, None, :], c[None, :, None])  # (rows, nb, n): t_i - c_b
     torch.mul(e, e, out=e)
     e.mul_(-s2[:, None, None]).exp2_()  # e^{-s (t_i - c_b)^2}
-    v = ((2.0 * s2)[:, None, None] * t[:, :, None] * j).exp2_()  # (rows, n, L)
-    m = torch.bmm(e, v)  # (rows, nb, L): sum over samples
+    v = ((2.0 * s2)[:, None, None] * j[None, :, None] * t[:, None, :]).exp2_()  # (rows, L, n)
+    m = torch.bmm(e, v.transpose(1, 2))  # (rows, nb, L): sum over samples (the faster layout)
     fac = (-2.0 * s2[:, None, None] * c[None, :, None] * j - s2[:, None, None] * j * j).exp2_()
     out = (m * fac).reshape(rows, n_blocks * _BLOCK)[:, :n_grid]  # (rows, n_grid)
     return out * weight.amax(-1, keepdim=True)  # one weight 1/(n h sqrt(2 pi)) per row
@@ -211,6 +211,9 @@ def log_ratio_max(
         :math:`\tilde p = \max\{(1-\alpha)\hat p + \alpha u, \tau\}`.
     """
     u = alpha * uniform[:, None]  # (rows, 1)
-    la = ((1.0 - alpha) * dens_a + u).clamp_min_(floor).log_()  # (rows, G)
-    lb = ((1.0 - alpha) * dens_b + u).clamp_min_(floor).log_()  # (rows, G)
-    return (la - lb).abs_().amax(-1)
+    pa = torch.add(u, dens_a, alpha=1.0 - alpha).clamp_min_(floor)  # (rows, G)
+    pb = torch.add(u, dens_b, alpha=1.0 - alpha).clamp_min_(floor)
+    # the log is monotone: max |log pa - log pb| = log of the most extreme ratio, so two
+    # logarithms per row instead of two per grid point
+    ratio = pa.div_(pb)  # (rows, G)
+    return torch.maximum(ratio.amax(-1).log(), -ratio.amin(-1).log())
