@@ -88,6 +88,31 @@ def test_alphas_share_one_density_evaluation(
     assert float(ds["kdelr_mix0.1_epsilon"][0]) == pytest.approx(want, rel=1e-12)
 
 
+def test_identity_pieces_are_computed_once_per_identity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 6 identities, all 15 pairs in chunks of 4: each identity's coordinates, bandwidths and
+    # ranges are computed once, and the scores equal one fit per pair
+    calls: list[int] = []
+    original = kdelr_module._identity_pieces
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kdelr_module, "_identity_pieces", counting)
+    gen = np.random.default_rng(3)
+    rows = [gen.normal(0.2 * k, 1.0, size=(12 + k, 4)) for k in range(6)]
+    labels = [f"id{k}" for k, r in enumerate(rows) for _ in range(len(r))]
+    es = EmbeddingSet(np.concatenate(rows), labels, normalize=False)
+    ds = audit_pairs(es, "all", [KDELRAuditor()], batch_size=4, n_threads=1, progress=False)
+    assert len(calls) == 6
+    pairs = zip(ds["identity_a"].values, ds["identity_b"].values, strict=True)
+    for k, (a, b) in enumerate(pairs):
+        want = KDELRAuditor().fit(es.get(a), es.get(b)).epsilon_
+        assert float(ds["kdelr_epsilon"][k]) == pytest.approx(want, rel=1e-12)
+
+
 def test_constant_coordinate_is_refused() -> None:
     gen = np.random.default_rng(0)
     a, b = gen.normal(size=(10, 3)), gen.normal(size=(10, 3))
