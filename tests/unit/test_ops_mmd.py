@@ -194,7 +194,7 @@ def test_low_rank_screen_bounds_hold(shift: float) -> None:
     prod = (pf @ group.lr_w).view(-1, 3, group.rank + 2)
     proj2 = prod[..., : group.rank] ** 2
     quad = group.lr_half * 30 + (proj2 * group.lr_shift).sum(-1)
-    bound = group.lr_half * (30 - proj2.sum(-1)) + group.lr_slack
+    bound = group.lr_radius * (30 - proj2.sum(-1)) + group.lr_slack
     approx = (
         group.c_q * quad
         + group.c_lin * prod[..., group.rank]
@@ -203,3 +203,17 @@ def test_low_rank_screen_bounds_hold(shift: float) -> None:
     )
     gap = (approx - exact).abs()
     assert bool((gap <= group.c_q * bound).all())
+
+
+def test_screen_is_exact_for_a_kernel_that_is_not_positive_semidefinite() -> None:
+    # a thresholded 0/1 "kernel" has entries in [0, 1] but negative eigenvalues, where the
+    # low-rank screen's bound does not hold: the screen must notice and the p-value must
+    # still be the float64 one
+    gen = np.random.default_rng(0)
+    z = gen.standard_normal((1, 30, 3))
+    z[:, :15] += 0.5
+    k = torch.from_numpy((((z[:, :, None] - z[:, None]) ** 2).sum(-1) < 2.0).astype(float))
+    assert float(torch.linalg.eigvalsh(k[0]).min()) < -1.0
+    screened, _, _ = mmd2_permutation_test(k, [15], [15], 0, 2000, screen=True)
+    exact, _, _ = mmd2_permutation_test(k, [15], [15], 0, 2000, screen=False)
+    assert screened.item() == exact.item()

@@ -360,22 +360,35 @@ class _Group:
             # storage, with a 2x margin
             self.rel_err = 2.0 * (2 * n + 6) * 2.0**-24
             self.rank = min(_SCREEN_RANK, n - 2)
-            if self.rank >= 1:
+            # the first screen's bound needs HKH positive semi-definite (true of RBF and
+            # other positive definite kernels, not of every symmetric matrix in [0, 1]);
+            # a Cholesky factorisation of HKH + tau I checks it, at a tenth of the
+            # eigenpairs' cost. Where it fails, only the float32 screen runs.
+            self.psd_shift = 1e-8 * (1.0 + float(centred.abs().amax()))
+            shifted = centred + self.psd_shift * torch.eye(
+                n, dtype=centred.dtype, device=centred.device
+            )
+            if self.rank >= 1 and not bool((torch.linalg.cholesky_ex(shifted).info != 0).any()):
                 self._low_rank(centred)
+            else:
+                self.rank = 0
 
     def _low_rank(self, centred: torch.Tensor) -> None:
         r"""Top eigenpairs of each centred kernel, for the first, low-rank screen.
 
-        ``HKH`` is positive semi-definite. With its ``r`` largest eigenpairs
-        :math:`(\lambda_k, v_k)` kept and every other eigenvalue in :math:`[0, 2a]`
-        (:math:`2a` the largest one not kept),
+        ``HKH`` is positive semi-definite (checked, to :math:`-\tau`). With its ``r``
+        largest eigenpairs :math:`(\lambda_k, v_k)` kept and every other eigenvalue in
+        :math:`[-\tau, 2a + \tau]` (:math:`2a + \tau` the largest one not kept),
         :math:`p^\top HKH p = a\lVert p\rVert^2 + \sum_k (\lambda_k - a)(v_k^\top p)^2 + R`
-        with :math:`|R| \le a(\lVert p\rVert^2 - \sum_k (v_k^\top p)^2)`.
+        with :math:`|R| \le (a + \tau)(\lVert p\rVert^2 - \sum_k (v_k^\top p)^2)`.
         """
         m, n, r = self.m, self.n, self.rank
         values, vectors = _top_eigenpairs(centred, r + 1)  # (m, r+1), (m, n, r+1) ascending
-        half = values[:, 0].clamp_min(0.0) / 2.0  # (m,): a, half the largest eigenvalue left
+        # every eigenvalue left out lies in [-tau, top]: centre a, radius a + tau
+        tau = self.psd_shift
+        half = (values[:, 0].clamp_min(0.0) - tau) / 2.0  # (m,): a
         self.lr_half = half
+        self.lr_radius = half + tau
         self.lr_shift = values[:, 1:] - half[:, None]  # (m, r): lambda_k - a
         cols = torch.cat(
             [vectors[:, :, 1:], self.row_sums.T[:, :, None], self.diags.T[:, :, None]], 2
@@ -414,7 +427,7 @@ class _Group:
         proj2 = prod[..., :r] ** 2  # (rows, m, r): (v_k' p)^2
         pr, pd = prod[..., r], prod[..., r + 1]  # (rows, m) each
         quad = self.lr_half * n_a + (proj2 * self.lr_shift).sum(-1)  # approximates p'HKHp
-        bound = self.lr_half * (n_a - proj2.sum(-1)).clamp_min(0.0) + self.lr_slack
+        bound = self.lr_radius * (n_a - proj2.sum(-1)).clamp_min(0.0) + self.lr_slack
         approx = self.c_q * quad + self.c_lin * pr + self.c_d * pd + self.c_0_centred
         err = self.c_q * bound + 1e-12
         sure_ge = approx - err >= threshold  # (rows, m)
