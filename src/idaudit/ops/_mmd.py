@@ -149,17 +149,16 @@ def median_heuristic(sq_dists: torch.Tensor, n: Sequence[int]) -> torch.Tensor:
     m = np.array([k * (k - 1) // 2 for k in n_rows], dtype=np.int64)  # (pairs,)
     lo, hi = (m - 1) // 2, m // 2
     top = int(lo.max())
-    if n_max > 1:
+    padded_pairs = [p for p, k in enumerate(n_rows) if k < n_max]  # those with invalid entries
+    if padded_pairs:
         ju = torch.cat([torch.arange(i + 1, n_max, device=dev) for i in range(n_max - 1)])
-        n_t = torch.as_tensor(n_rows, device=dev)[:, None]  # (pairs, 1)
-        invalid = ju[None, :] >= n_t  # (pairs, m_max); column < n implies row < n
-        padded = (n_t[:, 0] < n_max).nonzero()[:, 0]  # only these pairs have invalid entries
-        if padded.numel():
-            sub = invalid[padded]
-            below = torch.as_tensor(top - lo, device=dev)[padded, None]  # (padded, 1)
-            rank = sub.cumsum(1)  # 1-based rank among the invalid entries
-            fill = torch.where(rank <= below, -math.inf, math.inf).to(vals.dtype)
-            vals[padded] = torch.where(sub, fill, vals[padded])
+        padded = torch.as_tensor(padded_pairs, device=dev)
+        n_t = torch.as_tensor(n_rows, device=dev)[padded, None]  # (padded, 1)
+        sub = ju[None, :] >= n_t  # (padded, m_max); column < n implies row < n
+        below = torch.as_tensor(top - lo, device=dev)[padded, None]  # (padded, 1)
+        rank = sub.cumsum(1)  # 1-based rank among the invalid entries
+        fill = torch.where(rank <= below, -math.inf, math.inf).to(vals.dtype)
+        vals[padded] = torch.where(sub, fill, vals[padded])
     kth = [top] if top + 1 >= vals.shape[1] else [top, top + 1]
     if dev.type == "cpu":
         part = np.partition(vals.numpy(), kth, axis=1)
@@ -444,16 +443,12 @@ class _Group:
         """Float32 screen of the pairs ``pairs`` of the group, float64 where it is unsure."""
         m, n = self.m, self.n
         idx = torch.arange(m, device=members.device)[pairs]  # (m',)
-        cols = torch.cat(
-            [
-                (idx[:, None] * n + torch.arange(n, device=idx.device)).reshape(-1),
-                m * n + idx,
-                m * n + m + idx,
-                m * n + 2 * m + idx,
-            ]
-        )
-        w32 = self.w32 if idx.numel() == m else self.w32[:, cols]  # (n, m' n + 3 m')
         mm = idx.numel()
+        w32 = self.w32  # (n, m' n + 3 m'): the columns of the pairs asked for
+        if mm < m:
+            cols = [(idx[:, None] * n + torch.arange(n, device=idx.device)).reshape(-1)]
+            cols += [m * n + idx, m * n + m + idx, m * n + 2 * m + idx]
+            w32 = w32[:, torch.cat(cols)]
         p32 = members.to(torch.float32)  # (rows, n)
         prod = p32 @ w32  # (rows, m' n + 3 m')
         pkp = (prod[:, : mm * n].view(-1, mm, n) * p32[:, None, :]).sum(-1).double()
