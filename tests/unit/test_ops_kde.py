@@ -9,8 +9,8 @@ import pytest
 import torch
 from scipy.stats import gaussian_kde
 
+import idaudit.ops._kde as kde_module
 from idaudit.ops import kde_bandwidth, kde_on_grid, log_ratio_max
-from idaudit.ops._kde import _S_MAX
 
 
 def padded(rows: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,36 +63,150 @@ def test_unknown_rule() -> None:
         kde_bandwidth(values, mask, "scott")
 
 
+@pytest.fixture(params=[True, False], ids=["compiled", "torch"])
+def compiled(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Run a test on the CPU's compiled kernel and on the torch routes (what CUDA runs)."""
+    monkeypatch.setattr(kde_module, "_COMPILED", request.param)
+    return bool(request.param)
+
+
+def scipy_rows(rows: list[np.ndarray], lo: np.ndarray, hi: np.ndarray, n_grid: int) -> np.ndarray:
+    return np.stack(
+        [
+            gaussian_kde(r, bw_method="silverman")(np.linspace(lo[i], hi[i], n_grid))
+            for i, r in enumerate(rows)
+        ]
+    )
+
+
 @pytest.mark.parametrize("margin", [3.0, 40.0])  # 40 bandwidths: coarse grid, direct route
-def test_densities_match_gaussian_kde(rows: list[np.ndarray], margin: float) -> None:
+def test_densities_match_gaussian_kde(
+    rows: list[np.ndarray], margin: float, compiled: bool
+) -> None:
     values, mask = padded(rows)
     h = kde_bandwidth(values, mask, "silverman")
     lo = torch.tensor([r.min() for r in rows], dtype=torch.float64) - margin * h
     hi = torch.tensor([r.max() for r in rows], dtype=torch.float64) + margin * h
     got = kde_on_grid(values, mask, h, lo, (hi - lo) / 200, 201).numpy()
-    for i, r in enumerate(rows):
-        want = gaussian_kde(r, bw_method="silverman")(np.linspace(float(lo[i]), float(hi[i]), 201))
-        # the blocked route is an exact factorisation: agreement to rounding (~1e-13); atol
-        # admits denormal tails (< 1e-250, far below the KDE-LR floor of 1e-12)
-        np.testing.assert_allclose(got[i], want, rtol=1e-10, atol=1e-250)
+    want = scipy_rows(rows, lo.numpy(), hi.numpy(), 201)
+    # every route is an exact rewriting: agreement to rounding (~3e-14 here, ~1e-12 where
+    # exponents near 900 carry their own rounding); atol admits denormal tails (< 1e-250,
+    # far below the KDE-LR floor of 1e-12)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-250)
 
 
-def test_blocked_and_direct_routes_agree_with_scipy() -> None:
-    gen = np.random.default_rng(4)
-    r = gen.normal(size=30)
-    values, mask = padded([r, r])
-    h = kde_bandwidth(values, mask, "silverman")
-    lo = torch.tensor([-3.0, -3.0], dtype=torch.float64)
-    step = torch.tensor([0.03, 0.3], dtype=torch.float64)
+def route_of(values: torch.Tensor, h: torch.Tensor, lo: torch.Tensor, step: torch.Tensor) -> list:
+    """Which route each row takes, by the criteria kde_on_grid documents."""
+    layout = kde_module._Layout(201)
+    t = (values - lo[:, None]) / step[:, None] - layout.centre
     s = 0.5 * (step / h) ** 2
-    # row 0 takes the blocked route, row 1 (grid step > 0.45 bandwidths) the direct one
-    assert bool(s[0] <= _S_MAX(100.0))
-    assert bool(s[1] > _S_MAX(100.0))
-    got = kde_on_grid(values, mask, h, lo, step, 201).numpy()
-    ref = gaussian_kde(r, "silverman")
-    for i in range(2):
-        want = ref(-3.0 + float(step[i]) * np.arange(201))
-        np.testing.assert_allclose(got[i], want, rtol=1e-10, atol=1e-250)
+    reach = t.abs().amax(-1)
+    factored = layout.exponent(s, reach) <= kde_module._EXP2_MAX
+    blocked = ~factored & (s * 7 * (reach + layout.centre + 8) <= 150.0)
+    return [
+        "factored" if f else "blocked" if b else "direct"
+        for f, b in zip(factored, blocked, strict=True)
+    ]
+
+
+def test_every_route_in_one_call_matches_gaussian_kde(compiled: bool) -> None:
+    # one call mixing the three routes (the compiled kernel leaves the rows it cannot take
+    # to the torch routes, which gather them by index); steps of 0.05, 0.35 and 0.8
+    # bandwidths, and an outlier 400 bandwidths away that pushes a fine grid's factors out
+    # of range
+    gen = np.random.default_rng(4)
+    base = gen.normal(size=30)
+    outlier = np.r_[gen.normal(size=29), 400.0]
+    rows = [base, base, base, outlier, base]
+    values, _ = padded(rows)
+    h = torch.ones(5, dtype=torch.float64)
+    step = h * torch.tensor([0.05, 0.35, 0.8, 0.05, 0.2], dtype=torch.float64)
+    lo = values.amin(-1) - 3 * h
+    assert route_of(values, h, lo, step) == ["factored", "blocked", "direct", "blocked", "factored"]
+    got = kde_on_grid(values, None, h, lo, step, 201).numpy()
+    grid = lo.numpy()[:, None] + step.numpy()[:, None] * np.arange(201)
+    want = np.stack(
+        [gaussian_kde(r, 1 / np.std(r, ddof=1))(g) for r, g in zip(rows, grid, strict=True)]
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-250)
+
+
+@pytest.mark.parametrize("n_grid", [2, 3, 4, 8, 50, 200, 201, 401])
+def test_grid_sizes_odd_and_even(n_grid: int, compiled: bool) -> None:
+    # even grids have a half-integer centre (the block length follows the grid's parity);
+    # 2 and 3 points need no block powers at all
+    gen = np.random.default_rng(n_grid)
+    rows = [gen.normal(size=40), gen.standard_t(3, size=17) * 0.1]
+    values, mask = padded(rows)
+    h = kde_bandwidth(values, mask, "silverman")
+    lo = torch.tensor([r.min() for r in rows], dtype=torch.float64) - 3 * h
+    hi = torch.tensor([r.max() for r in rows], dtype=torch.float64) + 3 * h
+    got = kde_on_grid(values, mask, h, lo, (hi - lo) / (n_grid - 1), n_grid).numpy()
+    want = scipy_rows(rows, lo.numpy(), hi.numpy(), n_grid)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-250)
+
+
+def test_padding_and_no_mask_agree(compiled: bool) -> None:
+    gen = np.random.default_rng(7)
+    r = gen.normal(size=25)
+    values = torch.from_numpy(r[None, :])
+    h = kde_bandwidth(values, torch.ones_like(values), "silverman")
+    lo, step = values.amin(-1) - 3 * h, 0.1 * h
+    plain = kde_on_grid(values, None, h, lo, step, 201)
+    # the same row padded with junk that the mask removes
+    padded_values = torch.cat([values, torch.full((1, 7), 3.7, dtype=torch.float64)], 1)
+    mask = torch.cat([torch.ones(1, 25), torch.zeros(1, 7)], 1).double()
+    masked = kde_on_grid(padded_values, mask, h, lo, step, 201)
+    np.testing.assert_allclose(masked.numpy(), plain.numpy(), rtol=1e-14)
+
+
+def test_compiled_kernel_and_torch_routes_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the CPU kernel (numba) and the torch routes (what CUDA runs) on 600 rows of a paper-
+    # sized KDE-LR condition; more rows than a torch chunk, so chunking is exercised too
+    gen = np.random.default_rng(8)
+    values = torch.from_numpy(gen.normal(0.0, 0.07, size=(600, 95)))
+    h = kde_bandwidth(values, torch.ones_like(values), "silverman")
+    lo = values.amin(-1) - 3 * h
+    step = (values.amax(-1) + 3 * h - lo) / 200
+    compiled = kde_on_grid(values, None, h, lo, step, 201)
+    monkeypatch.setattr(kde_module, "_COMPILED", False)
+    monkeypatch.setitem(kde_module._ROWS_PER_CHUNK, "cpu", 128)
+    reference = kde_on_grid(values, None, h, lo, step, 201)
+    # two exact routes with different rounding (~1e-14 relative)
+    np.testing.assert_allclose(compiled.numpy(), reference.numpy(), rtol=1e-12, atol=0)
+
+
+def test_out_is_written_and_checked() -> None:
+    values = torch.tensor([[0.0, 0.5, 1.5]], dtype=torch.float64)
+    one = torch.ones(1, dtype=torch.float64)
+    out = torch.empty(1, 11, dtype=torch.float64)
+    got = kde_on_grid(values, None, one, -2 * one, 0.4 * one, 11, out=out)
+    assert got is out
+    np.testing.assert_allclose(
+        out[0].numpy(),
+        gaussian_kde([0.0, 0.5, 1.5], 1 / np.std([0.0, 0.5, 1.5], ddof=1))(np.linspace(-2, 2, 11)),
+        rtol=1e-12,
+    )
+    with pytest.raises(ValueError, match=r"`out` must be a contiguous \(1, 11\) tensor"):
+        kde_on_grid(values, None, one, -one, one, 11, out=torch.empty(1, 10, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"`values` must be float64; got torch\.float32"):
+        kde_on_grid(values.float(), None, one, -one, one, 11)
+
+
+def test_exp2_to_one_ulp() -> None:
+    # the compiled kernel's own 2**x (a Taylor series after range reduction) against mpmath
+    # at 120 bits: within one ulp across the range the kernel uses (|x| <= 960) and at the
+    # reduction's edges (half-integers)
+    mpmath = pytest.importorskip("mpmath")
+    from idaudit.ops._kde_cpu import _exp2
+
+    gen = np.random.default_rng(9)
+    x = np.r_[gen.uniform(-960, 960, 1500), np.arange(-960.5, 960.0, 64.0), 0.0, -0.5, 0.5]
+    got = np.empty_like(x)
+    _exp2(x, got, np.empty(x.size, dtype=np.int64))
+    with mpmath.workprec(120):
+        exact = np.array([float(mpmath.power(2, mpmath.mpf(v))) for v in x])
+    assert np.max(np.abs(got - exact) / np.spacing(exact)) <= 1.0
 
 
 def test_log_ratio_max_matches_numpy() -> None:
@@ -106,3 +220,25 @@ def test_log_ratio_max_matches_numpy() -> None:
         ta = np.maximum((1 - alpha) * pa + alpha * uniform[:, None], 1e-12)
         tb = np.maximum((1 - alpha) * pb + alpha * uniform[:, None], 1e-12)
         np.testing.assert_allclose(got, np.abs(np.log(ta) - np.log(tb)).max(1), rtol=1e-14)
+
+
+def test_log_ratio_max_compiled_and_torch_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = np.random.default_rng(10)
+    pa, pb = (torch.from_numpy(gen.random((50, 201)) ** 8) for _ in range(2))
+    uniform = torch.from_numpy(gen.uniform(0.1, 3.0, 50))
+    for alpha in (0.0, 0.01, 0.5):
+        compiled = log_ratio_max(pa, pb, uniform, alpha, 1e-12)
+        monkeypatch.setattr(kde_module, "_COMPILED", False)
+        reference = log_ratio_max(pa, pb, uniform, alpha, 1e-12)
+        monkeypatch.setattr(kde_module, "_COMPILED", True)
+        np.testing.assert_allclose(compiled.numpy(), reference.numpy(), rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("alpha", "floor", "match"),
+    [(1.5, 1e-12, r"`alpha` must be in \[0, 1\]; got 1.5"), (0.0, 0.0, "`floor` must be > 0")],
+)
+def test_log_ratio_max_refuses_bad_settings(alpha: float, floor: float, match: str) -> None:
+    d = torch.ones(1, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match=match):
+        log_ratio_max(d, d, torch.ones(1, dtype=torch.float64), alpha, floor)
