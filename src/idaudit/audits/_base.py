@@ -97,8 +97,9 @@ class Batch:
 
     Several auditors run on the same batch reuse expensive intermediate results through
     ``cache`` (pooled distances and median bandwidths for MMD-TV at several bandwidth scales,
-    KDE densities for KDE-LR at several ``alpha``, Gram matrices for ROC-HT), so nothing is
-    computed twice.
+    Gram matrices for ROC-HT), or compute what their siblings in ``auditors`` need in the
+    same pass (KDE-LR's densities reduced for every ``mix`` at once), so nothing is computed
+    twice.
     """
 
     def __init__(
@@ -107,10 +108,14 @@ class Batch:
         device: torch.device,
         labels: Sequence[tuple[Any, Any]] | None = None,
         shared: dict[Any, Any] | None = None,
+        auditors: Sequence[BaseAuditor] = (),
     ) -> None:
         self.samples = list(samples)
         self.device = device
         self.labels = None if labels is None else list(labels)
+        # the auditors that will run on this batch, so that one can compute what its
+        # siblings need in the same pass (KDE-LR reduces every mix while densities are hot)
+        self.auditors = tuple(auditors)
         self.cache: dict[Any, Any] = {}
         # per-identity results reused across the batches of one audit_pairs call
         self.shared: dict[Any, Any] = {} if shared is None else shared

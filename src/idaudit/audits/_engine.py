@@ -156,7 +156,7 @@ def audit_pairs(
     its mean and residual scale (GaussMech), the cross-validation folds of each pair of
     sizes (ROC-HT); per pair only the cross block is multiplied. Auditors run on the same
     chunk share intermediate results: distances and median bandwidths across MMD-TV
-    auditors, KDE densities across KDE-LR auditors with different ``alpha``.
+    auditors, KDE densities across KDE-LR auditors with different ``mix``.
 
     Memory: about ``n_threads`` chunks' working memory (≤ ~256 MiB each by default) plus the
     per-identity caches (identities × w × (w + d) × 8 bytes, w the largest identity) plus
@@ -427,9 +427,8 @@ def _auto_batch_size(es: EmbeddingSet, n_max: int, auditors: Sequence[BaseAudito
     d = es.dim
     per_pair = 8 * (3 * n_max * d + 4 * n_max**2)  # rows, side copies, distances, kernel
     for aud in auditors:
-        n_grid = getattr(aud, "n_grid", None)
-        if n_grid is not None:  # two density grids, log temporaries, per-dimension rows
-            per_pair += 8 * d * (6 * int(n_grid) + 8 * n_max)
+        if getattr(aud, "n_grid", None) is not None:  # per-coordinate maxima (the densities
+            per_pair += 8 * d * 2  # are evaluated a group of pairs at a time, ~10 MiB)
         n_folds = getattr(aud, "n_folds", None)
         if n_folds is not None:  # centred Gram, its float32 copy, per-fold Newton vectors
             per_pair += 8 * (2 * n_max**2 + 20 * int(n_folds) * n_max)
@@ -446,7 +445,7 @@ def _run_chunk(
     shared: dict[Any, Any] | None = None,
 ) -> ChunkResult:
     """All auditors over one chunk of pairs (also the unit of work sent to dask workers)."""
-    batch = Batch(samples, resolve_device(device), labels=labels, shared=shared)
+    batch = Batch(samples, resolve_device(device), labels=labels, shared=shared, auditors=auditors)
     out: ChunkResult = {}
     for aud, seed in zip(auditors, seeds, strict=True):
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -179,37 +180,65 @@ class KDELRAuditor(BaseAuditor):
             ),
         )
 
+    def _density_key(self) -> tuple[str, str, int, float]:
+        """Return what the densities depend on (auditors with the same key share them)."""
+        return ("kdelr", self.bandwidth, int(self.n_grid), float(self.margin))
+
+    def _setting(self) -> tuple[float, float]:
+        """Return what turns shared densities into this auditor's scores: (mix, floor)."""
+        return (self._mix(), float(self.floor))
+
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
-        key = ("kde", self.bandwidth, int(self.n_grid), float(self.margin))
+        key = self._density_key()
         if key not in batch.cache:
-            batch.cache[key] = _densities(batch, self.bandwidth, int(self.n_grid), self.margin)
-        dens_a, dens_b, uniform = batch.cache[key]
-        per_dim = log_ratio_max(dens_a, dens_b, uniform, self._mix(), float(self.floor))
-        per_dim_np = per_dim.view(batch.n_pairs, -1).cpu().numpy()  # (pairs, d)
-        return {"epsilon": per_dim_np.sum(-1), "epsilon_per_dim": list(per_dim_np)}
+            # every KDE-LR auditor of the batch with the same densities is served by one
+            # evaluation: their (mix, floor) settings are reduced while the densities are hot
+            settings = {self._setting()} | {
+                a._setting()
+                for a in batch.auditors
+                if isinstance(a, KDELRAuditor) and a._density_key() == key
+            }
+            batch.cache[key] = _maxima(batch, self.bandwidth, key[2], key[3], sorted(settings))
+        maxima: dict[tuple[float, float], npt.NDArray[np.float64]] = batch.cache[key]
+        if self._setting() not in maxima:  # an auditor the batch was not told about
+            maxima.update(_maxima(batch, self.bandwidth, key[2], key[3], [self._setting()]))
+        per_dim = maxima[self._setting()]  # (pairs, d)
+        return {"epsilon": per_dim.sum(-1), "epsilon_per_dim": list(per_dim)}
 
 
-def _densities(
-    batch: Batch, rule: str, n_grid: int, margin: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """KDE densities of both identities of every pair on each pair's grids.
+# Rows (pairs x coordinates) evaluated together: on the CPU about one pair of 512-d
+# embeddings, so that each pair's densities are reduced while they sit in the caches; on
+# CUDA enough rows to keep the device busy.
+_ROWS_PER_GROUP = {"cpu": 512, "cuda": 65536}
 
-    Returns ``dens_a``, ``dens_b`` of shape (pairs * d, n_grid) and the uniform density of
-    each grid, shape (pairs * d,). Rows are ordered pair-major (row ``p * d + j``).
 
-    What depends on one identity only — its coordinates as rows, their bandwidths and
-    ranges — is computed once per identity (per :func:`idaudit.audits.audit_pairs` call);
-    the grids span both identities of a pair, so the densities are per pair.
+def _maxima(
+    batch: Batch,
+    rule: str,
+    n_grid: int,
+    margin: float,
+    settings: Sequence[tuple[float, float]],
+) -> dict[tuple[float, float], npt.NDArray[np.float64]]:
+    """Per-coordinate log-ratio maxima of every pair for each ``(mix, floor)`` setting.
+
+    Returns one array of shape (pairs, d) per setting. What depends on one identity only —
+    its coordinates as rows, their bandwidths and ranges — is computed once per identity
+    (per :func:`idaudit.audits.audit_pairs` call); the grids span both identities of a pair,
+    so the densities are per pair. Pairs are evaluated a group at a time, so memory stays
+    at a group's densities whatever the batch size.
     """
-    sides = []
-    for side, which in ((0, "A"), (1, "B")):
-        stats = [
+    dev = batch.device
+    pieces = [
+        [
             batch.per_identity(
-                f"kdelr_{rule}", side, p, lambda rows: _identity_pieces(rows, rule, batch.device)
+                f"kdelr_{rule}", side, p, lambda rows: _identity_pieces(rows, rule, dev)
             )
-            for p in range(batch.n_pairs)
+            for side in (0, 1)
         ]
-        for p, (_, h, _, _) in enumerate(stats):
+        for p in range(batch.n_pairs)
+    ]
+    for p, sides in enumerate(pieces):
+        for which, (_, h, _, _) in zip("AB", sides, strict=True):
             if not bool((h > 0).all()):
                 bad = int((h <= 0).nonzero()[0, 0])
                 raise PairError(
@@ -217,31 +246,52 @@ def _densities(
                     f"{bad} of identity {which} is constant (bandwidth 0).",
                     pair_index=p,
                 )
-        width = max(v.shape[1] for v, _, _, _ in stats)
-        dim = stats[0][0].shape[0]
-        values = torch.zeros(batch.n_pairs, dim, width, dtype=torch.float64, device=batch.device)
-        mask = torch.zeros(batch.n_pairs, width, dtype=torch.float64, device=batch.device)
-        for p, (v, _, _, _) in enumerate(stats):
-            values[p, :, : v.shape[1]] = v
-            mask[p, : v.shape[1]] = 1.0
-        sides.append(
-            (
-                values.view(-1, width),  # (pairs*d, width)
-                mask.repeat_interleave(dim, dim=0),  # (pairs*d, width)
-                torch.cat([st[1] for st in stats]),  # (pairs*d,) bandwidths
-                torch.cat([st[2] for st in stats]),  # lowest value per coordinate
-                torch.cat([st[3] for st in stats]),  # highest
-            )
+    dim = pieces[0][0][0].shape[0]
+    group = max(1, _ROWS_PER_GROUP["cuda" if dev.type == "cuda" else "cpu"] // dim)
+    out = {st: torch.empty(batch.n_pairs, dim, dtype=torch.float64, device=dev) for st in settings}
+    for first in range(0, batch.n_pairs, group):
+        part = pieces[first : first + group]
+        (va, ma, ha, lo_a, hi_a), (vb, mb, hb, lo_b, hi_b) = (
+            _stack([sides[side] for sides in part]) for side in (0, 1)
         )
-    (va, ma, ha, lo_a, hi_a), (vb, mb, hb, lo_b, hi_b) = sides
-    h_max = torch.maximum(ha, hb)
-    lo = torch.minimum(lo_a, lo_b) - margin * h_max  # (pairs*d,)
-    hi = torch.maximum(hi_a, hi_b) + margin * h_max
-    step = (hi - lo) / (n_grid - 1)
-    dens_a = kde_on_grid(va, ma, ha, lo, step, n_grid)  # (pairs*d, n_grid)
-    dens_b = kde_on_grid(vb, mb, hb, lo, step, n_grid)
-    uniform = 1.0 / (hi - lo)  # (pairs*d,)
-    return dens_a, dens_b, uniform
+        h_max = torch.maximum(ha, hb)  # (rows,) rows = group pairs x d, pair-major
+        lo = torch.minimum(lo_a, lo_b) - margin * h_max
+        hi = torch.maximum(hi_a, hi_b) + margin * h_max
+        step = (hi - lo) / (n_grid - 1)
+        dens_a = kde_on_grid(va, ma, ha, lo, step, n_grid)  # (rows, n_grid)
+        dens_b = kde_on_grid(vb, mb, hb, lo, step, n_grid)
+        uniform = 1.0 / (hi - lo)  # (rows,)
+        for (mix, floor), res in out.items():
+            per_dim = log_ratio_max(dens_a, dens_b, uniform, mix, floor)
+            res[first : first + len(part)] = per_dim.view(len(part), dim)
+    return {st: res.cpu().numpy() for st, res in out.items()}
+
+
+def _stack(
+    pieces: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]],
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One side of a group of pairs as rows: values (rows, width), mask or None, h, lo, hi.
+
+    A single identity's pieces are used as they are (no copy, no mask); several are
+    zero-padded to the widest and stacked pair-major.
+    """
+    if len(pieces) == 1:
+        values, h, lo, hi = pieces[0]
+        return values, None, h, lo, hi
+    width = max(v.shape[1] for v, _, _, _ in pieces)
+    dim = pieces[0][0].shape[0]
+    values = pieces[0][0].new_zeros(len(pieces), dim, width)
+    mask = pieces[0][0].new_zeros(len(pieces), width)
+    for k, (v, _, _, _) in enumerate(pieces):
+        values[k, :, : v.shape[1]] = v
+        mask[k, : v.shape[1]] = 1.0
+    return (
+        values.view(-1, width),  # (rows, width)
+        None if bool(mask.all()) else mask.repeat_interleave(dim, dim=0),
+        torch.cat([p[1] for p in pieces]),  # bandwidths
+        torch.cat([p[2] for p in pieces]),  # lowest value per coordinate
+        torch.cat([p[3] for p in pieces]),  # highest
+    )
 
 
 def _identity_pieces(
