@@ -153,3 +153,29 @@ def test_alpha_is_the_former_name_of_mix(pair: tuple[np.ndarray, np.ndarray]) ->
         KDELRAuditor(0.1, alpha=0.01).fit(a, b)
     with pytest.raises(InvalidInputError, match=r"`alpha` must be in \[0, 1\]"):
         KDELRAuditor(alpha=2.0).fit(a, b)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "torch"])
+def test_groups_of_pairs_of_different_sizes_change_nothing(
+    monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    # several pairs per density evaluation (what CUDA does: identities zero-padded to the
+    # widest and masked) give each pair exactly its own fit
+    import idaudit.ops._kde as kde_module
+
+    monkeypatch.setattr(kde_module, "_COMPILED", compiled)
+    monkeypatch.setitem(kdelr_module._ROWS_PER_GROUP, "cpu", 3 * 5)  # 3 pairs of 5-d rows
+    gen = np.random.default_rng(11)
+    rows = [gen.normal(0.1 * k, 1.0 + 0.1 * k, size=(9 + 3 * k, 5)) for k in range(5)]
+    labels = [f"id{k}" for k, r in enumerate(rows) for _ in range(len(r))]
+    es = EmbeddingSet(np.concatenate(rows), labels, normalize=False)
+    auditors = [KDELRAuditor(), KDELRAuditor(0.01, floor=1e-9, name="smooth")]
+    ds = audit_pairs(es, "all", auditors, batch_size=7, n_threads=1, progress=False)
+    pairs = zip(ds["identity_a"].values, ds["identity_b"].values, strict=True)
+    for k, (a, b) in enumerate(pairs):
+        for aud in auditors:
+            want = aud.fit(es.get(a), es.get(b)).epsilon_per_dim_
+            # the same densities up to rounding in a different order of operations
+            np.testing.assert_allclose(
+                ds[f"{aud.label}_epsilon_per_dim"][k].values, want, rtol=1e-10
+            )
