@@ -14,8 +14,9 @@ L2-normalised 512-d embeddings each, seeded; 79,800 unordered pairs):
 4. ``--dask``: the workload of part 1 on a prefix, on a 2-worker local cluster (process
    workers) against the local backend, and the overhead.
 5. ``--load N``: every timing runs while N busy background processes hold cores; the script
-   also times ``n_threads`` = 1 and 2 under the same load and prints the default against the
-   best setting (the default should stay within 1.5x of it).
+   also times ``n_threads`` = 1 and 2 (three audits and KDE-LR) under the same load and prints
+   the default against the best setting (the default should stay within 1.5x of it).
+6. KDE-LR's numbers on the loop's pairs against the loop's (relative difference).
 
 Usage::
 
@@ -72,6 +73,10 @@ def run_part(spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec["kind"]
     fold_seed = spawn_seeds(0, 1)[0] % 2**32  # what ROCHTAuditor(rng=0) uses
     out: dict[str, Any] = {}
+    if kind == "kde":  # numba's import and on-disk kernel cache: once per process, not timed
+        warm = time.perf_counter()
+        ida.KDELRAuditor().fit(es.get(ids[0])[:, :4], es.get(ids[1])[:, :4])
+        out["warm_up_seconds"] = time.perf_counter() - warm
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     if kind == "three":
@@ -101,7 +106,15 @@ def run_part(spec: dict[str, Any]) -> dict[str, Any]:
         out["inf_rocht"] = int(np.isinf(ds["rocht_epsilon"].values).sum())
     elif kind == "kde":
         auds = [ida.KDELRAuditor(0.0), ida.KDELRAuditor(0.01)]
-        ds = ida.audit_pairs(es, pairs, auds, keep="summary", progress=False)
+        kw = {"n_threads": spec.get("n_threads"), "progress": False}
+        ida.audit_pairs(es, pairs, auds, keep="summary", **kw)
+        out["seconds"] = time.perf_counter() - start
+        k = spec.get("compare", 0)  # the numbers of the first k pairs, for the loop (not timed)
+        head = ida.audit_pairs(es, all_pairs(ids, 0, k), auds, progress=False) if k else None
+        out["head"] = {
+            v: [] if head is None else head[v].values.tolist()
+            for v in ("kdelr_epsilon", "kdelr_mix0.01_epsilon")
+        }
     elif kind == "perm":
         ds = ida.audit_pairs(
             es,
@@ -126,8 +139,11 @@ def run_part(spec: dict[str, Any]) -> dict[str, Any]:
             "rocht_epsilon": [r[2]["epsilon"] for r in rows],
         }
     elif kind == "loop_kde":
-        for a, b in pairs:
-            base_kde(es.get(a), es.get(b), (0.0, 0.01))
+        rows = [base_kde(es.get(a), es.get(b), (0.0, 0.01)) for a, b in pairs]
+        out["head"] = {
+            "kdelr_epsilon": [r[0.0] for r in rows],
+            "kdelr_mix0.01_epsilon": [r[0.01] for r in rows],
+        }
     elif kind in ("loop_perm", "vec_perm"):
         fn = base_mmd if kind == "loop_perm" else base_mmd_vectorised
         gen = np.random.default_rng(0)
@@ -223,7 +239,14 @@ def main() -> None:
             {"condition": cond, "kind": "three", "n_pairs": n_main, "compare": sizes["three"][1]}
         )
         loop3 = measure({"condition": cond, "kind": "loop_three", "n_pairs": sizes["three"][1]})
-        kde = measure({"condition": cond, "kind": "kde", "n_pairs": sizes["kde"][0]})
+        kde = measure(
+            {
+                "condition": cond,
+                "kind": "kde",
+                "n_pairs": sizes["kde"][0],
+                "compare": sizes["kde"][1],
+            }
+        )
         loopk = measure({"condition": cond, "kind": "loop_kde", "n_pairs": sizes["kde"][1]})
         perm = measure({"condition": cond, "kind": "perm", "n_pairs": sizes["perm"][0]})
         vecp = measure({"condition": cond, "kind": "vec_perm", "n_pairs": sizes["perm"][1]})
@@ -239,6 +262,12 @@ def main() -> None:
             for t in sorted({1, 2, cpus})
         }
         default_small = measure({"condition": cond, "kind": "three", "n_pairs": min(n_main, 2000)})
+        n_kt = sizes["kde"][0] // 2
+        kde_threads = {
+            t: measure({"condition": cond, "kind": "kde", "n_pairs": n_kt, "n_threads": t})
+            for t in sorted({1, 2, cpus})
+        }
+        kde_default = measure({"condition": cond, "kind": "kde", "n_pairs": n_kt})
         dask_res = local_res = None
         if args.dask:
             n_d = min(n_main, 4000)
@@ -264,7 +293,8 @@ def main() -> None:
         "KDE-LR mix 0 and 0.01, all pairs (projected)",
         project(loopk),
         project(kde),
-        f"loop {loopk['n_pairs']} pairs, idaudit {kde['n_pairs']} pairs, both extrapolated",
+        f"loop {loopk['n_pairs']} pairs, idaudit {kde['n_pairs']} pairs, both extrapolated; "
+        f"idaudit's one-off kernel load {kde['warm_up_seconds']:.1f} s not included",
     )
     if loopp is not None:
         line(
@@ -302,6 +332,15 @@ def main() -> None:
         for v in ("gaussmech_epsilon", "mmdtv_epsilon", "rocht_auc", "rocht_epsilon")
     )
     print(f"largest differences on the first {k} pairs (loop vs idaudit): {diffs}")
+    kk = loopk["n_pairs"]
+    kde_diffs = ", ".join(
+        f"{v} {np.max(np.abs(np.divide(kde['head'][v][:kk], loopk['head'][v]) - 1)):.1e}"
+        for v in ("kdelr_epsilon", "kdelr_mix0.01_epsilon")
+    )
+    print(
+        f"KDE-LR on the first {kk} pairs, largest relative difference (loop vs idaudit): "
+        f"{kde_diffs}"
+    )
     print(
         f"max MMD-TV epsilon over the pairs: {three['max_mmdtv']:.4f}; ROC-HT +inf: "
         f"{three['inf_rocht']} of {three['n_pairs']}"
@@ -314,6 +353,14 @@ def main() -> None:
     print(
         f"  default: {default_small['seconds']:.2f} s = "
         f"{default_small['seconds'] / best:.2f} x the best setting (target <= 1.5)"
+    )
+    print(f"threads ({n_kt} pairs, KDE-LR mix 0 and 0.01, load {args.load}):")
+    best_k = min(r["seconds"] for r in kde_threads.values())
+    for t, r in kde_threads.items():
+        print(f"  n_threads={t}: {r['seconds']:.2f} s")
+    print(
+        f"  default: {kde_default['seconds']:.2f} s = "
+        f"{kde_default['seconds'] / best_k:.2f} x the best setting (target <= 1.5)"
     )
     if dask_res is not None and local_res is not None:
         print(
