@@ -4,7 +4,9 @@ Every function takes float64 tensors that already live on the target device (``"
 ``"cuda"``) and returns tensors on the same device; none imports anything else from idaudit.
 Pairs of different sizes share one call through zero padding plus 0/1 masks
 (:class:`PairBatch`), so the masked sums are exact and a pair's result does not depend on the
-other pairs in the batch.
+other pairs in the batch. On the CPU the KDE sums (:func:`kde_on_grid`, :func:`log_ratio_max`)
+run in compiled kernels (numba, :mod:`idaudit.ops._kde_cpu`), row by row without the GIL; the
+torch kernels, exact to the same rounding, run on CUDA.
 
 ==============================  ===============================================================
 :class:`PairBatch`,             pairs stacked as one padded tensor ``(pairs, n_max, d)``

@@ -19,27 +19,49 @@ BANDWIDTH_RULES = ("silverman", "silverman-robust")
 
 # Grid points per block of the blocked evaluation (see kde_on_grid, Notes).
 _BLOCK = 8
-# Rows per chunk of the evaluation, to bound the factors' memory (~5 KB per row at n = 100 on
-# the CPU, whose kernel builds the sequences row by row; ~30 KB elsewhere).
-_ROWS_PER_CHUNK = {"cpu": 4096, "cuda": 16384}
+# Working memory of one chunk of rows of the torch routes (their factors, or the direct
+# route's (rows, n_grid, n) terms), whatever n and n_grid: the rows per chunk follow from it.
+_CHUNK_BYTES = {"cpu": 2**24, "cuda": 2**29}
 _LOG2E = 1.0 / math.log(2.0)
 # Largest base-2 exponent any factor of the factored evaluation may reach: factors stay in
 # [2^-960, 2^960], normal float64 numbers, and only terms below 2^-1022 of the peak are lost.
 _EXP2_MAX = 960.0
-# Whether CPU evaluations run the compiled kernel of idaudit.ops._kde_cpu (the torch routes
-# run everywhere else; tests switch this off to check the torch routes on the CPU).
+# Whether CPU evaluations run the compiled kernels of idaudit.ops._kde_cpu (the torch routes
+# run everywhere else, and on the CPU where numba cannot be loaded; tests switch this off to
+# check the torch routes on the CPU).
 _COMPILED = True
 
 
 def _compiled(name: str) -> Any:
-    """Return the compiled CPU kernel ``name`` of :mod:`idaudit.ops._kde_cpu`.
+    """Return the compiled CPU kernel ``name`` of :mod:`idaudit.ops._kde_cpu`, or None.
 
-    Imported on first use, so that ``import idaudit`` does not load numba; numba compiles each
-    kernel once per machine and caches it on disk.
+    Imported on first use, so that ``import idaudit`` does not load numba. Where numba cannot
+    be imported (a broken install) the CPU falls back to the torch routes — the same numbers,
+    slower — with one :class:`~idaudit.exceptions.IdauditWarning`.
     """
-    from idaudit.ops import _kde_cpu
+    global _COMPILED
+    try:
+        from idaudit.ops import _kde_cpu
+    except ImportError as exc:  # pragma: no cover - numba is a dependency
+        import warnings
 
+        from idaudit.exceptions import IdauditWarning
+
+        warnings.warn(
+            f"numba could not be loaded ({exc}); the KDE sums run on torch kernels instead, "
+            "several times slower. Reinstall it with `pip install numba`.",
+            IdauditWarning,
+            stacklevel=3,
+        )
+        _COMPILED = False
+        return None
     return getattr(_kde_cpu, name)
+
+
+def _chunk_rows(per_row_bytes: int, device: torch.device) -> int:
+    """Rows per chunk so that a chunk's working memory stays near ``_CHUNK_BYTES``."""
+    budget = _CHUNK_BYTES["cuda" if device.type == "cuda" else "cpu"]
+    return max(1, budget // max(1, per_row_bytes))
 
 
 def kde_bandwidth(values: torch.Tensor, mask: torch.Tensor, rule: str) -> torch.Tensor:
@@ -75,7 +97,11 @@ def kde_bandwidth(values: torch.Tensor, mask: torch.Tensor, rule: str) -> torch.
     n = mask.sum(-1)  # (rows,)
     mean = (values * mask).sum(-1) / n  # (rows,)
     resid = (values - mean[:, None]) * mask  # (rows, n_max)
-    std = ((resid * resid).sum(-1) / (n - 1)).sqrt()  # (rows,), ddof = 1
+    # scaled by the largest residual, so that squares neither underflow (spreads ~1e-170)
+    # nor overflow (values ~1e160)
+    scale = resid.abs().amax(-1)  # (rows,)
+    unit = resid / torch.where(scale > 0, scale, 1.0)[:, None]
+    std = scale * ((unit * unit).sum(-1) / (n - 1)).sqrt()  # (rows,), ddof = 1
     if rule == "silverman":
         # scipy's Silverman factor (n (d + 2) / 4)^(-1 / (d + 4)) at d = 1
         return std * (0.75 * n) ** -0.2
@@ -157,8 +183,23 @@ def kde_on_grid(
     *Direct*. One exponential per grid point and sample, for coarser grids.
 
     Every route agrees with ``scipy.stats.gaussian_kde`` to ~3e-14 relative on KDE-LR's grids
-    (exponents up to a few hundred) and to ~1e-12 in far tails, where the exponents approach
-    900 and their own rounding, which any evaluation carries, dominates.
+    (exponents up to a few hundred). Two regimes cost digits whatever evaluates them, scipy
+    included: far tails, where the exponents approach 900 and carry their own rounding
+    (~1e-12), and bandwidths hundreds of times below the grid step with values far from zero
+    in bandwidth units (~1e-11; the difference of grid point and sample is itself rounded).
+    The normalisation is applied last, so none of this depends on the data's scale.
+
+    Rows are processed in chunks of bounded working memory (16 MiB on the CPU, 512 MiB on
+    CUDA), whatever the number of samples and grid points; the compiled kernel needs a few
+    kilobytes per thread besides its inputs.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a float64 tensor (``values`` not 2-D).
+    ValueError
+        If a shape or device does not match ``values``, a bandwidth or step is not finite and
+        positive, a mask row has no real sample, or ``n_grid < 1``.
 
     Examples
     --------
@@ -170,23 +211,16 @@ def kde_on_grid(
     >>> [round(v, 6) for v in dens[0].tolist()]
     [0.241971, 0.398942, 0.241971]
     """
-    rows = values.shape[0]
+    rows, _ = _check_grid_inputs(values, mask, bandwidth, lo, step, n_grid, out)
     dev = values.device
-    if values.dtype != torch.float64:
-        raise TypeError(f"`values` must be float64; got {values.dtype}.")
     if out is None:
         out = torch.empty(rows, n_grid, dtype=torch.float64, device=dev)
-    elif out.shape != (rows, n_grid) or not out.is_contiguous() or out.device != dev:
-        raise ValueError(
-            f"`out` must be a contiguous ({rows}, {n_grid}) tensor on {dev}; got "
-            f"{tuple(out.shape)} on {out.device}."
-        )
     layout = _Layout(n_grid)
-    if dev.type != "cpu" or not _COMPILED:
+    factored_kde = _compiled("factored_kde") if dev.type == "cpu" and _COMPILED else None
+    if factored_kde is None:
         return _torch_routes(values, mask, bandwidth, lo, step, layout, out)
     # on the CPU one compiled pass per row; the rare rows whose factors would leave float64's
     # range (coarse grids, far outliers) go to the blocked or direct route
-    factored_kde = _compiled("factored_kde")
     done = np.empty(rows, dtype=np.bool_)
     arrays = [x.contiguous().numpy() for x in (values, bandwidth, lo, step)]
     m = np.empty((0, 0)) if mask is None else mask.contiguous().numpy()
@@ -215,6 +249,56 @@ def kde_on_grid(
     return out
 
 
+def _check_grid_inputs(
+    values: Any,
+    mask: Any,
+    bandwidth: Any,
+    lo: Any,
+    step: Any,
+    n_grid: Any,
+    out: Any,
+) -> tuple[int, int]:
+    """Check :func:`kde_on_grid`'s arguments; return ``(rows, n_max)``.
+
+    The compiled kernel reads raw memory, so a wrong shape or dtype would give silent garbage
+    there: every argument is checked, with one message naming it.
+    """
+    if not isinstance(values, torch.Tensor) or values.dim() != 2:
+        raise TypeError(
+            f"`values` must be a 2-D torch.Tensor (rows, n_max); got {type(values).__name__}"
+            + (f" of shape {tuple(values.shape)}" if isinstance(values, torch.Tensor) else "")
+            + "."
+        )
+    rows, width = values.shape
+    dev = values.device
+    if isinstance(n_grid, bool) or not isinstance(n_grid, int) or n_grid < 1:
+        raise ValueError(f"`n_grid` must be an integer >= 1; got {n_grid!r}.")
+    shapes = {"values": (rows, width), "bandwidth": (rows,), "lo": (rows,), "step": (rows,)}
+    given = {"values": values, "bandwidth": bandwidth, "lo": lo, "step": step}
+    if mask is not None:
+        shapes["mask"], given["mask"] = (rows, width), mask
+    if out is not None:
+        shapes["out"], given["out"] = (rows, n_grid), out
+    for name, x in given.items():
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"`{name}` must be a torch.Tensor; got {type(x).__name__}.")
+        if x.dtype != torch.float64:
+            raise TypeError(f"`{name}` must be float64; got {x.dtype}.")
+        if tuple(x.shape) != shapes[name] or x.device != dev:
+            raise ValueError(
+                f"`{name}` must have shape {shapes[name]} on {dev} (values has {rows} rows of "
+                f"{width}); got {tuple(x.shape)} on {x.device}."
+            )
+    if out is not None and not out.is_contiguous():
+        raise ValueError("`out` must be contiguous.")
+    for name, x in (("bandwidth", bandwidth), ("step", step)):
+        if not bool(((x > 0) & torch.isfinite(x)).all()):
+            raise ValueError(f"`{name}` must be finite and > 0 in every row.")
+    if mask is not None and not bool((mask.amax(-1) > 0).all()):
+        raise ValueError("`mask` must mark at least one real sample in every row.")
+    return rows, width
+
+
 def _torch_routes(
     values: torch.Tensor,
     mask: torch.Tensor | None,
@@ -234,7 +318,8 @@ def _torch_routes(
     if mask is None:
         n = torch.full((rows,), float(width), dtype=torch.float64, device=dev)
     else:
-        t.mul_(mask)  # padding sits at the grid's centre and is masked out of the sums
+        # padding sits at the grid's centre (whatever it holds) and is masked out of the sums
+        t = torch.where(mask > 0, t, 0.0)
         n = mask.sum(-1)  # (rows,)
     s = 0.5 * (step / bandwidth) ** 2  # (rows,)
     weight = 1.0 / (n * bandwidth * math.sqrt(2.0 * math.pi))  # (rows,)
@@ -243,24 +328,29 @@ def _torch_routes(
     # blocked factors stay below e^150 and lose only terms below e^-595 of the peak
     blocked = ~factored & (s * (_BLOCK - 1) * (reach + centre + _BLOCK) <= 150.0)
     direct = ~(factored | blocked)
-    per_chunk = _ROWS_PER_CHUNK["cuda" if dev.type == "cuda" else "cpu"]
-    for route in (factored, blocked, direct):
+    m_rows = 2 * layout.powers + 1
+    per_row = {  # bytes of working memory per row of each route
+        "factored": 8 * ((layout.block + m_rows + 4) * width + 2 * n_grid),
+        "blocked": 8 * ((-(-n_grid // _BLOCK) + 2 * _BLOCK) * width + 3 * n_grid),
+        "direct": 8 * (2 * n_grid * width + n_grid),
+    }
+    for name, route in (("factored", factored), ("blocked", blocked), ("direct", direct)):
         index = None if bool(route.all()) else route.nonzero()[:, 0]
         total = rows if index is None else index.numel()
         if total == 0:
             continue
-        per = per_chunk if route is not direct else max(1, per_chunk // 8)
+        per = _chunk_rows(per_row[name], dev)
         for first in range(0, total, per):
             part = slice(first, first + per) if index is None else index[first : first + per]
             args = (t[part], None if mask is None else mask[part], s[part], weight[part])
-            if route is factored:
+            if name == "factored":
                 # written in place where the rows are contiguous in ``out``
                 dst = out[part] if index is None else None
                 dens = _factored(*args, layout, dst)
                 if dst is None:
                     out[part] = dens
             else:
-                fn = _blocked if route is blocked else _direct
+                fn = _blocked if name == "blocked" else _direct
                 out[part] = fn(*args, n_grid, centre)
     return out
 
@@ -334,8 +424,8 @@ def _factored(
     if out is None:
         out = torch.empty(rows, layout.n_grid, dtype=torch.float64, device=dev)
     st = t * s2[:, None]  # (rows, n): s t
-    # v0 = w 2^{-s t^2 - 2 s t half}, the in-block sequence's first entry; padding gives 0
-    v0 = torch.exp2((t + 2.0 * half).mul_(st).neg_()).mul_(weight[:, None])
+    # v0 = 2^{-s t^2 - 2 s t half}, the in-block sequence's first entry; padding gives 0
+    v0 = torch.exp2((t + 2.0 * half).mul_(st).neg_())
     if mask is not None:
         v0.mul_(mask)
     w = torch.exp2(2.0 * st)  # (rows, n): W = 2^{2 s t}, the in-block ratio
@@ -357,7 +447,8 @@ def _factored(
         _powers(q, power - 1, power - 1, -1, q[power - 1].clone())
     sums = torch.bmm(q.transpose(0, 1), v.permute(1, 2, 0))  # (rows, 2P + 1, L)
     flat = sums.view(rows, -1)[:, layout.first : layout.first + layout.n_grid]
-    return torch.mul(flat, tail, out=out)
+    # the normalisation comes last, so that the factors' range does not depend on h's scale
+    return torch.mul(flat, tail, out=out).mul_(weight[:, None])
 
 
 def _blocked(
@@ -375,11 +466,11 @@ def _blocked(
     j = torch.arange(_BLOCK, dtype=dt, device=dev) - (_BLOCK - 1) / 2.0  # (L,)
     c = torch.arange(n_blocks, dtype=dt, device=dev) * _BLOCK + (_BLOCK - 1) / 2.0 - centre
     s2 = s * _LOG2E  # (rows,), exponents in base 2
-    # padded samples sit far outside the grid so that their terms vanish (2^-huge == 0)
-    far = t if mask is None else t.masked_fill(mask == 0, 1e6)  # (rows, n)
-    e = torch.sub(far[:, None, :], c[None, :, None])  # (rows, nb, n): t_i - c_b
+    e = torch.sub(t[:, None, :], c[None, :, None])  # (rows, nb, n): t_i - c_b
     torch.mul(e, e, out=e)
     e.mul_(-s2[:, None, None]).exp2_()  # e^{-s (t_i - c_b)^2}
+    if mask is not None:
+        e.mul_(mask[:, None, :])  # padded samples contribute nothing
     v = ((2.0 * s2)[:, None, None] * j[None, :, None] * t[:, None, :]).exp2_()  # (rows, L, n)
     m = torch.bmm(e, v.transpose(1, 2))  # (rows, nb, L): sum over samples (the faster layout)
     fac = (-2.0 * s2[:, None, None] * c[None, :, None] * j - s2[:, None, None] * j * j).exp2_()
@@ -434,8 +525,17 @@ def log_ratio_max(
         raise ValueError(f"`alpha` must be in [0, 1]; got {alpha!r}.")
     if not floor > 0.0:
         raise ValueError(f"`floor` must be > 0; got {floor!r}.")
-    if dens_a.device.type == "cpu" and _COMPILED:
-        one_pass = _compiled("log_ratio_max")  # one pass over both rows, without the GIL
+    for name, x in (("dens_a", dens_a), ("dens_b", dens_b), ("uniform", uniform)):
+        if not isinstance(x, torch.Tensor) or x.dtype != torch.float64:
+            raise TypeError(f"`{name}` must be a float64 torch.Tensor; got {x!r:.60}.")
+    if dens_a.dim() != 2 or dens_b.shape != dens_a.shape or uniform.shape != dens_a.shape[:1]:
+        raise ValueError(
+            "`dens_a` and `dens_b` must have the same shape (rows, n_grid) and `uniform` "
+            f"(rows,); got {tuple(dens_a.shape)}, {tuple(dens_b.shape)} and "
+            f"{tuple(uniform.shape)}."
+        )
+    one_pass = _compiled("log_ratio_max") if dens_a.device.type == "cpu" and _COMPILED else None
+    if one_pass is not None:  # one pass over both rows, without the GIL
         out = torch.empty(dens_a.shape[0], dtype=torch.float64)
         arrays = (x.contiguous().numpy() for x in (dens_a, dens_b, uniform))
         one_pass(*arrays, float(alpha), float(floor), out.numpy())
