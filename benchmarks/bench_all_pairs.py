@@ -198,6 +198,20 @@ class Load:
 
 
 # --------------------------------------------------------------------------- report
+def show_threads(
+    what: str, runs: dict[int, dict[str, Any]], default: dict[str, Any], load: int
+) -> None:
+    """Print each thread setting's time and the default's against the best."""
+    print(f"threads ({what}, load {load}):")
+    best = min(r["seconds"] for r in runs.values())
+    for t, r in runs.items():
+        print(f"  n_threads={t}: {r['seconds']:.2f} s")
+    print(
+        f"  default: {default['seconds']:.2f} s = "
+        f"{default['seconds'] / best:.2f} x the best setting (target <= 1.5)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", help=argparse.SUPPRESS)
@@ -346,30 +360,16 @@ def main() -> None:
         f"{three['inf_rocht']} of {three['n_pairs']}"
     )
     print()
-    print(f"threads ({min(n_main, 2000)} pairs, three audits, load {args.load}):")
-    best = min(r["seconds"] for r in threads.values())
-    for t, r in threads.items():
-        print(f"  n_threads={t}: {r['seconds']:.2f} s")
-    print(
-        f"  default: {default_small['seconds']:.2f} s = "
-        f"{default_small['seconds'] / best:.2f} x the best setting (target <= 1.5)"
-    )
-    print(f"threads ({n_kt} pairs, KDE-LR mix 0 and 0.01, load {args.load}):")
-    best_k = min(r["seconds"] for r in kde_threads.values())
-    for t, r in kde_threads.items():
-        print(f"  n_threads={t}: {r['seconds']:.2f} s")
-    print(
-        f"  default: {kde_default['seconds']:.2f} s = "
-        f"{kde_default['seconds'] / best_k:.2f} x the best setting (target <= 1.5)"
-    )
+    show_threads(f"{min(n_main, 2000)} pairs, three audits", threads, default_small, args.load)
+    show_threads(f"{n_kt} pairs, KDE-LR mix 0 and 0.01", kde_threads, kde_default, args.load)
     if dask_res is not None and local_res is not None:
         print(
             f"dask, 2 process workers ({dask_res['n_pairs']} pairs): {dask_res['seconds']:.2f} s "
             f"against local {local_res['seconds']:.2f} s: overhead "
             f"{dask_res['seconds'] / local_res['seconds']:.2f}x (start-up not timed)"
         )
-    if not math.isfinite(best):  # pragma: no cover
-        raise SystemExit(1)
+    if not all(math.isfinite(r["seconds"]) for r in (*threads.values(), *kde_threads.values())):
+        raise SystemExit(1)  # pragma: no cover
 
 
 if __name__ == "__main__":
