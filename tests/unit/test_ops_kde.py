@@ -203,6 +203,7 @@ def test_out_is_written_and_checked() -> None:
         ({"step": torch.full((1,), -0.1, dtype=torch.float64)}, ValueError, "`step` must be"),
         ({"out": torch.empty(1, 11, dtype=torch.int64)}, TypeError, "`out` must be float64"),
         ({"n_grid": 0}, ValueError, "`n_grid` must be an integer >= 1"),
+        ({"step": torch.full((1,), 1e160, dtype=torch.float64)}, ValueError, "must stay below"),
     ],
 )
 def test_bad_arguments_are_named(change: dict, error: type, match: str, compiled: bool) -> None:

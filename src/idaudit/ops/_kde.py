@@ -294,6 +294,11 @@ def _check_grid_inputs(
     for name, x in (("bandwidth", bandwidth), ("step", step)):
         if not bool(((x > 0) & torch.isfinite(x)).all()):
             raise ValueError(f"`{name}` must be finite and > 0 in every row.")
+    if not bool(torch.isfinite((step / bandwidth) ** 2).all()):
+        raise ValueError(
+            "`step` / `bandwidth` must stay below ~1e154 (the kernel's scale in grid units "
+            "overflows beyond); the grid is too coarse for these bandwidths."
+        )
     if mask is not None and not bool((mask.amax(-1) > 0).all()):
         raise ValueError("`mask` must mark at least one real sample in every row.")
     return rows, width
