@@ -179,3 +179,39 @@ def test_groups_of_pairs_of_different_sizes_change_nothing(
             np.testing.assert_allclose(
                 ds[f"{aud.label}_epsilon_per_dim"][k].values, want, rtol=1e-10
             )
+
+
+def test_rounded_constant_and_nearly_constant_coordinates_are_refused() -> None:
+    gen = np.random.default_rng(14)
+    a, b = gen.normal(size=(3, 4)), gen.normal(size=(3, 4))
+    b[:, 2] = 0.1  # its mean rounds: residuals of ~1e-17, still a constant coordinate
+    with pytest.raises(InvalidInputError, match="coordinate 2 of identity B is constant"):
+        KDELRAuditor(mix=0.01).fit(a, b)
+    a, b = gen.normal(size=(10, 3)), gen.normal(size=(10, 3))
+    a[:, 1] = 0.0
+    a[0, 1] = 1e-160  # a spread 1e160 times below the grid step
+    with pytest.raises(InvalidInputError, match="bandwidth of coordinate 1 of identity A"):
+        KDELRAuditor().fit(a, b)
+
+
+def test_floors_below_float64_ratios_stay_finite() -> None:
+    # floor 1e-310: the extreme density ratio exceeds 1.8e308, its logarithm does not
+    gen = np.random.default_rng(15)
+    a, b = gen.normal(0, 0.01, (30, 1)), gen.normal(5, 0.01, (30, 1))
+    want = reference_floor(a, b, 1e-310)
+    assert KDELRAuditor(floor=1e-310).fit(a, b).epsilon_ == pytest.approx(want, rel=1e-12)
+
+
+def reference_floor(a: np.ndarray, b: np.ndarray, floor: float) -> float:
+    """Eq. 10-11 at mix 0 with a given floor, in logs point by point (scipy's KDEs)."""
+    total = 0.0
+    for j in range(a.shape[1]):
+        ka = gaussian_kde(a[:, j], bw_method="silverman")
+        kb = gaussian_kde(b[:, j], bw_method="silverman")
+        h = max(np.sqrt(ka.covariance[0, 0]), np.sqrt(kb.covariance[0, 0]))
+        both = np.r_[a[:, j], b[:, j]]
+        grid = np.linspace(both.min() - 3 * h, both.max() + 3 * h, 201)
+        la = np.log(np.maximum(ka(grid), floor))
+        lb = np.log(np.maximum(kb(grid), floor))
+        total += float(np.max(np.abs(la - lb)))
+    return total

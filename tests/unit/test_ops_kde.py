@@ -346,3 +346,38 @@ def test_log_ratio_max_refuses_bad_settings(alpha: float, floor: float, match: s
     d = torch.ones(1, 3, dtype=torch.float64)
     with pytest.raises(ValueError, match=match):
         log_ratio_max(d, d, torch.ones(1, dtype=torch.float64), alpha, floor)
+
+
+@pytest.mark.parametrize("rule", ["silverman", "silverman-robust"])
+@pytest.mark.parametrize("value", [0.1, 0.7, 1 / 3, 123.456])
+def test_constant_rows_have_bandwidth_exactly_zero(rule: str, value: float) -> None:
+    # a rounded mean of equal values leaves residuals of ~1e-17: the row is still constant
+    for n in (3, 7, 50, 512):
+        x = torch.full((1, n), value, dtype=torch.float64)
+        assert kde_bandwidth(x, torch.ones_like(x), rule).item() == 0.0
+
+
+def test_log_ratio_max_beyond_float64_ratios(compiled: bool) -> None:
+    # with a floor of 5e-324 a ratio can exceed 1.8e308: the log-ratio is still finite
+    pa = torch.tensor([[1e300, 1.0, 0.0]], dtype=torch.float64)
+    pb = torch.tensor([[1e-300, 1.0, 1.0]], dtype=torch.float64)
+    got = log_ratio_max(pa, pb, torch.ones(1, dtype=torch.float64), 0.0, 5e-324).item()
+    assert got == pytest.approx(np.log(1e300) - np.log(1e-300), rel=1e-14)
+
+
+def test_log_ratio_max_infinite_density_is_infinite(compiled: bool) -> None:
+    pa = torch.tensor([[np.inf, 1.0]], dtype=torch.float64)
+    got = log_ratio_max(pa, torch.ones(1, 2, dtype=torch.float64), torch.ones(1).double(), 0, 1.0)
+    assert got.item() == np.inf
+
+
+def test_numpy_integer_grid_sizes_and_empty_rows() -> None:
+    values = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+    one = torch.ones(1, dtype=torch.float64)
+    got = kde_on_grid(values, None, one, -one, 0.5 * one, np.int64(5))
+    np.testing.assert_allclose(got.numpy(), kde_on_grid(values, None, one, -one, 0.5 * one, 5))
+    with pytest.raises(ValueError, match="at least one sample per row; got 0 columns"):
+        kde_on_grid(values[:, :0], None, one, -one, one, 5)
+    empty = torch.ones(1, 0, dtype=torch.float64)
+    with pytest.raises(ValueError, match="n_grid >= 1"):
+        log_ratio_max(empty, empty, one, 0.0, 1e-12)

@@ -258,6 +258,16 @@ def _maxima(
         lo = torch.minimum(lo_a, lo_b) - margin * h_max
         hi = torch.maximum(hi_a, hi_b) + margin * h_max
         step = (hi - lo) / (n_grid - 1)
+        for which, h in (("A", ha), ("B", hb)):
+            coarse = ~torch.isfinite((step / h) ** 2)  # the kernel's scale in grid units
+            if bool(coarse.any()):
+                row = int(coarse.nonzero()[0, 0])
+                raise PairError(
+                    f"KDE-LR's grid step is over 1e154 times the bandwidth of coordinate "
+                    f"{row % dim} of identity {which} (a coordinate constant but for a "
+                    "rounding-level spread), so its density cannot be evaluated.",
+                    pair_index=first + row // dim,
+                )
         dens_a = kde_on_grid(va, ma, ha, lo, step, n_grid)  # (rows, n_grid)
         dens_b = kde_on_grid(vb, mb, hb, lo, step, n_grid)
         uniform = 1.0 / (hi - lo)  # (rows,)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -84,7 +85,7 @@ def kde_bandwidth(values: torch.Tensor, mask: torch.Tensor, rule: str) -> torch.
     Returns
     -------
     torch.Tensor of float64, shape (rows,)
-        Bandwidths; 0 where a row is constant.
+        Bandwidths; exactly 0 where a row's real samples are all equal.
 
     Examples
     --------
@@ -94,26 +95,33 @@ def kde_bandwidth(values: torch.Tensor, mask: torch.Tensor, rule: str) -> torch.
     >>> round(float(kde_bandwidth(x, torch.ones_like(x), "silverman")[0]), 6)
     1.036335
     """
+    if rule not in BANDWIDTH_RULES:
+        raise ValueError(f"`rule` must be one of {BANDWIDTH_RULES}; got {rule!r}.")
+    real = mask > 0  # (rows, n_max)
     n = mask.sum(-1)  # (rows,)
-    mean = (values * mask).sum(-1) / n  # (rows,)
-    resid = (values - mean[:, None]) * mask  # (rows, n_max)
+    mean = torch.where(real, values, 0.0).sum(-1) / n  # (rows,)
+    resid = torch.where(real, values - mean[:, None], 0.0)  # (rows, n_max)
     # scaled by the largest residual, so that squares neither underflow (spreads ~1e-170)
     # nor overflow (values ~1e160)
     scale = resid.abs().amax(-1)  # (rows,)
     unit = resid / torch.where(scale > 0, scale, 1.0)[:, None]
     std = scale * ((unit * unit).sum(-1) / (n - 1)).sqrt()  # (rows,), ddof = 1
+    # a constant row has bandwidth exactly 0 (its rounded mean leaves residuals ~1e-17)
+    constant = torch.where(real, values, -math.inf).amax(-1) == torch.where(
+        real, values, math.inf
+    ).amin(-1)
+    std = std.masked_fill(constant, 0.0)
     if rule == "silverman":
         # scipy's Silverman factor (n (d + 2) / 4)^(-1 / (d + 4)) at d = 1
         return std * (0.75 * n) ** -0.2
-    if rule == "silverman-robust":
-        padded = values.masked_fill(mask == 0, float("nan"))  # (rows, n_max)
-        q = torch.nanquantile(
-            padded, torch.tensor([0.25, 0.75], dtype=torch.float64, device=values.device), dim=-1
-        )  # (2, rows)
-        iqr = (q[1] - q[0]) / 1.34  # (rows,)
-        spread = torch.where(iqr > 0, torch.minimum(std, iqr), std)  # (rows,)
-        return 0.9 * spread * n**-0.2
-    raise ValueError(f"`rule` must be one of {BANDWIDTH_RULES}; got {rule!r}.")
+    # "silverman-robust"
+    padded = values.masked_fill(~real, float("nan"))  # (rows, n_max)
+    q = torch.nanquantile(
+        padded, torch.tensor([0.25, 0.75], dtype=torch.float64, device=values.device), dim=-1
+    )  # (2, rows)
+    iqr = (q[1] - q[0]) / 1.34  # (rows,)
+    spread = torch.where(iqr > 0, torch.minimum(std, iqr), std)  # (rows,)
+    return 0.9 * spread * n**-0.2
 
 
 def kde_on_grid(
@@ -170,9 +178,10 @@ def kde_on_grid(
     applies when every factor stays within :math:`2^{\pm 960}` — in practice when the grid
     step is at most ~0.25 bandwidths at 201 points — and loses only terms below
     :math:`2^{-1022}` of the kernel's peak. On the CPU a compiled kernel (numba; compiled once
-    per machine and cached) runs it row by row without the GIL: the factors, sequences and
-    product of a row stay in the core's caches and the threads of
-    :func:`idaudit.audit_pairs` run side by side. Elsewhere (CUDA) torch kernels build the
+    and cached on disk where a cache can be written, else once per process) runs it row by
+    row without the GIL: the factors, sequences and product of a row (~300 · n bytes of
+    scratch) stay in the core's caches and the threads of :func:`idaudit.audit_pairs` run
+    side by side. Elsewhere (CUDA) torch kernels build the
     sequences by doubling over all rows at once and ``torch.bmm`` forms the products.
 
     *Blocked*. Within blocks of 8 points with centres :math:`c_b` and offsets :math:`j`,
@@ -183,23 +192,27 @@ def kde_on_grid(
     *Direct*. One exponential per grid point and sample, for coarser grids.
 
     Every route agrees with ``scipy.stats.gaussian_kde`` to ~3e-14 relative on KDE-LR's grids
-    (exponents up to a few hundred). Two regimes cost digits whatever evaluates them, scipy
-    included: far tails, where the exponents approach 900 and carry their own rounding
-    (~1e-12), and bandwidths hundreds of times below the grid step with values far from zero
-    in bandwidth units (~1e-11; the difference of grid point and sample is itself rounded).
-    The normalisation is applied last, so none of this depends on the data's scale.
+    (exponents up to a few hundred). Some regimes cost digits: far tails, where the exponents
+    approach 900 and carry their own rounding (~1e-12 on the factored route; the blocked
+    route keeps terms only down to e^-595 of the peak, so densities that far below it, far
+    under any floor KDE-LR uses, are approximate), and bandwidths hundreds of times below
+    the grid step with values far from zero in bandwidth units (~1e-11, for scipy too; the
+    difference of grid point and sample is itself rounded). The normalisation is applied
+    last, so none of this depends on the data's scale.
 
-    Rows are processed in chunks of bounded working memory (16 MiB on the CPU, 512 MiB on
-    CUDA), whatever the number of samples and grid points; the compiled kernel needs a few
-    kilobytes per thread besides its inputs.
+    The torch routes run in chunks of rows of about 16 MiB of working memory on the CPU and
+    512 MiB on CUDA (at least one row each), whatever the number of samples and grid points;
+    the inputs, the output and a few copies of the samples come on top.
 
     Raises
     ------
     TypeError
         If an argument is not a float64 tensor (``values`` not 2-D).
     ValueError
-        If a shape or device does not match ``values``, a bandwidth or step is not finite and
-        positive, a mask row has no real sample, or ``n_grid < 1``.
+        If a shape or device does not match ``values``, ``values`` has no column, a
+        bandwidth or step is not finite and positive, a step exceeds ~1e154 bandwidths (the
+        kernel's scale in grid units overflows), a mask row has no real sample, or
+        ``n_grid < 1``.
 
     Examples
     --------
@@ -212,10 +225,11 @@ def kde_on_grid(
     [0.241971, 0.398942, 0.241971]
     """
     rows, _ = _check_grid_inputs(values, mask, bandwidth, lo, step, n_grid, out)
+    n_grid = int(n_grid)
     dev = values.device
     if out is None:
         out = torch.empty(rows, n_grid, dtype=torch.float64, device=dev)
-    layout = _Layout(n_grid)
+    layout = _Layout(int(n_grid))
     factored_kde = _compiled("factored_kde") if dev.type == "cpu" and _COMPILED else None
     if factored_kde is None:
         return _torch_routes(values, mask, bandwidth, lo, step, layout, out)
@@ -271,14 +285,21 @@ def _check_grid_inputs(
         )
     rows, width = values.shape
     dev = values.device
-    if isinstance(n_grid, bool) or not isinstance(n_grid, int) or n_grid < 1:
+    if isinstance(n_grid, bool) or not isinstance(n_grid, numbers.Integral) or n_grid < 1:
         raise ValueError(f"`n_grid` must be an integer >= 1; got {n_grid!r}.")
-    shapes = {"values": (rows, width), "bandwidth": (rows,), "lo": (rows,), "step": (rows,)}
+    if width == 0:
+        raise ValueError("`values` must hold at least one sample per row; got 0 columns.")
+    shapes: dict[str, tuple[int, ...]] = {
+        "values": (rows, width),
+        "bandwidth": (rows,),
+        "lo": (rows,),
+        "step": (rows,),
+    }
     given = {"values": values, "bandwidth": bandwidth, "lo": lo, "step": step}
     if mask is not None:
         shapes["mask"], given["mask"] = (rows, width), mask
     if out is not None:
-        shapes["out"], given["out"] = (rows, n_grid), out
+        shapes["out"], given["out"] = (rows, int(n_grid)), out
     for name, x in given.items():
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"`{name}` must be a torch.Tensor; got {type(x).__name__}.")
@@ -524,7 +545,16 @@ def log_ratio_max(
     -------
     torch.Tensor of float64, shape (rows,)
         :math:`\max_k |\log \tilde p_A(g_k) - \log \tilde p_B(g_k)|` with
-        :math:`\tilde p = \max\{(1-\alpha)\hat p + \alpha u, \tau\}`.
+        :math:`\tilde p = \max\{(1-\alpha)\hat p + \alpha u, \tau\}`; NaN where a density
+        is NaN, ``inf`` where one is infinite.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a float64 tensor.
+    ValueError
+        If ``alpha`` is outside [0, 1], ``floor`` is not positive, or the shapes or devices
+        do not match.
     """
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"`alpha` must be in [0, 1]; got {alpha!r}.")
@@ -533,10 +563,17 @@ def log_ratio_max(
     for name, x in (("dens_a", dens_a), ("dens_b", dens_b), ("uniform", uniform)):
         if not isinstance(x, torch.Tensor) or x.dtype != torch.float64:
             raise TypeError(f"`{name}` must be a float64 torch.Tensor; got {x!r:.60}.")
-    if dens_a.dim() != 2 or dens_b.shape != dens_a.shape or uniform.shape != dens_a.shape[:1]:
+        if x.device != dens_a.device:
+            raise ValueError(f"`{name}` is on {x.device}, `dens_a` on {dens_a.device}.")
+    if (
+        dens_a.dim() != 2
+        or dens_a.shape[1] == 0
+        or dens_b.shape != dens_a.shape
+        or uniform.shape != dens_a.shape[:1]
+    ):
         raise ValueError(
-            "`dens_a` and `dens_b` must have the same shape (rows, n_grid) and `uniform` "
-            f"(rows,); got {tuple(dens_a.shape)}, {tuple(dens_b.shape)} and "
+            "`dens_a` and `dens_b` must have the same shape (rows, n_grid), n_grid >= 1, and "
+            f"`uniform` (rows,); got {tuple(dens_a.shape)}, {tuple(dens_b.shape)} and "
             f"{tuple(uniform.shape)}."
         )
     one_pass = _compiled("log_ratio_max") if dens_a.device.type == "cpu" and _COMPILED else None
@@ -550,5 +587,12 @@ def log_ratio_max(
     pb = torch.add(u, dens_b, alpha=1.0 - alpha).clamp_min_(floor)
     # the log is monotone: max |log pa - log pb| = log of the most extreme ratio, so two
     # logarithms per row instead of two per grid point
-    ratio = pa.div_(pb)  # (rows, G)
-    return torch.maximum(ratio.amax(-1).log(), -ratio.amin(-1).log())
+    ratio = pa / pb  # (rows, G)
+    hi, lo = ratio.amax(-1), ratio.amin(-1)
+    out = torch.maximum(hi.log(), -lo.log())
+    # a ratio beyond float64's range (floors below ~1e-290): per-point logarithms there
+    wide = (hi == math.inf) | (lo == 0.0)
+    if bool(wide.any()):
+        rows = wide.nonzero()[:, 0]
+        out[rows] = (pa[rows].log() - pb[rows].log()).abs().amax(-1)
+    return out

@@ -227,8 +227,9 @@ def log_ratio_max(
     """Write ``out[row] = max_k |log pa - log pb|`` of the smoothed, floored densities.
 
     One pass over both density rows; the maximum of the log-ratio is the log of the most
-    extreme ratio, so two logarithms per row. A NaN or infinite density makes its row NaN
-    (as the torch route does), instead of vanishing into the floor.
+    extreme ratio, so two logarithms per row (per-point logarithms only for a row whose
+    extreme ratio leaves float64's range, with floors below ~1e-290). A NaN density makes
+    its row NaN, an infinite one ``inf``, as on the torch route.
     """
     rows, n_grid = dens_a.shape
     keep = 1.0 - alpha
@@ -237,10 +238,19 @@ def log_ratio_max(
         da, db = dens_a[row], dens_b[row]
         hi = 0.0
         lo = np.inf
-        bad = 0.0  # stays 0 unless a density is NaN or infinite
+        nan = False
         for k in range(n_grid):
             ratio = max(keep * da[k] + u, floor) / max(keep * db[k] + u, floor)
             hi = max(hi, ratio)
             lo = min(lo, ratio)
-            bad += (da[k] - da[k]) + (db[k] - db[k])
-        out[row] = max(np.log(hi), -np.log(lo)) + bad
+            nan |= np.isnan(da[k]) | np.isnan(db[k])
+        if nan:
+            out[row] = np.nan
+        elif hi < np.inf and lo > 0.0:
+            out[row] = max(np.log(hi), -np.log(lo))
+        else:
+            widest = 0.0
+            for k in range(n_grid):
+                la = np.log(max(keep * da[k] + u, floor))
+                widest = max(widest, abs(la - np.log(max(keep * db[k] + u, floor))))
+            out[row] = widest
