@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 import torch
@@ -274,7 +275,6 @@ def test_exp2_to_one_and_a_half_ulp() -> None:
     # (half-integers). The Horner rounding leaves up to ~1.25 ulp (1.23 was the worst of
     # 3e6 points; ~3 in 10^4 points exceed 1 ulp), so 1.5 is the bound that can fail only
     # for a real error
-    mpmath = pytest.importorskip("mpmath")
     from idaudit.ops._kde_cpu import _exp2
 
     gen = np.random.default_rng(9)

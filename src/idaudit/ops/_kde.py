@@ -229,7 +229,7 @@ def kde_on_grid(
     dev = values.device
     if out is None:
         out = torch.empty(rows, n_grid, dtype=torch.float64, device=dev)
-    layout = _Layout(int(n_grid))
+    layout = _Layout(n_grid)
     factored_kde = _compiled("factored_kde") if dev.type == "cpu" and _COMPILED else None
     if factored_kde is None:
         return _torch_routes(values, mask, bandwidth, lo, step, layout, out)

@@ -167,6 +167,7 @@ def factored_kde(
             reach = max(reach, abs(t[i]))
         ratio = step_r / h
         s2 = 0.5 * ratio * ratio * log2e  # s in base 2
+        # the bound of _Layout.exponent (the torch routes' criterion), per row
         bound = max(reach * (reach + 2.0 * half), 2.0 * reach * stretch, far * far)
         done[row] = s2 * bound <= exp2_max
         if not done[row]:
