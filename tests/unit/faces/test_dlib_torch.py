@@ -186,6 +186,27 @@ def test_batched_equals_one_at_a_time(face_chips) -> None:
     np.testing.assert_allclose(batched, single, rtol=0, atol=1e-6)
 
 
+def test_cpu_embeddings_do_not_depend_on_threads_batch_size_or_load(
+    face_chips, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # default_threads follows the load average; float32 convolutions split over a different
+    # number of threads round differently, so encode must not let the count reach the kernels
+    import idaudit._device as device
+
+    chips = np.concatenate([face_chips] * 5)[:19]  # blocks of 8, 8 and 3
+    results, before = [], torch.get_num_threads()
+    try:
+        for threads, batch_size in ((1, 64), (2, 64), (3, 5), (2, 1)):
+            monkeypatch.setattr(device, "default_threads", lambda t=threads: t)
+            torch.set_num_threads(threads)
+            enc = TorchDlibEncoder(batch_size=batch_size)
+            results.append(enc.encode(chips, normalize=False))
+    finally:
+        torch.set_num_threads(before)
+    for other in results[1:]:
+        np.testing.assert_array_equal(other, results[0])
+
+
 def test_encode_normalises_raw_descriptors(encoder, face_chips) -> None:
     raw = encoder.encode(face_chips, normalize=False)
     unit = encoder.encode(face_chips)
