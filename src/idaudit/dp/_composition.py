@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from scipy import stats
 
-from idaudit.dp._hypothesis import epsilon_from_error_rates
+from idaudit.dp._arrays import FloatArray
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["ComposedPrivacy", "compose_epsilon", "compose_error_rates"]
@@ -204,7 +204,9 @@ def compose_error_rates(fpr_upper: Any, fnr_upper: Any, k: int, delta: float = 0
         :math:`\max_{j} \varepsilon_{\mathrm{KOV}}\big(\Pr[\mathrm{Bin}(k, U_F) \ge j],\
         \Pr[\mathrm{Bin}(k, U_N) \ge k - j + 1]\big)`, and never less than the one-output
         bound :func:`epsilon_from_error_rates` at :math:`(U_F, U_N)` (dropping k − 1 outputs is
-        post-processing), which it equals at k = 1.
+        post-processing), which it equals at k = 1 (up to rounding). ``inf`` only where the
+        exact value is infinite (a zero error rate under a positive numerator, e.g.
+        :math:`U_F = 0 < U_N < 1`), never because a tail underflowed.
 
     Raises
     ------
@@ -216,6 +218,16 @@ def compose_error_rates(fpr_upper: Any, fnr_upper: Any, k: int, delta: float = 0
     Status: ``certified_lower_bound`` when the inputs are certified upper bounds on the error
     rates (the union bound that made them simultaneous carries over unchanged). Counting
     votes is one test among many, so the bound is valid but not the k-fold ε itself.
+
+    Everything is computed in log space: each binomial tail is a running ``logaddexp`` of
+    ``scipy.stats.binom.logpmf`` from its own end, so tails far below the smallest double
+    (e.g. :math:`0.05^{300}`) keep their logarithm instead of underflowing to 0 (which made the
+    bound ``inf``); :math:`1 - \mathrm{FPR}_k` and :math:`1 - \mathrm{FNR}_k` are the opposite
+    tails, never ``1 -`` a rounded tail (whose cancellation overstated the bound), and
+    :math:`\ln(1 - \delta - \mathrm{FPR}_k)` is formed with a stable
+    :math:`\ln(1 - e^x)`; at one output, :math:`1 - \delta - U_F` is summed with one rounding. The
+    result agrees with an exact evaluation to a few parts in :math:`10^{12}` (so it does not
+    overstate the bound beyond rounding) and takes milliseconds for k up to 10⁴.
 
     Examples
     --------
@@ -234,12 +246,109 @@ def compose_error_rates(fpr_upper: Any, fnr_upper: Any, k: int, delta: float = 0
     if k < 1:
         raise InvalidInputError(f"`k` must be >= 1; got {k!r}.")
     dlt = _check_real(delta, "delta", 0.0, 1.0, high_open=True)
-    j = np.arange(1, int(k) + 1)  # predict B when at least j outputs say B
-    fpr_k = stats.binom.sf(j - 1, k, uf)  # P[Bin(k, UF) >= j]
-    fnr_k = stats.binom.sf(k - j, k, un)  # P[Bin(k, UN) >= k - j + 1]
-    votes = float(np.max(epsilon_from_error_rates(fpr_k, fnr_k, dlt)))
-    # discarding k - 1 outputs is post-processing: the one-output bound stays valid for k
-    return max(votes, float(epsilon_from_error_rates(uf, un, dlt)))
+    # discarding k - 1 outputs is post-processing: the one-output bound stays valid for k (and
+    # at k = 1 the only vote is the one-output test itself)
+    one = _one_output_epsilon(uf, un, dlt)
+    if k == 1:
+        return one
+    log_delta = math.log(dlt) if dlt > 0.0 else -math.inf
+    return max(_log_kov_epsilon(*_log_vote_rates(int(k), uf, un), log_delta), one)
+
+
+def _one_output_epsilon(uf: float, un: float, dlt: float) -> float:
+    """Eq. 2 at the per-query rates, each ``1 - δ - rate`` formed exactly (``math.fsum``).
+
+    The exact numerator keeps its sign even when it is within rounding of 0 (e.g.
+    ``1 - 0.3 - 0.7`` is 5.6e-17 for the doubles, which over a zero rate is ``inf``).
+    """
+    best = 0.0
+    for rate, other in ((uf, un), (un, uf)):
+        num = math.fsum((1.0, -dlt, -rate))
+        if num <= 0.0:
+            continue  # the inequality holds for every ε: no evidence
+        if other == 0.0:
+            return math.inf
+        best = max(best, math.log(num) - math.log(other))
+    return best
+
+
+_LN2 = math.log(2.0)
+
+
+def _log1mexp(x: FloatArray) -> FloatArray:
+    """``ln(1 - e^x)`` for ``x <= 0``, without cancellation (Mächler 2012); ``-inf`` at 0."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out: FloatArray = np.where(x > -_LN2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+    return out
+
+
+def _log_binom_tails(k: int, p: float) -> tuple[FloatArray, FloatArray]:
+    """``(ln P[Bin(k, p) <= i], ln P[Bin(k, p) >= i])`` for ``i = 0..k``, in log space.
+
+    Each tail is a running ``logaddexp`` of the log-pmf from its own end, so no tail
+    underflows however small it is and none is formed as ``1 -`` the other. A tail above 1/2 is
+    then recomputed from its (smaller, relatively accurate) complement with ``log1mexp``, which
+    pins the logs near 0 to full absolute precision.
+    """
+    i = np.arange(k + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pmf = np.asarray(stats.binom.logpmf(i, k, p), dtype=np.float64)
+        log_le = np.minimum(np.logaddexp.accumulate(log_pmf), 0.0)
+        log_ge = np.minimum(np.logaddexp.accumulate(log_pmf[::-1])[::-1], 0.0)
+    # P[Bin <= i - 1] and P[Bin >= i] (i = 1..k) are complements: take the larger from the smaller
+    lo, up = log_le[:-1].copy(), log_ge[1:].copy()
+    log_le[:-1] = np.where(up < -_LN2, _log1mexp(up), lo)
+    log_ge[1:] = np.where(lo < -_LN2, _log1mexp(lo), up)
+    return log_le, log_ge
+
+
+def _log_vote_rates(
+    k: int, uf: float, un: float
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Return the logs of ``(1 - FPR_k, FPR_k, 1 - FNR_k, FNR_k)`` of the votes ``j = 1..k``.
+
+    Vote j predicts B when at least j of the k outputs say B: ``FPR_k = P[Bin(k, UF) >= j]``
+    and ``FNR_k = P[Bin(k, UN) >= k - j + 1]``; each complement is the opposite binomial tail.
+    """
+    le_f, ge_f = _log_binom_tails(k, uf)
+    le_n, ge_n = _log_binom_tails(k, un)
+    # j = 1..k: ge_f[j], le_f[j - 1], ge_n[k - j + 1] (k down to 1), le_n[k - j] (k - 1 down to 0)
+    return le_f[:-1], ge_f[1:], le_n[-2::-1], ge_n[:0:-1]
+
+
+def _log_kov_epsilon(
+    log_tnr: FloatArray,
+    log_fpr: FloatArray,
+    log_tpr: FloatArray,
+    log_fnr: FloatArray,
+    log_delta: float,
+) -> float:
+    """Eq. 2 (:func:`epsilon_from_error_rates`) maximised over tests given by their log rates.
+
+    ``max{0, ln((1 - δ - FPR)/FNR), ln((1 - δ - FNR)/FPR)}`` with ``1 - FPR`` and ``1 - FNR``
+    passed in directly; a term with a numerator ≤ 0 is omitted and one with a positive
+    numerator over a zero denominator is ``inf``, as there.
+    """
+    via_fnr = _log_ratio(_log_sub(log_tnr, log_delta), log_fnr)
+    via_fpr = _log_ratio(_log_sub(log_tpr, log_delta), log_fpr)
+    return max(0.0, float(np.max(via_fnr)), float(np.max(via_fpr)))
+
+
+def _log_sub(log_a: FloatArray, log_b: float) -> FloatArray:
+    """``ln(a - b)`` from ``ln a`` and ``ln b``; ``-inf`` where ``a <= b``."""
+    if log_b == -math.inf:
+        return log_a
+    with np.errstate(invalid="ignore"):
+        x = np.minimum(log_b - log_a, 0.0)  # log_a = -inf gives +inf -> 0 -> -inf below
+        out: FloatArray = np.where(log_a > log_b, log_a + _log1mexp(x), -np.inf)
+    return out
+
+
+def _log_ratio(log_num: FloatArray, log_den: FloatArray) -> FloatArray:
+    """``ln(num/den)`` from logs: ``-inf`` (omitted) at num = 0, else ``inf`` at den = 0."""
+    with np.errstate(invalid="ignore"):
+        out: FloatArray = np.where(log_num > -np.inf, log_num - log_den, -np.inf)
+    return out
 
 
 def _check_real(
