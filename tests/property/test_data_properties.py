@@ -1,8 +1,11 @@
+import warnings
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idaudit.data import EmbeddingSet, sample_pairs, split_identities
+from idaudit.exceptions import IdauditWarning
 
 
 @st.composite
@@ -50,6 +53,40 @@ def test_duplicates_count_matches_set_semantics(case):
         kept = es.drop_duplicates()
         assert len(kept) == len(distinct)
         assert kept.n_duplicates_ == 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(labelled_rows(), st.data())
+def test_failed_rows_partition_the_outputs(case, data):
+    # any rows may fail (by outcome); keep and drop agree on the successful rows, and
+    # successful + failed rows account for every labelled row of every identity
+    x, labels, rnd = case
+    fail = data.draw(st.lists(st.booleans(), min_size=len(labels), max_size=len(labels)))
+    if all(fail):
+        fail[0] = False
+    outcomes = ["no_face" if f else "ok" for f in fail]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        keep = EmbeddingSet(x, labels, outcomes=outcomes)
+        drop = EmbeddingSet(x, labels, outcomes=outcomes, failures="drop")
+    np.testing.assert_array_equal(keep.embeddings, drop.embeddings)
+    assert keep.counts == drop.counts
+    assert keep.n_failed_ == drop.n_dropped_ == sum(fail)
+    for label in set(labels):
+        n = labels.count(label)
+        assert keep.n_outputs(label) == n
+        assert keep.failed_counts[label] == sum(
+            f for f, k in zip(fail, labels, strict=True) if k == label
+        )
+    out = keep.as_outputs()
+    assert out.labels.tolist() == labels
+    np.testing.assert_array_equal(out.embeddings[:, -1], np.asarray(fail, dtype=float))
+    np.testing.assert_array_equal(out.embeddings[~np.asarray(fail), :-1], keep.embeddings)
+    # the failures travel with their identity into a subset, in input order
+    some = sorted(set(labels))[: 1 + rnd.randrange(len(set(labels)))]
+    if any(keep.counts.get(k, 0) for k in some):
+        sub = keep.subset(some)
+        assert sub.as_outputs().labels.tolist() == [k for k in labels if k in some]
 
 
 @settings(max_examples=50, deadline=None)

@@ -32,7 +32,9 @@ def embedding_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     folder = tmp_path_factory.mktemp("emb")
     frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(d)])
     frame.insert(0, "identity", labels)
-    frame.loc[3, "f2"] = np.nan  # one row the reader must drop and count
+    # one row the reader must drop and count: a row without a label (a labelled row with a
+    # NaN value is a failed output of its identity, kept by EmbeddingSet's failures="keep")
+    frame.loc[3, "identity"] = np.nan
     frame.to_csv(folder / "emb.csv", index=False)
     np.savez(folder / "emb.npz", embeddings=x, labels=labels)
     return {"csv": folder / "emb.csv", "npz": folder / "emb.npz"}

@@ -106,9 +106,19 @@ def test_csv_missing_and_unparseable_rows_are_counted(tmp_path):
         "b,3,4\n"
     )
     with pytest.warns(IdauditWarning, match="dropped 4 of 6 rows"):
-        es = EmbeddingSet.from_csv(path)
+        es = EmbeddingSet.from_csv(path, failures="drop")
     assert es.dropped_ == {"missing": 2, "unparseable": 1, "non_finite": 0, "zero_norm": 1}
     np.testing.assert_allclose(es.get("b"), [[0.6, 0.8]])
+    # kept (the default): only the unlabelled row is dropped; the others are failed outputs
+    with (
+        pytest.warns(IdauditWarning, match=r"dropped 1 of 6 rows \(missing: 1\)"),
+        pytest.warns(IdauditWarning, match=r"3 of 6 rows failed \(missing: 1, unparseable: 1"),
+    ):
+        kept = EmbeddingSet.from_csv(path)
+    assert kept.dropped_ == {"missing": 1, "unparseable": 0, "non_finite": 0, "zero_norm": 0}
+    assert kept.failed_counts == {"a": 1, "b": 2}
+    assert kept.failure_codes("b").tolist() == ["unparseable", "zero_norm"]
+    np.testing.assert_array_equal(kept.embeddings, es.embeddings)
 
 
 def test_text_vectors_bad_rows_are_counted(tmp_path):
@@ -124,9 +134,15 @@ def test_text_vectors_bad_rows_are_counted(tmp_path):
         'b,"[inf, 0, 1]"\n'  # non-finite
     )
     with pytest.warns(IdauditWarning, match="dropped 5 of 7 rows"):
-        es = EmbeddingSet.from_csv(path)
+        es = EmbeddingSet.from_csv(path, failures="drop")
     assert es.dropped_ == {"missing": 2, "unparseable": 2, "non_finite": 1, "zero_norm": 0}
     assert es.counts == {"a": 1, "b": 1}
+    with pytest.warns(IdauditWarning, match="5 of 7 rows failed"):
+        kept = EmbeddingSet.from_csv(path)
+    assert kept.counts == {"a": 1, "b": 1}
+    assert kept.failure_codes("a").tolist() == ["unparseable", "unparseable", "missing"]
+    assert kept.failure_codes("b").tolist() == ["missing", "non_finite"]
+    assert kept.n_dropped_ == 0
 
 
 @pytest.mark.parametrize("bad", ['"[0, 1]"', '"[1, 1, 1, 1]"'])
@@ -136,8 +152,12 @@ def test_text_vectors_of_the_wrong_length_are_unparseable(tmp_path, bad):
     path.write_text("identity,embedding\n" + "\n".join(rows) + "\n")
     # the file's common length is 3; a row of another length cannot be an embedding
     with pytest.warns(IdauditWarning, match=r"dropped 1 of 4 rows \(unparseable: 1\)"):
-        es = EmbeddingSet.from_csv(path)
+        es = EmbeddingSet.from_csv(path, failures="drop")
     assert es.counts == {"a": 1, "b": 2}
+    with pytest.warns(IdauditWarning, match=r"1 of 4 rows failed \(unparseable: 1\)"):
+        kept = EmbeddingSet.from_csv(path)
+    assert kept.counts == {"a": 1, "b": 2}
+    assert kept.failed_counts == {"a": 1, "b": 0}
 
 
 def test_csv_labels_are_read_as_text(tmp_path):
@@ -168,8 +188,11 @@ def test_csv_na_in_numeric_columns_is_still_missing(tmp_path):
     path = tmp_path / "numna.csv"
     path.write_text("label,x,y\nNA,1,NA\nNA,0,1\nbob,nan,1\nbob,1,1\n")
     with pytest.warns(IdauditWarning, match=r"dropped 2 of 4 rows \(missing: 2"):
-        es = EmbeddingSet.from_csv(path)
+        es = EmbeddingSet.from_csv(path, failures="drop")
     assert es.counts == {"NA": 1, "bob": 1}
+    with pytest.warns(IdauditWarning, match=r"2 of 4 rows failed \(missing: 2\)"):
+        kept = EmbeddingSet.from_csv(path)
+    assert kept.failed_counts == {"NA": 1, "bob": 1}
 
 
 def test_csv_without_header_row_raises(tmp_path):
@@ -351,3 +374,72 @@ def test_parquet_integer_labels_with_a_null_stay_exact(tmp_path):
     # 2**60 and 2**60 + 1 collide as float64; they must stay two identities
     assert es.counts == {big: 2, big + 1: 2}
     assert es.n_dropped_ == 1
+
+
+# ---------------------------------------------------------------------- failed outputs
+
+
+def test_npz_outcomes_array_is_read_as_the_rows_outcomes(tmp_path):
+    x = np.array([[1.0, 0.0], [np.nan, np.nan], [0.0, 1.0], [3.0, 4.0], [np.nan, np.nan]])
+    labels = np.array(["a", "a", "b", "b", "b"])
+    outcomes = np.array(["ok", "no_face", "ok", "unreadable", "bad_format"])
+    path = tmp_path / "failed.npz"
+    np.savez(path, embeddings=x, labels=labels, outcomes=outcomes)
+    for read in (EmbeddingSet.from_npz, EmbeddingSet.read):
+        with pytest.warns(IdauditWarning, match="3 of 5 rows failed"):
+            es = read(path)
+        assert es.counts == {"a": 1, "b": 1}
+        assert es.failure_codes("a").tolist() == ["no_face"]
+        # the finite vector of b's "unreadable" row is a failure: the outcome decides
+        assert es.failure_codes("b").tolist() == ["unreadable", "bad_format"]
+        assert es.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.warns(IdauditWarning, match=r"dropped 3 of 5 rows \(bad_format: 1, no_face: 1"):
+        dropped = EmbeddingSet.from_npz(path, failures="drop")
+    assert dropped.dropped_["unreadable"] == 1
+    assert dropped.failed_counts == {"a": 0, "b": 0}
+
+
+def test_npz_bad_outcomes_array_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "short.npz"
+    np.savez(path, embeddings=np.eye(3), labels=np.array(["a", "a", "b"]), outcomes=["ok"])
+    with pytest.raises(
+        InvalidInputError, match=r"the 'outcomes' array of .*short.npz.*one entry per row"
+    ):
+        EmbeddingSet.from_npz(path)
+    objects = tmp_path / "objects.npz"
+    np.savez(
+        objects,
+        embeddings=np.eye(2),
+        labels=np.array(["a", "b"]),
+        outcomes=np.array(["ok", None], dtype=object),
+    )
+    with pytest.raises(InvalidInputError, match="never unpickles"):
+        EmbeddingSet.from_npz(objects)
+
+
+def test_readers_pass_failures_through(tmp_path):
+    # an empty vector cell: b's second row fails as "missing"
+    path = tmp_path / "holes.csv"
+    path.write_text('identity,embedding\na,"[1, 0]"\nb,"[0, 1]"\nb,\na,"[1, 1]"\n')
+    frame = pd.DataFrame({"identity": ["a", "b", "b", "a"], "e0": [1, 0, np.nan, 1]})
+    frame["e1"] = [0, 1, 1, 1]
+    frame.to_parquet(tmp_path / "holes.parquet", index=False)
+    readers = [
+        (EmbeddingSet.from_csv, path),
+        (EmbeddingSet.read, path),
+        (EmbeddingSet.from_parquet, tmp_path / "holes.parquet"),
+        (EmbeddingSet.read, tmp_path / "holes.parquet"),
+    ]
+    for read, where in readers:
+        with pytest.warns(IdauditWarning, match=r"1 of 4 rows failed \(missing: 1\)"):
+            kept = read(where)
+        assert kept.failures == "keep"
+        assert kept.failed_counts == {"a": 0, "b": 1}
+        assert kept.failure_codes("b").tolist() == ["missing"]
+        assert kept.as_outputs().embeddings[2].tolist() == [0.0, 0.0, 1.0]
+        with pytest.warns(IdauditWarning, match=r"dropped 1 of 4 rows \(missing: 1\)"):
+            dropped = read(where, failures="drop")
+        assert (dropped.failures, dropped.n_failed_, dropped.n_dropped_) == ("drop", 0, 1)
+        np.testing.assert_array_equal(dropped.embeddings, kept.embeddings)
+    with pytest.raises(InvalidInputError, match="`failures` must be one of 'keep', 'drop'"):
+        EmbeddingSet.from_csv(path, failures="ignore")

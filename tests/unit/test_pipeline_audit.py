@@ -142,7 +142,14 @@ def test_failures_are_dropped_counted_and_named() -> None:
 
     people = _people()
     people["tiny"] = people["id0"][:2]  # too few rows once anything is lost
-    with pytest.warns(IdauditWarning, match=r"1 identity left with fewer than min_rows=2.*'tiny'"):
+    with (
+        pytest.warns(IdauditWarning, match=r"1 identity left with fewer than min_rows=2.*'tiny'"),
+        pytest.warns(
+            IdauditWarning,
+            match=r"16 of 32 draws of the kept identities failed \(bad_output: 8, "
+            r"generator_error: 4, no_face: 4\); they are kept as failed outputs",
+        ),
+    ):
         run = audit_generator(
             flaky,
             people,
@@ -167,6 +174,17 @@ def test_failures_are_dropped_counted_and_named() -> None:
     }
     assert int(run.results["lost_a"].max()) == 4
     assert run.results.attrs["n_generator_error"] == int(counts["generator_error"].sum())
+    # the failed draws of the kept identities are failed outputs; the excluded one's are not
+    es = run.embeddings.embeddings
+    assert es.failed_counts == {f"id{k}": 4 for k in range(4)}
+    assert es.failure_codes("id0").tolist() == [
+        "generator_error",
+        "bad_output",
+        "bad_output",
+        "no_face",
+    ]
+    assert es.counts == {f"id{k}": 4 for k in range(4)}
+    assert run.results.attrs["setting.failures"] == "keep"
 
 
 def test_paired_mode_keeps_faces_the_detector_loses_on_outputs() -> None:
@@ -360,6 +378,7 @@ def test_image_mechanisms_against_straightforward_references() -> None:
         ({"sampling": "bootstrap"}, "sampling"),
         ({"sampling": "with_replacement"}, "needs `n_per_identity`"),
         ({"n_per_identity": 5}, "applies to sampling='with_replacement' only"),
+        ({"failures": "ignore"}, r"`failures` must be one of 'keep', 'drop'; got 'ignore'"),
     ],
 )
 def test_bad_input_is_refused_with_the_argument_named(kwargs: dict[str, Any], message: str) -> None:
@@ -484,3 +503,132 @@ def test_paired_mode_cuts_the_original_frames_crop_from_the_output() -> None:
         y, x = spots[label][j]
         expected = move_and_invert(people[label][j])[y : y + 8, x : x + 8]
         np.testing.assert_array_equal(coded.vectors[row], expected.reshape(-1) + 1.0)
+
+
+class _MarkedDetector(_BrightDetector):
+    """Finds no face in frames whose corner pixel is the mark (1, 2, 3); one face otherwise."""
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        if tuple(image[0, 0]) == (1, 2, 3):
+            return []
+        return super().detect(np.full_like(image, 200))
+
+
+def _marked_people(lost: dict[str, int], n_images: int = 8) -> dict[str, list[np.ndarray]]:
+    """128-pixel frames (no enlarging); identity k's first ``lost[k]`` images carry the mark."""
+    people = _people(n_ids=len(lost), n_images=n_images, size=128)
+    out = {}
+    for (label, images), n_lost in zip(people.items(), lost.values(), strict=True):
+        out[label] = []
+        for j, im in enumerate(images):
+            im = im.copy()
+            im[0, 0] = (1, 2, 3) if j < n_lost else (200, 200, 200)
+            out[label].append(im)
+    return out
+
+
+def test_failed_draws_are_failed_outputs_of_their_identity() -> None:
+    lost = {"id0": 0, "id1": 1, "id2": 2, "id3": 3, "id4": 8}  # id4: no face at all
+    people = _marked_people(lost)
+    pipe = FacePipeline(_MarkedDetector(), _ColourEncoder(), progress=False)
+    with (
+        pytest.warns(IdauditWarning, match=r"1 identity left with fewer than min_rows=2.*'id4'"),
+        pytest.warns(
+            IdauditWarning,
+            match=r"6 of 32 draws of the kept identities failed \(no_face: 6\); they are kept "
+            r"as failed outputs in `.embeddings` \(failures='keep'",
+        ),
+    ):
+        coded = encode_generator(lambda im: im, people, pipeline=pipe, progress=False)
+    es = coded.embeddings
+    assert es.failures == "keep"
+    assert es.failed_counts == {"id0": 0, "id1": 1, "id2": 2, "id3": 3}  # id4 excluded
+    assert es.counts == {"id0": 8, "id1": 7, "id2": 6, "id3": 5}
+    assert es.failure_reasons_["no_face"] == 6
+    assert es.failure_codes("id3").tolist() == ["no_face"] * 3
+    assert es.n_outputs("id2") == 8
+    # the successful rows are the usable vectors of the kept identities, L2-normalised in
+    # float64 (rtol: the same division, up to the summation order of the norm)
+    usable = coded.vectors[: len(es)]
+    expected = usable / np.linalg.norm(usable, axis=1, keepdims=True)
+    np.testing.assert_allclose(es.embeddings, expected, rtol=1e-14)
+    # as_outputs: every draw in draw order, the lost ones (the first lost[k]) as the atom
+    out = es.as_outputs()
+    for label in ("id0", "id1", "id2", "id3"):
+        np.testing.assert_array_equal(out.get(label)[:, -1], np.arange(8) < lost[label])
+    assert coded.attrs["setting.failures"] == "keep"
+    # failures="drop": the same successful rows; the failed draws dropped and counted
+    with (
+        pytest.warns(IdauditWarning, match="left with fewer than min_rows"),
+        pytest.warns(
+            IdauditWarning,
+            match=r"6 failed draws of the kept identities dropped \(no_face: 6\) "
+            r"\(failures='drop'",
+        ),
+    ):
+        dropped = encode_generator(
+            lambda im: im, people, pipeline=pipe, progress=False, failures="drop"
+        )
+    assert dropped.embeddings.failures == "drop"
+    assert dropped.embeddings.failed_counts == dict.fromkeys(["id0", "id1", "id2", "id3"], 0)
+    assert dropped.embeddings.dropped_["no_face"] == 6
+    assert dropped.embeddings.n_dropped_ == 6
+    np.testing.assert_array_equal(dropped.embeddings.embeddings, es.embeddings)
+    # the per-draw tables do not depend on the setting
+    assert coded.counts["no_face"].tolist() == list(lost.values())
+    assert dropped.counts.equals(coded.counts)
+
+
+def test_audit_generator_passes_failures_to_the_embedding_set() -> None:
+    people = _marked_people({"id0": 0, "id1": 2, "id2": 1})
+    pipe = FacePipeline(_MarkedDetector(), _ColourEncoder(), progress=False)
+    for failures, n_failed in (("keep", 3), ("drop", 0)):
+        with pytest.warns(IdauditWarning, match="3 .*draws of the kept identities"):
+            run = audit_generator(
+                lambda im: im,
+                people,
+                pipeline=pipe,
+                pairs="all",
+                auditors=[MMDTVAuditor()],
+                progress=False,
+                failures=failures,  # type: ignore[arg-type]
+            )
+        es = run.embeddings.embeddings
+        assert (es.failures, es.n_failed_) == (failures, n_failed)
+        assert run.results.attrs["setting.failures"] == failures
+        assert run.results["lost_a"].values.tolist() + run.results["lost_b"].values.tolist() == [
+            int(run.embeddings.counts.loc[k, "n_lost"])
+            for k in [*run.results["identity_a"].values, *run.results["identity_b"].values]
+        ]
+
+
+def test_identity_dependent_no_face_rates_reach_the_audit_and_the_certificate() -> None:
+    # an anonymiser that hides id1's face from the detector on 12 of 20 draws, id0's never:
+    # the failures are evidence, so the results report them and the certificate counts them
+    from scipy.stats import fisher_exact
+
+    from idaudit import ReservedTestCertifier
+
+    people = _marked_people({"id0": 0, "id1": 12}, n_images=20)
+    pipe = FacePipeline(_MarkedDetector(), _ColourEncoder(), progress=False)
+    cert = ReservedTestCertifier(n_candidates=1, n_select=1, rng=0, progress=False)
+    with pytest.warns(IdauditWarning):  # failed draws; rates that differ; duplicate rows
+        run = audit_generator(
+            lambda im: im,
+            people,
+            pipeline=pipe,
+            pairs=[("id0", "id1")],
+            auditors=[MMDTVAuditor()],
+            certifier=cert,
+            progress=False,
+        )
+    ds = run.results
+    assert (float(ds["fail_rate_a"][0]), float(ds["fail_rate_b"][0])) == (0.0, 12 / 20)
+    expected = fisher_exact([[0, 20], [12, 8]]).pvalue  # scipy's exact test, independently
+    assert float(ds["fail_pvalue"][0]) == pytest.approx(expected, rel=1e-12)
+    attrs = run.certificates.attrs
+    assert (attrs["failures"], attrs["n_failed"]) == ("keep", 12)
+    assert attrs["data_model"].startswith("the mechanism as run")
+    # the certificate's counts include the failed draws: every test row of both identities
+    test_rows = int(run.certificates["n_test_a"][0] + run.certificates["n_test_b"][0])
+    assert test_rows == round(0.3 * 20) * 2

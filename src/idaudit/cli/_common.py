@@ -214,10 +214,15 @@ def input_provenance(path: str | Path) -> dict[str, str]:
 
 def describe(es: Any) -> str:
     dropped = ", ".join(f"{k}: {v}" for k, v in es.dropped_.items() if v) or "none"
+    if es.failures == "keep":
+        reasons = ", ".join(f"{k}: {v}" for k, v in es.failure_reasons_.items() if v) or "none"
+        failed = f"failed {es.n_failed_} ({reasons}), kept as failed outputs"
+    else:
+        failed = "failed rows dropped (certificates condition on success)"
     return (
         f"{len(es)} rows, {len(es.identities)} identities, dim {es.dim}; dropped "
-        f"{es.n_dropped_} ({dropped}); exact duplicates {es.n_duplicates_}; sha256 "
-        f"{es.sha256[:12]}…"
+        f"{es.n_dropped_} ({dropped}); {failed}; exact duplicates {es.n_duplicates_}; "
+        f"sha256 {es.sha256[:12]}…"
     )
 
 

@@ -1,9 +1,12 @@
 """Embeddings in: filtered, L2-normalised, traceable sets, identity pairs and splits.
 
-* :class:`EmbeddingSet` — rows grouped by identity; drops and counts rows with missing,
-  unparseable or non-finite values and (when normalising) norm <= 1e-6, L2-normalises the rest
-  (seed 000, Section 4.1), counts exact duplicates and records the input's SHA-256. Readers:
-  :meth:`EmbeddingSet.from_csv`, :meth:`~EmbeddingSet.from_npz`,
+* :class:`EmbeddingSet` — rows grouped by identity; a row fails when its outcome is a failure
+  code (no face, generator error, ...) or it has missing, unparseable or non-finite values or
+  (when normalising) norm <= 1e-6. Failed rows are kept as failed outputs of their identity
+  (``failures="keep"``, what certificates count; :meth:`EmbeddingSet.as_outputs`) or dropped
+  and counted (``"drop"``, seed 000, Section 4.1); the successful rows are L2-normalised.
+  Rows without a label are dropped and counted. It counts exact duplicates and records the
+  input's SHA-256. Readers: :meth:`EmbeddingSet.from_csv`, :meth:`~EmbeddingSet.from_npz`,
   :meth:`~EmbeddingSet.from_parquet`.
 * :func:`sample_pairs` — a prefix-stable seeded shuffle of all unordered identity pairs;
   :func:`all_pairs` — any slice of all pairs in lexicographic order (what
@@ -14,13 +17,14 @@
 
 from __future__ import annotations
 
-from idaudit.data._embeddings import DROP_REASONS, EmbeddingSet
+from idaudit.data._embeddings import DROP_REASONS, FAILURES, EmbeddingSet
 from idaudit.data._pairs import all_pairs, decode_pair_indices, n_pairs_of, sample_pairs
 from idaudit.data._splits import DUPLICATES, split_identities
 
 __all__ = [
     "DROP_REASONS",
     "DUPLICATES",
+    "FAILURES",
     "EmbeddingSet",
     "all_pairs",
     "decode_pair_indices",

@@ -6,24 +6,30 @@ import hashlib
 import os
 import warnings
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from idaudit._validation import check_in_range, check_integer
+from idaudit._validation import check_in_range, check_integer, check_option
 from idaudit.data import _readers
 from idaudit.data._rows import (
     DROP_REASONS,
+    OK,
     REASON_CODE,
     as_float_matrix,
     as_label_array,
+    as_outcome_array,
     normalise_label_dtype,
 )
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
-__all__ = ["DROP_REASONS", "EmbeddingSet"]
+__all__ = ["DROP_REASONS", "FAILURES", "EmbeddingSet"]
+
+#: What :class:`EmbeddingSet` does with a failed row of a known identity: ``"keep"`` it as a
+#: failed output of that identity, or ``"drop"`` it (the mechanism conditioned on success).
+FAILURES: tuple[str, ...] = ("keep", "drop")
 
 #: File suffix (lower case) -> the format :meth:`EmbeddingSet.read` reads it as.
 READ_SUFFIXES: dict[str, str] = {
@@ -35,53 +41,89 @@ READ_SUFFIXES: dict[str, str] = {
 
 
 class EmbeddingSet:
-    r"""Embeddings grouped by identity, with the paper's row filtering and provenance.
+    r"""Embeddings grouped by identity, with failed outputs, row filtering and provenance.
 
-    Rows with a missing label or value, non-finite values, or (when normalising) an L2 norm at
-    most ``min_norm`` are dropped and counted by reason; the rest are L2-normalised onto the
-    unit sphere (seed 000, Section 4.1). Exact duplicate rows are kept and counted; see
+    Every row is one output of the pipeline for its identity. A row *fails* when its
+    ``outcomes`` entry is a failure code (``"no_face"``, ``"generator_error"``, ...) or its
+    vector breaks a row rule: missing or NaN values, a text vector a reader could not parse,
+    ±inf, or (when normalising) an L2 norm at most ``min_norm``. The other rows *succeed* and
+    are L2-normalised onto the unit sphere (seed 000, Section 4.1). With ``failures="keep"``
+    (the default) a failed row stays an output of its identity — a point the certificates count
+    — while :attr:`embeddings`, :meth:`get` and :attr:`counts` hold the successful rows that
+    diagnostics and sample estimates compute on; with ``failures="drop"`` it is dropped and
+    counted, as seed 000 does. Rows without a label cannot be attributed to an identity and are
+    always dropped and counted. Exact duplicate rows are kept and counted; see
     :meth:`drop_duplicates` for data whose copies are not separate draws.
 
     Parameters
     ----------
     embeddings : array_like, shape (n_rows, dim)
-        One embedding per row. Converted to float64.
+        One embedding per row. Converted to float64. A failed row's vector may hold anything
+        (NaN, say).
     labels : array_like, shape (n_rows,)
         The identity of each row: strings or integers (mutually orderable). ``None`` or NaN
         marks a missing label; such rows are dropped as ``"missing"``.
     normalize : bool, default True
-        L2-normalise every retained row. ``False`` keeps the raw vectors (e.g. for synthetic
+        L2-normalise every successful row. ``False`` keeps the raw vectors (e.g. for synthetic
         benchmarks whose scale matters); the zero-norm rule then does not apply, while rows with
-        missing or non-finite values are still dropped.
+        missing or non-finite values still fail.
     min_norm : float, default 1e-6
-        With ``normalize=True``, rows whose L2 norm is ``<= min_norm`` are dropped as
+        With ``normalize=True``, rows whose L2 norm is ``<= min_norm`` fail as
         ``"zero_norm"``. Must be >= 0.
+    failures : {"keep", "drop"}, default "keep"
+        What happens to a failed row of a known identity. ``"keep"``: it is a *failed output*
+        of its identity — left out of :attr:`embeddings`, :attr:`labels`, :meth:`get`,
+        :attr:`counts` and :attr:`identities`, recorded in :attr:`failed_counts`,
+        :attr:`n_failed_`, :attr:`failure_reasons_` and :meth:`failure_codes`, and part of
+        :meth:`as_outputs`. ``"drop"``: it is dropped and counted in :attr:`dropped_` by
+        reason, the behaviour before failures were kept; the set then certifies the mechanism
+        *conditioned on success* (see Notes).
+    outcomes : array_like of str, shape (n_rows,), optional
+        What the pipeline reported for each row: ``"ok"``, or a failure code (any other
+        non-empty string, e.g. ``"no_face"``, ``"error"``, ``"bad_output"``,
+        ``"unreadable"``). A row whose outcome is not ``"ok"`` fails with that code whatever
+        its vector holds. Default: every row ``"ok"`` (only the row rules make rows fail).
 
     Attributes
     ----------
     embeddings : numpy.ndarray of float64, shape (n, dim)
-        Retained rows, in input order (read-only).
+        Successful rows, in input order (read-only).
     labels : numpy.ndarray, shape (n,)
-        Identity of each retained row (read-only).
+        Identity of each successful row (read-only).
     identities : numpy.ndarray, shape (n_identities,)
-        Sorted unique labels.
+        Sorted unique labels of the successful rows. An identity whose every row failed is not
+        among them (it is in :attr:`failed_counts` and :meth:`as_outputs`).
     counts : dict
-        Label (a Python scalar) -> number of retained rows.
+        Label (a Python scalar) -> number of successful rows.
+    failed_counts : dict
+        Label (a Python scalar) -> number of failed rows, for every identity with any output
+        (successful or failed), in sorted label order; 0 where none failed, and 0 everywhere
+        with ``failures="drop"``.
+    failures : str
+        The ``failures`` setting, ``"keep"`` or ``"drop"``.
     dim : int
         Embedding dimension.
+    n_failed\_ : int
+        Failed rows kept as failed outputs (0 with ``failures="drop"``).
+    failure_reasons\_ : dict of str to int
+        Failed rows kept, by code: every one of :data:`DROP_REASONS` (0 if none), then each
+        outcome code that occurs, in sorted order.
     n_dropped\_ : int
-        Rows dropped while building this set.
+        Rows removed entirely while building this set: those with a missing label, and with
+        ``failures="drop"`` every failed row.
     dropped\_ : dict of str to int
-        Dropped rows by reason: ``"missing"`` (missing label or NaN/empty value),
+        Removed rows by reason: ``"missing"`` (missing label or NaN/empty value),
         ``"unparseable"`` (a text or list vector a reader could not turn into ``dim``
-        numbers), ``"non_finite"`` (±inf), ``"zero_norm"`` (norm <= ``min_norm``).
+        numbers), ``"non_finite"`` (±inf), ``"zero_norm"`` (norm <= ``min_norm``), and with
+        ``failures="drop"`` each outcome code that removed a row (e.g. ``"no_face"``), after
+        those four, in sorted order.
     n_duplicates\_ : int
-        Retained rows identical, as stored (after L2 normalisation when ``normalize``), to an
-        earlier retained row of the same identity — rows the audits cannot tell apart. They
+        Successful rows identical, as stored (after L2 normalisation when ``normalize``), to an
+        earlier successful row of the same identity — rows the audits cannot tell apart. They
         are kept, as in seed 000, Section 8.
     sha256 : str
         SHA-256 of the input: the file's bytes for the readers; for arrays, of their float64
-        bytes and the labels (see Notes). Subsets and splits inherit it.
+        bytes, the labels and any ``outcomes`` (see Notes). Subsets and splits inherit it.
     source : str or None
         The file the set was read from, if any.
 
@@ -89,24 +131,55 @@ class EmbeddingSet:
     ------
     InvalidInputError
         If ``embeddings`` is not 2-D or is empty, the lengths differ, ``min_norm`` is negative,
-        or no row survives the filtering.
+        ``failures`` is not ``"keep"`` or ``"drop"``, ``outcomes`` is not one non-empty
+        string per row, or no row succeeds.
     TypeError
-        If the labels are not mutually orderable (e.g. a mix of strings and integers).
+        If the labels are not mutually orderable (e.g. a mix of strings and integers; with
+        ``failures="keep"`` the failed rows' labels count too), or ``failures`` is not a str.
 
     Warns
     -----
     IdauditWarning
-        When any row is dropped (with the counts by reason).
+        When any row is dropped (with the counts by reason), and, with ``failures="keep"``,
+        when any row failed (with the counts by code).
+
+    See Also
+    --------
+    idaudit.data.split_identities : splits the successful rows; split :meth:`as_outputs` to
+        split every output.
 
     Notes
     -----
-    The rules are applied in the order of :data:`DROP_REASONS`; a row is counted once. With
-    :math:`x` a retained row, the stored vector is :math:`x / \lVert x \rVert_2`. A set may
-    hold identities with a single row; the auditors check their own minimum sizes.
+    **What each setting certifies.** Let :math:`M(id)` be the pipeline's output for an
+    identity, a point of :math:`\mathbb{R}^{dim}` or a failure :math:`\bot`. A failure is an
+    observation: if identity A's pipeline fails with probability :math:`p_A` and B's with
+    :math:`p_B \ne p_A`, the failure itself tells them apart: pure DP needs
+    :math:`\varepsilon \ge \lvert\ln(p_A / p_B)\rvert`. ``failures="keep"`` records every
+    output, so a certificate built on :meth:`as_outputs` bounds the ε of :math:`M` itself,
+    failures included. ``failures="drop"`` keeps the successful rows only: it describes
+    :math:`M(id) \mid M(id) \ne \bot`, the mechanism *conditioned on success*. Conditioning on
+    the output is not post-processing, so that ε can be larger or smaller than :math:`M`'s; it
+    is the reading of seed 000, Section 4.1. Either way the diagnostics and sample estimates
+    that read :attr:`embeddings` compute on the successful rows, conditional on success, and
+    :attr:`failed_counts` gives the per-identity failure rates to report beside them.
 
-    For arrays, ``sha256`` hashes the bytes ``b"idaudit-embeddings-v1"``, the shape as text,
-    the C-ordered little-endian float64 values *as given* (before any filtering), and the
-    newline-joined ``repr`` of each label as a Python scalar, so ``1`` and ``"1"`` differ.
+    **Row rules.** A row's outcome comes first: a missing label drops it (whatever else is
+    wrong, it is counted under the first row rule it breaks); then an ``outcomes`` entry other
+    than ``"ok"`` makes it fail with that code; then the rules of :data:`DROP_REASONS`, in that
+    order, make it fail with the first rule it breaks. A row counts once. With :math:`x` a
+    successful row, the stored vector is :math:`x / \lVert x \rVert_2`. A set may hold
+    identities with a single row; the auditors check their own minimum sizes.
+
+    **Derived sets.** :meth:`subset`, :meth:`filter` and :meth:`drop_duplicates` carry the
+    failed rows of the identities they keep (:meth:`filter` counts successful rows);
+    :func:`~idaudit.data.split_identities` splits the successful rows only and carries no
+    failed row into either part (split :meth:`as_outputs` to split every output).
+
+    **Hash.** For arrays, ``sha256`` hashes the bytes ``b"idaudit-embeddings-v1"``, the shape
+    as text, the C-ordered little-endian float64 values *as given* (before any filtering), and
+    the newline-joined ``repr`` of each label as a Python scalar, so ``1`` and ``"1"`` differ.
+    When ``outcomes`` is given, the bytes ``b"\x00outcomes\x00"`` and the newline-joined
+    outcome strings (UTF-8) follow; without it the hash is that of the three parts alone.
 
     References
     ----------
@@ -123,6 +196,21 @@ class EmbeddingSet:
     (['a', 'b'], {'a': 3, 'b': 3}, 4)
     >>> bool(np.allclose(np.linalg.norm(es.get("a"), axis=1), 1.0))
     True
+
+    A failed output (no face found in ``b``'s second image) is kept and counted:
+
+    >>> import warnings
+    >>> x = [[3.0, 4.0], [0.0, 1.0], [1.0, 0.0], [np.nan, np.nan]]
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     es = EmbeddingSet(x, ["a", "a", "b", "b"], outcomes=["ok", "ok", "ok", "no_face"])
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    EmbeddingSet: 1 of 4 rows failed (no_face: 1); they are kept as failed outputs
+    (certificates count them; diagnostics compute on the 3 successful rows).
+    >>> es.counts, es.failed_counts, es.n_outputs("b"), es.failure_codes("b").tolist()
+    ({'a': 2, 'b': 1}, {'a': 0, 'b': 1}, 2, ['no_face'])
+    >>> es.as_outputs().get("b").tolist()  # [x, 0] for a success, [0, ..., 0, 1] for a failure
+    [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
     """
 
     def __init__(
@@ -132,16 +220,21 @@ class EmbeddingSet:
         *,
         normalize: bool = True,
         min_norm: float = 1e-6,
+        failures: Literal["keep", "drop"] = "keep",
+        outcomes: npt.ArrayLike | None = None,
     ) -> None:
         x = as_float_matrix(embeddings)
         lab = as_label_array(labels, x.shape[0])
+        out = None if outcomes is None else as_outcome_array(outcomes, x.shape[0])
         self._load(
             x,
             lab,
             reasons=np.zeros(x.shape[0], dtype=np.int8),
+            outcomes=out,
             normalize=normalize,
             min_norm=min_norm,
-            sha256=_hash_arrays(x, lab),
+            failures=failures,
+            sha256=_hash_arrays(x, lab, out),
             source=None,
         )
 
@@ -155,6 +248,7 @@ class EmbeddingSet:
         vector_column: str | list[str] | None = None,
         normalize: bool = True,
         min_norm: float = 1e-6,
+        failures: Literal["keep", "drop"] = "keep",
     ) -> EmbeddingSet:
         r"""Read embeddings from a CSV file with a header row.
 
@@ -173,7 +267,7 @@ class EmbeddingSet:
             One column holding text vectors, or the list of numeric columns. Default: every
             other column; if that is a single text column it is parsed as text vectors,
             otherwise all of them must be numeric.
-        normalize, min_norm
+        normalize, min_norm, failures
             As for :class:`EmbeddingSet`.
 
         Returns
@@ -183,10 +277,12 @@ class EmbeddingSet:
 
         Notes
         -----
-        Empty cells, missing labels and NaN values drop the row as ``"missing"``. A non-empty
-        cell of a numeric column that is not a number, or a text vector that does not parse or
-        whose length differs from the most common length in the file, drops the row as
-        ``"unparseable"``. The remaining rules are those of :class:`EmbeddingSet`.
+        An empty label cell drops the row as ``"missing"``. A labelled row whose vector has
+        empty cells or NaN values fails as ``"missing"``; a non-empty cell of a numeric column
+        that is not a number, or a text vector that does not parse or whose length differs
+        from the most common length in the file, makes it fail as ``"unparseable"``. Failed
+        rows are kept as failed outputs or dropped as ``failures`` says. The remaining rules
+        are those of :class:`EmbeddingSet`.
 
         The label column is read as text, so labels from a CSV file are always strings:
         ``001``, ``01`` and ``1`` are three identities, and ``NA``, ``None``, ``nan`` or
@@ -212,7 +308,7 @@ class EmbeddingSet:
         parsed, raw_hash = _readers.read_csv(
             path, label_column=label_column, vector_column=vector_column
         )
-        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
+        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm, failures)
 
     @classmethod
     def from_npz(
@@ -223,6 +319,7 @@ class EmbeddingSet:
         labels_key: str = "labels",
         normalize: bool = True,
         min_norm: float = 1e-6,
+        failures: Literal["keep", "drop"] = "keep",
     ) -> EmbeddingSet:
         """Read embeddings from a NumPy ``.npz`` archive (never unpickles).
 
@@ -234,13 +331,19 @@ class EmbeddingSet:
             Name of the (n_rows, dim) array.
         labels_key : str, default "labels"
             Name of the (n_rows,) label array (strings or integers, not Python objects).
-        normalize, min_norm
+        normalize, min_norm, failures
             As for :class:`EmbeddingSet`.
 
         Returns
         -------
         EmbeddingSet
             ``sha256`` is the hash of the file's bytes; ``source`` its path.
+
+        Notes
+        -----
+        An archive that holds an ``outcomes`` array (one string per row: ``"ok"`` or a failure
+        code, as ``EmbeddingSet(..., outcomes=)`` takes it) has it read as the rows' outcomes,
+        so failed outputs saved with NaN vectors keep their codes.
 
         Examples
         --------
@@ -252,10 +355,12 @@ class EmbeddingSet:
         >>> EmbeddingSet.from_npz(p).counts
         {'a': 2, 'b': 1}
         """
-        parsed, raw_hash = _readers.read_npz(
+        parsed, raw_hash, outcomes = _readers.read_npz(
             path, embeddings_key=embeddings_key, labels_key=labels_key
         )
-        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
+        return cls._from_parsed(
+            parsed, raw_hash, os.fspath(path), normalize, min_norm, failures, outcomes
+        )
 
     @classmethod
     def from_parquet(
@@ -266,6 +371,7 @@ class EmbeddingSet:
         vector_column: str | list[str] | None = None,
         normalize: bool = True,
         min_norm: float = 1e-6,
+        failures: Literal["keep", "drop"] = "keep",
     ) -> EmbeddingSet:
         """Read embeddings from a Parquet file (needs ``pyarrow``: ``pip install "idaudit[io]"``).
 
@@ -279,7 +385,7 @@ class EmbeddingSet:
             One list column (``list<float>``) or text column holding the vectors, or the list
             of numeric columns. Default as for :meth:`from_csv`, where a single non-label list
             column is read as the vectors.
-        normalize, min_norm
+        normalize, min_norm, failures
             As for :class:`EmbeddingSet`.
 
         Returns
@@ -289,13 +395,13 @@ class EmbeddingSet:
 
         Notes
         -----
-        A null list counts as ``"missing"``; a list whose length differs from the most common
-        length counts as ``"unparseable"``.
+        A null list fails as ``"missing"``; a list whose length differs from the most common
+        length fails as ``"unparseable"``.
         """
         parsed, raw_hash = _readers.read_parquet(
             path, label_column=label_column, vector_column=vector_column
         )
-        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
+        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm, failures)
 
     @classmethod
     def read(
@@ -308,6 +414,7 @@ class EmbeddingSet:
         labels_key: str = "labels",
         normalize: bool = True,
         min_norm: float = 1e-6,
+        failures: Literal["keep", "drop"] = "keep",
     ) -> EmbeddingSet:
         """Read embeddings from a file, choosing the reader by its suffix.
 
@@ -322,7 +429,7 @@ class EmbeddingSet:
             As for :meth:`from_csv` (CSV and Parquet only; ignored for ``.npz``).
         embeddings_key, labels_key : str
             As for :meth:`from_npz` (``.npz`` only; ignored otherwise).
-        normalize, min_norm
+        normalize, min_norm, failures
             As for :class:`EmbeddingSet`.
 
         Returns
@@ -353,14 +460,17 @@ class EmbeddingSet:
                 "`path` must end in .csv, .npz, .parquet or .pq; got "
                 f"{os.path.basename(os.fspath(path))!r}."
             )
+        outcomes = None
         if kind == "npz":
-            parsed, raw_hash = _readers.read_npz(
+            parsed, raw_hash, outcomes = _readers.read_npz(
                 path, embeddings_key=embeddings_key, labels_key=labels_key
             )
         else:
             reader = _readers.read_csv if kind == "csv" else _readers.read_parquet
             parsed, raw_hash = reader(path, label_column=label_column, vector_column=vector_column)
-        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm)
+        return cls._from_parsed(
+            parsed, raw_hash, os.fspath(path), normalize, min_norm, failures, outcomes
+        )
 
     @classmethod
     def _from_parsed(
@@ -370,6 +480,8 @@ class EmbeddingSet:
         source: str,
         normalize: bool,
         min_norm: float,
+        failures: Literal["keep", "drop"],
+        outcomes: npt.NDArray[np.str_] | None = None,
     ) -> EmbeddingSet:
         x, labels, reasons = parsed
         self = cls.__new__(cls)
@@ -377,8 +489,10 @@ class EmbeddingSet:
             x,
             labels,
             reasons=reasons,
+            outcomes=outcomes,
             normalize=normalize,
             min_norm=min_norm,
+            failures=failures,
             sha256=raw_hash,
             source=source,
             stacklevel=4,
@@ -392,8 +506,10 @@ class EmbeddingSet:
         labels: npt.NDArray[Any],
         *,
         reasons: npt.NDArray[np.int8],
+        outcomes: npt.NDArray[np.str_] | None,
         normalize: bool,
         min_norm: float,
+        failures: str,
         sha256: str,
         source: str | None,
         stacklevel: int = 3,
@@ -401,43 +517,81 @@ class EmbeddingSet:
         if not isinstance(normalize, (bool, np.bool_)):
             raise TypeError(f"`normalize` must be a bool; got {type(normalize).__name__}.")
         min_norm = check_in_range(min_norm, "min_norm", 0.0, None, closed="left")
+        if not isinstance(failures, str):
+            raise TypeError(
+                f"`failures` must be 'keep' or 'drop' (a str); got {type(failures).__name__}."
+            )
+        failures = check_option(failures, "failures", FAILURES)
         n_in = x.shape[0]
         reasons = reasons.copy()
-        # rules in DROP_REASONS order; a row keeps the first reason it gets
+        # row rules in DROP_REASONS order; a row keeps the first reason it gets
         label_missing = np.asarray(pd.isna(labels), dtype=bool)
         _mark(reasons, label_missing | np.isnan(x).any(axis=1), "missing")
         _mark(reasons, ~np.isfinite(x).all(axis=1), "non_finite")
         norms = np.zeros(n_in)
-        ok = reasons == 0
-        norms[ok] = _row_norms(x[ok])
+        finite = reasons == 0
+        norms[finite] = _row_norms(x[finite])
         if normalize:
             _mark(reasons, norms <= min_norm, "zero_norm")
-        keep = reasons == 0
-        counts = np.bincount(reasons, minlength=len(DROP_REASONS) + 1)
-        dropped = {r: int(counts[REASON_CODE[r]]) for r in DROP_REASONS}
-        n_dropped = int(n_in - keep.sum())
-        if not keep.any():
+        # the code of each row: "" when it succeeds; a labelled row's non-"ok" outcome comes
+        # before the row rules (the pipeline said why it failed)
+        code = np.where(reasons == 0, "", np.asarray(("", *DROP_REASONS))[reasons])
+        if outcomes is not None:
+            code = np.where(~label_missing & (outcomes != OK), outcomes, code)
+        ok = code == ""
+        failed = ~ok & ~label_missing if failures == "keep" else np.zeros(n_in, dtype=bool)
+        removed = ~ok & ~failed
+        dropped = _tally(code[removed])
+        n_dropped = int(removed.sum())
+        n_failed = int(failed.sum())
+        if not ok.any():
+            if not n_failed:
+                raise InvalidInputError(
+                    f"no rows left after dropping {n_dropped} of {n_in}: {_fmt_reasons(dropped)}."
+                )
+            extra = f"; {n_dropped} dropped ({_fmt_reasons(dropped)})" if n_dropped else ""
             raise InvalidInputError(
-                f"no rows left after dropping {n_dropped} of {n_in}: {_fmt_reasons(dropped)}."
+                f"no rows left: none of the {n_in} rows succeeded; {n_failed} failed "
+                f"({_fmt_reasons(_tally(code[failed]))}){extra}."
             )
+        # one dtype for the labels of every output kept (successful or failed)
+        attributed = ok | failed
+        lab_all = normalise_label_dtype(labels[attributed])
+        is_ok = ok[attributed]
+        lab = lab_all[is_ok]
+        pos = np.flatnonzero(attributed)  # (n_kept,) input positions
+        identities, codes = _unique_labels(lab)
+        _unique_labels(lab_all)  # the failed rows' labels must be orderable with the others
         if n_dropped:
             warnings.warn(
                 f"EmbeddingSet dropped {n_dropped} of {n_in} rows ({_fmt_reasons(dropped)}).",
                 IdauditWarning,
                 stacklevel=stacklevel,
             )
-        raw = x[keep]
-        lab = normalise_label_dtype(labels[keep])
-        identities, codes = _unique_labels(lab)
-        vectors = raw / norms[keep][:, None] if normalize else raw.copy()
+        if n_failed:
+            n_ok = int(ok.sum())
+            warnings.warn(
+                f"EmbeddingSet: {n_failed} of {n_in} rows failed "
+                f"({_fmt_reasons(_tally(code[failed]))}); they are kept as failed outputs "
+                f"(certificates count them; diagnostics compute on the {n_ok} successful "
+                f"row{'s' if n_ok != 1 else ''}).",
+                IdauditWarning,
+                stacklevel=stacklevel,
+            )
+        vectors = x[ok] / norms[ok][:, None] if normalize else x[ok].copy()
         self._setup(
             vectors,
             lab,
             identities,
             codes,
             dup_group=_duplicate_groups(vectors, codes),
+            pos=pos[is_ok],
+            failed_labels=lab_all[~is_ok],
+            failed_codes=np.asarray(code[failed], dtype=str),
+            failed_pos=pos[~is_ok],
             normalize=bool(normalize),
             min_norm=min_norm,
+            failures=failures,
             dropped=dropped,
             sha256=sha256,
             source=source,
@@ -451,35 +605,63 @@ class EmbeddingSet:
         codes: npt.NDArray[np.intp],
         *,
         dup_group: npt.NDArray[np.intp],
+        pos: npt.NDArray[np.intp],
+        failed_labels: npt.NDArray[Any],
+        failed_codes: npt.NDArray[np.str_],
+        failed_pos: npt.NDArray[np.intp],
         normalize: bool,
         min_norm: float,
+        failures: str,
         dropped: dict[str, int],
         sha256: str,
         source: str | None,
     ) -> None:
-        for arr in (vectors, labels, identities):
+        for arr in (vectors, labels, identities, failed_labels, failed_codes):
             arr.flags.writeable = False
         self._embeddings = vectors
         self._labels = labels
         self._identities = identities
         self._codes = codes
         self._dup_group = dup_group
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(identities) + 1))
-        keys = [_py(v) for v in identities.tolist()]
-        self._rows = {k: order[bounds[i] : bounds[i + 1]] for i, k in enumerate(keys)}
+        # input positions of the successful and the failed rows: as_outputs interleaves them
+        self._pos = np.asarray(pos, dtype=np.intp)
+        self._failed_labels = failed_labels
+        self._failed_codes = failed_codes
+        self._failed_pos = np.asarray(failed_pos, dtype=np.intp)
+        self._rows = _group_rows(identities, codes)
         self._counts = {k: len(v) for k, v in self._rows.items()}
+        failed_ids, failed_group = _unique_labels(failed_labels)
+        self._failed_rows = _group_rows(failed_ids, failed_group)
+        if len(failed_ids):
+            every, _ = _unique_labels(np.concatenate([identities, failed_ids]))
+            keys = [_py(v) for v in every.tolist()]
+        else:
+            keys = list(self._rows)
+        self._failed_counts = {k: len(self._failed_rows.get(k, ())) for k in keys}
         self.normalize = normalize
         self.min_norm = min_norm
+        self.failures = failures
         self.dropped_ = dict(dropped)
         self.n_dropped_ = int(sum(dropped.values()))
+        self.failure_reasons_ = _tally(failed_codes)
+        self.n_failed_ = len(failed_codes)
         self.n_duplicates_ = int(len(dup_group) - len(np.unique(dup_group)))
         self.sha256 = sha256
         self.source = source
 
-    def _take(self, rows: npt.NDArray[np.intp]) -> EmbeddingSet:
-        """Build a new set from ``rows`` (positions), inheriting provenance."""
+    def _take(
+        self,
+        rows: npt.NDArray[np.intp],
+        failed: npt.NDArray[np.intp] | None = None,
+    ) -> EmbeddingSet:
+        """Build a new set from ``rows`` (positions of successful rows), inheriting provenance.
+
+        ``failed`` are positions of failed rows to carry along (default none:
+        :func:`~idaudit.data.split_identities` splits the successful rows only). The new set
+        must keep at least one successful row.
+        """
         rows = np.sort(np.asarray(rows, dtype=np.intp))
+        fail = np.sort(np.asarray([] if failed is None else failed, dtype=np.intp))
         lab = self._labels[rows]
         identities, codes = _unique_labels(lab)
         new = type(self).__new__(type(self))
@@ -489,9 +671,14 @@ class EmbeddingSet:
             identities,
             codes,
             dup_group=self._dup_group[rows],
+            pos=self._pos[rows],
+            failed_labels=self._failed_labels[fail].copy(),
+            failed_codes=self._failed_codes[fail].copy(),
+            failed_pos=self._failed_pos[fail],
             normalize=self.normalize,
             min_norm=self.min_norm,
-            dropped=dict.fromkeys(DROP_REASONS, 0),
+            failures=self.failures,
+            dropped=_tally(np.zeros(0, dtype=str)),
             sha256=self.sha256,
             source=self.source,
         )
@@ -520,8 +707,124 @@ class EmbeddingSet:
 
     @property
     def counts(self) -> dict[Any, int]:
-        """Label (Python scalar) -> number of retained rows, in sorted label order."""
+        """Label (Python scalar) -> number of successful rows, in sorted label order."""
         return dict(self._counts)  # a copy: the set itself is immutable
+
+    @property
+    def failed_counts(self) -> dict[Any, int]:
+        """Label (Python scalar) -> number of failed rows kept, in sorted label order.
+
+        Every identity with an output (successful or failed) is a key, with 0 where none
+        failed; an identity whose every row failed is a key here but not in :attr:`counts`.
+        """
+        return dict(self._failed_counts)
+
+    def failure_codes(self, label: Any) -> npt.NDArray[np.str_]:
+        """Return the failure codes of one identity's failed rows.
+
+        Parameters
+        ----------
+        label : str or int
+            An identity with an output in this set (a key of :attr:`failed_counts`).
+
+        Returns
+        -------
+        numpy.ndarray of str, shape (n_failed_id,)
+            The codes (``"no_face"``, ``"zero_norm"``, ...) in input order; empty when none
+            of the identity's rows failed.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``label`` has no output in this set.
+        """
+        key = self._known(label)
+        rows = self._failed_rows.get(key, np.zeros(0, dtype=np.intp))
+        out: npt.NDArray[np.str_] = self._failed_codes[rows]  # a copy (fancy indexing)
+        return out
+
+    def n_outputs(self, label: Any) -> int:
+        """Return the number of outputs of one identity: successful plus failed rows.
+
+        Parameters
+        ----------
+        label : str or int
+            An identity with an output in this set (a key of :attr:`failed_counts`).
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        InvalidInputError
+            If ``label`` has no output in this set.
+        """
+        key = self._known(label)
+        return self._counts.get(key, 0) + self._failed_counts[key]
+
+    def as_outputs(self) -> EmbeddingSet:
+        r"""Return every output of every identity as one vector, a failure as its own atom.
+
+        A successful row :math:`x` (as stored: L2-normalised when ``normalize``) becomes
+        :math:`[x, 0]`; every failed row becomes :math:`[0, \dots, 0, 1]`. This is the output
+        space a certificate splits and classifies when failures count as outputs.
+
+        Returns
+        -------
+        EmbeddingSet
+            ``dim + 1`` columns; one row per output, in input order; every identity with an
+            output (those whose every row failed too); ``normalize=False``,
+            ``failures="keep"``, no failed row, ``dropped_`` all zeros; ``sha256`` and
+            ``source`` inherited. Built without warnings.
+
+        Notes
+        -----
+        Every failure code maps to the one atom :math:`[0, \dots, 0, 1]` (at distance
+        :math:`\sqrt 2` from every unit-norm success), so the codes are merged: a test can
+        tell a failure from a success, but not ``"no_face"`` from ``"generator_error"``. An
+        atom per code (one more column each) would be a possible extension. The atoms of one
+        identity are exact duplicates of each other and are counted in ``n_duplicates_``;
+        they are separate draws, so split or certify them with ``duplicates="keep"``.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import numpy as np
+        >>> from idaudit.data import EmbeddingSet
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     es = EmbeddingSet([[2.0, 0.0], [0.0, 0.0], [0.0, 3.0]], ["a", "a", "b"])
+        >>> es.as_outputs().embeddings.tolist()
+        [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+        """
+        n_ok, d = self._embeddings.shape
+        x = np.zeros((n_ok + self.n_failed_, d + 1))  # (n_outputs, dim + 1)
+        x[:n_ok, :d] = self._embeddings
+        x[n_ok:, d] = 1.0
+        lab = np.concatenate([self._labels, self._failed_labels])
+        order = np.argsort(np.concatenate([self._pos, self._failed_pos]), kind="stable")
+        x, lab = x[order], lab[order]
+        identities, codes = _unique_labels(lab)
+        new = type(self).__new__(type(self))
+        new._setup(
+            x,
+            lab,
+            identities,
+            codes,
+            dup_group=_duplicate_groups(x, codes),
+            pos=np.arange(len(lab), dtype=np.intp),
+            failed_labels=lab[:0].copy(),
+            failed_codes=np.zeros(0, dtype=str),
+            failed_pos=np.zeros(0, dtype=np.intp),
+            normalize=False,
+            min_norm=self.min_norm,
+            failures="keep",
+            dropped=_tally(np.zeros(0, dtype=str)),
+            sha256=self.sha256,
+            source=self.source,
+        )
+        return new
 
     @property
     def dim(self) -> int:
@@ -538,7 +841,7 @@ class EmbeddingSet:
             return False
 
     def get(self, label: Any) -> npt.NDArray[np.float64]:
-        """Return the rows of one identity.
+        """Return the successful rows of one identity.
 
         Parameters
         ----------
@@ -563,24 +866,34 @@ class EmbeddingSet:
         Parameters
         ----------
         identities : iterable of labels
-            Identities to keep (each must be in this set).
+            Identities to keep (each must have an output in this set: a key of
+            :attr:`failed_counts`).
 
         Returns
         -------
         EmbeddingSet
-            Rows of those identities in input order. ``sha256`` and ``source`` are inherited;
-            ``dropped_`` is all zeros (nothing is dropped by subsetting).
+            Rows of those identities in input order, their failed rows included. ``sha256``
+            and ``source`` are inherited; ``dropped_`` is all zeros (nothing is dropped by
+            subsetting).
 
         Raises
         ------
         InvalidInputError
-            If an identity is unknown, or ``identities`` is empty.
+            If an identity is unknown, ``identities`` is empty, or every row of the
+            identities named failed.
         """
         wanted = list(identities) if not isinstance(identities, (str, bytes)) else [identities]
         if not wanted:
             raise InvalidInputError("`identities` must name at least one identity; got none.")
-        rows = np.concatenate([self._rows_of(label) for label in dict.fromkeys(map(_py, wanted))])
-        return self._take(rows)
+        keys = [self._known(label) for label in dict.fromkeys(map(_py, wanted))]
+        empty = np.zeros(0, dtype=np.intp)
+        rows = np.concatenate([self._rows.get(k, empty) for k in keys])
+        if not len(rows):
+            raise InvalidInputError(
+                f"every row of the identities {keys} failed; a subset needs a successful row."
+            )
+        failed = np.concatenate([self._failed_rows.get(k, empty) for k in keys])
+        return self._take(rows, failed)
 
     def drop_duplicates(self) -> EmbeddingSet:
         """Return a new set with one row per group of exact duplicates (its first row).
@@ -596,8 +909,8 @@ class EmbeddingSet:
         -------
         EmbeddingSet
             The rows counted in ``n_duplicates_`` removed, the first row of each group kept,
-            in input order; ``n_duplicates_`` is 0. ``sha256`` and ``source`` are inherited;
-            ``dropped_`` is all zeros.
+            in input order; ``n_duplicates_`` is 0. Every failed row is kept. ``sha256`` and
+            ``source`` are inherited; ``dropped_`` is all zeros.
 
         Examples
         --------
@@ -607,24 +920,25 @@ class EmbeddingSet:
         (2, {'a': 1, 'b': 2})
         """
         _, first = np.unique(self._dup_group, return_index=True)
-        return self._take(first)
+        return self._take(first, np.arange(self.n_failed_))
 
     def filter(self, *, min_rows: int) -> tuple[EmbeddingSet, dict[Any, int]]:
-        """Keep the identities with at least ``min_rows`` rows.
+        """Keep the identities with at least ``min_rows`` successful rows.
 
         Parameters
         ----------
         min_rows : int
-            Fewest rows an identity must have to be kept (>= 1).
+            Fewest successful rows an identity must have to be kept (>= 1).
 
         Returns
         -------
         kept : EmbeddingSet
-            The identities with at least ``min_rows`` rows (``self`` itself when none is
-            dropped; otherwise as :meth:`subset` builds it).
+            The identities with at least ``min_rows`` successful rows, with their failed rows
+            (``self`` itself when none is dropped; otherwise as :meth:`subset` builds it).
         dropped : dict
-            Label (a Python scalar) -> its number of rows, for every identity dropped, in
-            sorted label order; empty when none is.
+            Label (a Python scalar) -> its number of successful rows, for every identity
+            dropped (one whose every row failed with 0), in sorted label order; empty when
+            none is.
 
         Raises
         ------
@@ -641,15 +955,16 @@ class EmbeddingSet:
         ({'a': 3}, {'b': 1, 'c': 1})
         """
         min_rows = check_integer(min_rows, "min_rows", minimum=1)
-        dropped = {label: n for label, n in self._counts.items() if n < min_rows}
+        rows = {label: self._counts.get(label, 0) for label in self._failed_counts}
+        dropped = {label: n for label, n in rows.items() if n < min_rows}
         if not dropped:
             return self, dropped
-        if len(dropped) == len(self._counts):
+        if len(dropped) == len(rows):
             raise InvalidInputError(
-                f"`min_rows` {min_rows} leaves none of the {len(self._counts)} identities "
-                f"(the largest has {max(self._counts.values())} rows)."
+                f"`min_rows` {min_rows} leaves none of the {len(rows)} identities "
+                f"(the largest has {max(rows.values())} rows)."
             )
-        return self.subset(label for label in self._counts if label not in dropped), dropped
+        return self.subset(label for label in rows if label not in dropped), dropped
 
     def _rows_of(self, label: Any) -> npt.NDArray[np.intp]:
         try:
@@ -662,16 +977,32 @@ class EmbeddingSet:
                 f"({len(self._rows)} identities: {shown}{more})."
             ) from None
 
+    def _known(self, label: Any) -> Any:
+        """``label`` as a key of :attr:`failed_counts` (an identity with any output)."""
+        try:
+            key = _py(label)
+            if key in self._failed_counts:
+                return key
+        except TypeError:  # unhashable
+            pass
+        self._rows_of(label)  # raises, naming the label
+        return _py(label)  # pragma: no cover - _rows_of raised
+
     def __repr__(self) -> str:
         dropped = (
             f"dropped={self.n_dropped_} ({_fmt_reasons(self.dropped_)})"
             if self.n_dropped_
             else "dropped=0"
         )
+        failed = (
+            f", failed={self.n_failed_} ({_fmt_reasons(self.failure_reasons_)})"
+            if self.n_failed_
+            else ""
+        )
         src = f", source={os.path.basename(self.source)!r}" if self.source else ""
         return (
             f"EmbeddingSet(n={len(self)}, identities={self.n_identities}, dim={self.dim}, "
-            f"normalized={self.normalize}, {dropped}, duplicates={self.n_duplicates_}, "
+            f"normalized={self.normalize}{failed}, {dropped}, duplicates={self.n_duplicates_}, "
             f"sha256={self.sha256[:12]}…{src})"
         )
 
@@ -732,12 +1063,38 @@ def _duplicate_groups(
     return exact.astype(np.intp).ravel()
 
 
-def _hash_arrays(x: npt.NDArray[np.float64], labels: npt.NDArray[Any]) -> str:
+def _hash_arrays(
+    x: npt.NDArray[np.float64],
+    labels: npt.NDArray[Any],
+    outcomes: npt.NDArray[np.str_] | None = None,
+) -> str:
     h = hashlib.sha256(b"idaudit-embeddings-v1")
     h.update(repr(tuple(x.shape)).encode())
     h.update(np.ascontiguousarray(x, dtype="<f8").tobytes())
     h.update("\n".join(repr(_py(v)) for v in labels.tolist()).encode())
+    if outcomes is not None:  # absent: the hash of the three parts above, as before
+        h.update(b"\x00outcomes\x00")
+        h.update("\n".join(outcomes.tolist()).encode())
     return h.hexdigest()
+
+
+def _tally(codes: npt.NDArray[np.str_]) -> dict[str, int]:
+    """Rows per code: every one of DROP_REASONS (0 if absent), then other codes sorted."""
+    values, counts = np.unique(np.asarray(codes, dtype=str), return_counts=True)
+    found = dict(zip(values.tolist(), counts.tolist(), strict=True))
+    out = {r: int(found.pop(r, 0)) for r in DROP_REASONS}
+    out.update({c: int(found[c]) for c in sorted(found)})
+    return out
+
+
+def _group_rows(
+    identities: npt.NDArray[Any], codes: npt.NDArray[np.intp]
+) -> dict[Any, npt.NDArray[np.intp]]:
+    """Label (Python scalar) -> positions of its rows, in input order."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(identities) + 1))
+    keys = [_py(v) for v in identities.tolist()]
+    return {k: order[bounds[i] : bounds[i + 1]] for i, k in enumerate(keys)}
 
 
 def _py(value: Any) -> Any:

@@ -2,8 +2,9 @@
 
 Each reader returns ``(vectors, labels, reasons)`` and the SHA-256 of the file's bytes:
 ``vectors`` is (n_rows, dim) float64 with NaN in rows it could not read, ``labels`` the raw
-label column, and ``reasons`` an int8 code per row (0 = fine, otherwise the reader's drop
-reason) that :class:`~idaudit.data.EmbeddingSet` merges with its own rules.
+label column, and ``reasons`` an int8 code per row (0 = fine, otherwise the reader's row rule)
+that :class:`~idaudit.data.EmbeddingSet` merges with its own rules. :func:`read_npz` also
+returns the archive's per-row ``outcomes`` array when it holds one.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from idaudit.data._rows import REASON_CODE, as_float_matrix, as_label_array
+from idaudit.data._rows import REASON_CODE, as_float_matrix, as_label_array, as_outcome_array
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["read_csv", "read_npz", "read_parquet"]
 
 Parsed: TypeAlias = tuple[npt.NDArray[np.float64], npt.NDArray[Any], npt.NDArray[np.int8]]
+
+#: Name of the optional per-row outcome array of a ``.npz`` archive ("ok" or a failure code).
+OUTCOMES_KEY = "outcomes"
 
 #: Column names taken as the label column when ``label_column`` is not given, in this order.
 LABEL_COLUMN_NAMES: tuple[str, ...] = ("label", "identity", "id")
@@ -185,8 +189,12 @@ def read_parquet(
 
 def read_npz(
     path: str | os.PathLike[str], *, embeddings_key: str, labels_key: str
-) -> tuple[Parsed, str]:
-    """Read a ``.npz`` archive without unpickling (see :meth:`EmbeddingSet.from_npz`)."""
+) -> tuple[Parsed, str, npt.NDArray[np.str_] | None]:
+    """Read a ``.npz`` archive without unpickling (see :meth:`EmbeddingSet.from_npz`).
+
+    Returns ``(parsed, sha256, outcomes)``: ``outcomes`` is the archive's
+    :data:`OUTCOMES_KEY` array, checked (one non-empty string per row), or None if it has none.
+    """
     raw = _read_bytes(path)
     try:
         archive = np.load(io.BytesIO(raw), allow_pickle=False)
@@ -202,15 +210,23 @@ def read_npz(
         try:
             x = archive[embeddings_key]
             labels = archive[labels_key]
+            outcomes = archive[OUTCOMES_KEY] if OUTCOMES_KEY in keys else None
         except ValueError as exc:  # object arrays need pickle
             raise InvalidInputError(
                 f"{os.fspath(path)!r} stores Python objects, which idaudit never unpickles; "
-                "save the embeddings as a float array and the labels as a string or integer "
-                "array."
+                "save the embeddings as a float array, the labels as a string or integer "
+                f"array and any {OUTCOMES_KEY!r} as a string array."
             ) from exc
     x = as_float_matrix(x)
     labels = as_label_array(labels, x.shape[0])
-    return (x, labels, np.zeros(x.shape[0], dtype=np.int8)), _sha256(raw)
+    if outcomes is not None:
+        try:
+            outcomes = as_outcome_array(outcomes, x.shape[0])
+        except InvalidInputError as exc:
+            raise InvalidInputError(
+                f"the {OUTCOMES_KEY!r} array of {os.fspath(path)!r}: {exc}"
+            ) from exc
+    return (x, labels, np.zeros(x.shape[0], dtype=np.int8)), _sha256(raw), outcomes
 
 
 # ---------------------------------------------------------------------- frames

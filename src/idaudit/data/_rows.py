@@ -13,9 +13,11 @@ from idaudit.exceptions import InvalidInputError
 
 __all__ = [
     "DROP_REASONS",
+    "OK",
     "REASON_CODE",
     "as_float_matrix",
     "as_label_array",
+    "as_outcome_array",
     "normalise_label_dtype",
 ]
 
@@ -25,6 +27,10 @@ DROP_REASONS: tuple[str, ...] = ("missing", "unparseable", "non_finite", "zero_n
 
 
 REASON_CODE = {reason: i + 1 for i, reason in enumerate(DROP_REASONS)}  # 0 means "kept"
+
+#: The outcome of a row that the pipeline produced without failing; any other non-empty string
+#: is a failure code (``"no_face"``, ``"generator_error"``, ``"unreadable"``, ...).
+OK = "ok"
 
 
 def _row_lengths(rows: Any) -> list[int] | None:
@@ -111,3 +117,42 @@ def normalise_label_dtype(lab: npt.NDArray[Any]) -> npt.NDArray[Any]:
     if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
         return np.asarray(values, dtype=np.int64)
     return lab
+
+
+def as_outcome_array(outcomes: Any, n: int) -> npt.NDArray[np.str_]:
+    """Check ``outcomes`` (one non-empty string per row) and return it as a str array."""
+    if isinstance(outcomes, np.ndarray):
+        values = outcomes
+    elif isinstance(outcomes, (pd.Series, pd.Index)):
+        values = outcomes.to_numpy()
+    elif isinstance(outcomes, (str, bytes)) or not isinstance(outcomes, Iterable):
+        raise InvalidInputError(
+            "`outcomes` must be a 1-D sequence of strings ('ok' or a failure code); got "
+            f"{type(outcomes).__name__}."
+        )
+    else:
+        try:
+            values = np.array(list(outcomes), dtype=object)
+        except ValueError as exc:  # ragged nesting
+            raise InvalidInputError("`outcomes` must be 1-D; got nested sequences.") from exc
+    if values.ndim != 1:
+        raise InvalidInputError(f"`outcomes` must be 1-D; got shape {values.shape}.")
+    if values.shape[0] != n:
+        raise InvalidInputError(
+            f"`outcomes` must have one entry per row of `embeddings`; got {values.shape[0]} vs {n}."
+        )
+    if values.dtype.kind != "U":
+        bad = [v for v in values.tolist() if not isinstance(v, str)]
+        if bad:
+            raise InvalidInputError(
+                f"`outcomes` must hold strings ('ok' or a failure code such as 'no_face'); "
+                f"got {type(bad[0]).__name__} ({len(bad)} of {n} entries are not strings)."
+            )
+    out = np.asarray(values.tolist(), dtype=str).reshape(n)
+    empty = np.flatnonzero(out == "")
+    if empty.size:
+        raise InvalidInputError(
+            f"`outcomes` must hold non-empty strings ('ok' or a failure code); row "
+            f"{int(empty[0])} is empty ({empty.size} empty in all)."
+        )
+    return out

@@ -224,8 +224,8 @@ class EncodedGenerator:
         InvalidInputError
             If ``identity`` is unknown, an output is not a usable image, no face is found,
             or the encoder returns the wrong shape or non-finite values: a mechanism must
-            answer every query (use :func:`idaudit.pipeline.audit_generator` to drop and
-            count such draws instead).
+            answer every query (use :func:`idaudit.pipeline.audit_generator` instead, which
+            records such draws and keeps them as failed outputs or drops and counts them).
 
         Warns
         -----

@@ -21,7 +21,7 @@ from idaudit._validation import (
     check_random_state,
     spawn_seeds,
 )
-from idaudit.data import EmbeddingSet, sample_pairs
+from idaudit.data import FAILURES, EmbeddingSet, sample_pairs
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.mechanisms import DRAW_STATUSES, EncodedGenerator
 
@@ -58,7 +58,10 @@ class GeneratorEmbeddings:
     Attributes
     ----------
     embeddings : EmbeddingSet
-        L2-normalised rows of the identities kept (``min_rows`` usable rows or more).
+        Every draw of the identities kept (``min_rows`` usable rows or more): the usable rows
+        L2-normalised, and with ``failures="keep"`` each failed draw as a failed output whose
+        code is its status (``failed_counts``, ``failure_codes``, ``as_outputs``); with
+        ``failures="drop"`` the failed draws are dropped and counted in ``dropped_``.
     vectors : numpy.ndarray of float64, shape (n_ok, dim)
         Every usable row, kept identities or not, as the encoder returned it.
     rows : pandas.DataFrame
@@ -194,14 +197,16 @@ def encode_generator(
     rng: RngLike = 0,
     batch_size: int = 64,
     progress: bool = True,
+    failures: Literal["keep", "drop"] = "keep",
     _faces: dict[Any, Any] | None = None,
 ) -> GeneratorEmbeddings:
     """Run ``generator`` over every identity's source images and encode the outputs' faces.
 
     The first half of :func:`audit_generator` (see there for the parameters): draws, runs
-    the callable, detects/aligns/encodes, drops and counts failed draws, excludes identities
-    with fewer than ``min_rows`` usable rows. ``output_shape`` is the size outputs must
-    have (default: their source's; ``None`` accepts any size in detect mode), see
+    the callable, detects/aligns/encodes, records and counts failed draws (kept as failed
+    outputs or dropped, as ``failures`` says), excludes identities with fewer than
+    ``min_rows`` usable rows. ``output_shape`` is the size outputs must have (default: their
+    source's; ``None`` accepts any size in detect mode), see
     :class:`~idaudit.mechanisms.EncodedGenerator`.
 
     Returns
@@ -211,10 +216,12 @@ def encode_generator(
     Warns
     -----
     IdauditWarning
-        When identities are excluded (the first ten are named), and when usable rows repeat
-        exactly (a deterministic generator over repeated sources).
+        When identities are excluded (the first ten are named), when usable rows repeat
+        exactly (a deterministic generator over repeated sources), and when draws of the kept
+        identities failed (with the counts by status, and whether they were kept or dropped).
     """
     sampling = check_option(sampling, "sampling", ("each", "with_replacement"))  # type: ignore[assignment]
+    failures = check_option(failures, "failures", FAILURES)  # type: ignore[assignment]
     repeats = check_integer(repeats, "repeats", minimum=1)
     min_rows = check_integer(min_rows, "min_rows", minimum=1)
     if sampling == "with_replacement":
@@ -304,7 +311,7 @@ def encode_generator(
             f"no identity has min_rows={min_rows} usable outputs; what happened to the draws: "
             f"{_status_totals(outcomes)}."
         )
-    es = EmbeddingSet(vectors[kept_mask], rows["identity"].to_numpy()[kept_mask])
+    es = _draws_set(vectors, outcomes, excluded, failures)
     attrs: dict[str, Any] = {
         "input_sha256": _input_hash(engine.images_by_identity),
         **_model_attrs(engine),
@@ -315,6 +322,7 @@ def encode_generator(
         "setting.n_per_identity": -1 if n_per_identity is None else n_per_identity,
         "setting.min_rows": min_rows,
         "setting.upscale": engine.upscale,
+        "setting.failures": failures,
         "n_draws": len(outcomes),
         **{f"n_{s}": int((outcomes["status"] == s).sum()) for s in DRAW_STATUSES},
         "n_duplicate_rows": n_dup,
@@ -333,6 +341,57 @@ def encode_generator(
         attrs=attrs,
         n_encoded=engine.n_encoded,
     )
+
+
+def _draws_set(
+    vectors: npt.NDArray[np.float64],
+    outcomes: pd.DataFrame,
+    excluded: tuple[Any, ...],
+    failures: str,
+) -> EmbeddingSet:
+    """Build the EmbeddingSet of every draw of the kept identities, a failed one as NaN.
+
+    Each draw's status is its outcome, so a failed draw is a failed output coded by its
+    status (``failures="keep"``) or a dropped row counted under it (``"drop"``). The
+    EmbeddingSet's own warning is replaced by one that speaks of draws.
+    """
+    rows = outcomes["embedding_row"].to_numpy()  # (n_draws,) -1 unless ok
+    full = np.full((len(outcomes), vectors.shape[1]), np.nan)  # (n_draws, dim)
+    full[rows >= 0] = vectors[rows[rows >= 0]]
+    kept = ~outcomes["identity"].isin(excluded).to_numpy()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="EmbeddingSet", category=IdauditWarning)
+        es = EmbeddingSet(
+            full[kept],
+            outcomes["identity"].to_numpy()[kept],
+            outcomes=outcomes["status"].to_numpy(dtype=str)[kept],
+            failures=failures,  # type: ignore[arg-type]
+        )
+    n_draws = int(kept.sum())
+    if es.n_failed_:
+        warnings.warn(
+            f"{es.n_failed_} of {n_draws} draws of the kept identities failed "
+            f"({_fmt_codes(es.failure_reasons_)}); they are kept as failed outputs in "
+            "`.embeddings` (failures='keep': certificates count them; the audits compute on "
+            f"the {len(es)} successful rows, conditional on success). Per-identity counts "
+            "are in `.counts`.",
+            IdauditWarning,
+            stacklevel=3,
+        )
+    elif es.n_dropped_:
+        warnings.warn(
+            f"{es.n_dropped_} failed draws of the kept identities dropped "
+            f"({_fmt_codes(es.dropped_)}) (failures='drop': the audits and certificates "
+            "describe the generator conditioned on success). Per-identity counts are in "
+            "`.counts`.",
+            IdauditWarning,
+            stacklevel=3,
+        )
+    return es
+
+
+def _fmt_codes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in counts.items() if v)
 
 
 def _status_totals(outcomes: pd.DataFrame) -> str:
@@ -441,6 +500,7 @@ def audit_generator(
     device: str = "cpu",
     batch_size: int = 64,
     progress: bool = True,
+    failures: Literal["keep", "drop"] = "keep",
 ) -> GeneratorAudit:
     r"""Audit an image → image face pipeline from source images, in one call.
 
@@ -503,6 +563,15 @@ def audit_generator(
         Images per generator batch and crops per encoder call.
     progress : bool, default True
         Progress bars.
+    failures : {"keep", "drop"}, default "keep"
+        What the :class:`~idaudit.data.EmbeddingSet` in ``embeddings.embeddings`` does with
+        the failed draws (no face, generator error, bad output) of the kept identities.
+        ``"keep"``: each is a failed output of its identity, coded by its status — an
+        observation of the mechanism that certificates count (a generator that loses one
+        identity's face more often than another's is telling them apart). ``"drop"``: they
+        are dropped and counted, and the certificates describe the generator *conditioned on
+        success*, which can understate or overstate its ε. Either way the audits compute on
+        the successful rows, and the failures are counted per identity and per pair.
 
     Returns
     -------
@@ -524,7 +593,10 @@ def audit_generator(
     (``generator_error``), an output of the wrong type or size (``bad_output``) and an
     output without a face (``no_face``) are recorded per draw in
     ``embeddings.outcomes``, counted per identity in ``embeddings.counts`` and in the result's
-    attrs, and reported per pair as ``lost_a``/``lost_b``.
+    attrs, and reported per pair as ``lost_a``/``lost_b``. With ``failures="keep"`` they
+    are also failed outputs of ``embeddings.embeddings`` (its ``failed_counts`` and
+    ``as_outputs()``), which the certifier is fitted on. Identities with fewer than
+    ``min_rows`` *successful* draws are still excluded, failed draws and all.
 
     Examples
     --------
@@ -551,6 +623,7 @@ def audit_generator(
         rng=rng,
         batch_size=batch_size,
         progress=progress,
+        failures=failures,
     )
     return _audit(coded, pairs, auditor_list, certifier, controls, seed, device, progress)
 
@@ -649,6 +722,7 @@ def compare_conditions(
     device: str = "cpu",
     batch_size: int = 64,
     progress: bool = True,
+    failures: Literal["keep", "drop"] = "keep",
 ) -> ConditionComparison:
     """Audit several generators (conditions) on the identities and pairs common to all.
 
@@ -664,6 +738,9 @@ def compare_conditions(
         The generators, e.g. ``{"none": lambda im: im, "blur 3": GaussianBlur(3)}``.
     images_by_identity, pipeline, auditors, cache, mode, rng, device, batch_size, progress
         As in :func:`audit_generator` (``mode`` defaults to ``"paired"`` here).
+    failures : {"keep", "drop"}, default "keep"
+        As in :func:`audit_generator`; the failed draws are tabulated in ``lost`` (and not
+        warned about per condition).
     pairs : int or "all", default 100
         Pairs sampled (seeded) among the common identities.
     certifier : ReservedTestCertifier, optional
@@ -701,8 +778,10 @@ def compare_conditions(
     coded: dict[str, GeneratorEmbeddings] = {}
     for name, gen in conditions.items():
         with warnings.catch_warnings():
-            # exclusions are reported per condition in the `lost` table and the result
+            # exclusions and failed draws are reported per condition in the `lost` table
+            # and the result
             warnings.filterwarnings("ignore", message=".*left with fewer than min_rows")
+            warnings.filterwarnings("ignore", message=".*draws of the kept identities")
             coded[name] = encode_generator(
                 gen,
                 images_by_identity,
@@ -713,6 +792,7 @@ def compare_conditions(
                 rng=rng,
                 batch_size=batch_size,
                 progress=progress,
+                failures=failures,
                 _faces=shared_faces,
             )
     names = list(coded)
