@@ -17,7 +17,7 @@ import platform
 import tempfile
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 import pandas as pd
@@ -26,9 +26,11 @@ import xarray as xr
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
+    "CERTIFIED_STATUSES",
     "EPSILON_STATUSES",
     "STATUSES",
     "AttrValue",
+    "ReducedStatus",
     "Status",
     "attr_value",
     "check_result_dataset",
@@ -38,6 +40,8 @@ __all__ = [
     "pair_dataset",
     "pair_frame",
     "provenance",
+    "reduce_status",
+    "reduction_attrs",
     "variable",
     "write_atomic",
     "write_csv",
@@ -88,6 +92,10 @@ assert tuple(STATUSES) == get_args(Status)  # one list, two spellings
 #: The statuses an ε estimated from audit data may carry (weakest first).
 EPSILON_STATUSES: tuple[Status, ...] = ("diagnostic", "sample_estimate", "certified_lower_bound")
 
+#: The statuses that hold with a stated probability; a number derived from several of them
+#: keeps the status only when they hold jointly (:func:`reduce_status`).
+CERTIFIED_STATUSES: tuple[Status, ...] = ("certified_lower_bound", "certified_upper_bound")
+
 #: What a netCDF attribute may hold.
 AttrValue = str | int | float
 
@@ -119,6 +127,107 @@ def check_status(status: Any) -> Status:
     if not isinstance(status, str) or status not in STATUSES:
         raise InvalidInputError(f"`status` must be one of {', '.join(STATUSES)}; got {status!r}.")
     return status  # type: ignore[return-value]
+
+
+class ReducedStatus(NamedTuple):
+    """The status of a number derived from several others, and why it changed (if it did)."""
+
+    status: Status
+    reason: str
+
+
+def reduce_status(status: Any, n_values: int, *, n_simultaneous: int = 1) -> ReducedStatus:
+    """Status of a maximum, quantile, arg-max or summary over ``n_values`` numbers of one status.
+
+    A maximum over certified bounds is certified only when the bounds hold *jointly*: the
+    largest of n bounds each valid with probability 1 − α is valid with probability 1 − nα at
+    worst (the pair that reaches it is chosen by the data). Each certified variable therefore
+    records ``n_simultaneous``, the number of its values whose bounds hold together at its
+    stated confidence (each was taken at level α / ``n_simultaneous``, or a simultaneous
+    procedure covered that many). A number reduced from ``n_values`` of them stays certified
+    when ``n_values <= n_simultaneous`` (the union bound then pays for every value it may
+    pick; order statistics of jointly valid lower bounds are lower bounds on the same order
+    statistics of the truths), and becomes a ``sample_estimate`` otherwise. Other statuses
+    carry over unchanged. Every reducer in idaudit decides its status here.
+
+    Parameters
+    ----------
+    status : str
+        The status of the values reduced (a key of :data:`STATUSES`).
+    n_values : int
+        How many values the reduction looks at (pairs for a maximum over pairs), >= 1.
+    n_simultaneous : int, default 1
+        How many of those values hold jointly at the stated confidence, >= 1.
+
+    Returns
+    -------
+    ReducedStatus
+        ``(status, reason)``; ``reason`` is ``""`` when the status carried over, else a
+        sentence for the result's ``status_reason`` attribute.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``status`` is unknown or a count is below 1.
+
+    Examples
+    --------
+    >>> from idaudit._results import reduce_status
+    >>> reduce_status("certified_lower_bound", 300).status
+    'sample_estimate'
+    >>> reduce_status("certified_lower_bound", 300, n_simultaneous=300).status
+    'certified_lower_bound'
+    >>> reduce_status("diagnostic", 300).status
+    'diagnostic'
+    """
+    checked = check_status(status)
+    for name, value in (("n_values", n_values), ("n_simultaneous", n_simultaneous)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise InvalidInputError(f"`{name}` must be an integer >= 1; got {value!r}.")
+    if checked not in CERTIFIED_STATUSES or n_values <= n_simultaneous:
+        return ReducedStatus(checked, "")
+    return ReducedStatus(
+        "sample_estimate",
+        f"derived from {int(n_values)} {checked.replace('_', ' ')}s of which only "
+        f"{int(n_simultaneous)} hold jointly at the stated confidence (the multiplicity is "
+        "not paid for; set n_simultaneous to at least the number of values, e.g. "
+        "n_simultaneous='pairs')",
+    )
+
+
+def reduction_attrs(attrs: Mapping[str, Any], n_values: int) -> dict[str, Any]:
+    """Return the status attributes of a number reduced from ``n_values`` values of a variable.
+
+    Reads the variable's ``status`` and ``n_simultaneous`` (1 when absent) and applies
+    :func:`reduce_status`.
+
+    Parameters
+    ----------
+    attrs : mapping
+        The reduced variable's attributes.
+    n_values : int
+        How many of its values the reduction looks at.
+
+    Returns
+    -------
+    dict
+        ``status``; ``n_simultaneous`` when the result is still certified; ``status_reason``
+        when the status was lowered.
+
+    Examples
+    --------
+    >>> from idaudit._results import reduction_attrs
+    >>> reduction_attrs({"status": "certified_lower_bound", "n_simultaneous": 5}, 5)
+    {'status': 'certified_lower_bound', 'n_simultaneous': 5}
+    """
+    n_sim = int(attrs.get("n_simultaneous", 1))
+    status, reason = reduce_status(attrs.get("status"), int(n_values), n_simultaneous=n_sim)
+    out: dict[str, Any] = {"status": status}
+    if status in CERTIFIED_STATUSES:
+        out["n_simultaneous"] = n_sim
+    if reason:
+        out["status_reason"] = reason
+    return out
 
 
 def attr_value(value: Any) -> AttrValue:

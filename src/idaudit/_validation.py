@@ -22,6 +22,7 @@ __all__ = [
     "Boolean",
     "Constraint",
     "Device",
+    "IntegerOrOption",
     "Interval",
     "Label",
     "OptionOrPositive",
@@ -382,6 +383,27 @@ class OptionOrPositive:
 
     def invalid(self) -> tuple[Any, ...]:
         return ("no such rule", -1.0, [1.0])
+
+
+@dataclass(frozen=True)
+class IntegerOrOption:
+    """A named rule (one of ``options``) or an integer of at least ``minimum``."""
+
+    options: tuple[str, ...]
+    minimum: int = 1
+
+    def check(self, value: Any, name: str) -> Any:
+        if isinstance(value, str):
+            if value not in self.options:
+                rule = " or ".join(repr(o) for o in self.options)
+                raise InvalidInputError(
+                    f"`{name}` must be {rule} or an integer >= {self.minimum}; got {value!r}."
+                )
+            return value
+        return check_integer(value, name, minimum=self.minimum)
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("no such rule", 2.5, self.minimum - 1)
 
 
 @dataclass(frozen=True)

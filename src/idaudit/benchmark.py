@@ -28,7 +28,7 @@ import xarray as xr
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from idaudit._results import provenance, variable
+from idaudit._results import provenance, reduction_attrs, variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -334,18 +334,19 @@ def _check_sequential(sequential: Any, delta: float) -> None:
 def _attach_sequential(ds: xr.Dataset, cert: SequentialCertifier) -> xr.Dataset:
     """Run the sequential certificate on the audited pairs and attach it (same pair order)."""
     cert.fit()
+    per_pair = cert.certificates_["epsilon_lb"]
     return ds.assign(
         sequential_epsilon=variable(
             "pair",
-            cert.certificates_["epsilon_lb"].values,
+            per_pair.values,
             long_name="anytime-valid sequential certified lower bound (own draws)",
-            status="certified_lower_bound",
+            **reduction_attrs(per_pair.attrs, 1),
         ),
         sequential_epsilon_max=variable(
             (),
             cert.epsilon_lb_,
             long_name="largest sequential certified bound",
-            status="certified_lower_bound",
+            **reduction_attrs(per_pair.attrs, per_pair.sizes["pair"]),
         ),
         sequential_n_used=variable(
             (),
@@ -387,17 +388,18 @@ def _attach_certificate(ds: xr.Dataset, certificates: xr.Dataset) -> xr.Dataset:
         strict=False,
     ):
         values[index[(a, b)]] = eps
+    per_pair = certificates["epsilon_lb"]
     return ds.assign(
         certified_epsilon=variable(
             "pair",
             values,
             long_name="reserved-test certified lower bound (selected pairs; NaN elsewhere)",
-            status="certified_lower_bound",
+            **reduction_attrs(per_pair.attrs, 1),
         ),
         certified_epsilon_max=variable(
             (),
             float(certificates.attrs["epsilon_lb"]),
             long_name="largest certified lower bound",
-            status="certified_lower_bound",
+            **reduction_attrs(per_pair.attrs, max(per_pair.sizes["pair"], 1)),
         ),
     )

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._results import reduction_attrs
+
 if TYPE_CHECKING:
     import pandas as pd
     import xarray as xr
@@ -152,7 +154,12 @@ def plot_noise_sweep(
         key = name.replace("_epsilon", "")
         family = key.split("_")[0]
         colour = _COLOURS.get(key, _COLOURS.get(family))
-        status = str(ds[name].attrs.get("status", "")).replace("_", " ")
+        # a median over the pairs: certified only if their bounds hold jointly
+        status = ""
+        if "status" in ds[name].attrs:
+            n_values = max(int(np.isfinite(values).sum(axis=1).max()), 1)  # NaN: not audited
+            reduced = reduction_attrs(ds[name].attrs, n_values)
+            status = str(reduced["status"]).replace("_", " ")
         label = f"{_NAMES.get(key, _NAMES.get(family, key))} ({status})" if status else key
         finite = np.isfinite(med)
         (line,) = ax_eps.plot(
@@ -254,9 +261,14 @@ def plot_certified_routes(
     ]
     for name in names:
         values = np.asarray(ds[name].values, dtype=np.float64)
+        label, style = _route_name(name, ds[name]), "-"
         if values.ndim == 2:
+            n_pairs = values.shape[1]
             values = np.nanmax(values, axis=1)
-        ax.plot(scale, values, marker="o", ms=3, label=_route_name(name, ds[name]))
+            if reduction_attrs(ds[name].attrs, n_pairs)["status"] != "certified_lower_bound":
+                # each pair's bound alone: their maximum is not certified (docs/status.md)
+                label, style = f"{label} (max of {n_pairs} per-pair bounds: not certified)", "--"
+        ax.plot(scale, values, style, marker="o", ms=3, label=label)
     if "true_epsilon" in ds:
         truth = np.asarray(ds["true_epsilon"].transpose("scale", "pair").values, dtype=np.float64)
         ax.plot(scale, truth.max(axis=1), color="k", lw=2, label="true ε (largest over pairs)")

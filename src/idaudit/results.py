@@ -3,6 +3,8 @@
 * :data:`STATUSES` — every formal status a reported number can carry, with its meaning
   (``Status`` is the same list as a ``typing.Literal``); :data:`EPSILON_STATUSES` — those an
   ε estimated from audit data may carry. See ``docs/status.md``.
+* :func:`reduce_status`, :func:`reduction_attrs` — the status of a maximum, quantile or
+  summary over many numbers: certified only when their multiplicity is paid for.
 * :func:`variable`, :func:`pair_dataset`, :func:`provenance` — build result Datasets the way
   idaudit's own functions do; :func:`check_result_dataset` checks one; :func:`pair_frame`
   is the one-row-per-pair table view.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 from idaudit._results import (
+    CERTIFIED_STATUSES,
     EPSILON_STATUSES,
     STATUSES,
     Status,
@@ -21,6 +24,8 @@ from idaudit._results import (
     pair_dataset,
     pair_frame,
     provenance,
+    reduce_status,
+    reduction_attrs,
     variable,
     write_atomic,
     write_csv,
@@ -30,6 +35,7 @@ from idaudit._results import (
 )
 
 __all__ = [
+    "CERTIFIED_STATUSES",
     "EPSILON_STATUSES",
     "STATUSES",
     "Status",
@@ -37,6 +43,8 @@ __all__ = [
     "pair_dataset",
     "pair_frame",
     "provenance",
+    "reduce_status",
+    "reduction_attrs",
     "variable",
     "write_atomic",
     "write_csv",

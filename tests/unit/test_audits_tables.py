@@ -63,7 +63,11 @@ def test_table1_medians_equal_numpy_on_the_common_pairs() -> None:
 def test_table2_ranges() -> None:
     cert = xr.Dataset(
         {
-            "epsilon_lb": ("pair", [0.0, 0.7, 1.3]),
+            "epsilon_lb": (
+                "pair",
+                [0.0, 0.7, 1.3],
+                {"status": "certified_lower_bound", "n_simultaneous": 5},
+            ),
             "test_auc": ("pair", [0.9, 0.95, 1.0]),
             "n_test_a": ("pair", [10, 10, 12]),
             "n_test_b": ("pair", [10, 11, 10]),
@@ -75,3 +79,8 @@ def test_table2_ranges() -> None:
     assert row["auc"] == "0.900–1.000"
     assert row["test_n_per_class"] == "10–12"
     assert (row["n_positive"], row["n_above_1"], row["n_pairs"]) == (2, 1, 3)
+    # 3 bounds holding jointly over 5: the range is certified
+    assert t2.attrs["status"]["epsilon_lb"] == "certified_lower_bound"
+    # bounds that each hold alone: their range over 3 pairs is not
+    cert["epsilon_lb"].attrs["n_simultaneous"] = 1
+    assert table2({"a_b_c": cert}).attrs["status"]["epsilon_lb"] == "sample_estimate"

@@ -28,7 +28,7 @@ def _sweep() -> xr.Dataset:
             "certified_epsilon": (
                 ("scale", "pair"),
                 [[2.0, np.nan, np.nan], [0.5, np.nan, np.nan], [0.0, np.nan, np.nan]],
-                {"status": "certified_lower_bound"},
+                {"status": "certified_lower_bound", "n_simultaneous": 5},
             ),
             "true_epsilon": (("scale", "pair"), 10 / scale[:, None] * np.ones((3, 3))),
             "reference_epsilon": ("scale", 20 / scale),
@@ -124,7 +124,7 @@ def test_plot_certified_routes_draws_each_certified_route() -> None:
     ds["mmdtv_epsilon_hs_lb"] = (
         ("scale", "pair"),
         [[0.3, 0.4, 0.2], [0.1, 0.0, 0.05], [0.0, 0.0, 0.0]],
-        {"status": "certified_lower_bound", "long_name": "MMD"},
+        {"status": "certified_lower_bound", "long_name": "MMD", "n_simultaneous": 3},
     )
     ds["mmdtv_mmd_lb"] = (  # certified, but an MMD, not an epsilon: not drawn
         ("scale", "pair"),
@@ -146,6 +146,21 @@ def test_plot_certified_routes_draws_each_certified_route() -> None:
 
 
 # -- figures of the pipeline, Figure 3 and the accessor -----------------------------------------
+
+
+def test_plot_certified_routes_marks_a_maximum_whose_multiplicity_is_unpaid() -> None:
+    from idaudit.plotting import plot_certified_routes
+
+    ds = _sweep()
+    ds["mmdtv_epsilon_hs_lb"] = (  # each pair's bound holds alone: the max is not certified
+        ("scale", "pair"),
+        [[0.3, 0.4, 0.2], [0.1, 0.0, 0.05], [0.0, 0.0, 0.0]],
+        {"status": "certified_lower_bound", "long_name": "MMD"},
+    )
+    ax = plot_certified_routes(ds).axes[0]
+    line = next(x for x in ax.get_lines() if "hockey-stick" in x.get_label())
+    assert line.get_label().endswith("(max of 3 per-pair bounds: not certified)")
+    assert line.get_linestyle() == "--"
 
 
 def _conditions() -> tuple[xr.Dataset, dict[str, object]]:

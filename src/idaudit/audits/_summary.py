@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from idaudit._results import reduction_attrs
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["AuditSummary", "summarize"]
@@ -161,7 +162,8 @@ def summarize(ds: xr.Dataset) -> AuditSummary:
     def add(column: str, value: float | str, var: str, over: int = n) -> None:
         columns.append(column)
         values.append(value)
-        statuses.append(str(ds[var].attrs.get("status", "")))
+        # a median or maximum over pairs is certified only if their bounds hold jointly
+        statuses.append(str(reduction_attrs(ds[var].attrs, max(int(over), 1))["status"]))
         column_pairs.append(over)
 
     for lab, var in zip(labels, eps_vars, strict=True):
