@@ -51,7 +51,18 @@ def ds(es: EmbeddingSet) -> xr.Dataset:
 
 def test_schema(ds: xr.Dataset, es: EmbeddingSet) -> None:
     assert dict(ds.sizes) == {"pair": 5, "embedding_dim": 6}
-    assert set(ds.coords) == {"identity_a", "identity_b", "n_a", "n_b"}
+    assert set(ds.coords) == {
+        "identity_a",
+        "identity_b",
+        "n_a",
+        "n_b",
+        "fail_rate_a",
+        "fail_rate_b",
+        "fail_pvalue",
+    }
+    # no row failed: rates 0, and Fisher's exact test of equal rates gives 1
+    assert ds["fail_rate_a"].values.tolist() == [0.0] * 5
+    assert ds["fail_pvalue"].values.tolist() == [1.0] * 5
     assert ds["identity_a"].values.tolist() == [a for a, _ in PAIRS]
     assert ds["n_b"].values.tolist() == [es.counts[b] for _, b in PAIRS]
     expected = {

@@ -83,6 +83,10 @@ class Output:
     dims : tuple of str
         Dimensions after ``pair`` (empty for one number per pair), e.g. ``("embedding_dim",)``
         for a value per embedding coordinate.
+    n_simultaneous : int
+        For a certified output: how many pairs' values hold jointly at the stated confidence
+        (the variable's ``n_simultaneous`` attribute; a maximum over more pairs is not
+        certified, see :func:`idaudit.results.reduce_status`). 1 for per-pair confidence.
     """
 
     name: str
@@ -90,6 +94,7 @@ class Output:
     status: Status
     dtype: type = float
     dims: tuple[str, ...] = ()
+    n_simultaneous: int = 1
 
 
 class Batch:
@@ -109,10 +114,14 @@ class Batch:
         labels: Sequence[tuple[Any, Any]] | None = None,
         shared: dict[Any, Any] | None = None,
         auditors: Sequence[BaseAuditor] = (),
+        failures: Sequence[tuple[int, int]] | None = None,
     ) -> None:
         self.samples = list(samples)
         self.device = device
         self.labels = None if labels is None else list(labels)
+        # failed outputs of each pair's identities (EmbeddingSet.failed_counts): not in
+        # ``samples``; the certified routes count them as an output atom
+        self.failures = [(0, 0)] * len(self.samples) if failures is None else list(failures)
         # the auditors that will run on this batch, so that one can compute what its
         # siblings need in the same pass (KDE-LR reduces every mix while densities are hot)
         self.auditors = tuple(auditors)
@@ -381,7 +390,7 @@ class BaseAuditor(StatusEstimator, BaseEstimator, ABC):  # type: ignore[misc]
         device = resolve_device(getattr(self, "device", "cpu"))
         seed = self._draw_seed()
         try:
-            result = self._run(Batch([(a, b)], device), seed)
+            result = self._for_pairs(1)._run(Batch([(a, b)], device), seed)
         except PairError as exc:
             raise InvalidInputError(str(exc)) from None
         for key, values in result.items():
@@ -399,6 +408,14 @@ class BaseAuditor(StatusEstimator, BaseEstimator, ABC):  # type: ignore[misc]
     def min_rows(self) -> int:
         """Fewest rows each identity must have for this auditor."""
         return 2
+
+    def _for_pairs(self, n_pairs: int) -> BaseAuditor:
+        """Return the auditor as run over ``n_pairs`` pairs (settings that depend on the count).
+
+        :func:`idaudit.audit_pairs` calls it once it knows the number of pairs;
+        :meth:`fit` audits one pair. The default returns ``self``.
+        """
+        return self
 
     # ------------------------------------------------------------------ for subclasses
     def _default_label(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -26,17 +27,19 @@ from tqdm.auto import tqdm
 
 from idaudit._device import available_cpus, resolve_device, single_threaded
 from idaudit._results import (
+    CERTIFIED_STATUSES,
     attr_value,
     check_result_dataset,
     check_status,
     pair_dataset,
     provenance,
+    reduction_attrs,
     variable,
 )
 from idaudit._validation import check_integer, check_option, check_pairs
 from idaudit.audits._base import BaseAuditor, Batch, Output, PairError
 from idaudit.data import EmbeddingSet, decode_pair_indices, n_pairs_of
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["QUANTILES", "audit_pairs"]
 
@@ -192,6 +195,8 @@ def audit_pairs(
     plan = _Plan(es, pairs)
     for aud in auditor_list:
         aud._check_params()
+    auditor_list = [aud._for_pairs(plan.n_pairs) for aud in auditor_list]
+    for aud in auditor_list:
         need = aud.min_rows()
         for label in plan.involved():
             if es.counts[label] < need:
@@ -247,9 +252,118 @@ def audit_pairs(
     attrs.update(
         {"setting.device": str(dev), "setting.batch_size": batch_size, "setting.backend": backend}
     )
+    failures = _Failures(es, plan)
+    failures.warn_if_unequal()
     if keep == "summary":
-        return _summary(es, plan, kept, values, attrs)  # type: ignore[arg-type]
-    return _assemble(es, plan, kept, values, attrs)  # type: ignore[arg-type]
+        ds = _summary(es, plan, kept, values, attrs)  # type: ignore[arg-type]
+    else:
+        ds = _assemble(es, plan, kept, values, attrs)  # type: ignore[arg-type]
+    return failures.attach(ds, keep)
+
+
+# ---------------------------------------------------------------------------------- failures
+class _Failures:
+    """Each identity's failure rate and Fisher's exact test of equal rates for every pair.
+
+    Pairs are grouped by the (failed, outputs) counts of their two identities, so the test
+    runs once per distinct pair of counts, not once per pair (none at all without failures).
+    """
+
+    def __init__(self, es: EmbeddingSet, plan: _Plan) -> None:
+        failed = es.failed_counts
+        self.failed = np.array([failed.get(k, 0) for k in plan.identities], dtype=np.int64)
+        self.outputs = self.failed + np.array([es.counts[k] for k in plan.identities])
+        self.rate = self.failed / self.outputs
+        self.plan = plan
+        # identities with the same counts share a signature; a pair's p-value is its
+        # signatures' p-value
+        sigs, self.sig = np.unique(
+            np.stack([self.failed, self.outputs], axis=1), axis=0, return_inverse=True
+        )
+        self.sig = self.sig.reshape(-1)
+        self.table = np.ones((len(sigs), len(sigs)))
+        if self.failed.any():
+            from scipy.stats import fisher_exact
+
+            for u in range(len(sigs)):
+                for v in range(u, len(sigs)):
+                    (fu, nu), (fv, nv) = sigs[u], sigs[v]
+                    if fu or fv:
+                        p = fisher_exact([[fu, nu - fu], [fv, nv - fv]]).pvalue
+                        self.table[u, v] = self.table[v, u] = min(float(p), 1.0)
+
+    def pvalues(self) -> npt.NDArray[np.float64]:
+        """Fisher's exact p-value of every pair, in pair order."""
+        i, j = self.plan.codes()
+        out: npt.NDArray[np.float64] = self.table[self.sig[i], self.sig[j]]
+        return out
+
+    def smallest(self) -> tuple[float, tuple[Any, Any]]:
+        """Return the smallest p-value over the pairs and the first pair reaching it."""
+        if not self.failed.any():
+            return 1.0, self.plan.pairs(0, 1)[0]
+        p = self.pvalues()
+        k = int(np.argmin(p))
+        return float(p[k]), self.plan.pairs(k, k + 1)[0]
+
+    def warn_if_unequal(self, level: float = 0.05) -> None:
+        """Warn when some pair's failure rates differ at ``level`` / number of pairs."""
+        p, (a, b) = self.smallest()
+        if p < level / self.plan.n_pairs:
+            i, j = self.plan.identities.index(a), self.plan.identities.index(b)
+            warnings.warn(
+                f"failure rates differ between identities: {a!r} failed on "
+                f"{self.failed[i]} of {self.outputs[i]} outputs and {b!r} on "
+                f"{self.failed[j]} of {self.outputs[j]} (Fisher's exact test p = {p:.3g}, "
+                f"below {level:g} / {self.plan.n_pairs} pairs). Diagnostics and sample "
+                "estimates are computed on the successful rows and are conditional on success; "
+                "certified bounds count failures as outputs (docs/status.md, rule 1).",
+                IdauditWarning,
+                stacklevel=3,
+            )
+
+    def attach(self, ds: xr.Dataset, keep: str) -> xr.Dataset:
+        """Add the failure rates and the tests' p-values to a result."""
+        if keep == "summary":
+            present = [self.plan.identities.index(k) for k in ds["identity"].values.tolist()]
+            p, (a, b) = self.smallest()
+            return ds.assign(
+                fail_rate=variable(
+                    "identity",
+                    self.rate[present],
+                    long_name="share of the identity's outputs the pipeline failed on",
+                    status="descriptive",
+                ),
+                fail_pvalue_min=variable(
+                    (),
+                    p,
+                    long_name="smallest p-value of Fisher's exact test of equal failure rates "
+                    f"over the pairs (first reached by ({a!r}, {b!r}))",
+                    status="sample_estimate",
+                ),
+            )
+        # pair metadata like n_a and n_b, so merged and stacked results line them up
+        i, j = self.plan.codes()
+        return ds.assign_coords(
+            fail_rate_a=variable(
+                "pair",
+                self.rate[i],
+                long_name="share of identity_a's outputs the pipeline failed on",
+                status="descriptive",
+            ),
+            fail_rate_b=variable(
+                "pair",
+                self.rate[j],
+                long_name="share of identity_b's outputs the pipeline failed on",
+                status="descriptive",
+            ),
+            fail_pvalue=variable(
+                "pair",
+                self.pvalues(),
+                long_name="p-value of Fisher's exact test (two-sided) of equal failure rates",
+                status="sample_estimate",
+            ),
+        )
 
 
 # ---------------------------------------------------------------------------------- the pairs
@@ -443,9 +557,17 @@ def _run_chunk(
     seeds: Sequence[int | None],
     device: Any,
     shared: dict[Any, Any] | None = None,
+    failures: Sequence[tuple[int, int]] | None = None,
 ) -> ChunkResult:
     """All auditors over one chunk of pairs (also the unit of work sent to dask workers)."""
-    batch = Batch(samples, resolve_device(device), labels=labels, shared=shared, auditors=auditors)
+    batch = Batch(
+        samples,
+        resolve_device(device),
+        labels=labels,
+        shared=shared,
+        auditors=auditors,
+        failures=failures,
+    )
     out: ChunkResult = {}
     for aud, seed in zip(auditors, seeds, strict=True):
         try:
@@ -469,8 +591,10 @@ def _chunk_of(
     for label in {x for p in pairs for x in p} - rows.keys():
         rows[label] = es.get(label)
     samples = [(rows[a], rows[b]) for a, b in pairs]
+    failed = es.failed_counts
+    failures = [(failed.get(a, 0), failed.get(b, 0)) for a, b in pairs]
     with single_threaded():
-        return _run_chunk(samples, pairs, auditors, seeds, device, shared)
+        return _run_chunk(samples, pairs, auditors, seeds, device, shared, failures)
 
 
 def _run_local(
@@ -732,6 +856,7 @@ def _assemble(
             values[s.var].astype(s.dtype, copy=False),
             long_name=s.output.long_name,
             status=check_status(s.output.status),
+            **_simultaneity(s.output),
         )
         for s in specs
     }
@@ -742,6 +867,13 @@ def _assemble(
         n_b=[es.counts[b] for _, b in pairs],
         attrs=attrs,
     )
+
+
+def _simultaneity(output: Output) -> dict[str, Any]:
+    """Return a certified output's ``n_simultaneous`` attribute (none for other statuses)."""
+    if output.status in CERTIFIED_STATUSES:
+        return {"n_simultaneous": int(output.n_simultaneous)}
+    return {}
 
 
 def _summary(
@@ -759,14 +891,18 @@ def _summary(
     data: dict[str, xr.Variable] = {}
     for s in specs:
         v = values[s.var]
-        name, status = s.output.long_name, check_status(s.output.status)
+        name = s.output.long_name
+        # a reduction over the pairs is certified only if their bounds hold jointly
+        reduced = reduction_attrs(
+            {"status": s.output.status, **_simultaneity(s.output)}, plan.n_pairs
+        )
         if s.dtype is bool:
             data[f"{s.var}_count"] = variable(
                 (), int(v.sum()), long_name=f"pairs where: {name}", status="descriptive"
             )
             continue
         top = int(np.argmax(v))  # the first pair reaching the maximum
-        data[f"{s.var}_max"] = variable((), v[top], long_name=f"largest {name}", status=status)
+        data[f"{s.var}_max"] = variable((), v[top], long_name=f"largest {name}", **reduced)
         for side, codes in (("a", i), ("b", j)):
             data[f"{s.var}_argmax_identity_{side}"] = variable(
                 (),
@@ -784,7 +920,7 @@ def _summary(
             "quantile",
             np.quantile(v, QUANTILES, method="inverted_cdf"),
             long_name=f"quantiles of {name} over the pairs (exact order statistics)",
-            status=status,
+            **reduced,
         )
         data[f"{s.var}_n_inf"] = variable(
             (),
@@ -802,7 +938,7 @@ def _summary(
             "identity",
             both[first],
             long_name=f"largest {name} over the identity's pairs",
-            status=status,
+            **reduced,
         )
         data[f"{s.var}_worst_partner"] = variable(
             "identity",

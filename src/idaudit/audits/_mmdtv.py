@@ -11,12 +11,14 @@ import numpy as np
 import numpy.typing as npt
 import torch
 import xarray as xr
+from sklearn.base import clone
 
 from idaudit import dp
 from idaudit._device import resolve_device
 from idaudit._validation import (
     Constraint,
     Device,
+    IntegerOrOption,
     Interval,
     OptionOrPositive,
     Options,
@@ -99,6 +101,19 @@ class MMDPermutationResult:
         )
 
 
+def _with_failure_atom(x: npt.NDArray[np.float64], n_failed: int) -> npt.NDArray[np.float64]:
+    """Rows ``[x, 0]`` and ``n_failed`` atoms ``[0, ..., 0, 1]``: every output, failures included.
+
+    The atom is orthogonal to every successful embedding (at distance ``sqrt(|x|^2 + 1)``), so
+    an RBF kernel tells failures apart from successes and the certified bound on the MMD of the
+    outputs (and the TV bound it gives) holds for the mechanism as run, failures included.
+    """
+    out = np.zeros((x.shape[0] + n_failed, x.shape[1] + 1))
+    out[: x.shape[0], :-1] = x
+    out[x.shape[0] :, -1] = 1.0
+    return out
+
+
 class MMDTVAuditor(BaseAuditor):
     r"""Pure-DP ε lower-bound route from the unbiased MMD² and the total-variation inequality.
 
@@ -111,7 +126,11 @@ class MMDTVAuditor(BaseAuditor):
     ``confidence`` set). A one-sided finite-sample lower confidence bound on the population MMD
     (``bound``), computed with a bandwidth that does not depend on the rows the bound uses, is
     substituted into the same two maps; the results are below the pair's pure ε with
-    probability at least ``confidence`` (per pair; see ``n_simultaneous``).
+    probability at least ``confidence`` (per pair; see ``n_simultaneous``). Under
+    :func:`idaudit.audit_pairs`, the failed outputs an :class:`~idaudit.EmbeddingSet` keeps
+    (``failures="keep"``) enter the certified bound as one more output value (an atom
+    orthogonal to every embedding), so it holds for the mechanism as run, failures included;
+    the sample estimates use the successful rows.
 
     Parameters
     ----------
@@ -141,11 +160,14 @@ class MMDTVAuditor(BaseAuditor):
         the other. ``"mcdiarmid"``: McDiarmid's inequality for the unbiased MMD² (Gretton et al.
         2012); the median-heuristic bandwidth comes from one half and the statistic from the
         other; with a fixed bandwidth every row is used.
-    n_simultaneous : int, default 1
-        Number of bounds that must hold together (e.g. the number of pairs passed to
-        :func:`idaudit.audit_pairs`): each bound is taken at level
+    n_simultaneous : int or "pairs", default 1
+        Number of bounds that must hold together: each bound is taken at level
         ``(1 - confidence) / n_simultaneous`` (union bound), so all of them, and their maximum,
-        hold jointly with probability at least ``confidence``.
+        hold jointly with probability at least ``confidence``. ``"pairs"``: the number of
+        pairs :func:`idaudit.audit_pairs` audits in the call (1 for :meth:`fit`). With the
+        default 1 each pair's bound holds at ``confidence`` on its own, and a maximum or
+        quantile over several pairs is labelled ``sample_estimate``
+        (:func:`idaudit.results.reduce_status`).
 
     Attributes
     ----------
@@ -229,7 +251,7 @@ class MMDTVAuditor(BaseAuditor):
         "name": NAME,
         "confidence": OptionalLevel(),
         "bound": Options(BOUNDS),
-        "n_simultaneous": Interval(1, integer=True),
+        "n_simultaneous": IntegerOrOption(("pairs",), minimum=1),
     }
     _random = True
 
@@ -244,7 +266,7 @@ class MMDTVAuditor(BaseAuditor):
         name: str | None = None,
         confidence: float | None = None,
         bound: str = "betting",
-        n_simultaneous: int = 1,
+        n_simultaneous: int | str = 1,
     ) -> None:
         self.bandwidth = bandwidth
         self.bandwidth_scale = bandwidth_scale
@@ -260,6 +282,16 @@ class MMDTVAuditor(BaseAuditor):
         """Fewest rows per identity: 2, or 4 with ``confidence`` (2 per half of the split)."""
         return 2 if self.confidence is None else 4
 
+    def _n_simultaneous(self) -> int:
+        """Return the number of jointly valid bounds (``"pairs"`` unresolved: one pair)."""
+        return 1 if self.n_simultaneous == "pairs" else int(self.n_simultaneous)
+
+    def _for_pairs(self, n_pairs: int) -> MMDTVAuditor:
+        """Resolve ``n_simultaneous="pairs"`` to the number of pairs audited together."""
+        if self.n_simultaneous != "pairs":
+            return self
+        return clone(self).set_params(n_simultaneous=int(n_pairs))  # type: ignore[no-any-return]
+
     def outputs(self) -> tuple[Output, ...]:
         """Return the per-pair outputs (``pvalue`` only with permutations)."""
         out: tuple[Output, ...] = (
@@ -274,24 +306,28 @@ class MMDTVAuditor(BaseAuditor):
             Output("bandwidth", "RBF bandwidth sigma", "sample_estimate"),
         )
         if self.confidence is not None:
+            joint = self._n_simultaneous()
             level = f"confidence {float(self.confidence):g}"
-            if int(self.n_simultaneous) > 1:
-                level += f" jointly over {int(self.n_simultaneous)} bounds"
+            if joint > 1:
+                level += f" jointly over {joint} bounds"
             out += (
                 Output(
                     "mmd_lb",
                     f"lower confidence bound on the population MMD ({self.bound}, {level})",
                     "certified_lower_bound",
+                    n_simultaneous=joint,
                 ),
                 Output(
                     "epsilon_lb",
                     f"certified MMD-TV epsilon, 2 artanh(MMD_LB / 2) ({level})",
                     "certified_lower_bound",
+                    n_simultaneous=joint,
                 ),
                 Output(
                     "epsilon_hs_lb",
                     f"certified MMD hockey-stick epsilon, 2 artanh(MMD_LB / sqrt(2)) ({level})",
                     "certified_lower_bound",
+                    n_simultaneous=joint,
                 ),
                 Output(
                     "bandwidth_lb",
@@ -334,10 +370,14 @@ class MMDTVAuditor(BaseAuditor):
 
     def _certified(self, batch: Batch, seed: int) -> dict[str, Any]:
         """Compute the certified bounds of every pair (one seeded split each, see _mmdcert)."""
-        alpha = (1.0 - float(self.confidence)) / int(self.n_simultaneous)  # type: ignore[arg-type]
+        alpha = (1.0 - float(self.confidence)) / self._n_simultaneous()  # type: ignore[arg-type]
         fixed = None if self.bandwidth == "median" else float(self.bandwidth)
         mmd_lb, sigma = np.empty(batch.n_pairs), np.empty(batch.n_pairs)
-        for p, (a, b) in enumerate(batch.samples):
+        for p, ((a, b), (fail_a, fail_b)) in enumerate(
+            zip(batch.samples, batch.failures, strict=True)
+        ):
+            if fail_a or fail_b:  # failed outputs are an atom of the output space
+                a, b = _with_failure_atom(a, fail_a), _with_failure_atom(b, fail_b)
             mmd_lb[p], sigma[p] = mmd_lower_bound(
                 a,
                 b,

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from idaudit._device import single_threaded
-from idaudit._results import Status, pair_dataset, provenance, variable
+from idaudit._results import CERTIFIED_STATUSES, Status, pair_dataset, provenance, variable
 from idaudit._validation import (
     Boolean,
     Constraint,
@@ -426,6 +426,9 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         if not isinstance(es, EmbeddingSet):
             raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
         p = self._checked_params()
+        n_failed = int(es.n_failed_)
+        if n_failed:  # failures are outputs: split, classify and count them as an atom
+            es = es.as_outputs()
         seed_split, seed_pairs, seed_folds = spawn_seeds(check_random_state(self.rng), 3)
         pairs_given = pairs is not None
         every = p["n_candidates"] == "all"
@@ -527,9 +530,11 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         attrs = self._attrs(
             p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given, min_test
         )
+        attrs.update(_failure_attrs(es, n_failed))
         if every:  # every pair of the condition, in lexicographic order
             attrs.update(candidate_pairs="all", n_candidates="all")
-        certificates = _certificates_dataset(rows, attrs)
+        # Bonferroni over n_select pairs (and n_families conditions): all hold jointly
+        certificates = _certificates_dataset(rows, attrs, p["n_select"] * p["n_families"])
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
         self.certificates_ = certificates
@@ -629,6 +634,17 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
             "ranking_key": _RANKING_KEY,
             "rng": seed,
         }
+
+
+def _failure_attrs(es: EmbeddingSet, n_failed: int) -> dict[str, Any]:
+    """Return what the certificate says about failed rows (docs/certify.md, "Failed rows")."""
+    if n_failed:
+        model = "the mechanism as run: failed rows are an output atom, split and counted"
+    elif es.failures == "drop":
+        model = "the mechanism conditioned on success: failed rows were dropped"
+    else:
+        model = "the mechanism as run: no row failed"
+    return {"failures": es.failures, "n_failed": n_failed, "data_model": model}
 
 
 # -- the three stages of fit: select (development data), evaluate (test data), assemble ------
@@ -938,11 +954,18 @@ _CERT_VARS: dict[str, tuple[str, Status]] = {
 }
 
 
-def _certificates_dataset(rows: list[dict[str, Any]], attrs: dict[str, Any]) -> xr.Dataset:
+def _certificates_dataset(
+    rows: list[dict[str, Any]], attrs: dict[str, Any], n_simultaneous: int
+) -> xr.Dataset:
+    """Build the certificates; each certified variable says how many of its values hold jointly."""
+
+    def joint(status: Status) -> dict[str, Any]:
+        return {"n_simultaneous": n_simultaneous} if status in CERTIFIED_STATUSES else {}
+
     return pair_dataset(
         [(r["identity_a"], r["identity_b"]) for r in rows],
         {
-            name: variable("pair", [r[name] for r in rows], long_name=ln, status=st)
+            name: variable("pair", [r[name] for r in rows], long_name=ln, status=st, **joint(st))
             for name, (ln, st) in _CERT_VARS.items()
         },
         n_a=[r["n_a"] for r in rows],

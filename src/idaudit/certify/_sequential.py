@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from idaudit._results import Status, pair_coords, provenance, variable
+from idaudit._results import Status, pair_coords, provenance, reduction_attrs, variable
 from idaudit._validation import (
     Boolean,
     Constraint,
@@ -119,7 +119,10 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
     Status: ``certified_lower_bound`` — with probability at least :math:`1 - \alpha`, jointly
     over all pairs and all sample sizes, every ``epsilon_lb`` on the path (and hence
     ``epsilon_lb_``) is at most its pair's true ε(δ), when the mechanism's outputs for an
-    identity are iid and the pairs were chosen without looking at its outputs.
+    identity are iid and the pairs were chosen without looking at its outputs. A row of NaN
+    returned by ``sample`` is a failed output; the tests see every output as ``[x, 0]`` and a
+    failure as ``[0, ..., 0, 1]``, and the counts include failures, so the certificate holds
+    for the mechanism as run, failures included (docs/certify.md, "Failed rows").
 
     Parameters
     ----------
@@ -178,7 +181,8 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
         ``epsilon_lb_max`` (n), ``ufpr``, ``ufnr``, ``test_fp``, ``test_fn`` (n, pair), and the
         attribute ``stop_reason``.
     classifiers_ : list of estimators
-        The fixed classifier of each pair (fit on its development draws).
+        The fixed classifier of each pair (fit on its development draws), on outputs with a
+        failure flag appended (``d + 1`` features: ``[x, 0]``, or ``[0, ..., 0, 1]``).
 
     Notes
     -----
@@ -461,13 +465,22 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
 
 
 def _draw(mech: Any, label: Any, n: int, rng: Any) -> FloatArray:
+    """``n`` outputs as ``[x, 0]``, a failed output (an all-NaN row) as the atom ``[0, 1]``.
+
+    Failures are outputs of the mechanism: the tests see them and the counts include them,
+    so the certificate holds for the mechanism as run (docs/certify.md, "Failed rows").
+    """
     out = np.asarray(mech.sample(label, n, rng=rng), dtype=np.float64)
-    if out.ndim != 2 or out.shape[0] != n or not np.isfinite(out).all():
+    failed = np.isnan(out).all(axis=1) if out.ndim == 2 else None
+    if failed is None or out.shape[0] != n or not np.isfinite(out[~failed]).all():
         raise InvalidInputError(
-            f"the mechanism must return {n} finite rows (shape (n, d)) for identity {label!r}; "
-            f"got shape {out.shape}."
+            f"the mechanism must return {n} rows (shape (n, d)), each finite or all-NaN (a "
+            f"failed output), for identity {label!r}; got shape {out.shape}."
         )
-    return out
+    x = np.zeros((n, out.shape[1] + 1))
+    x[~failed, :-1] = out[~failed]
+    x[failed, -1] = 1.0
+    return x
 
 
 def _seeded(base: Any, seed: int) -> Any:
@@ -587,24 +600,29 @@ def _path_dataset(
                 eps,
                 long_name="certified lower bound on epsilon (Eq. 16 at anytime bounds)",
                 status="certified_lower_bound",
+                n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
             ),
             "epsilon_lb_max": variable(
                 "n",
                 eps.max(axis=1),
                 long_name="largest certified lower bound over the pairs",
-                status="certified_lower_bound",
+                **reduction_attrs(
+                    {"status": "certified_lower_bound", "n_simultaneous": len(pairs)}, len(pairs)
+                ),
             ),
             "ufpr": variable(
                 ("n", "pair"),
                 stack("ufpr"),
                 long_name="anytime upper confidence bound on the FPR",
                 status="certified_upper_bound",
+                n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
             ),
             "ufnr": variable(
                 ("n", "pair"),
                 stack("ufnr"),
                 long_name="anytime upper confidence bound on the FNR",
                 status="certified_upper_bound",
+                n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
             ),
             "test_fp": variable(
                 ("n", "pair"),
@@ -640,18 +658,21 @@ def _certificates_dataset(
             last["eps"],
             long_name="certified lower bound on epsilon at the stopping time",
             status="certified_lower_bound",
+            n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
         ),
         "ufpr": variable(
             "pair",
             last["ufpr"],
             long_name="anytime upper confidence bound on the FPR",
             status="certified_upper_bound",
+            n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
         ),
         "ufnr": variable(
             "pair",
             last["ufnr"],
             long_name="anytime upper confidence bound on the FNR",
             status="certified_upper_bound",
+            n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
         ),
         "test_fp": variable(
             "pair",
