@@ -11,7 +11,8 @@ Save it with ``fig.savefig(path)``.
                            scale of a noise sweep, with the largest true ε
 :func:`plot_roc`           an out-of-fold ROC curve (seed 000, Figure 3 right)
 :func:`plot_mmd_null`      same-identity (H0) vs cross-identity (H1) MMD² (Figure 3 left)
-:func:`plot_rocs`          the median-AUC out-of-fold ROC of each condition (Figure 3 right)
+:func:`plot_rocs`          several ROC curves, e.g. each condition's median-AUC pair
+                           (Figure 3 right; :func:`idaudit.audits.median_auc_rocs`)
 :func:`plot_figure3`       Figure 3's two panels side by side
 :func:`plot_strength`      ε against the strength of each anonymiser, one panel per method
 :func:`plot_certificates`  certified lower bounds as one-sided intervals, per condition
@@ -384,82 +385,74 @@ def plot_mmd_null(
     return fig
 
 
-def _median_auc_pair(ds: xr.Dataset) -> tuple[Any, Any, float]:
-    """Identities and AUC of the pair whose ROC AUC is the (lower) median of ``ds``."""
-    auc = np.asarray(ds["rocht_auc"].values, dtype=np.float64)
-    order = np.argsort(auc, kind="stable")
-    k = int(order[(len(order) - 1) // 2])
-    return ds["identity_a"].values[k], ds["identity_b"].values[k], float(auc[k])
-
-
 def plot_rocs(
-    ds: xr.Dataset,
-    embeddings: Any,
+    rocs: Mapping[str, Any],
     *,
-    n_folds: int = 5,
-    rng: int = 0,
+    title: str = "median-AUC out-of-fold ROC",
     ax: Axes | None = None,
 ) -> Figure:
-    """Draw the out-of-fold ROC of each condition's median-AUC pair (seed 000, Figure 3 right).
+    """Draw several ROC curves on one axes (seed 000, Figure 3 right).
+
+    The curves are drawn as given; nothing is fitted here. A result stores AUCs, not curves:
+    :func:`idaudit.audits.median_auc_rocs` refits each condition's median-AUC pair and
+    returns the mapping this function takes.
 
     Parameters
     ----------
-    ds : xarray.Dataset
-        A per-pair result with ``rocht_auc`` (dim ``pair``, or ``condition`` and ``pair``).
-    embeddings : EmbeddingSet or mapping of condition to EmbeddingSet
-        The rows the result was computed on (the curves are not stored in the result, so the
-        chosen pair's out-of-fold ROC is recomputed).
-    n_folds : int, default 5
-        Folds of the recomputed ROC.
-    rng : int, default 0
-        Seed of the recomputed folds (the legend gives the recomputed AUC).
+    rocs : mapping of str to fitted auditor or (fpr, tpr)
+        Legend label → a fitted :class:`~idaudit.ROCHTAuditor` (anything with ``fpr_`` and
+        ``tpr_``; its ``auc_``, when present, is added to the label) or a pair of arrays
+        ``(fpr, tpr)``.
+    title : str, default "median-AUC out-of-fold ROC"
+        Axes title.
     ax : matplotlib Axes, optional
 
     Returns
     -------
     matplotlib.figure.Figure
-    """
-    from idaudit.audits import ROCHTAuditor
 
+    Examples
+    --------
+    >>> from idaudit.plotting import plot_rocs
+    >>> fig = plot_rocs({"a vs b": ([0.0, 0.2, 1.0], [0.0, 0.7, 1.0])})
+    >>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    ['a vs b']
+    """
+    if not isinstance(rocs, Mapping) or hasattr(rocs, "data_vars"):  # a Dataset is a Mapping
+        raise TypeError(
+            "`rocs` must be a mapping of label to a fitted ROCHTAuditor or (fpr, tpr); got "
+            f"{type(rocs).__name__} (idaudit.audits.median_auc_rocs makes one from a result)."
+        )
     if ax is None:
         fig, grid = _new_axes(figsize=(4.6, 4.6))
         ax = grid[0, 0]
     else:
         fig = _figure_of(ax)
-    if "condition" in ds.dims:
-        parts = [(str(c), ds.sel(condition=c)) for c in ds["condition"].values]
-    else:
-        parts = [("", ds)]
-    for name, part in parts:
-        es = embeddings[name] if isinstance(embeddings, Mapping) else embeddings
-        a, b, _ = _median_auc_pair(part)
-        fit = ROCHTAuditor(n_folds=n_folds, rng=rng).fit(es.get(a), es.get(b))
-        label = f"{name + ': ' if name else ''}{a} vs {b} (AUC {fit.auc_:.3f})"
-        plot_roc(fit.fpr_, fit.tpr_, label=label, ax=ax)
-    ax.set_title("median-AUC out-of-fold ROC")
+    for label, roc in rocs.items():
+        if hasattr(roc, "fpr_") and hasattr(roc, "tpr_"):
+            fpr, tpr = roc.fpr_, roc.tpr_
+            auc = getattr(roc, "auc_", None)
+            text = str(label) if auc is None else f"{label} (AUC {float(auc):.3f})"
+        else:
+            fpr, tpr = roc
+            text = str(label)
+        plot_roc(fpr, tpr, label=text, ax=ax)
+    ax.set_title(title)
     return fig
 
 
-def plot_figure3(
-    ds: xr.Dataset,
-    embeddings: Any,
-    h0: npt.ArrayLike,
-    *,
-    rng: int = 0,
-) -> Figure:
-    """Seed 000's Figure 3: MMD² H0 (split-half) vs H1 histograms, and one ROC per condition.
+def plot_figure3(ds: xr.Dataset, rocs: Mapping[str, Any], h0: npt.ArrayLike) -> Figure:
+    """Seed 000's Figure 3: MMD² H0 (split-half) vs H1 histograms, and the ROC curves.
 
     Parameters
     ----------
     ds : xarray.Dataset
-        Per-pair results with ``mmdtv_mmd2`` and ``rocht_auc`` (H1 values pool every
-        condition's pairs).
-    embeddings : EmbeddingSet or mapping of condition to EmbeddingSet
-        For the recomputed ROC curves (:func:`plot_rocs`).
+        Per-pair results with ``mmdtv_mmd2`` (H1 values pool every condition's pairs).
+    rocs : mapping of str to fitted auditor or (fpr, tpr)
+        The curves of the right panel, as :func:`plot_rocs` takes them
+        (:func:`idaudit.audits.median_auc_rocs` gives each condition's median-AUC pair).
     h0 : array_like
         Split-half MMD² values (``sanity_controls(...)["mmd2"]``, pooled over conditions).
-    rng : int, default 0
-        Seed of the recomputed ROC folds.
 
     Returns
     -------
@@ -469,7 +462,7 @@ def plot_figure3(
     h1 = np.asarray(ds["mmdtv_mmd2"].values, dtype=np.float64).ravel()
     plot_mmd_null(h0, h1[np.isfinite(h1)], ax=grid[0, 0])
     grid[0, 0].set_title("MMD²: same identity (H0) vs different identities (H1)")
-    plot_rocs(ds, embeddings, rng=rng, ax=grid[0, 1])
+    plot_rocs(rocs, ax=grid[0, 1])
     return fig
 
 
@@ -562,7 +555,10 @@ def plot_certificates(certificates: Any, *, ax: Axes | None = None) -> Figure:
             )
     ax.set_xticks(range(len(certificates)), [str(k) for k in certificates], rotation=30, ha="right")
     ax.set_ylim(bottom=-0.05, top=1.3 * top + 0.5)
-    ax.set_ylabel("certified ε lower bound (true ε is above, w.p. ≥ 1 − α)")
+    # the conditions hold jointly only if each was certified in a family that counted them all
+    families = min((int(c.attrs.get("n_families", 1)) for c in certificates.values()), default=1)
+    joint = "jointly" if families >= len(certificates) else "per condition"
+    ax.set_ylabel(f"certified ε lower bound (true ε is above, w.p. ≥ 1 − α {joint})")
     ax.grid(True, axis="y", alpha=0.3)
     return fig
 

@@ -543,3 +543,16 @@ def test_filter_drops_small_identities_and_counts_them() -> None:
         es.filter(min_rows=4)
     with pytest.raises(InvalidInputError, match=r"`min_rows` must be >= 1; got 0"):
         es.filter(min_rows=0)
+
+
+@pytest.mark.parametrize(
+    ("codes", "match"),
+    [
+        (["OK", "ok", "ok", "ok"], "exactly 'ok'"),
+        ([" ok", "ok", "ok", "ok"], "exactly 'ok'"),
+        (["missing", "ok", "ok", "ok"], "differ from the row rules"),
+    ],
+)
+def test_outcome_codes_that_would_be_misread_are_refused(codes: list[str], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        EmbeddingSet(np.ones((4, 2)), list("aabb"), outcomes=codes)

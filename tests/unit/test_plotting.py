@@ -183,22 +183,59 @@ def _conditions() -> tuple[xr.Dataset, dict[str, object]]:
 def test_figure3_rocs_and_the_accessor_return_figures_without_pyplot() -> None:
     import matplotlib.pyplot as plt
 
+    from idaudit.audits import median_auc_rocs
     from idaudit.plotting import plot_figure3, plot_rocs
 
     ds, sets = _conditions()
     before = plt.get_fignums()
-    fig = plot_figure3(ds, sets, np.random.default_rng(0).normal(0, 0.01, 30))
+    rocs = median_auc_rocs(ds, sets)
+    fig = plot_figure3(ds, rocs, np.random.default_rng(0).normal(0, 0.01, 30))
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 2
     # one curve per condition (plus the chance diagonal each time) on the ROC panel
     assert len(fig.axes[1].get_legend().get_texts()) == 2
-    assert isinstance(plot_rocs(ds.sel(condition="a_b_c"), sets["a_b_c"]), Figure)
+    one = median_auc_rocs(ds.sel(condition="a_b_c"), sets["a_b_c"])
+    assert isinstance(plot_rocs(one), Figure)
     roc = ds.idaudit.plot_roc(embeddings=sets)
     assert isinstance(roc, Figure)
     assert _png(roc).startswith(b"\x89PNG")
     assert plt.get_fignums() == before  # nothing registered with pyplot, nothing shown
     table = ds.idaudit.pairs()
     assert len(table) == 8  # 2 conditions x 4 pairs, one row each
+
+
+def test_plot_rocs_draws_what_it_is_given_and_fits_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from idaudit.audits import ROCHTAuditor
+    from idaudit.plotting import plot_figure3, plot_rocs
+
+    def no_fit(*args: object, **kwargs: object) -> None:
+        raise AssertionError("plotting fitted an auditor")
+
+    monkeypatch.setattr(ROCHTAuditor, "fit", no_fit)
+    fitted = SimpleNamespace(
+        fpr_=np.array([0.0, 0.5, 1.0]), tpr_=np.array([0.0, 0.9, 1.0]), auc_=0.7
+    )
+    rocs = {"c: a vs b": fitted, "plain": ([0.0, 0.25, 1.0], [0.0, 0.5, 1.0])}
+    ax = plot_rocs(rocs, title="given").axes[0]
+    curves = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert [line.get_label() for line in curves] == ["c: a vs b (AUC 0.700)", "plain"]
+    np.testing.assert_array_equal(curves[0].get_xdata(), fitted.fpr_)
+    np.testing.assert_array_equal(curves[1].get_ydata(), [0.0, 0.5, 1.0])
+    assert ax.get_title() == "given"
+    ds = xr.Dataset({"mmdtv_mmd2": ("pair", [0.1, 0.2])})
+    fig = plot_figure3(ds, rocs, [0.0, 0.01])
+    assert len(fig.axes[1].get_legend().get_texts()) == 2
+
+
+def test_plot_rocs_refuses_the_old_call_with_a_dataset() -> None:
+    from idaudit.plotting import plot_rocs
+
+    with pytest.raises(TypeError, match="median_auc_rocs makes one from a result"):
+        plot_rocs(xr.Dataset({"rocht_auc": ("pair", [0.5])}))
 
 
 def test_strength_certificates_and_contact_sheet() -> None:

@@ -188,3 +188,13 @@ def test_every_function_that_reads_a_status_derives_it() -> None:
     # the scan sees the known reducers, and the allow-list names nothing that went away
     assert ("plotting.py", "plot_certified_routes") in readers
     assert set(_READS_ONLY) <= readers
+
+
+def test_pairs_resolution_keeps_advancing_the_callers_generator() -> None:
+    # n_simultaneous="pairs" resolves on a copy of the auditor; a Generator rng must still be
+    # the caller's object, so two calls draw two seeds
+    es = _embeddings(3, 12)
+    aud = ida.MMDTVAuditor(confidence=0.8, n_simultaneous="pairs", rng=np.random.default_rng(1))
+    seeds = {ida.audit_pairs(es, "all", [aud], progress=False).attrs["mmdtv.seed"] for _ in "ab"}
+    assert len(seeds) == 2
+    assert aud.n_simultaneous == "pairs"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -32,14 +31,17 @@ from idaudit._results import (
     check_result_dataset,
     check_status,
     pair_dataset,
+    private_dir,
     provenance,
     reduction_attrs,
     variable,
 )
 from idaudit._validation import check_integer, check_option, check_pairs
+from idaudit._version import __version__
 from idaudit.audits._base import BaseAuditor, Batch, Output, PairError
+from idaudit.audits._failures import PairFailures
 from idaudit.data import EmbeddingSet, decode_pair_indices, n_pairs_of
-from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.exceptions import InvalidInputError
 
 __all__ = ["QUANTILES", "audit_pairs"]
 
@@ -252,118 +254,13 @@ def audit_pairs(
     attrs.update(
         {"setting.device": str(dev), "setting.batch_size": batch_size, "setting.backend": backend}
     )
-    failures = _Failures(es, plan)
+    failures = PairFailures(es, plan)
     failures.warn_if_unequal()
     if keep == "summary":
         ds = _summary(es, plan, kept, values, attrs)  # type: ignore[arg-type]
     else:
         ds = _assemble(es, plan, kept, values, attrs)  # type: ignore[arg-type]
     return failures.attach(ds, keep)
-
-
-# ---------------------------------------------------------------------------------- failures
-class _Failures:
-    """Each identity's failure rate and Fisher's exact test of equal rates for every pair.
-
-    Pairs are grouped by the (failed, outputs) counts of their two identities, so the test
-    runs once per distinct pair of counts, not once per pair (none at all without failures).
-    """
-
-    def __init__(self, es: EmbeddingSet, plan: _Plan) -> None:
-        failed = es.failed_counts
-        self.failed = np.array([failed.get(k, 0) for k in plan.identities], dtype=np.int64)
-        self.outputs = self.failed + np.array([es.counts[k] for k in plan.identities])
-        self.rate = self.failed / self.outputs
-        self.plan = plan
-        # identities with the same counts share a signature; a pair's p-value is its
-        # signatures' p-value
-        sigs, self.sig = np.unique(
-            np.stack([self.failed, self.outputs], axis=1), axis=0, return_inverse=True
-        )
-        self.sig = self.sig.reshape(-1)
-        self.table = np.ones((len(sigs), len(sigs)))
-        if self.failed.any():
-            from scipy.stats import fisher_exact
-
-            for u in range(len(sigs)):
-                for v in range(u, len(sigs)):
-                    (fu, nu), (fv, nv) = sigs[u], sigs[v]
-                    if fu or fv:
-                        p = fisher_exact([[fu, nu - fu], [fv, nv - fv]]).pvalue
-                        self.table[u, v] = self.table[v, u] = min(float(p), 1.0)
-
-    def pvalues(self) -> npt.NDArray[np.float64]:
-        """Fisher's exact p-value of every pair, in pair order."""
-        i, j = self.plan.codes()
-        out: npt.NDArray[np.float64] = self.table[self.sig[i], self.sig[j]]
-        return out
-
-    def smallest(self) -> tuple[float, tuple[Any, Any]]:
-        """Return the smallest p-value over the pairs and the first pair reaching it."""
-        if not self.failed.any():
-            return 1.0, self.plan.pairs(0, 1)[0]
-        p = self.pvalues()
-        k = int(np.argmin(p))
-        return float(p[k]), self.plan.pairs(k, k + 1)[0]
-
-    def warn_if_unequal(self, level: float = 0.05) -> None:
-        """Warn when some pair's failure rates differ at ``level`` / number of pairs."""
-        p, (a, b) = self.smallest()
-        if p < level / self.plan.n_pairs:
-            i, j = self.plan.identities.index(a), self.plan.identities.index(b)
-            warnings.warn(
-                f"failure rates differ between identities: {a!r} failed on "
-                f"{self.failed[i]} of {self.outputs[i]} outputs and {b!r} on "
-                f"{self.failed[j]} of {self.outputs[j]} (Fisher's exact test p = {p:.3g}, "
-                f"below {level:g} / {self.plan.n_pairs} pairs). Diagnostics and sample "
-                "estimates are computed on the successful rows and are conditional on success; "
-                "certified bounds count failures as outputs (docs/status.md, rule 1).",
-                IdauditWarning,
-                stacklevel=3,
-            )
-
-    def attach(self, ds: xr.Dataset, keep: str) -> xr.Dataset:
-        """Add the failure rates and the tests' p-values to a result."""
-        if keep == "summary":
-            present = [self.plan.identities.index(k) for k in ds["identity"].values.tolist()]
-            p, (a, b) = self.smallest()
-            return ds.assign(
-                fail_rate=variable(
-                    "identity",
-                    self.rate[present],
-                    long_name="share of the identity's outputs the pipeline failed on",
-                    status="descriptive",
-                ),
-                fail_pvalue_min=variable(
-                    (),
-                    p,
-                    long_name="smallest p-value of Fisher's exact test of equal failure rates "
-                    f"over the pairs (first reached by ({a!r}, {b!r}))",
-                    status="sample_estimate",
-                ),
-            )
-        # pair metadata like n_a and n_b, so merged and stacked results line them up
-        i, j = self.plan.codes()
-        return ds.assign_coords(
-            fail_rate_a=variable(
-                "pair",
-                self.rate[i],
-                long_name="share of identity_a's outputs the pipeline failed on",
-                status="descriptive",
-            ),
-            fail_rate_b=variable(
-                "pair",
-                self.rate[j],
-                long_name="share of identity_b's outputs the pipeline failed on",
-                status="descriptive",
-            ),
-            fail_pvalue=variable(
-                "pair",
-                self.pvalues(),
-                long_name="p-value of Fisher's exact test (two-sided) of equal failure rates",
-                status="sample_estimate",
-            ),
-        )
 
 
 # ---------------------------------------------------------------------------------- the pairs
@@ -387,9 +284,16 @@ class _Plan:
             self.n_pairs = n_pairs_of(len(self.identities))
             self.pair_list: list[tuple[Any, Any]] = []
         else:
-            self.pair_list = check_pairs(
-                pairs, es.identities, unknown="which `es` does not contain"
-            )
+            failed = es.failed_counts
+            all_failed = {k for k in failed if k not in es.counts}
+            unknown = "which `es` does not contain"
+            if all_failed:  # a label `es` knows only from failed outputs: say so
+                unknown += (
+                    " as an identity with a successful row (these identities' every output "
+                    f"failed: {sorted(map(repr, all_failed))[:5]}; the audits compute on "
+                    "successful rows, ReservedTestCertifier certifies them with the failures)"
+                )
+            self.pair_list = check_pairs(pairs, es.identities, unknown=unknown)
             self.n_pairs = len(self.pair_list)
 
     def pairs(self, lo: int, hi: int) -> list[tuple[Any, Any]]:
@@ -495,8 +399,6 @@ def _attributes(
 
 def _parameters_sha256(auditors: Sequence[BaseAuditor], seeds: Sequence[int | None]) -> str:
     """Hash of everything besides the inputs that decides the numbers."""
-    from idaudit import __version__
-
     record = [
         [
             aud.label,
@@ -778,7 +680,7 @@ class _Store:
                     f"{str(path)!r}; got {batch_size}. Leave it None to use the store's."
                 )
             return cls(path, group, specs, plan.n_pairs)
-        path.mkdir(mode=0o700, parents=True)  # biometric results: owner-only from the start
+        private_dir(path, name="store")  # biometric results: owner-only, parents included
         i, j = plan.codes()  # positions, not label tuples: O(pairs) integers
         ids = _label_array(plan.identities)
         coords = xr.Dataset(coords={"identity_a": ("pair", ids[i]), "identity_b": ("pair", ids[j])})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import enum
 import warnings
 from dataclasses import dataclass
@@ -11,7 +12,6 @@ import numpy as np
 import numpy.typing as npt
 import torch
 import xarray as xr
-from sklearn.base import clone
 
 from idaudit import dp
 from idaudit._device import resolve_device
@@ -290,7 +290,10 @@ class MMDTVAuditor(BaseAuditor):
         """Resolve ``n_simultaneous="pairs"`` to the number of pairs audited together."""
         if self.n_simultaneous != "pairs":
             return self
-        return clone(self).set_params(n_simultaneous=int(n_pairs))  # type: ignore[no-any-return]
+        # a shallow copy: a Generator ``rng`` stays the caller's object, so it advances
+        resolved = copy.copy(self)
+        resolved.n_simultaneous = int(n_pairs)
+        return resolved
 
     def outputs(self) -> tuple[Output, ...]:
         """Return the per-pair outputs (``pvalue`` only with permutations)."""

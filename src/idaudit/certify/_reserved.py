@@ -16,10 +16,9 @@ from scipy import stats
 from sklearn.base import BaseEstimator, clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from idaudit._device import single_threaded
+from idaudit._device import single_threaded, thread_limit
 from idaudit._results import CERTIFIED_STATUSES, Status, pair_dataset, provenance, variable
 from idaudit._validation import (
     Boolean,
@@ -419,7 +418,7 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         """
         self._forget()
         # many small per-pair fits: multi-threaded BLAS only adds overhead (10x on 2 cores)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with thread_limit(1, pools="blas"):
             return self._fit(es, pairs)
 
     def _fit(self, es: EmbeddingSet, pairs: Sequence[tuple[Any, Any]] | None) -> Any:
@@ -427,8 +426,12 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
             raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
         p = self._checked_params()
         n_failed = int(es.n_failed_)
+        successes, split_duplicates = es, p["duplicates"]
         if n_failed:  # failures are outputs: split, classify and count them as an atom
-            es = es.as_outputs()
+            # repeated records collapse among the successful rows only: every failure is a
+            # draw of its own, however alike the atoms look
+            outputs = es.drop_duplicates() if split_duplicates == "collapse" else es
+            es, split_duplicates = outputs.as_outputs(), "keep"
         seed_split, seed_pairs, seed_folds = spawn_seeds(check_random_state(self.rng), 3)
         pairs_given = pairs is not None
         every = p["n_candidates"] == "all"
@@ -465,11 +468,14 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
             )
         pool = es.subset(identities)
         dev, test = split_identities(
-            pool, test_size=p["test_size"], rng=seed_split, duplicates=p["duplicates"]
+            pool, test_size=p["test_size"], rng=seed_split, duplicates=split_duplicates
         )
-        if pool.n_duplicates_ and p["duplicates"] == "keep":
+        n_duplicates = (
+            _successful_duplicates(successes, identities) if n_failed else pool.n_duplicates_
+        )
+        if n_duplicates and p["duplicates"] == "keep":
             warnings.warn(
-                f"{pool.n_duplicates_} of the {len(pool)} rows of the {len(identities)} "
+                f"{n_duplicates} of the {len(pool)} rows of the {len(identities)} "
                 "candidate identities are exact duplicates of an earlier row of the same "
                 "identity; they were split and counted as separate draws, which is right "
                 "when the mechanism repeats outputs. If they are copies of one draw (an "
@@ -528,7 +534,7 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         )
         # assemble, and assign only now, so an error above never leaves partial results behind
         attrs = self._attrs(
-            p, alpha_bound, len(candidates), es, pool.n_duplicates_, pairs_given, min_test
+            p, alpha_bound, len(candidates), es, n_duplicates, pairs_given, min_test
         )
         attrs.update(_failure_attrs(es, n_failed))
         if every:  # every pair of the condition, in lexicographic order
@@ -636,6 +642,12 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
         }
 
 
+def _successful_duplicates(successes: EmbeddingSet, identities: list[Any]) -> int:
+    """Exact duplicates among the successful rows of ``identities`` (failure atoms aside)."""
+    known = [label for label in identities if label in successes]
+    return int(successes.subset(known).n_duplicates_) if known else 0
+
+
 def _failure_attrs(es: EmbeddingSet, n_failed: int) -> dict[str, Any]:
     """Return what the certificate says about failed rows (docs/certify.md, "Failed rows")."""
     if n_failed:
@@ -643,7 +655,7 @@ def _failure_attrs(es: EmbeddingSet, n_failed: int) -> dict[str, Any]:
     elif es.failures == "drop":
         model = "the mechanism conditioned on success: failed rows were dropped"
     else:
-        model = "the mechanism as run: no row failed"
+        model = "the mechanism as run: the input records no failed row"
     return {"failures": es.failures, "n_failed": n_failed, "data_model": model}
 
 

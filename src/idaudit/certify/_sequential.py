@@ -13,9 +13,9 @@ import numpy.typing as npt
 import xarray as xr
 from sklearn.base import BaseEstimator, clone
 from sklearn.linear_model import LogisticRegression
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from idaudit._device import thread_limit
 from idaudit._results import Status, pair_coords, provenance, reduction_attrs, variable
 from idaudit._validation import (
     Boolean,
@@ -308,7 +308,7 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
             "classifiers_",
         ):
             self.__dict__.pop(name, None)
-        with threadpool_limits(limits=1, user_api="blas"):  # many small fits
+        with thread_limit(1, pools="blas"):  # many small fits
             return self._fit()
 
     def _fit(self) -> SequentialCertifier:
@@ -471,11 +471,18 @@ def _draw(mech: Any, label: Any, n: int, rng: Any) -> FloatArray:
     so the certificate holds for the mechanism as run (docs/certify.md, "Failed rows").
     """
     out = np.asarray(mech.sample(label, n, rng=rng), dtype=np.float64)
-    failed = np.isnan(out).all(axis=1) if out.ndim == 2 else None
-    if failed is None or out.shape[0] != n or not np.isfinite(out[~failed]).all():
+    if out.ndim != 2 or out.shape[0] != n:
         raise InvalidInputError(
-            f"the mechanism must return {n} rows (shape (n, d)), each finite or all-NaN (a "
-            f"failed output), for identity {label!r}; got shape {out.shape}."
+            f"the mechanism must return {n} rows (shape (n, d)) for identity {label!r}; "
+            f"got shape {out.shape}."
+        )
+    failed = np.isnan(out).all(axis=1)
+    bad = np.flatnonzero(~failed & ~np.isfinite(out).all(axis=1))
+    if bad.size:
+        raise InvalidInputError(
+            f"the mechanism returned {bad.size} row(s) for identity {label!r} that are neither "
+            f"finite nor all-NaN (a failed output), first row {int(bad[0])}: "
+            f"{out[bad[0]].tolist()[:4]}."
         )
     x = np.zeros((n, out.shape[1] + 1))
     x[~failed, :-1] = out[~failed]

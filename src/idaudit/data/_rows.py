@@ -155,4 +155,19 @@ def as_outcome_array(outcomes: Any, n: int) -> npt.NDArray[np.str_]:
             f"`outcomes` must hold non-empty strings ('ok' or a failure code); row "
             f"{int(empty[0])} is empty ({empty.size} empty in all)."
         )
+    # a code that reads as "ok" would silently fail the row; one named like a row rule would
+    # merge into that rule's count
+    codes = set(np.unique(out).tolist()) - {OK}
+    near_ok = sorted(c for c in codes if c.strip().lower() == OK)
+    if near_ok:
+        raise InvalidInputError(
+            f"`outcomes` must spell success exactly 'ok'; got {near_ok[0]!r}, which would "
+            "count the row as failed."
+        )
+    clash = sorted(codes & set(DROP_REASONS))
+    if clash:
+        raise InvalidInputError(
+            f"`outcomes` codes must differ from the row rules' names {DROP_REASONS}; got "
+            f"{clash[0]!r}. Name the failure after what happened (e.g. 'no_face')."
+        )
     return out

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from idaudit._device import map_row_blocks, resolve_device
+from idaudit._device import CPU_BLOCK_ROWS, map_row_blocks, resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._dlib import _check_chips, _weights_folder
@@ -413,11 +413,20 @@ class TorchDlibEncoder(nn.Module):
         chips = _check_chips(crops, _INPUT_SIZE)
         out = np.empty((chips.shape[0], self.dim), dtype=np.float32)
 
+        on_cpu = self.pixel_mean.device.type == "cpu"
+
         def block(start: int, stop: int) -> None:
+            rows = chips[start:stop]  # (b, 150, 150, 3)
+            if on_cpu and len(rows) < CPU_BLOCK_ROWS:
+                # a convolution's rounding depends on how many rows it runs over: pad every
+                # block to the same size, so a row's embedding never depends on its neighbours
+                pad = np.zeros((CPU_BLOCK_ROWS - len(rows), *rows.shape[1:]), dtype=rows.dtype)
+                rows = np.concatenate([rows, pad])
             with torch.inference_mode():
-                batch = torch.from_numpy(chips[start:stop])  # (b, 150, 150, 3)
+                batch = torch.from_numpy(rows)
                 pixels = batch.to(self.pixel_mean.device).permute(0, 3, 1, 2).to(self.dtype)
-                out[start:stop] = self._descriptors(pixels).float().cpu().numpy()
+                descriptors = self._descriptors(pixels).float().cpu().numpy()
+            out[start:stop] = descriptors[: stop - start]
 
         map_row_blocks(
             block,

@@ -205,6 +205,13 @@ def test_cpu_embeddings_do_not_depend_on_threads_batch_size_or_load(
         torch.set_num_threads(before)
     for other in results[1:]:
         np.testing.assert_array_equal(other, results[0])
+    # a caller that slices the chips itself (EncodedGenerator's batches) gets the same rows
+    enc = TorchDlibEncoder()
+    for step in (1, 3, 5, 19):
+        sliced = np.concatenate(
+            [enc.encode(chips[s : s + step], normalize=False) for s in range(0, len(chips), step)]
+        )
+        np.testing.assert_array_equal(sliced, results[0])
 
 
 def test_encode_normalises_raw_descriptors(encoder, face_chips) -> None:
