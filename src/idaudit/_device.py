@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numbers
+import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 import torch
@@ -13,11 +16,13 @@ from idaudit.exceptions import InvalidInputError
 
 __all__ = [
     "CPU_BLOCK_ROWS",
+    "THREAD_POOLS",
     "available_cpus",
     "default_threads",
     "map_row_blocks",
     "resolve_device",
     "single_threaded",
+    "thread_limit",
 ]
 
 T = TypeVar("T")
@@ -89,7 +94,10 @@ def default_threads() -> int:
     cgroups' cpusets and container limits; ``os.cpu_count`` where it does not exist), less the
     ones already busy by the one-minute load average, and at least 1. On a loaded two-core
     machine torch's own default (all cores) made MTCNN detection about 8 times slower than
-    one thread (0.57 vs 0.07 s per 160-pixel frame), so a busy machine gets fewer threads.
+    one thread (0.57 vs 0.07 s per 160-pixel frame), and a privacy check on 38 DCGAN images
+    took 105 s on 2 threads and 35 s on 1 (load average 10), so a busy machine gets fewer
+    threads. This is the one default: ``idaudit demo``, ``idaudit embed``,
+    :func:`map_row_blocks` and the privacy check (which caps it at 8) all use it.
 
     Returns
     -------
@@ -113,37 +121,235 @@ def default_threads() -> int:
     return max(1, min(usable, usable - busy + 1))
 
 
-_THREADS_LOCK = threading.Lock()
-_THREADS_STATE: dict[str, Any] = {"users": 0, "torch": 1, "limits": None}
+#: Thread pools :func:`thread_limit` can limit: torch's intra-op threads, and the BLAS and
+#: OpenMP libraries that threadpoolctl finds loaded in the process.
+THREAD_POOLS: tuple[str, ...] = ("torch", "blas", "openmp")
+
+
+class _Requests:
+    """Limits active in the process, per pool; every field is guarded by ``_LOCK``."""
+
+    def __init__(self) -> None:
+        self.active: dict[str, Counter[int]] = {pool: Counter() for pool in THREAD_POOLS}
+        # torch's count before the first active torch limit (what threads started now get)
+        self.torch_default = 0
+        # count of each threadpoolctl library before the first limit changed it, by file
+        self.originals: dict[str, int] = {}
+        self.controller: Any = None
+        self.n_modules = -1  # len(sys.modules) when the libraries were last listed
+
+    def libraries(self, pool: str) -> list[Any]:
+        """Return threadpoolctl's controllers of the loaded ``pool`` libraries.
+
+        Listing the loaded libraries takes milliseconds, so the list is kept (as
+        scikit-learn keeps its controller) and made again only after an import, which is how
+        a new BLAS or OpenMP library gets into the process.
+        """
+        if self.controller is None or len(sys.modules) != self.n_modules:
+            from threadpoolctl import ThreadpoolController
+
+            self.n_modules = len(sys.modules)
+            self.controller = ThreadpoolController()
+        return [lib for lib in self.controller.lib_controllers if lib.user_api == pool]
+
+    def apply(self, pool: str, n: int) -> None:
+        """Give every loaded ``pool`` library ``n`` threads, remembering its first count.
+
+        Called on every entry, so a library loaded inside a limit, and the calling thread's
+        own OpenMP count, get the limit too; a library already at ``n`` is left alone.
+        """
+        for lib in self.libraries(pool):
+            count = lib.num_threads
+            if count != n:
+                self.originals.setdefault(lib.filepath, count)
+                lib.set_num_threads(n)
+
+    def restore(self, pool: str) -> None:
+        """Give the ``pool`` libraries back the counts they had before the first limit."""
+        for lib in self.libraries(pool):
+            if lib.filepath in self.originals:
+                lib.set_num_threads(self.originals.pop(lib.filepath))
+
+
+_LOCK = threading.Lock()
+_REQUESTS = _Requests()
+# per Python thread: the torch count before each of its open limits (innermost last), and
+# the count a limit left it at because another thread's limit was still active
+_LOCAL = threading.local()
+
+
+def _check_threads(n_threads: Any) -> int:
+    if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral):
+        raise TypeError(f"`n_threads` must be an integer; got {type(n_threads).__name__}.")
+    if n_threads < 1:
+        raise InvalidInputError(f"`n_threads` must be >= 1; got {int(n_threads)!r}.")
+    return int(n_threads)
+
+
+def _check_pools(pools: Any) -> tuple[str, ...]:
+    if isinstance(pools, str):
+        pools = (pools,)
+    try:
+        chosen = tuple(dict.fromkeys(pools))
+    except TypeError:
+        chosen = None
+    if not chosen or any(pool not in THREAD_POOLS for pool in chosen):
+        raise InvalidInputError(
+            f"`pools` must be a non-empty collection of {', '.join(map(repr, THREAD_POOLS))}; "
+            f"got {pools!r}."
+        )
+    return chosen
+
+
+def _enter(n: int, pools: tuple[str, ...]) -> None:
+    """Register a limit of ``n`` on ``pools`` and apply the smallest one now active."""
+    mine = torch.get_num_threads()  # before the OpenMP pools (torch's own among them) change
+    for pool in (p for p in pools if p != "torch"):
+        active = _REQUESTS.active[pool]
+        active[n] += 1
+        _REQUESTS.apply(pool, min(active))
+    if "torch" not in pools:
+        return
+    active = _REQUESTS.active["torch"]
+    state = _LOCAL.__dict__
+    owed = state.pop("owed", None)
+    if "stack" not in state and active and mine == min(active):
+        # a thread new to the limiter that first ran torch inside another thread's limit
+        # got that limit from torch's process-wide default: its own count is the default
+        mine = _REQUESTS.torch_default
+    stack: list[int] = state.setdefault("stack", [])
+    if not stack and owed is not None and owed[0] == mine:
+        mine = owed[1]  # the count this thread had before another thread's limit held it down
+    if not active:
+        _REQUESTS.torch_default = mine
+    active[n] += 1
+    # set every time: the call also sets the count that threads started from now on get
+    torch.set_num_threads(min(active))
+    stack.append(mine)
+
+
+def _leave(n: int, pools: tuple[str, ...]) -> None:
+    """Undo :func:`_enter` for this thread."""
+    for pool in (p for p in pools if p != "torch"):
+        active = _REQUESTS.active[pool]
+        before = min(active)
+        active[n] -= 1
+        if not active[n]:
+            del active[n]
+        if not active:
+            _REQUESTS.restore(pool)
+        elif min(active) != before:
+            _REQUESTS.apply(pool, min(active))
+    if "torch" not in pools:
+        return
+    active = _REQUESTS.active["torch"]
+    active[n] -= 1
+    if not active[n]:
+        del active[n]
+    stack: list[int] = _LOCAL.stack
+    mine = stack.pop()
+    if not active:  # the last limit: torch's default and this thread get the first count back
+        torch.set_num_threads(_REQUESTS.torch_default)
+        return
+    target = min(mine, min(active))
+    torch.set_num_threads(target)
+    if target != mine and not stack:
+        _LOCAL.owed = (target, mine)
 
 
 @contextmanager
-def single_threaded() -> Iterator[None]:
-    """Run torch and the BLAS libraries on one thread each while any chunk runs.
+def thread_limit(n_threads: int, *, pools: Iterable[str] = THREAD_POOLS) -> Iterator[None]:
+    """Run torch and the BLAS/OpenMP libraries on at most ``n_threads`` threads inside the block.
 
-    The kernels gain nothing from intra-op threads at audit sizes, and their spinning
-    OpenMP threads slow a call down tenfold when another process holds a core; chunks run
-    side by side on threads instead. Thread counts are process-wide, so the first chunk to
-    start lowers them and the last to finish restores them (threads take turns through a
-    lock, so none restores a count another still relies on).
+    The one place idaudit changes thread counts: no other module calls
+    ``torch.set_num_threads`` or ``threadpoolctl.threadpool_limits``. Re-entrant and safe
+    when several Python threads enter it at once.
+
+    Parameters
+    ----------
+    n_threads : int
+        Threads each pool may use inside the block, at least 1.
+    pools : collection of {"torch", "blas", "openmp"}, default all three
+        Which pools to limit: torch's intra-op threads (``torch.set_num_threads``), and the
+        BLAS or OpenMP libraries that threadpoolctl finds loaded (numpy's and scipy's
+        OpenBLAS, MKL, scikit-learn's OpenMP, ...).
+
+    Yields
+    ------
+    None
+
+    Raises
+    ------
+    TypeError
+        If ``n_threads`` is not an integer.
+    InvalidInputError
+        If ``n_threads`` < 1 or ``pools`` names another pool.
+
+    Notes
+    -----
+    Thread counts belong to the process (BLAS pools, and the torch count that threads
+    starting later get) or to one OS thread (OpenMP's, hence torch's, once the thread has
+    run torch code), so the limits in force are kept in one registry, under one lock:
+
+    * **The smallest active limit wins.** While any block is open, each pool runs on the
+      smallest ``n_threads`` among the blocks open on it, in any Python thread. Equal limits
+      just count their users (the audit engine's worker threads all enter
+      ``single_threaded()``); a block asking for more than one already open gets no more.
+      With no other block open, the count inside is ``n_threads``, even above the count
+      outside (``idaudit embed --threads N``).
+    * **Entering sets the calling thread.** Each thread that enters gets the limit itself,
+      and threads started inside a block (a ``ThreadPoolExecutor``'s workers) start with it.
+      A thread outside every block keeps its own torch count while another thread is inside;
+      only the process-wide BLAS pools hold it down.
+    * **Leaving restores.** Leaving a block gives its thread the count it had before,
+      held down to the smallest limit still open elsewhere (a thread held down so gets its
+      count back when it next leaves a limit of its own). When the last block on a pool
+      closes, the pool gets back the count it had before the first one opened: for torch,
+      the count of the thread that opened it, now torch's default again and the closing
+      thread's count.
+
+    Some BLAS builds keep their own rules: the OpenBLAS in numpy's wheels (0.3.31 when this
+    was written) ignores a change made from any other thread once the main thread has made
+    one. A limit entered only on worker threads then leaves that pool as it is (its torch
+    limit still applies), and a pool that a worker thread restores last keeps the limit.
+    idaudit's own callers enter on the calling thread and hold the limit while their workers
+    run, so the calling thread is the first in and the last out.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from idaudit._device import thread_limit
+    >>> before = torch.get_num_threads()
+    >>> with thread_limit(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
     """
-    from threadpoolctl import threadpool_limits
-
-    state = _THREADS_STATE
-    with _THREADS_LOCK:
-        if state["users"] == 0:
-            state["torch"] = torch.get_num_threads()
-            torch.set_num_threads(1)
-            state["limits"] = threadpool_limits(limits=1)
-        state["users"] += 1
+    n = _check_threads(n_threads)
+    chosen = _check_pools(pools)
+    with _LOCK:
+        _enter(n, chosen)
     try:
         yield
     finally:
-        with _THREADS_LOCK:
-            state["users"] -= 1
-            if state["users"] == 0:
-                state["limits"].restore_original_limits()
-                torch.set_num_threads(state["torch"])
+        with _LOCK:
+            _leave(n, chosen)
+
+
+def single_threaded() -> AbstractContextManager[None]:
+    """Run torch and the BLAS/OpenMP libraries on one thread each inside the block.
+
+    ``thread_limit(1)``. The batched kernels gain nothing from intra-op threads at audit
+    sizes, and their spinning OpenMP threads slow a call down tenfold when another process
+    holds a core; chunks run side by side on Python threads instead, each entering this
+    block (see :func:`thread_limit` for what happens across threads).
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+    """
+    return thread_limit(1)
 
 
 def map_row_blocks(

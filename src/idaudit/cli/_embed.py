@@ -58,7 +58,7 @@ def add_parser(sub: Any) -> None:
         "--threads",
         type=int,
         metavar="N",
-        help="CPU threads for torch and onnxruntime (default: the CPUs this process may "
+        help="CPU threads for torch, BLAS and onnxruntime (default: the CPUs this process may "
         "use, os.sched_getaffinity, less those already busy by the load average; at least 1)",
     )
     embed.add_argument(
@@ -140,12 +140,6 @@ def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
     encoder = args.encoder or ("arcface" if args.arcface_dir else "dlib")
     if args.arcface_dir and encoder != "arcface":
         raise ValueError(f"`--arcface-dir` is used by --encoder arcface only; got {encoder!r}.")
-    if args.threads is not None and args.threads < 1:
-        raise ValueError(f"`--threads` must be >= 1; got {args.threads}.")
-    if args.threads is None:
-        from idaudit._device import default_threads
-
-        args.threads = default_threads()
     if encoder == "arcface":
         from idaudit.faces import ArcFaceEncoder, RetinaFaceDetector
 
@@ -154,11 +148,8 @@ def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
             RetinaFaceDetector(args.arcface_dir, **options),
             ArcFaceEncoder(args.arcface_dir, **options),
         )
-    import torch
-
     from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
 
-    torch.set_num_threads(args.threads)
     if encoder == "dlib":
         if args.device != "cpu":
             raise ValueError(
@@ -196,6 +187,18 @@ def _embeddings_writer(path: Path, emb: Any, labels: Any, sources: Any, encoder:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Embed ``IMAGES_DIR`` with torch and the BLAS pools on ``--threads`` threads throughout."""
+    from idaudit._device import default_threads, thread_limit
+
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"`--threads` must be >= 1; got {args.threads}.")
+    if args.threads is None:
+        args.threads = default_threads()
+    with thread_limit(args.threads):
+        return _embed(args)
+
+
+def _embed(args: argparse.Namespace) -> int:
     from idaudit._results import write_atomic
     from idaudit.faces import FacePipeline
 

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._device import available_cpus
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
@@ -21,9 +20,7 @@ __all__ = [
     "SPLITS",
     "CohortFiles",
     "FaceModels",
-    "available_cpus",
     "build_models",
-    "default_threads",
     "embed_images",
     "prepare_image",
     "scan_root",
@@ -40,24 +37,6 @@ ENLARGE_BELOW = 160
 #: Side an enlarged image's shorter side is brought to, and the edge padding added around it.
 _UPSCALE = 160
 _PAD_FRACTION = 0.3
-
-
-def default_threads(cap: int = 8) -> int:
-    """Return the thread count for torch and onnxruntime when none is asked for.
-
-    At most ``cap``, the CPUs this process may use, and the CPUs idle right now (CPUs minus
-    the rounded 1-minute load average); at least 1.
-
-    On a busy machine the models' intra-op threads spin waiting for cores: a privacy check on
-    38 DCGAN images took 105 s on 2 threads and 35 s on 1 on a 2-core machine with a load
-    average of 10.
-    """
-    cpus = available_cpus()
-    try:
-        idle = cpus - round(os.getloadavg()[0])
-    except (AttributeError, OSError):  # pragma: no cover - no load average on this platform
-        idle = cpus
-    return max(1, min(cap, cpus, idle))
 
 
 @dataclass

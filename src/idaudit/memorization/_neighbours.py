@@ -7,7 +7,6 @@ the largest temporary is ``block × n_reference`` doubles whatever the set sizes
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -16,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from idaudit._device import resolve_device
+from idaudit._device import resolve_device, single_threaded
 from idaudit._validation import check_integer, check_option
 from idaudit.exceptions import InvalidInputError
 
@@ -33,9 +32,6 @@ DEFAULT_BLOCK_BYTES = 1 << 26
 #: Below this many multiply-adds a block runs on one CPU thread (see :func:`small_work`).
 SMALL_WORK = 1 << 22
 
-# torch's thread count is process-wide: callers lowering it take turns
-_THREADS_LOCK = threading.RLock()
-
 
 @contextmanager
 def small_work(device: torch.device, work: int) -> Iterator[None]:
@@ -48,13 +44,8 @@ def small_work(device: torch.device, work: int) -> Iterator[None]:
     if device.type != "cpu" or work >= SMALL_WORK:
         yield
         return
-    with _THREADS_LOCK:
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+    with single_threaded():
+        yield
 
 
 def check_vectors(x: Any, name: str, *, min_rows: int = 1) -> npt.NDArray[np.float64]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 
+from idaudit._device import single_threaded
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["SOLVERS", "KernelLogisticFit", "fit_kernel_logistic"]
@@ -45,11 +45,6 @@ class KernelLogisticFit:
     converged: torch.Tensor
 
 
-# torch's thread count is process-wide: threads entering _one_thread at once (threaded dask
-# workers) take turns, so none restores a count another one has just lowered
-_THREADS_LOCK = threading.RLock()
-
-
 @contextmanager
 def _one_thread(device: torch.device) -> Iterator[None]:
     """Run a batch of small LAPACK factorisations on one CPU thread.
@@ -57,21 +52,13 @@ def _one_thread(device: torch.device) -> Iterator[None]:
     torch parallelises batched Cholesky over the batch and MKL threads each factorisation
     too; when a core is busy with anything else the nested OpenMP threads spin and the call
     slows down 10-20 fold, while one thread is as fast on an idle machine. The thread count
-    is process-wide, so it is restored right after the call.
+    is restored right after the call (:func:`idaudit._device.single_threaded`).
     """
     if device.type != "cpu":
         yield
         return
-    with _THREADS_LOCK:
-        before = torch.get_num_threads()
-        if before == 1:
-            yield
-            return
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+    with single_threaded():
+        yield
 
 
 def _objective(
