@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -35,3 +36,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def rng() -> np.random.Generator:
     """A fresh, seeded generator for one test."""
     return np.random.default_rng(20260817)
+
+
+@pytest.fixture
+def permissive_umask() -> Iterator[None]:
+    """Run one test under umask 000, so a folder mode that only the umask narrowed shows.
+
+    ``mkdir(parents=True, mode=0o700)`` gives the parents it creates ``0o777 & ~umask``: under
+    000 they come out world-writable, so a test of owner-only folders fails if one is made so.
+    """
+    before = os.umask(0o000)
+    try:
+        yield
+    finally:
+        os.umask(before)

@@ -1,16 +1,25 @@
 """idaudit: measure how much identity survives a face pipeline.
 
-It answers: is an image-to-image face generator identity-level (ε, δ)-DP? Four routes from
-embeddings to ε (GaussMech, KDE-LR, MMD-TV, ROC-HT), reserved-test certificates, sanity
-controls, benchmark mechanisms with a known ε, and the face models that turn photos into
-identity embeddings offline. Memorisation checks and embedding inversion are planned and not
-yet part of the package.
+Three questions, one library:
 
-Every ε carries its formal status: ``"diagnostic"``, ``"sample_estimate"`` or
-``"certified_lower_bound"``.
+* **Audit** (:mod:`idaudit.audits`, :mod:`idaudit.certify`): is an image-to-image face
+  generator identity-level (ε, δ)-DP? Four routes from embeddings to ε (GaussMech, KDE-LR,
+  MMD-TV, ROC-HT), reserved-test and sequential certificates, sanity controls, benchmark
+  mechanisms with a known ε, and :func:`audit_generator` from images to an audit.
+* **Memorisation** (:mod:`idaudit.memorization`): do a generator's samples sit closer to its
+  training faces than held-out faces do? Calibrated flagging, nearest-neighbour adversarial
+  accuracy, and ``run_privacy_check`` from folders of images to a report.
+* **Inversion** (:mod:`idaudit.inversion`): can a face of the right identity be rebuilt from
+  an embedding alone? DiffUMI's latent bank, ranked adversary and Type I/II accuracy.
 
-The top-level names are imported lazily, so ``import idaudit`` stays cheap (no torch until an
-auditor runs).
+The face models that turn photos into identity embeddings offline are in
+:mod:`idaudit.faces`. Every ε carries its formal status (:data:`idaudit.results.STATUSES`):
+``"diagnostic"``, ``"sample_estimate"``, ``"certified_lower_bound"``, ...
+
+The top-level names and subpackages are imported lazily, so ``import idaudit`` stays cheap
+(no torch until an auditor runs). ``_LAZY`` and ``_SUBMODULES`` below are the one list of
+what the package exports; the ``TYPE_CHECKING`` block repeats them for static analysers only,
+and ``tests/unit/test_public_api.py`` checks that it says the same.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from idaudit._version import __version__ as __version__
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
@@ -49,7 +58,9 @@ _SUBMODULES = {
     "dp",
     "exceptions",
     "faces",
+    "inversion",
     "mechanisms",
+    "memorization",
     "ops",
     "pipeline",
     "plotting",
@@ -62,7 +73,20 @@ __all__ = sorted([*_LAZY, *_SUBMODULES, "__version__"])
 import idaudit._accessor  # noqa: E402, F401
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from idaudit import audits as audits
+    from idaudit import benchmark as benchmark
+    from idaudit import certify as certify
+    from idaudit import data as data
     from idaudit import dp as dp
+    from idaudit import exceptions as exceptions
+    from idaudit import faces as faces
+    from idaudit import inversion as inversion
+    from idaudit import mechanisms as mechanisms
+    from idaudit import memorization as memorization
+    from idaudit import ops as ops
+    from idaudit import pipeline as pipeline
+    from idaudit import plotting as plotting
+    from idaudit import results as results
     from idaudit.audits import (
         GaussMechAuditor as GaussMechAuditor,
     )

@@ -13,6 +13,7 @@ import xarray as xr
 from idaudit._results import pair_frame
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = ["IdauditAccessor"]
@@ -41,15 +42,20 @@ class IdauditAccessor:
         """Return the per-pair table (:func:`idaudit.results.pair_frame`)."""
         return pair_frame(self._ds)
 
-    def plot_roc(self, embeddings: Any, **kwargs: Any) -> Figure:
+    def plot_roc(
+        self, embeddings: Any, *, n_folds: int = 5, rng: int = 0, ax: Axes | None = None
+    ) -> Figure:
         """Draw each condition's median-AUC out-of-fold ROC (:func:`idaudit.plotting.plot_rocs`).
 
         ``embeddings``: the EmbeddingSet (or mapping of condition to EmbeddingSet) the result
-        was computed on; the curves are recomputed, since results store no curves.
+        was computed on; results store no curves, so :func:`idaudit.audits.median_auc_rocs`
+        refits them (``n_folds``, ``rng``) before they are drawn.
         """
+        from idaudit.audits import median_auc_rocs
         from idaudit.plotting import plot_rocs
 
-        return plot_rocs(self._ds, embeddings, **kwargs)
+        rocs = median_auc_rocs(self._ds, embeddings, n_folds=n_folds, rng=rng)
+        return plot_rocs(rocs, ax=ax)
 
     def plot_epsilon(self, **kwargs: Any) -> Figure:
         """Draw each route's median ε against strength (:func:`idaudit.plotting.plot_strength`).

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from idaudit._version import __version__
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "pair_coords",
     "pair_dataset",
     "pair_frame",
+    "private_dir",
     "provenance",
     "reduce_status",
     "reduction_attrs",
@@ -433,8 +435,6 @@ def provenance(
     >>> attrs["seed.rng"], attrs["setting.device"]
     (0, 'cpu')
     """
-    from idaudit import __version__
-
     attrs: dict[str, AttrValue] = {
         "title": title,
         "idaudit_version": __version__,
@@ -526,6 +526,76 @@ def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> 
 
 
 # -- owner-only atomic writes (embeddings and everything derived from them are biometric) ------
+
+
+def private_dir(path: str | os.PathLike[str], *, name: str = "path") -> Path:
+    """Create a folder and every missing parent owner-only (``0o700``); return it.
+
+    ``Path.mkdir(parents=True, mode=0o700)`` gives the mode to the last folder only: the
+    parents it creates get the umask's default (often ``0o755``), so other users could list
+    a tree of biometric files. Here every level that is created is made ``0o700``
+    explicitly (the umask can only narrow a mode, so each is ``chmod``-ed after creation);
+    levels that already existed keep their own mode. Every folder idaudit writes to is made
+    through this function.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The folder. It may exist already (then nothing changes), also when another process
+        creates it at the same time.
+    name : str, default "path"
+        The argument name used in the error message (e.g. ``"store"``, ``"--out"``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``path``, or one of its parents, exists and is not a folder; the message names it.
+    OSError
+        If a folder cannot be created (e.g. no permission).
+
+    Examples
+    --------
+    >>> import stat, tempfile
+    >>> from pathlib import Path
+    >>> from idaudit.results import private_dir
+    >>> root = Path(tempfile.mkdtemp())
+    >>> out = private_dir(root / "a" / "b")
+    >>> [oct(stat.S_IMODE(p.stat().st_mode)) for p in (root / "a", out)]
+    ['0o700', '0o700']
+    """
+    target = Path(path)
+    missing: list[Path] = []
+    probe = target
+    while not probe.is_dir():
+        if probe.exists() or probe.is_symlink():  # a file, or a link to nowhere, in the way
+            raise InvalidInputError(_not_a_folder(name, target, probe))
+        missing.append(probe)
+        if probe.parent == probe:  # pragma: no cover - a root that is no folder
+            break
+        probe = probe.parent
+    for folder in reversed(missing):  # outermost first
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by someone else: theirs, mode and all
+            if not folder.is_dir():
+                raise InvalidInputError(_not_a_folder(name, target, folder)) from None
+            continue
+        except NotADirectoryError:  # a parent was replaced by a file meanwhile
+            raise InvalidInputError(_not_a_folder(name, target, folder.parent)) from None
+        os.chmod(folder, 0o700)  # the umask may have narrowed the mode; never widen it
+    return target
+
+
+def _not_a_folder(name: str, target: Path, blocker: Path) -> str:
+    what = "is a file" if blocker.is_file() else "is not a folder"
+    if blocker == target:
+        return f"`{name}` must be a folder; {str(target)!r} {what}."
+    return f"`{name}` must be a folder; {str(target)!r} cannot be made: {str(blocker)!r} {what}."
 
 
 def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], Any]) -> Path:

@@ -10,7 +10,8 @@
   is the one-row-per-pair table view.
 * :func:`write_atomic`, :func:`write_text`, :func:`write_json`, :func:`write_csv`,
   :func:`write_netcdf` — atomic, owner-only (``0o600``) writers for anything derived from
-  biometric data.
+  biometric data; :func:`private_dir` — the owner-only (``0o700``) folder they go in, every
+  missing parent included.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from idaudit._results import (
     check_result_dataset,
     pair_dataset,
     pair_frame,
+    private_dir,
     provenance,
     reduce_status,
     reduction_attrs,
@@ -42,6 +44,7 @@ __all__ = [
     "check_result_dataset",
     "pair_dataset",
     "pair_frame",
+    "private_dir",
     "provenance",
     "reduce_status",
     "reduction_attrs",

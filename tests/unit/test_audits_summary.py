@@ -99,3 +99,50 @@ def test_refuses_foreign_datasets(ds: xr.Dataset) -> None:
         summarize(ds.drop_vars("mmdtv_epsilon"))
     with pytest.raises(TypeError, match=r"`ds` must be an xarray\.Dataset"):
         summarize({})  # type: ignore[arg-type]
+
+
+# -- median_auc_rocs: Figure 3's curves, refitted here so that plotting only draws -----------
+
+
+def _two_conditions() -> tuple[xr.Dataset, dict[str, EmbeddingSet]]:
+    from idaudit.audits import concat_conditions
+
+    sets, runs = {}, {}
+    for k, name in enumerate(["near", "far"]):
+        gen = np.random.default_rng(k)
+        x = np.repeat(gen.normal(size=(4, 5)), 15, axis=0) + (1 + k) * gen.normal(size=(60, 5))
+        sets[name] = EmbeddingSet(x, np.repeat(["p0", "p1", "p2", "p3"], 15))
+        pairs = [("p0", "p1"), ("p0", "p2"), ("p1", "p3"), ("p2", "p3")]
+        runs[name] = audit_pairs(sets[name], pairs, [ROCHTAuditor(rng=0)], progress=False)
+    return concat_conditions(runs), sets
+
+
+def test_median_auc_rocs_refits_each_condition_s_lower_median_pair() -> None:
+    from idaudit.audits import median_auc_rocs
+
+    ds, sets = _two_conditions()
+    rocs = median_auc_rocs(ds, sets, n_folds=4, rng=3)
+    assert len(rocs) == 2
+    for (label, fit), name in zip(rocs.items(), ["near", "far"], strict=True):
+        part = ds.sel(condition=name)
+        auc = part["rocht_auc"].values
+        k = int(np.argsort(auc, kind="stable")[1])  # lower median of 4 values
+        a, b = part["identity_a"].values[k], part["identity_b"].values[k]
+        assert label == f"{name}: {a} vs {b}"
+        ref = ROCHTAuditor(n_folds=4, rng=3).fit(sets[name].get(a), sets[name].get(b))
+        np.testing.assert_array_equal(fit.fpr_, ref.fpr_)
+        np.testing.assert_array_equal(fit.tpr_, ref.tpr_)
+        assert fit.auc_ == ref.auc_
+    # one condition, one EmbeddingSet: the label is the pair alone
+    (label,) = median_auc_rocs(ds.sel(condition="near"), sets["near"])
+    assert ": " not in label
+
+
+def test_median_auc_rocs_names_what_is_missing() -> None:
+    from idaudit.audits import median_auc_rocs
+
+    ds, sets = _two_conditions()
+    with pytest.raises(InvalidInputError, match="`embeddings` has no condition 'far'"):
+        median_auc_rocs(ds, {"near": sets["near"]})
+    with pytest.raises(InvalidInputError, match="no 'rocht_auc' variable"):
+        median_auc_rocs(ds.drop_vars("rocht_auc"), sets)

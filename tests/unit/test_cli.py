@@ -468,6 +468,7 @@ def test_certify_collapse_reports_identities_dropped_for_too_few_distinct_rows(
 # -- the output folder ----------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("permissive_umask")  # a parent made 0777 & ~umask would show
 def test_out_folder_and_parents_are_created_owner_only_before_the_audit(
     tmp_path: Path,
     embedding_files: dict[str, Path],

@@ -1,12 +1,18 @@
 """The package's layering rules (DESIGN, "Package layout"), read from the source.
 
-* no import cycle between idaudit's modules (lazy imports inside functions count; imports
-  under ``if TYPE_CHECKING:`` do not);
+Every rule reads every import: at module level and inside functions (a lazy import is still
+an arrow between layers); imports under ``if TYPE_CHECKING:`` do not count.
+
+* no import cycle between idaudit's modules;
+* DESIGN's table: a module imports its own package, the packages of upper rows and what its
+  row's "depends on" column names, never a lower row (:data:`LAYERS`; the exceptions left are
+  listed in :data:`LAYER_EXCEPTIONS`, each with its reason);
 * ``dp/`` and ``ops/`` import nothing of idaudit but the leaf modules ``idaudit.exceptions``,
-  ``idaudit._validation`` and ``idaudit._device``;
+  ``idaudit._validation``, ``idaudit._device`` and ``idaudit._version``;
 * no private module or name is imported across packages: a subpackage is used through its
   public names only. The root's private leaf modules (``_validation``, ``_results``,
-  ``_device``) are the shared exceptions; the examples import public names only.
+  ``_device``, ``_version``) are the shared exceptions; the examples import public names only;
+* folders are made by ``idaudit.results.private_dir`` only (owner-only at every level).
 """
 
 from __future__ import annotations
@@ -19,8 +25,41 @@ import pytest
 
 ROOT = Path(__file__).parents[2]
 SRC = ROOT / "src"
-LEAVES = {"idaudit.exceptions", "idaudit._validation", "idaudit._device"}
-SHARED_PRIVATE = {"idaudit._validation", "idaudit._results", "idaudit._device"}
+LEAVES = {"idaudit.exceptions", "idaudit._validation", "idaudit._device", "idaudit._version"}
+SHARED_PRIVATE = {"idaudit._validation", "idaudit._results", "idaudit._device", "idaudit._version"}
+
+#: DESIGN's "Package layout" table, top row first: (the row's packages or modules, the lower
+#: rows its "depends on" column names). Modules the table does not name are placed with a reason.
+LAYERS: list[tuple[set[str], set[str]]] = [
+    (LEAVES, set()),
+    ({"idaudit._results", "idaudit.results"}, set()),  # the results core and its public home
+    ({"idaudit.dp"}, set()),
+    ({"idaudit.ops"}, set()),
+    ({"idaudit.data"}, set()),
+    ({"idaudit.audits"}, set()),
+    ({"idaudit.certify"}, set()),
+    ({"idaudit.mechanisms"}, {"idaudit.faces"}),  # "depends on: data, faces"
+    # not in the table: the known-truth noise benchmark over mechanisms, audits and
+    # certify; the demo row below depends on it
+    ({"idaudit.benchmark"}, set()),
+    ({"idaudit.faces"}, set()),
+    ({"idaudit.memorization"}, set()),
+    ({"idaudit.inversion"}, set()),
+    ({"idaudit.pipeline"}, set()),
+    ({"idaudit.plotting"}, set()),
+    # "everything": the command line, and the package root with the ``ds.idaudit`` accessor
+    # it registers (its plot methods fit and draw through audits and plotting)
+    ({"idaudit.cli", "idaudit", "idaudit._accessor"}, set()),
+]
+
+#: (importing module, imported layer) -> why the arrow goes against DESIGN's table.
+LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("idaudit.memorization._run", "idaudit.plotting"): (
+        "run_privacy_check writes seed 003's figures (below_threshold.png, nnaa.png) with the "
+        "csv and json outputs, as DESIGN's data flow has it; plotting draws the tables it is "
+        "given and imports nothing of memorization"
+    ),
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -113,6 +152,17 @@ def test_lowest_layers_import_only_leaf_modules(layer: str) -> None:
     assert not bad, bad
 
 
+def test_plotting_draws_and_computes_nothing_of_the_audits() -> None:
+    """DESIGN: plotting depends on matplotlib; it draws what it is given, fitting nothing."""
+    allowed = LEAVES | {"idaudit._results", "idaudit.results"}
+    bad = [
+        f"idaudit/plotting.py:{line} imports {name or target} from {target}"
+        for target, name, line in _imports(MODULES["idaudit.plotting"])
+        if (target == "idaudit" or target.startswith("idaudit.")) and target not in allowed
+    ]
+    assert not bad, bad
+
+
 def _private_imports(module: str, path: Path) -> Iterator[str]:
     here = _package(module) if module in MODULES else ""
     for target, name, line in _imports(path):
@@ -135,4 +185,90 @@ def test_no_private_name_is_imported_across_packages() -> None:
         for path in sorted((ROOT / "examples").glob("*.py"))
         for hit in _private_imports("", path)
     ]
+    assert not bad, bad
+
+
+def _layer(module: str) -> int:
+    """Row of ``module`` in :data:`LAYERS` (its own entry, or its package's)."""
+    probe = module
+    while True:
+        for row, (members, _) in enumerate(LAYERS):
+            if probe in members:
+                return row
+        if "." not in probe:
+            raise AssertionError(f"{module} has no row in LAYERS: place it (DESIGN's table)")
+        probe = probe.rpartition(".")[0]
+
+
+def _layer_name(module: str) -> str:
+    """The LAYERS entry that holds ``module``."""
+    members = LAYERS[_layer(module)][0]
+    return max((m for m in members if module == m or module.startswith(m + ".")), key=len)
+
+
+def _layer_violations() -> dict[tuple[str, str], list[str]]:
+    found: dict[tuple[str, str], list[str]] = {}
+    for module, path in MODULES.items():
+        row = _layer(module)
+        extra = LAYERS[row][1]
+        for target, name, line in _imports(path):
+            if target != "idaudit" and not target.startswith("idaudit."):
+                continue
+            if name is not None and f"{target}.{name}" in MODULES:
+                target = f"{target}.{name}"  # `from idaudit import dp`
+            to = _layer_name(target)
+            if _layer(target) <= row or to in extra:
+                continue
+            found.setdefault((module, to), []).append(
+                f"{path.relative_to(ROOT)}:{line} imports {name or target} from {target}"
+            )
+    return found
+
+
+def test_every_module_has_a_row_in_the_table() -> None:
+    for module in MODULES:
+        _layer(module)
+
+
+def test_imports_follow_the_table_at_module_and_function_level() -> None:
+    found = _layer_violations()
+    bad = [hit for key, hits in found.items() if key not in LAYER_EXCEPTIONS for hit in hits]
+    assert not bad, bad
+    stale = sorted(set(LAYER_EXCEPTIONS) - set(found))
+    assert not stale, f"exceptions no longer needed, remove them: {stale}"
+
+
+def test_the_table_check_sees_imports_inside_functions(tmp_path: Path) -> None:
+    # the package top is the last row: a lazy `from idaudit import __version__` in a lower
+    # layer, such as the results core once had, is an arrow against the table
+    module = tmp_path / "lazy.py"
+    module.write_text("def f():\n    from idaudit import __version__\n    return __version__\n")
+    assert [(t, n) for t, n, _ in _imports(module)] == [("idaudit", "__version__")]
+    assert _layer("idaudit") > _layer("idaudit._results")
+
+
+_MAKES_FOLDERS = {"mkdir", "makedirs"}
+
+
+def test_folders_are_made_by_private_dir_only() -> None:
+    """Every folder is owner-only at every level: only ``private_dir`` calls ``mkdir``."""
+    bad = []
+    for path in sorted((SRC / "idaudit").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        allowed: set[int] = set()
+        if path == SRC / "idaudit" / "_results.py":
+            allowed = {
+                id(node)
+                for fn in ast.walk(tree)
+                if isinstance(fn, ast.FunctionDef) and fn.name == "private_dir"
+                for node in ast.walk(fn)
+            }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MAKES_FOLDERS
+                and id(node) not in allowed
+            ):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} calls .{node.func.attr}(")
     assert not bad, bad

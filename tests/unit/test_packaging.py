@@ -52,3 +52,21 @@ def test_numpy_floor_has_what_the_code_calls() -> None:
         for path in (ROOT / "src" / "idaudit").rglob("*.py")
     )
     assert not uses or _release(_floors()["numpy"]) >= (2, 0, 0)
+
+
+def test_version_is_declared_once_in_each_place_and_agrees() -> None:
+    """``pyproject.toml`` and the leaf ``idaudit._version`` give the same version."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    import idaudit
+    from idaudit._version import __version__
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["version"] == __version__
+    assert idaudit.__version__ is __version__
+    # nothing else in the package spells the version out
+    spelled = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "src" / "idaudit").rglob("*.py")
+        if re.search(r"__version__\s*=", path.read_text(encoding="utf-8"))
+    ]
+    assert spelled == ["src/idaudit/_version.py"]

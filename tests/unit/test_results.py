@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
 from pathlib import Path
@@ -26,6 +27,7 @@ from idaudit._results import (
     write_text,
 )
 from idaudit.exceptions import InvalidInputError
+from idaudit.results import private_dir
 
 
 def _valid() -> xr.Dataset:
@@ -141,3 +143,168 @@ def test_malformed_values_are_named_not_crashed_on(breakage: object, message: st
     ds = out if isinstance(out, xr.Dataset) else ds
     with pytest.raises(InvalidInputError, match=message):
         check_result_dataset(ds)
+
+
+# -- owner-only folders: every level private_dir creates is 0700 -------------------------------
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _shared_base(tmp_path: Path) -> Path:
+    """A folder that existed before: it must keep its (group/world-readable) mode."""
+    base = tmp_path / "shared"
+    base.mkdir()
+    base.chmod(0o755)
+    return base
+
+
+def _assert_created_private(base: Path, leaf: Path) -> None:
+    """Every folder from ``base`` (exclusive) down to ``leaf`` is 0700; ``base`` is 0755."""
+    levels = [leaf, *leaf.parents]
+    created = levels[: levels.index(base)]
+    assert created, f"{leaf} is not under {base}"
+    for folder in created:
+        assert folder.is_dir(), folder
+        assert oct(_mode(folder)) == oct(0o700), folder
+    assert oct(_mode(base)) == oct(0o755)
+
+
+@pytest.mark.usefixtures("permissive_umask")
+def test_private_dir_makes_every_missing_level_owner_only(tmp_path: Path) -> None:
+    base = _shared_base(tmp_path)
+    leaf = base / "a" / "b" / "c"
+    assert private_dir(leaf) == leaf
+    _assert_created_private(base, leaf)
+    assert private_dir(str(leaf)) == leaf  # exists: nothing changes, nothing raised
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o277], ids=oct)
+def test_private_dir_sets_the_mode_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    # 0o277 narrows mkdir's 0o700 to 0o500: only an explicit chmod gives the owner write back
+    before = os.umask(umask)
+    try:
+        leaf = private_dir(tmp_path / "a" / "b")
+    finally:
+        os.umask(before)
+    assert [oct(_mode(p)) for p in (tmp_path / "a", leaf)] == [oct(0o700)] * 2
+
+
+@pytest.mark.usefixtures("permissive_umask")
+def test_private_dir_keeps_the_mode_of_existing_levels(tmp_path: Path) -> None:
+    base = _shared_base(tmp_path)
+    (base / "a").mkdir()
+    (base / "a").chmod(0o750)
+    private_dir(base / "a" / "b")
+    assert oct(_mode(base / "a")) == oct(0o750)
+    assert oct(_mode(base / "a" / "b")) == oct(0o700)
+    (base / "c").mkdir()
+    (base / "c").chmod(0o755)
+    private_dir(base / "c")  # the folder itself existed: left as it is
+    assert oct(_mode(base / "c")) == oct(0o755)
+
+
+def test_private_dir_refuses_a_file_in_the_way(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(
+        InvalidInputError, match=re.escape(f"`out` must be a folder; {str(blocker)!r} is a file.")
+    ):
+        private_dir(blocker, name="out")
+    deeper = blocker / "x" / "y"
+    message = (
+        f"`path` must be a folder; {str(deeper)!r} cannot be made: {str(blocker)!r} is a file."
+    )
+    with pytest.raises(InvalidInputError, match=re.escape(message)):
+        private_dir(deeper)
+    assert blocker.read_text() == "not a folder"
+
+
+def test_private_dir_is_safe_when_another_process_makes_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leaf = tmp_path / "a" / "b"
+    real_mkdir = Path.mkdir
+
+    def racing_mkdir(self: Path, *args: object, **kwargs: object) -> None:
+        if self == leaf:  # someone else makes it (with their own mode) just before us
+            real_mkdir(self, mode=0o755)
+            os.chmod(self, 0o755)
+        real_mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", racing_mkdir)
+    assert private_dir(leaf) == leaf
+    assert oct(_mode(tmp_path / "a")) == oct(0o700)
+    assert oct(_mode(leaf)) == oct(0o755)  # theirs: not ours to change
+
+
+# each place that used to make folders, driven through its public entry point
+
+
+@pytest.mark.usefixtures("permissive_umask")
+def test_audit_store_folders_are_owner_only(tmp_path: Path) -> None:
+    pytest.importorskip("zarr")
+    base = _shared_base(tmp_path)
+    store = base / "x" / "y" / "store"
+    es = ida.EmbeddingSet(np.random.default_rng(0).normal(size=(30, 3)), np.repeat([0, 1, 2], 10))
+    ida.audit_pairs(es, "all", [ida.GaussMechAuditor()], store=store, progress=False)
+    _assert_created_private(base, store)
+
+
+@pytest.mark.usefixtures("permissive_umask")
+def test_embedding_cache_folders_are_owner_only(tmp_path: Path) -> None:
+    from idaudit.faces import EmbeddingCache
+
+    base = _shared_base(tmp_path)
+    cache = EmbeddingCache(base / "x" / "y" / "cache")
+    cache.put("ab" * 32, np.ones(3, np.float32))
+    _assert_created_private(base, base / "x" / "y" / "cache" / "ab")
+
+
+@pytest.mark.usefixtures("permissive_umask")
+def test_privacy_cache_folders_are_owner_only(tmp_path: Path) -> None:
+    from idaudit.memorization import PrivacyCache, model_key
+
+    base = _shared_base(tmp_path)
+    cache = PrivacyCache(base / "x" / "y" / "cache")
+    compute = lambda idx: (["ok"] * len(idx), np.ones((len(idx), 2), np.float32))  # noqa: E731
+    cache.embeddings({"name": "toy"}, "train", "a", ["h1"], compute, dim=2)
+    key = model_key({"name": "toy"})
+    _assert_created_private(base, base / "x" / "y" / "cache" / "embeddings" / key / "train")
+
+
+@pytest.mark.usefixtures("permissive_umask")
+def test_privacy_check_out_folders_are_owner_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import idaudit.memorization._run as run
+
+    for split in ("train", "heldout", "synthetic"):
+        (tmp_path / "in" / split / "a").mkdir(parents=True)
+    base = _shared_base(tmp_path)
+    out = base / "x" / "y" / "out"
+
+    def stop(**kwargs: object) -> None:  # the output folders exist by now; no model is loaded
+        raise RuntimeError("stop before the models")
+
+    monkeypatch.setattr(run, "build_models", stop)
+    roots = [tmp_path / "in" / s for s in ("train", "heldout", "synthetic")]
+    with pytest.raises(RuntimeError, match="stop before the models"):
+        run.run_privacy_check(*roots, out, threads=1, progress=False)
+    _assert_created_private(base, out / "cache")
+
+
+@pytest.mark.usefixtures("permissive_umask")
+def test_demo_out_folders_are_owner_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import idaudit.cli._demo_run as demo
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("stop before the face demo")
+
+    monkeypatch.setattr(demo, "run_face_demo", stop)
+    base = _shared_base(tmp_path)
+    out = base / "x" / "y" / "demo"
+    with pytest.raises(RuntimeError, match="stop before the face demo"):
+        demo.run_demo(out, config=demo.QUICK, progress=False)
+    _assert_created_private(base, out)

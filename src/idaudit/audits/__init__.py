@@ -11,6 +11,8 @@
 :func:`merge_audits`               results on different pair counts → one Dataset
 :func:`concat_conditions`          several conditions stacked along ``condition``
 :func:`summarize`                  Table 1's row from that Dataset
+:func:`median_auc_rocs`            Figure 3's ROC curves: each condition's median-AUC pair,
+                                   refitted (draw them with :func:`idaudit.plotting.plot_rocs`)
 :func:`table1`, :func:`table2`     Table 1's and Table 2's layouts over conditions;
                                    :func:`markdown`, :func:`condition_fields`
 :func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
@@ -44,7 +46,7 @@ from idaudit.audits._sensitivity import (
     shapiro_residuals,
     tv_witness_ratio,
 )
-from idaudit.audits._summary import AuditSummary, summarize
+from idaudit.audits._summary import AuditSummary, median_auc_rocs, summarize
 from idaudit.audits._tables import condition_fields, markdown, read_manifest, table1, table2
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "condition_fields",
     "logistic_oof_logits",
     "markdown",
+    "median_auc_rocs",
     "merge_audits",
     "mmd_bandwidth_sweep",
     "oof_scores",

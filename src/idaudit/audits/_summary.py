@@ -1,7 +1,11 @@
-"""``summarize``: the Table 1 row of seed 000 from an ``audit_pairs`` Dataset."""
+"""Summaries of an ``audit_pairs`` Dataset: Table 1's row and Figure 3's ROC curves (seed 000).
+
+``summarize`` gives the row, ``median_auc_rocs`` the refitted median-AUC curves.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,9 +14,10 @@ import pandas as pd
 import xarray as xr
 
 from idaudit._results import reduction_attrs
+from idaudit.audits._rocht import ROCHTAuditor
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["AuditSummary", "summarize"]
+__all__ = ["AuditSummary", "median_auc_rocs", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -179,3 +184,79 @@ def summarize(ds: xr.Dataset) -> AuditSummary:
             if cls == "MMDTVAuditor":
                 add(f"{var} (max)", float(np.nanmax(eps)), var, int(np.sum(~np.isnan(eps))))
     return AuditSummary(n, tuple(columns), tuple(values), tuple(statuses), tuple(column_pairs))
+
+
+def median_auc_rocs(
+    ds: xr.Dataset,
+    embeddings: Any,
+    *,
+    n_folds: int = 5,
+    rng: int = 0,
+) -> dict[str, ROCHTAuditor]:
+    """Refit the out-of-fold ROC of each condition's median-AUC pair (seed 000, Figure 3 right).
+
+    A result stores each pair's ``rocht_auc``, not its curve. This picks, per condition, the
+    pair whose AUC is the (lower) median and fits a :class:`ROCHTAuditor` on its rows again,
+    so that :func:`idaudit.plotting.plot_rocs` can draw the curves.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A per-pair result with ``rocht_auc`` (dim ``pair``, or ``condition`` and ``pair``).
+    embeddings : EmbeddingSet or mapping of condition to EmbeddingSet
+        The rows the result was computed on.
+    n_folds : int, default 5
+        Folds of the refitted ROC.
+    rng : int, default 0
+        Seed of the refitted folds (so the refitted AUC may differ a little from the stored
+        one).
+
+    Returns
+    -------
+    dict of str to ROCHTAuditor
+        ``"<condition>: <a> vs <b>"`` (``"<a> vs <b>"`` without a ``condition`` dim) → the
+        fitted auditor (``fpr_``, ``tpr_``, ``auc_``), in the order of ``ds``'s conditions.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``ds`` has no ``rocht_auc`` or ``embeddings`` lacks a condition of ``ds``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit import EmbeddingSet, ROCHTAuditor, audit_pairs
+    >>> from idaudit.audits import median_auc_rocs
+    >>> x = np.random.default_rng(0).normal(size=(60, 4))
+    >>> es = EmbeddingSet(x, np.repeat(["a", "b", "c"], 20))
+    >>> ds = audit_pairs(es, [("a", "b"), ("a", "c")], [ROCHTAuditor(rng=0)], progress=False)
+    >>> rocs = median_auc_rocs(ds, es)
+    >>> list(rocs)
+    ['a vs b']
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"`ds` must be an xarray.Dataset; got {type(ds).__name__}.")
+    if "rocht_auc" not in ds:
+        raise InvalidInputError(
+            "`ds` has no 'rocht_auc' variable; audit the pairs with a ROCHTAuditor first."
+        )
+    if "condition" in ds.dims:
+        parts = [(str(c), ds.sel(condition=c)) for c in ds["condition"].values]
+    else:
+        parts = [("", ds)]
+    rocs: dict[str, ROCHTAuditor] = {}
+    for name, part in parts:
+        if isinstance(embeddings, Mapping):
+            if name not in embeddings:
+                raise InvalidInputError(
+                    f"`embeddings` has no condition {name!r}; it has {sorted(embeddings)}."
+                )
+            es = embeddings[name]
+        else:
+            es = embeddings
+        auc = np.asarray(part["rocht_auc"].values, dtype=np.float64)
+        k = int(np.argsort(auc, kind="stable")[(len(auc) - 1) // 2])  # the lower median
+        a, b = part["identity_a"].values[k], part["identity_b"].values[k]
+        fit = ROCHTAuditor(n_folds=n_folds, rng=rng).fit(es.get(a), es.get(b))
+        rocs[f"{name + ': ' if name else ''}{a} vs {b}"] = fit
+    return rocs

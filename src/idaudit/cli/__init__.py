@@ -128,7 +128,7 @@ def as_flags(message: str, command: argparse.ArgumentParser) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from idaudit import __version__
+    from idaudit._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="idaudit",

@@ -297,6 +297,7 @@ def _run_conditions(
         concat_conditions,
         condition_fields,
         markdown,
+        median_auc_rocs,
         read_manifest,
         table1,
         table2,
@@ -375,7 +376,7 @@ def _run_conditions(
         files.append(write_csv(t2, out / "table2.csv"))
         files.append(write_text(markdown(t2), out / "table2.md"))
     if h0 and "rocht_auc" in stacked:
-        fig = plot_figure3(stacked, sets, h0, rng=args.seed)
+        fig = plot_figure3(stacked, median_auc_rocs(stacked, sets, rng=args.seed), h0)
         path = out / "figure3.png"
         write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
         files.append(path)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
+from idaudit._results import private_dir
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = [
@@ -86,27 +86,18 @@ def out_dir(path: str | Path, flag: str = "--out") -> Path:
     audit. Only folders created here get a mode; an existing folder keeps its own.
     """
     out = Path(path)
-    missing: list[Path] = []
-    probe = out
-    while not probe.exists() and probe != probe.parent:
-        missing.append(probe)
-        probe = probe.parent
     try:
-        for folder in reversed(missing):
-            try:
-                folder.mkdir(mode=0o700)  # the umask can only narrow it
-            except FileExistsError:
-                if not folder.is_dir():
-                    raise
-        if not out.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, "it is not a folder")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise PermissionError(errno.EACCES, "it is not writable")
+        private_dir(out, name=flag)
+        reason = None if os.access(out, os.W_OK | os.X_OK) else "it is not writable"
+    except InvalidInputError:  # something that is not a folder is in the way: say what
+        blocker = next(p for p in (out, *out.parents) if p.exists() or p.is_symlink())
+        reason = "it is not a folder" if blocker == out else f"{str(blocker)!r} is not a folder"
     except OSError as exc:
+        reason = exc.strerror or str(exc)
+    if reason is not None:
         raise InvalidInputError(
-            f"`{flag}` must be a folder that can be created and written to; {str(out)!r}: "
-            f"{exc.strerror or exc}."
-        ) from None
+            f"`{flag}` must be a folder that can be created and written to; {str(out)!r}: {reason}."
+        )
     return out
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from idaudit._results import variable, write_atomic, write_netcdf, write_text
+from idaudit._results import private_dir, variable, write_atomic, write_netcdf, write_text
 from idaudit.cli._demo_faces import (
     FACE_SEED,
     FACES_QUICK,
@@ -117,7 +117,7 @@ def run_demo(
     Parameters
     ----------
     out_dir : path
-        Output folder, created (owner-only) if missing.
+        Output folder, created owner-only (missing parents too) if missing.
     config : DemoConfig, optional
         Sizes (default: :class:`DemoConfig`).
     progress : bool, default True
@@ -131,8 +131,7 @@ def run_demo(
 
     cfg = config or DemoConfig()
     start = time.perf_counter()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    out = private_dir(out_dir, name="out_dir")
     faces = run_face_demo(out, cfg.faces, progress=progress)
     base = demo_identities(cfg.n_identities, cfg.dim)
     sd = np.asarray(cfg.noise_sd, dtype=np.float64)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._results import private_dir, write_atomic
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["EmbeddingCache", "content_key"]
@@ -65,7 +66,7 @@ class EmbeddingCache:
     Parameters
     ----------
     directory : str or os.PathLike
-        Where entries live; created (0700) if missing.
+        Where entries live; created (0700, missing parents too) if missing.
 
     Attributes
     ----------
@@ -95,12 +96,7 @@ class EmbeddingCache:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         if not isinstance(directory, (str, os.PathLike)):
             raise TypeError(f"`directory` must be a path; got {type(directory).__name__}.")
-        self.directory = Path(directory)
-        if self.directory.exists() and not self.directory.is_dir():
-            raise InvalidInputError(
-                f"`directory` must be a folder; {str(self.directory)!r} is a file."
-            )
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.directory = private_dir(directory, name="directory")
         self.reset_counts()
 
     def reset_counts(self) -> None:
@@ -154,10 +150,8 @@ class EmbeddingCache:
 
         ``meta`` is an optional float vector kept with it (e.g. the face's box and score).
         """
-        from idaudit._results import write_atomic
-
         path = self._path(key)
-        path.parent.mkdir(exist_ok=True, mode=0o700)
+        private_dir(path.parent, name="directory")
         emb = np.zeros(0, np.float32) if embedding is None else np.asarray(embedding, np.float32)
         if emb.ndim != 1:
             raise InvalidInputError(f"`embedding` must be 1-d; got shape {emb.shape}.")

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._results import write_atomic
+from idaudit._results import private_dir, write_atomic
 from idaudit.exceptions import IdauditWarning
 
 __all__ = ["PrivacyCache", "model_key"]
@@ -49,18 +49,8 @@ def model_key(identity: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _mkdir(path: Path) -> None:
-    missing = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
-
-
 def _savez(path: Path, **arrays: Any) -> None:
-    _mkdir(path.parent)
+    private_dir(path.parent, name="root")
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
@@ -75,7 +65,7 @@ class PrivacyCache:
     Parameters
     ----------
     root : str or os.PathLike
-        Cache folder (created ``0700`` when missing).
+        Cache folder (created ``0700``, missing parents too, when missing).
 
     Attributes
     ----------
@@ -108,8 +98,7 @@ class PrivacyCache:
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
-        _mkdir(self.root)
+        self.root = private_dir(root, name="root")
         self.counters: Counter[str] = Counter()
 
     def __repr__(self) -> str:

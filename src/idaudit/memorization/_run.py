@@ -19,8 +19,10 @@ import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
+from idaudit._device import available_cpus, default_threads, thread_limit
 from idaudit._results import (
     Status,
+    private_dir,
     provenance,
     variable,
     write_atomic,
@@ -42,9 +44,7 @@ from idaudit.memorization._images import (
     SPLITS,
     CohortFiles,
     MemoDetector,
-    available_cpus,
     build_models,
-    default_threads,
     embed_images,
     hash_files,
     scan_root,
@@ -277,8 +277,9 @@ def run_privacy_check(
         Where embeddings and distances are cached.
     threads : int, optional
         CPU threads for torch and onnxruntime, never more than the CPUs this process may use
-        (``os.sched_getaffinity``). Default: at most 8 (seed 003's default), capped by those
-        CPUs and by the CPUs idle now (CPUs minus the 1-minute load average), at least 1.
+        (``os.sched_getaffinity``); the BLAS and OpenMP pools get the same limit for the
+        call. Default: those CPUs less the ones busy by the 1-minute load average (one busy
+        CPU is allowed for this process), at most 8 (seed 003's default), at least 1.
     device : str, default "cpu"
     rng : int, default 0
         Seed of the permutations, subsets and bootstrap.
@@ -307,7 +308,8 @@ def run_privacy_check(
     seed = check_integer(rng, "rng", minimum=0)
     cpus = available_cpus()
     asked = None if threads is None else check_integer(threads, "threads", minimum=1)
-    n_threads = default_threads() if asked is None else min(asked, cpus)
+    # seed 003 runs at most 8 threads unless asked for more
+    n_threads = min(8, default_threads()) if asked is None else min(asked, cpus)
     notes: list[str] = []
     if asked is not None and asked > cpus:
         _say(notes, f"threads: {asked} asked, capped at the {cpus} CPU(s) this process may use.")
@@ -334,11 +336,7 @@ def run_privacy_check(
         )
 
     with ExitStack() as stack:
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(n_threads)
-        stack.callback(torch.set_num_threads, before)
+        stack.enter_context(thread_limit(n_threads))
         if isinstance(cache, PrivacyCache):
             store = cache
         elif cache is not None:
@@ -366,16 +364,7 @@ def run_privacy_check(
 
 
 def _make_out(out: Path) -> Path:
-    missing = []
-    probe = out
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
-    if not out.is_dir():
-        raise InvalidInputError(f"`out` must be a folder; {str(out)!r} is not.")
-    return out
+    return private_dir(out, name="out")
 
 
 def _run(
