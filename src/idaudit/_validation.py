@@ -19,12 +19,16 @@ import numpy.typing as npt
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
+    "Anything",
     "Boolean",
+    "Classifier",
     "Constraint",
     "Device",
     "IntegerOrOption",
     "Interval",
     "Label",
+    "MechanismLike",
+    "NoneOr",
     "OptionOrPositive",
     "Options",
     "Positive",
@@ -470,10 +474,10 @@ class Label:
 
 
 @dataclass(frozen=True)
-class Renamed:
-    """A parameter's former name: ``None`` (not used), or a value ``inner`` accepts.
+class NoneOr:
+    """``None`` (the parameter is not used), or a value ``inner`` accepts.
 
-    The estimator warns when it is used and takes its value in place of the new name's.
+    E.g. ``NoneOr(Interval(0.0, None))``: ``None`` or a finite number > 0.
     """
 
     inner: Constraint
@@ -483,6 +487,92 @@ class Renamed:
 
     def invalid(self) -> tuple[Any, ...]:
         return self.inner.invalid()
+
+
+@dataclass(frozen=True)
+class Renamed(NoneOr):
+    """A parameter's former name: ``None`` (not used), or a value ``inner`` accepts.
+
+    The estimator warns when it is used and takes its value in place of the new name's.
+    """
+
+
+@dataclass(frozen=True)
+class Anything:
+    """Any value: the rule is checked where its meaning is known.
+
+    For a parameter whose check needs another input of ``fit`` (e.g. ``pairs``, checked
+    against the mechanism's identities); it refuses nothing here, so :meth:`invalid` is empty.
+    """
+
+    def check(self, value: Any, name: str) -> Any:
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class MechanismLike:
+    """Anything with ``identities`` and a callable ``sample`` (the Mechanism protocol).
+
+    The protocol is :class:`idaudit.mechanisms.Mechanism`: ``sample(identity, n, *, rng)``
+    returns ``n`` outputs of the mechanism for ``identity``.
+    """
+
+    def check(self, value: Any, name: str) -> Any:
+        if not (hasattr(value, "identities") and callable(getattr(value, "sample", None))):
+            raise TypeError(
+                f"`{name}` must follow the idaudit.mechanisms.Mechanism protocol "
+                f"(`identities` and `sample(identity, n, *, rng)`); got {type(value).__name__}."
+            )
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return (None, "mechanism")
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """A named classifier (one of ``options``) or a clonable scikit-learn-style classifier.
+
+    An estimator needs ``fit``, ``get_params`` (so that :func:`sklearn.base.clone` can copy
+    it) and ``decision_function`` or ``predict_proba``, and cloning it must succeed. A name is
+    returned as is; what it means is up to the estimator that declares the constraint.
+    """
+
+    options: tuple[str, ...]
+
+    def check(self, value: Any, name: str) -> Any:
+        named = ", ".join(repr(o) for o in self.options)
+        if isinstance(value, str):
+            if value not in self.options:
+                raise InvalidInputError(
+                    f"`{name}` must be one of {named} or a scikit-learn-style estimator; "
+                    f"got {value!r}."
+                )
+            return value
+        if not all(hasattr(value, m) for m in ("fit", "get_params")) or not (
+            hasattr(value, "decision_function") or hasattr(value, "predict_proba")
+        ):
+            raise TypeError(
+                f"`{name}` must be {named} or a scikit-learn-style estimator with `fit`, "
+                "`get_params` (so that it can be cloned) and `decision_function` or "
+                f"`predict_proba`; got {type(value).__name__}."
+            )
+        from sklearn.base import clone  # scikit-learn only when an estimator is checked
+
+        try:
+            clone(value)
+        except (TypeError, RuntimeError, AttributeError, ValueError) as exc:
+            raise TypeError(
+                f"`{name}` must be clonable with sklearn.base.clone; cloning "
+                f"{type(value).__name__} failed: {exc}"
+            ) from exc
+        return value
+
+    def invalid(self) -> tuple[Any, ...]:
+        return ("no such classifier", object())
 
 
 def validate_params(

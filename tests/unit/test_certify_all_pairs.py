@@ -62,5 +62,5 @@ def test_all_candidates_errors(es: EmbeddingSet) -> None:
         ReservedTestCertifier(n_candidates="all", classifier="random_forest", progress=False).fit(
             es
         )
-    with pytest.raises(InvalidInputError, match="`n_candidates` must be an integer >= 1 or 'all'"):
+    with pytest.raises(InvalidInputError, match="`n_candidates` must be 'all' or an integer >= 1"):
         ReservedTestCertifier(n_candidates="every", progress=False).fit(es)

@@ -121,7 +121,8 @@ def test_not_fitted_and_bad_input() -> None:
         # every certificate is >= 0, so a target of 0 would "reach" itself after one batch
         ({"target_epsilon": 0.0}, InvalidInputError, r"`target_epsilon` must be in \(0, inf\)"),
         ({"delta": 1.0}, InvalidInputError, r"`delta` must be in \[0, 1\)"),
-        ({"classifier": object()}, TypeError, "`classifier` must be None or"),
+        ({"classifier": object()}, TypeError, "`classifier` must be 'logistic' or"),
+        ({"classifier": "svm"}, InvalidInputError, "`classifier` must be one of 'logistic'"),
         ({"mechanism": object()}, TypeError, "`mechanism` must follow"),
     ]
     for change, error, match in cases:
@@ -141,3 +142,16 @@ def test_every_declared_constraint_refuses_its_invalid_values() -> None:
         for bad in constraint.invalid():
             with pytest.raises((TypeError, InvalidInputError), match=f"`{key}`"):
                 SequentialCertifier(**{**base, key: bad}).fit()
+
+
+def test_classifier_none_is_the_deprecated_spelling_of_logistic() -> None:
+    kw = {"target_epsilon": 1.0, "max_samples": 2000, "rng": 3, "progress": False}
+    new = SequentialCertifier(_laplace(), [("a", "b")], **kw).fit()
+    assert new.classifier == "logistic"  # the default
+    with pytest.warns(FutureWarning, match=r"`classifier=None` is now spelled `classifier='logi"):
+        old = SequentialCertifier(_laplace(), [("a", "b")], classifier=None, **kw).fit()
+    assert old.epsilon_lb_ == new.epsilon_lb_
+    assert old.n_test_ == new.n_test_
+    assert old.path_.equals(new.path_)
+    assert old.certificates_.attrs["setting.classifier"] == "logistic"
+    assert new.certificates_.attrs["setting.classifier"] == "logistic"

@@ -77,9 +77,13 @@ def test_scalar_checks():
 def test_every_constraint_refuses_its_own_invalid_values() -> None:
     from idaudit._validation import (
         Boolean,
+        Classifier,
         Device,
+        IntegerOrOption,
         Interval,
         Label,
+        MechanismLike,
+        NoneOr,
         OptionOrPositive,
         Options,
         Positive,
@@ -97,6 +101,10 @@ def test_every_constraint_refuses_its_own_invalid_values() -> None:
         Boolean(),
         Device(),
         Label(r"[a-z_]+", "a lower-case label", frozenset({"seed"})),
+        IntegerOrOption(("all",), minimum=1),
+        NoneOr(Interval(0.0, None)),
+        MechanismLike(),
+        Classifier(("logistic", "random_forest")),
     ]
     for constraint in constraints:
         assert constraint.invalid(), constraint
@@ -147,3 +155,40 @@ def test_messages_show_numpy_scalars_as_plain_values() -> None:
         check_integer(np.int64(0), "n", minimum=1)
     with pytest.raises(InvalidInputError, match=r"`alpha` must be in \(0, 1\); got 1\.5\.$"):
         check_in_range(np.float32(1.5), "alpha", 0, 1)
+
+
+def test_none_or_anything_mechanism_and_classifier_accept_what_they_should() -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from idaudit._validation import Anything, Classifier, Interval, MechanismLike, NoneOr
+
+    assert NoneOr(Interval(0.0, None)).check(None, "p") is None
+    assert NoneOr(Interval(0.0, None)).check(2, "p") == 2.0
+    with pytest.raises(InvalidInputError, match=r"`p` must be in \(0, inf\); got inf"):
+        NoneOr(Interval(0.0, None)).check(float("inf"), "p")
+    thing = object()
+    assert Anything().check(thing, "p") is thing
+    assert Anything().invalid() == ()  # refuses nothing: checked where its meaning is known
+
+    class Mech:
+        identities = ("a", "b")
+
+        def sample(self, identity: object, n: int, *, rng: object) -> None: ...
+
+    mech = Mech()
+    assert MechanismLike().check(mech, "mechanism") is mech
+    clf = LogisticRegression()
+    assert Classifier(("logistic",)).check(clf, "classifier") is clf
+    assert Classifier(("logistic",)).check("logistic", "classifier") == "logistic"
+    with pytest.raises(InvalidInputError, match="`c` must be one of 'logistic' or a scikit"):
+        Classifier(("logistic",)).check("random_forest", "c")
+
+    class NotClonable(LogisticRegression):
+        def __init__(self) -> None:
+            self.C = 2.0  # not a parameter of __init__: clone cannot copy it
+
+        def get_params(self, deep: bool = True) -> dict[str, object]:
+            return {"C": 1.0}
+
+    with pytest.raises(TypeError, match=r"`c` must be clonable with sklearn\.base\.clone"):
+        Classifier(("logistic",)).check(NotClonable(), "c")

@@ -13,16 +13,15 @@ import numpy as np
 import numpy.typing as npt
 import xarray as xr
 from scipy import stats
-from sklearn.base import BaseEstimator, clone
-from sklearn.ensemble import RandomForestClassifier
-from sklearn.linear_model import LogisticRegression
 from tqdm.auto import tqdm
 
 from idaudit._device import single_threaded, thread_limit
 from idaudit._results import CERTIFIED_STATUSES, Status, pair_dataset, provenance, variable
 from idaudit._validation import (
     Boolean,
+    Classifier,
     Constraint,
+    IntegerOrOption,
     Interval,
     Options,
     RandomState,
@@ -32,9 +31,18 @@ from idaudit._validation import (
     check_pairs,
     check_random_state,
     spawn_seeds,
-    validate_params,
 )
-from idaudit.audits import StatusEstimator, logistic_oof_logits, oof_scores, stratified_folds
+from idaudit.audits import logistic_oof_logits
+from idaudit.certify._base import (
+    CLASSIFIERS,
+    BaseCertifier,
+    auc,
+    fit_classifier,
+    make_classifier,
+    oof_scores_of,
+    score,
+    threshold_cuts,
+)
 from idaudit.data import DUPLICATES, EmbeddingSet, all_pairs, sample_pairs, split_identities
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
 from idaudit.exceptions import IdauditWarning, InvalidInputError
@@ -43,7 +51,6 @@ __all__ = ["ReservedTestCertifier"]
 
 FloatArray = npt.NDArray[np.float64]
 
-_CLASSIFIERS = ("logistic", "random_forest")
 _THRESHOLD_RULE = (
     "maximise, over development out-of-fold scores, the Eq. 16 bound obtained by substituting "
     "Clopper-Pearson upper bounds at the reserved test sizes for test error counts equal to "
@@ -67,65 +74,7 @@ class _Plan:
     margin: float  # (min b score - max a score) / pooled sd, in the chosen direction
 
 
-def _base_classifier(clf: Any) -> Any:
-    """Return the unfitted classifier ``clf`` names (a string) or is (an estimator)."""
-    if isinstance(clf, str):
-        if clf == "logistic":
-            return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000)
-        if clf == "random_forest":
-            return RandomForestClassifier(n_estimators=100)
-        raise InvalidInputError(
-            f"`classifier` must be one of {', '.join(map(repr, _CLASSIFIERS))} or a "
-            f"scikit-learn-style estimator; got {clf!r}."
-        )
-    if not all(hasattr(clf, name) for name in ("fit", "get_params")) or not (
-        hasattr(clf, "decision_function") or hasattr(clf, "predict_proba")
-    ):
-        raise TypeError(
-            "`classifier` must be 'logistic', 'random_forest' or a scikit-learn-style "
-            "estimator with `fit`, `get_params` (so that it can be cloned) and "
-            f"`decision_function` or `predict_proba`; got {type(clf).__name__}."
-        )
-    try:
-        clone(clf)
-    except (TypeError, RuntimeError, AttributeError, ValueError) as exc:
-        raise TypeError(
-            f"`classifier` must be clonable with sklearn.base.clone; cloning "
-            f"{type(clf).__name__} failed: {exc}"
-        ) from exc
-    return clf
-
-
-@dataclass(frozen=True)
-class _Classifier:
-    """``"logistic"``, ``"random_forest"`` or a clonable scikit-learn-style classifier."""
-
-    def check(self, value: Any, name: str) -> Any:
-        _base_classifier(value)
-        return value
-
-    def invalid(self) -> tuple[Any, ...]:
-        return ("svm", object())
-
-
-@dataclass(frozen=True)
-class _CandidateCount:
-    """An integer >= 1, or ``"all"`` (every pair of the condition)."""
-
-    def check(self, value: Any, name: str) -> Any:
-        if isinstance(value, str):
-            if value != "all":
-                raise InvalidInputError(
-                    f"`{name}` must be an integer >= 1 or 'all'; got {value!r}."
-                )
-            return value
-        return check_integer(value, name, minimum=1)
-
-    def invalid(self) -> tuple[Any, ...]:
-        return ("every", 0, 2.5)
-
-
-class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
+class ReservedTestCertifier(BaseCertifier):
     r"""Certified ε lower bounds from a classifier evaluated once on reserved test data.
 
     The protocol of seed 000, Section 4.3: every adaptive choice (which pairs, which
@@ -274,18 +223,18 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
     True
     """
 
-    status: ClassVar[Status] = "certified_lower_bound"
     _fitted = "certificates_"
     _fit_call = "fit(es)"
+    _fitted_names = ("certificates_", "epsilon_lb_", "candidates_", "classifiers_")
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "test_size": Interval(0.0, 1.0),
         "duplicates": Options(DUPLICATES),
-        "n_candidates": _CandidateCount(),
+        "n_candidates": IntegerOrOption(("all",), minimum=1),
         "n_select": Interval(1, integer=True),
         "alpha": Interval(0.0, 1.0),
         "n_families": Interval(1, integer=True),
         "delta": Interval(0.0, 1.0, closed="left"),
-        "classifier": _Classifier(),
+        "classifier": Classifier(CLASSIFIERS),
         "n_folds": Interval(2, integer=True),
         "rng": RandomState(),
         "progress": Boolean(),
@@ -580,15 +529,8 @@ class ReservedTestCertifier(StatusEstimator, BaseEstimator):  # type: ignore[mis
             stacklevel=4,  # _warn_if_zero_ceiling -> _fit -> fit -> the caller
         )
 
-    def _forget(self) -> None:
-        for name in ("certificates_", "epsilon_lb_", "candidates_", "classifiers_"):
-            self.__dict__.pop(name, None)
-
-    def _checked_params(self) -> dict[str, Any]:
-        return validate_params(self.get_params(deep=False), self._parameter_constraints)
-
     def _base_classifier(self) -> Any:
-        return _base_classifier(self.classifier)
+        return make_classifier(self.classifier)
 
     def _attrs(
         self,
@@ -691,7 +633,9 @@ def _select(
     for (a, b), seed in iterator:
         xa, xb = dev.get(a), dev.get(b)
         batch_oof = next(scores) if scores is not None else None
-        oof = batch_oof if batch_oof is not None else _oof_scores(base, xa, xb, p["n_folds"], seed)
+        oof = (
+            batch_oof if batch_oof is not None else oof_scores_of(base, xa, xb, p["n_folds"], seed)
+        )
         plans.append(
             _plan(
                 oof[: len(xa)],
@@ -746,9 +690,9 @@ def _evaluate(
     fitted: list[Any] = []
     for (a, b), plan, seed, rank in zip(pairs, plans, seeds, ranks, strict=True):
         xa, xb = dev.get(a), dev.get(b)
-        clf = _fit_classifier(base, xa, xb, seed)
-        ta = plan.direction * _score(clf, test.get(a))  # (m_a,)
-        tb = plan.direction * _score(clf, test.get(b))  # (m_b,)
+        clf = fit_classifier(base, xa, xb, seed)
+        ta = plan.direction * score(clf, test.get(a))  # (m_a,)
+        tb = plan.direction * score(clf, test.get(b))  # (m_b,)
         tau = plan.direction * plan.threshold
         m_a, m_b = len(ta), len(tb)
         fp = int(np.count_nonzero(ta >= tau))
@@ -771,7 +715,7 @@ def _evaluate(
                 "test_fnr": fn / m_b,
                 "ufpr": ufpr,
                 "ufnr": ufnr,
-                "test_auc": _auc(ta, tb),
+                "test_auc": auc(ta, tb),
                 "epsilon_lb": float(epsilon_from_error_rates(ufpr, ufnr, delta)),
                 "threshold": plan.threshold,
                 "direction": int(plan.direction),
@@ -827,40 +771,6 @@ def _min_test_rows(alpha_bound: float, delta: float) -> int:
 # -- development-side computations ----------------------------------------------------------
 
 
-def _seeded(base: Any, seed: int) -> Any:
-    """Clone ``base`` and set every ``random_state`` parameter, at any depth, to ``seed``."""
-    clf = clone(base)
-    keys = [
-        key
-        for key in clf.get_params(deep=True)
-        if key == "random_state" or key.endswith("__random_state")
-    ]
-    if keys:
-        clf.set_params(**dict.fromkeys(keys, seed % 2**32))
-    return clf
-
-
-def _fit_classifier(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
-    clf = _seeded(base, seed)
-    x = np.concatenate([xa, xb])  # (n_a + n_b, d)
-    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
-    return clf.fit(x, y)
-
-
-def _score(clf: Any, x: FloatArray) -> FloatArray:
-    if hasattr(clf, "decision_function"):
-        s = np.asarray(clf.decision_function(x), dtype=np.float64)
-    else:
-        s = np.asarray(clf.predict_proba(x), dtype=np.float64)[:, 1]
-    return s.reshape(-1)
-
-
-def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: int) -> FloatArray:
-    """Out-of-fold scores of the pooled development rows, a-rows first (fold k seeded seed + k)."""
-    folds = stratified_folds(len(xa), len(xb), n_folds, seed % 2**32)
-    return oof_scores(lambda k: _seeded(base, seed + k), xa, xb, folds, _score)
-
-
 def _batched_oof(
     dev: EmbeddingSet,
     candidates: Sequence[tuple[Any, Any]],
@@ -870,9 +780,9 @@ def _batched_oof(
 ) -> Iterator[FloatArray]:
     """Out-of-fold logistic decision values of every candidate, many pairs per solve.
 
-    The folds and the model are those of :func:`_oof_scores` with ``LogisticRegression(C=1)``
-    (``StratifiedKFold`` seeded per pair; the exact optimum, where lbfgs stops at its
-    tolerance), and each identity's development Gram block is computed once.
+    The folds and the model are those of :func:`~idaudit.certify._base.oof_scores_of` with
+    ``LogisticRegression(C=1)`` (``StratifiedKFold`` seeded per pair; the exact optimum, where
+    lbfgs stops at its tolerance), and each identity's development Gram block is computed once.
     """
     shared: dict[Any, Any] = {"width": max(dev.counts.values())}
     for lo in range(0, len(candidates), per_call):
@@ -911,19 +821,10 @@ def _plan(
     """Choose direction and threshold on development scores; summarise the candidate."""
     n_a, n_b = len(sa), len(sb)
     best: tuple[float, float, float, float] | None = None  # (objective, youden, direction, tau)
-    for direction in (1.0, -1.0):
-        ua, ub = np.sort(direction * sa), np.sort(direction * sb)
-        values = np.unique(np.concatenate([ua, ub]))  # (n_unique,)
-        if values.size < 2:
-            continue
-        cut = values[1:]  # development rule: predict b iff u >= cut
-        fp = n_a - np.searchsorted(ua, cut, side="left")  # (n_unique - 1,)
-        tp = n_b - np.searchsorted(ub, cut, side="left")
-        objective = _expected_bound(fp, n_b - tp, n_a, n_b, m_a, m_b, alpha_bound, delta)
-        youden = tp / n_b - fp / n_a
-        i = int(np.lexsort((youden, objective))[-1])
-        tau = 0.5 * float(values[i] + values[i + 1])  # midpoint between development scores
-        cand = (float(objective[i]), float(youden[i]), direction, tau)
+    for c in threshold_cuts(sa, sb):
+        objective = _expected_bound(c.fp, n_b - c.tp, n_a, n_b, m_a, m_b, alpha_bound, delta)
+        i = int(np.lexsort((c.youden, objective))[-1])
+        cand = (float(objective[i]), float(c.youden[i]), c.direction, c.threshold(i))
         if best is None or cand[:2] > best[:2]:
             best = cand
     if best is None:  # every development score is equal: no threshold separates anything
@@ -932,14 +833,7 @@ def _plan(
     ua, ub = direction * sa, direction * sb
     spread = float(np.std(np.concatenate([ua, ub])))
     margin = float(ub.min() - ua.max()) / spread if spread > 0 else 0.0
-    return _Plan(expected, direction, direction * tau, _auc(ua, ub), margin)
-
-
-def _auc(ua: FloatArray, ub: FloatArray) -> float:
-    """ROC AUC of scores ``ub`` (positives) against ``ua``: the Mann–Whitney statistic, ties 1/2."""
-    ranks = stats.rankdata(np.concatenate([ua, ub]))  # (n_a + n_b,) average ranks
-    n_a, n_b = len(ua), len(ub)
-    return float((ranks[n_a:].sum() - n_b * (n_b + 1) / 2.0) / (n_a * n_b))
+    return _Plan(expected, direction, direction * tau, auc(ua, ub), margin)
 
 
 # -- validation and result assembly ---------------------------------------------------------

@@ -4,32 +4,41 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 import xarray as xr
-from sklearn.base import BaseEstimator, clone
-from sklearn.linear_model import LogisticRegression
 from tqdm.auto import tqdm
 
 from idaudit._device import thread_limit
-from idaudit._results import Status, pair_coords, provenance, reduction_attrs, variable
+from idaudit._results import pair_coords, provenance, reduction_attrs, variable
 from idaudit._validation import (
+    Anything,
     Boolean,
+    Classifier,
     Constraint,
     Interval,
+    MechanismLike,
+    NoneOr,
     RandomState,
     RngLike,
-    check_in_range,
     check_pairs,
     check_random_state,
     spawn_seeds,
     validate_params,
 )
-from idaudit.audits import StatusEstimator, oof_scores, stratified_folds
+from idaudit.certify._base import (
+    BaseCertifier,
+    auc,
+    fit_classifier,
+    make_classifier,
+    oof_scores_of,
+    score,
+    threshold_cuts,
+)
 from idaudit.dp import anytime_upper_bound, epsilon_from_error_rates
 from idaudit.exceptions import InvalidInputError
 
@@ -41,71 +50,7 @@ FloatArray = npt.NDArray[np.float64]
 STOP_REASONS = ("target_reached", "target_unreachable", "max_samples")
 
 
-@dataclass(frozen=True)
-class _MechanismLike:
-    """Anything with ``identities`` and a callable ``sample`` (the Mechanism protocol)."""
-
-    def check(self, value: Any, name: str) -> Any:
-        if not (hasattr(value, "identities") and callable(getattr(value, "sample", None))):
-            raise TypeError(
-                f"`{name}` must follow the idaudit.mechanisms.Mechanism protocol "
-                f"(`identities` and `sample(identity, n, *, rng)`); got {type(value).__name__}."
-            )
-        return value
-
-    def invalid(self) -> tuple[Any, ...]:
-        return (None, "mechanism")
-
-
-@dataclass(frozen=True)
-class _Anything:
-    """No rule here (the value is checked where its meaning is known)."""
-
-    def check(self, value: Any, name: str) -> Any:
-        return value
-
-    def invalid(self) -> tuple[Any, ...]:
-        return ()
-
-
-@dataclass(frozen=True)
-class _OptionalClassifier:
-    """``None`` (logistic regression) or a clonable scikit-learn-style binary classifier."""
-
-    def check(self, value: Any, name: str) -> Any:
-        if value is None:
-            return None
-        if not all(hasattr(value, m) for m in ("fit", "get_params")) or not (
-            hasattr(value, "decision_function") or hasattr(value, "predict_proba")
-        ):
-            raise TypeError(
-                f"`{name}` must be None or a scikit-learn-style estimator with `fit`, "
-                "`get_params` and `decision_function` or `predict_proba`; "
-                f"got {type(value).__name__}."
-            )
-        return value
-
-    def invalid(self) -> tuple[Any, ...]:
-        return ("logistic", 3)
-
-
-@dataclass(frozen=True)
-class _OptionalTarget:
-    """``None`` or a finite ε > 0 (every certificate is ≥ 0, so 0 would be reached at once)."""
-
-    def check(self, value: Any, name: str) -> Any:
-        if value is None:
-            return None
-        v = check_in_range(value, name, 0.0, None)
-        if math.isinf(v):
-            raise InvalidInputError(f"`{name}` must be finite; got {value!r}.")
-        return v
-
-    def invalid(self) -> tuple[Any, ...]:
-        return (-1.0, 0.0, float("inf"), "1")
-
-
-class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
+class SequentialCertifier(BaseCertifier):
     r"""Certified ε lower bounds that stay valid however long one keeps sampling.
 
     A classifier and a threshold are fixed per pair on a *development* draw from the
@@ -131,11 +76,13 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
         (:class:`idaudit.mechanisms.Mechanism`).
     pairs : sequence of (label, label)
         The identity pairs to certify, fixed before sampling.
-    classifier : estimator, optional
-        A scikit-learn-style binary classifier (cloned; scored with ``decision_function`` if
-        it has one, else ``predict_proba(X)[:, 1]``; every ``random_state`` is set from
-        ``rng``). Default: ROC-HT's ``LogisticRegression(C=1.0, solver="lbfgs",
-        max_iter=1000)``.
+    classifier : "logistic" or estimator, default "logistic"
+        ``"logistic"``: ROC-HT's ``LogisticRegression(C=1.0, solver="lbfgs",
+        max_iter=1000)``, as :class:`~idaudit.certify.ReservedTestCertifier`'s. Or a
+        scikit-learn-style binary classifier (cloned; scored with ``decision_function`` if it
+        has one, else ``predict_proba(X)[:, 1]``; every ``random_state`` is set from ``rng``).
+        ``None``, the former spelling of ``"logistic"``, is deprecated: ``fit`` warns with a
+        ``FutureWarning`` and fits the same logistic regression.
     alpha : float, default 0.05
         Family-wise error level in (0, 1); each of the ``2 * len(pairs)`` confidence sequences
         is run at :math:`\alpha / (2\,n_\text{pairs})` (union bound).
@@ -234,15 +181,24 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
     ('target_reached', 250, 1.03)
     """
 
-    status: ClassVar[Status] = "certified_lower_bound"
     _fitted: ClassVar[str] = "epsilon_lb_"
     _fit_call: ClassVar[str] = "fit()"
+    _fitted_names = (
+        "epsilon_lb_",
+        "certificates_",
+        "n_used_",
+        "n_test_",
+        "stop_reason_",
+        "path_",
+        "classifiers_",
+    )
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
-        "mechanism": _MechanismLike(),
-        "pairs": _Anything(),  # checked against the mechanism's identities in fit
-        "classifier": _OptionalClassifier(),
+        "mechanism": MechanismLike(),
+        "pairs": Anything(),  # checked against the mechanism's identities in fit
+        "classifier": Classifier(("logistic",)),
         "alpha": Interval(0.0, 1.0),
-        "target_epsilon": _OptionalTarget(),
+        # every certificate is >= 0, so a target of 0 would be reached at once
+        "target_epsilon": NoneOr(Interval(0.0, None)),
         "max_samples": Interval(1, integer=True),
         "n_dev": Interval(2, integer=True),
         "batch_size": Interval(1, integer=True),
@@ -257,7 +213,7 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
         mechanism: Any,
         pairs: Sequence[tuple[Any, Any]],
         *,
-        classifier: Any = None,
+        classifier: Any = "logistic",
         alpha: float = 0.05,
         target_epsilon: float | None = None,
         max_samples: int,
@@ -298,16 +254,7 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
             If ``mechanism`` lacks ``identities``/``sample`` or ``classifier`` is not a usable
             estimator.
         """
-        for name in (
-            "epsilon_lb_",
-            "certificates_",
-            "n_used_",
-            "n_test_",
-            "stop_reason_",
-            "path_",
-            "classifiers_",
-        ):
-            self.__dict__.pop(name, None)
+        self._forget()
         with thread_limit(1, pools="blas"):  # many small fits
             return self._fit()
 
@@ -326,12 +273,12 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
         fit_seeds = spawn_seeds(seed_fit, len(pairs))
         alpha_bound = p["alpha"] / (2 * len(pairs))
         dev = {label: _draw(mech, label, p["n_dev"], dev_seeds[label]) for label in labels}
-        base = self._base_classifier()
+        base = make_classifier(p["classifier"])
 
         plans: list[tuple[float, float, float]] = []  # (direction, threshold, dev AUC)
         fitted: list[Any] = []
         for (a, b), seed in zip(pairs, fit_seeds, strict=True):
-            oof = _oof_scores(base, dev[a], dev[b], p["n_folds"], seed)
+            oof = oof_scores_of(base, dev[a], dev[b], p["n_folds"], seed)
             direction, tau, auc = _plan(
                 oof[: p["n_dev"]],
                 oof[p["n_dev"] :],
@@ -341,7 +288,7 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
                 p["target_epsilon"],
             )
             plans.append((direction, tau, auc))
-            fitted.append(_fit_classifier(base, dev[a], dev[b], seed))
+            fitted.append(fit_classifier(base, dev[a], dev[b], seed))
 
         n_pairs = len(pairs)
         fp = np.zeros(n_pairs, dtype=np.int64)
@@ -359,8 +306,8 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
                 draws = {label: _draw(mech, label, step, test_gens[label]) for label in labels}
                 n_test += step
                 for i, ((a, b), (direction, tau, _)) in enumerate(zip(pairs, plans, strict=True)):
-                    fp[i] += int(np.count_nonzero(direction * _score(fitted[i], draws[a]) >= tau))
-                    fn[i] += int(np.count_nonzero(direction * _score(fitted[i], draws[b]) < tau))
+                    fp[i] += int(np.count_nonzero(direction * score(fitted[i], draws[a]) >= tau))
+                    fn[i] += int(np.count_nonzero(direction * score(fitted[i], draws[b]) < tau))
                 # one vectorised call: the bounds now, the zero-further-error bounds at
                 # max_samples, and the lower bounds (as upper bounds on the other outcome)
                 counts = np.concatenate([fp, fn, fp, fn, n_test - fp, n_test - fn])
@@ -413,7 +360,16 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
 
     # ------------------------------------------------------------------------ helpers
     def _checked_params(self) -> dict[str, Any]:
-        p = validate_params(self.get_params(deep=False), self._parameter_constraints)
+        params = self.get_params(deep=False)
+        if params["classifier"] is None:  # the former spelling of "logistic"
+            warnings.warn(
+                "`classifier=None` is now spelled `classifier='logistic'` (the same logistic "
+                "regression); None will be refused in a future release.",
+                FutureWarning,
+                stacklevel=4,  # _checked_params <- _fit <- fit <- the caller
+            )
+            params["classifier"] = "logistic"
+        p = validate_params(params, self._parameter_constraints)
         # the rules that tie two parameters together
         if p["n_dev"] < 2 * p["n_folds"]:
             raise InvalidInputError(
@@ -427,14 +383,12 @@ class SequentialCertifier(StatusEstimator, BaseEstimator):  # type: ignore[misc]
             )
         return p
 
-    def _base_classifier(self) -> Any:
-        clf = self.classifier
-        return LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000) if clf is None else clf
-
     def _attrs(self, p: dict[str, Any], alpha_bound: float, reason: str, n_pairs: int) -> Any:
         rng = self.rng
         seed = int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
-        clf = "logistic" if self.classifier is None else type(self.classifier).__name__
+        clf = (
+            p["classifier"] if isinstance(p["classifier"], str) else type(p["classifier"]).__name__
+        )
         attrs = provenance(
             title="anytime-valid sequential certificate (idaudit.certify.SequentialCertifier)",
             seeds={"rng": seed},
@@ -490,34 +444,6 @@ def _draw(mech: Any, label: Any, n: int, rng: Any) -> FloatArray:
     return x
 
 
-def _seeded(base: Any, seed: int) -> Any:
-    clf = clone(base)
-    keys = [
-        k for k in clf.get_params(deep=True) if k == "random_state" or k.endswith("__random_state")
-    ]
-    if keys:
-        clf.set_params(**dict.fromkeys(keys, seed % 2**32))
-    return clf
-
-
-def _fit_classifier(base: Any, xa: FloatArray, xb: FloatArray, seed: int) -> Any:
-    x = np.concatenate([xa, xb])  # (n_a + n_b, d)
-    y = np.r_[np.zeros(len(xa), dtype=np.int64), np.ones(len(xb), dtype=np.int64)]
-    return _seeded(base, seed).fit(x, y)
-
-
-def _score(clf: Any, x: FloatArray) -> FloatArray:
-    if hasattr(clf, "decision_function"):
-        return np.asarray(clf.decision_function(x), dtype=np.float64).reshape(-1)
-    return np.asarray(clf.predict_proba(x), dtype=np.float64)[:, 1]
-
-
-def _oof_scores(base: Any, xa: FloatArray, xb: FloatArray, n_folds: int, seed: int) -> FloatArray:
-    """Out-of-fold development scores, rows of ``xa`` first (the shared out-of-fold helpers)."""
-    folds = stratified_folds(len(xa), len(xb), n_folds, seed % 2**32)
-    return oof_scores(lambda k: _seeded(base, seed + k), xa, xb, folds, _score)
-
-
 def _plan(
     sa: FloatArray,
     sb: FloatArray,
@@ -541,16 +467,9 @@ def _plan(
     u_a = np.asarray(anytime_upper_bound(grid[:, None] * rate_a, grid[:, None], alpha_bound))
     u_b = np.asarray(anytime_upper_bound(grid[:, None] * rate_b, grid[:, None], alpha_bound))
     best: tuple[float, float, float, float, float] | None = None
-    for direction in (1.0, -1.0):
-        ua, ub = np.sort(direction * sa), np.sort(direction * sb)
-        values = np.unique(np.concatenate([ua, ub]))
-        if values.size < 2:
-            continue
-        cut = values[1:]  # predict b iff score >= cut
-        fp = n_a - np.searchsorted(ua, cut, side="left")  # (c,)
-        tp = n_b - np.searchsorted(ub, cut, side="left")
+    for c in threshold_cuts(sa, sb):
         expected = np.asarray(  # (g, c): the bound expected at each planned size
-            epsilon_from_error_rates(u_a[:, fp], u_b[:, n_b - tp], delta)
+            epsilon_from_error_rates(u_a[:, c.fp], u_b[:, n_b - c.tp], delta)
         )
         at_plan = expected[-1]  # (c,)
         if target is None:
@@ -558,27 +477,20 @@ def _plan(
         else:  # planned size at which the target is first reached (inf: never)
             reached = expected >= target
             first = np.where(reached.any(axis=0), grid[reached.argmax(axis=0)], np.inf)
-        youden = tp / n_b - fp / n_a
-        i = int(np.lexsort((youden, at_plan, -first))[-1])
+        i = int(np.lexsort((c.youden, at_plan, -first))[-1])
         cand = (
             -float(first[i]),
             float(at_plan[i]),
-            float(youden[i]),
-            direction,
-            0.5 * float(values[i] + values[i + 1]),
+            float(c.youden[i]),
+            c.direction,
+            c.threshold(i),
         )
         if best is None or cand[:3] > best[:3]:
             best = cand
     if best is None:  # every development score equal: a test that never predicts b
         return 1.0, math.inf, 0.5
     direction, tau = best[3], best[4]
-    return direction, tau, _auc(direction * sa, direction * sb)
-
-
-def _auc(ua: FloatArray, ub: FloatArray) -> float:
-    """Mann-Whitney AUC of ``ub`` (positives) against ``ua``, ties 1/2."""
-    diff = ub[:, None] - ua[None, :]
-    return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size)
+    return direction, tau, auc(direction * sa, direction * sb)
 
 
 # -- results ---------------------------------------------------------------------------------
