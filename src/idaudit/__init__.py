@@ -55,6 +55,7 @@ _SUBMODULES = {
     "benchmark",
     "certify",
     "data",
+    "demo",
     "dp",
     "exceptions",
     "faces",
@@ -77,6 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit import benchmark as benchmark
     from idaudit import certify as certify
     from idaudit import data as data
+    from idaudit import demo as demo
     from idaudit import dp as dp
     from idaudit import exceptions as exceptions
     from idaudit import faces as faces

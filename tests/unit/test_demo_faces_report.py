@@ -7,8 +7,7 @@ from pathlib import Path
 import pandas as pd
 import xarray as xr
 
-from idaudit.cli._demo_faces import FaceDemoResult
-from idaudit.cli._demo_run import _chance
+from idaudit.demo import FaceDemoResult
 
 
 def test_top1_chance_counts_the_identities_the_linkage_searched() -> None:
@@ -26,4 +25,4 @@ def test_top1_chance_counts_the_identities_the_linkage_searched() -> None:
         seconds=0.0,
         files={"x": Path("x")},
     )
-    assert _chance(result) == 0.25
+    assert result.top1_chance == 0.25

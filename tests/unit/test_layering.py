@@ -47,6 +47,8 @@ LAYERS: list[tuple[set[str], set[str]]] = [
     ({"idaudit.inversion"}, set()),
     ({"idaudit.pipeline"}, set()),
     ({"idaudit.plotting"}, set()),
+    # the demo's library logic: faces, anonymisers, the noise benchmark, report and figures
+    ({"idaudit.demo"}, set()),
     # "everything": the command line, and the package root with the ``ds.idaudit`` accessor
     # it registers (its plot methods fit and draw through audits and plotting)
     ({"idaudit.cli", "idaudit", "idaudit._accessor"}, set()),

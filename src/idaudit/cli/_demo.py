@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from idaudit.cli._demo_run import QUICK, DemoConfig, run_demo
+    from idaudit.demo import QUICK, DemoConfig, run_demo
 
     config = QUICK if args.quick else DemoConfig()
     out = out_dir(args.out)

@@ -1,10 +1,10 @@
-"""``idaudit demo``, faces part: anonymisers audited on synthetic DCGAN identities with dlib."""
+"""Part one of the demo: anonymisers audited on synthetic DCGAN identities with dlib."""
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from idaudit._results import EPSILON_STATUSES, reduction_attrs, write_atomic, write_csv
+from idaudit._results import (
+    EPSILON_STATUSES,
+    private_dir,
+    reduction_attrs,
+    write_atomic,
+    write_csv,
+)
 
-__all__ = ["FACES_QUICK", "FaceDemoConfig", "FaceDemoResult", "run_face_demo"]
+__all__ = ["FACES_QUICK", "FACE_SEED", "FaceDemoConfig", "FaceDemoResult", "run_face_demo"]
 
 #: Seed of everything the faces demo draws.
 FACE_SEED = 20260818
@@ -23,7 +29,27 @@ FACE_SEED = 20260818
 
 @dataclass(frozen=True)
 class FaceDemoConfig:
-    """Sizes of the faces part of the demo."""
+    """Sizes of the faces part of the demo.
+
+    Parameters
+    ----------
+    n_identities : int, default 10
+        Synthetic identities drawn from the shipped DCGAN.
+    n_per_identity : int, default 24
+        Images per identity.
+    n_pairs : int, default 20
+        Identity pairs audited (the same pairs under every anonymiser).
+    blur_sigmas : tuple of float, default (1.5, 3.0)
+        Gaussian blur strengths, in pixels of the 64-pixel face.
+    pixel_blocks : tuple of int, default (4, 8)
+        Pixelation block sizes, in pixels of the 64-pixel face.
+    swap_mixes : tuple of float, default (0.25, 0.5, 0.75)
+        Fractions of the way to the donor face in the generator's latent space.
+    n_select : int, default 3
+        Vertex-disjoint pairs the reserved-test certifier certifies per anonymiser.
+    min_separation : float, default 0.4
+        Least distance between identity centres in dlib's unit-norm embedding space.
+    """
 
     n_identities: int = 10
     n_per_identity: int = 24
@@ -46,44 +72,36 @@ FACES_QUICK = FaceDemoConfig(
     n_select=2,
 )
 
-#: Plain-language reading of each method's numbers (report.md).
-METHOD_TEXT = {
-    "none": (
-        "**No anonymisation** — the source faces themselves, detected, aligned and encoded. "
-        "This is the ceiling: every identity is told apart from every other (ROC AUC near 1, "
-        "top-1 identification near 100 %). It says the encoder sees these synthetic people as "
-        "distinct, which every other row depends on."
-    ),
-    "blur": (
-        "**Gaussian blur** — smears the face. To a human the face looks hidden, and finding "
-        "a blurred face among the original photos gets harder as σ grows (top-1 "
-        "identification falls). But the blurred faces of one person still look alike to the "
-        "recogniser and unlike another person's: the audits' ε stays far from 0 and the ROC "
-        "AUC near 1. Identity-level DP asks the second question — can the released images "
-        "of two people be told apart — so a low re-identification rate against the "
-        "originals is not evidence of privacy."
-    ),
-    "pixelate": (
-        "**Pixelation** — replaces the face by a coarse mosaic. It removes more identity than "
-        "blur at these settings, yet the mosaics of one person still resemble each other more "
-        "than another person's: a positive ε here means someone holding several pixelated "
-        "images can still tell identities apart above chance. It does not mean the person can "
-        "be named from one mosaic; the linkage columns say how often that works."
-    ),
-    "swap": (
-        "**Latent face swap** — every face is moved a fraction `mix` of the way to one fixed "
-        "donor face in the generator's latent space (seed 000's FaceFusion set-up with one "
-        "donor). At `mix = 1` every output is the donor and nothing of the source identity "
-        "remains (ε = 0 exactly); below that, what is left of the source identity is what the "
-        "audit measures. The numbers are lower bounds and estimates for *this* synthetic "
-        "generator, not for a production face swap."
-    ),
-}
-
 
 @dataclass(frozen=True)
 class FaceDemoResult:
-    """What :func:`run_face_demo` computed and wrote."""
+    """What :func:`run_face_demo` computed and wrote.
+
+    Attributes
+    ----------
+    results : xarray.Dataset
+        Per condition and pair: every audit variable, faces lost per identity, coords
+        ``method`` and ``strength`` (written as ``faces_results.nc``).
+    table : pandas.DataFrame
+        One row per condition: losses, re-identification rates, audit medians and the largest
+        certificate; ``table.attrs["certified_max_status"]`` is the derived status of the
+        ``certified_max`` column.
+    certificates : dict of str to xarray.Dataset
+        The reserved-test certificates of each condition.
+    linkage : pandas.DataFrame
+        Re-identification rates per condition (empty when there was nothing to link).
+    lost : pandas.DataFrame
+        Source images without a detectable face, identity by condition.
+    controls : xarray.Dataset or None
+        Split-half sanity controls on the unanonymised faces (None when no identity has ten
+        usable faces).
+    n_encoded : int
+        Faces encoded in this run (0 when every embedding came from the cache).
+    seconds : float
+        Wall time of the run.
+    files : dict of str to pathlib.Path
+        The files written, by role.
+    """
 
     results: xr.Dataset
     table: pd.DataFrame
@@ -94,6 +112,13 @@ class FaceDemoResult:
     n_encoded: int
     seconds: float
     files: dict[str, Path]
+
+    @property
+    def top1_chance(self) -> float:
+        """Top-1 chance rate: one over the identities the linkage searched (the common ones)."""
+        if "chance" in self.linkage:
+            return float(self.linkage["chance"].iloc[0])
+        return 1 / max(len(self.lost), 1)
 
 
 def _conditions(cfg: FaceDemoConfig, gen: Any, ids: Any) -> dict[str, tuple[str, float, Any]]:
@@ -115,23 +140,44 @@ def _conditions(cfg: FaceDemoConfig, gen: Any, ids: Any) -> dict[str, tuple[str,
 
 
 def run_face_demo(
-    out: Path,
-    cfg: FaceDemoConfig,
+    out_dir: str | os.PathLike[str],
+    config: FaceDemoConfig | None = None,
     *,
     progress: bool = True,
-    say: Callable[[str], None] | None = None,
 ) -> FaceDemoResult:
-    """Audit blur, pixelation and a latent face swap on synthetic faces; write files to ``out``.
+    """Audit blur, pixelation and a latent face swap on synthetic faces; write the files.
 
     Identities: :func:`idaudit.faces.synthetic_identities` from the shipped DCGAN (made-up
     people, kept apart in dlib's embedding space). Detection: MTCNN on the
     original (enlarged) frames; the same crop is cut from every anonymised frame (paired
     mode). Encoder: dlib's ResNet (its torch port, one thread per core not already busy).
-    Embeddings are cached under ``out/.cache``.
+
+    Parameters
+    ----------
+    out_dir : path
+        Output folder, created owner-only (missing parents too) if missing. Embeddings are
+        cached under ``out_dir/.cache``, so a re-run encodes nothing.
+    config : FaceDemoConfig, optional
+        Sizes (default: :class:`FaceDemoConfig`; :data:`FACES_QUICK` for a test-sized run).
+    progress : bool, default True
+        Show progress bars.
+
+    Returns
+    -------
+    FaceDemoResult
+        The results, the table, the certificates and the files written (``faces_results.nc``,
+        ``faces_pairs.csv``, ``faces_table.csv``, ``linkage.csv``, ``faces_lost.csv``,
+        ``faces_certificates.csv``, ``epsilon_vs_strength.png``, ``contact_sheet.png`` and,
+        with controls, ``faces_controls.nc``).
+
+    Examples
+    --------
+    >>> from idaudit.demo import FACES_QUICK, run_face_demo
+    >>> result = run_face_demo("demo-out", FACES_QUICK, progress=False)  # doctest: +SKIP
+    >>> result.table[["condition", "top1_rate", "mmdtv_median"]]  # doctest: +SKIP
     """
-    from idaudit import ReservedTestCertifier
     from idaudit._device import default_threads, thread_limit
-    from idaudit.certify import sanity_controls
+    from idaudit.certify import ReservedTestCertifier, sanity_controls
     from idaudit.faces import (
         EmbeddingCache,
         ShippedFaceGenerator,
@@ -139,6 +185,8 @@ def run_face_demo(
         synthetic_identities,
     )
 
+    cfg = config or FaceDemoConfig()
+    out = private_dir(out_dir, name="out_dir")
     start = time.perf_counter()
     with thread_limit(default_threads()):
         gen = ShippedFaceGenerator()
@@ -230,6 +278,7 @@ def _compare(
 
 
 def _median(values: Any) -> float:
+    """Median of the non-NaN values (NaN when there are none), the statistic of summarize."""
     v = np.asarray(values, dtype=np.float64)
     v = v[~np.isnan(v)]
     return float(np.median(v)) if v.size else float("nan")
@@ -284,73 +333,9 @@ def _table(
     return frame
 
 
-def _fmt(x: float) -> str:
-    if np.isnan(x):
-        return "–"
-    if np.isinf(x):
-        return "inf"
-    return f"{x:.3g}"
-
-
 def _certified_status(table: pd.DataFrame) -> str:
     """Return the status of the table's ``certified_max`` column, in words."""
     return str(table.attrs.get("certified_max_status", "status unknown")).replace("_", " ")
-
-
-def markdown_table(table: pd.DataFrame) -> list[str]:
-    """Return the demo's main table as markdown lines (statuses in the second header row)."""
-    head = [
-        "condition",
-        "faces lost",
-        "top-1 identification [95% CI]",
-        "same-person match (d < 0.6) [95% CI]",
-        "GaussMech",
-        "KDE-LR",
-        "MMD-TV",
-        "MMD hockey-stick",
-        "ROC AUC",
-        "ROC-HT OOF = inf",
-        "certified ε (max)",
-    ]
-    status = [
-        "",
-        "descriptive",
-        "sample estimate",
-        "sample estimate",
-        "diagnostic",
-        "diagnostic",
-        "sample estimate",
-        "sample estimate",
-        "sample estimate",
-        "diagnostic",
-        _certified_status(table),
-    ]
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-        "| " + " | ".join(f"*{s}*" if s else "" for s in status) + " |",
-    ]
-    for r in table.itertuples():
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    str(r.condition),
-                    str(r.faces_lost),
-                    f"{r.top1_rate:.0%} [{r.top1_low:.0%}, {r.top1_high:.0%}]",
-                    f"{r.match_rate:.0%} [{r.match_low:.0%}, {r.match_high:.0%}]",
-                    _fmt(r.gaussmech_median),
-                    _fmt(r.kdelr_median),
-                    _fmt(r.mmdtv_median),
-                    _fmt(r.mmdtv_hs_median),
-                    _fmt(r.rocht_auc_median),
-                    f"{r.rocht_inf}/{r.n_pairs}",
-                    _fmt(r.certified_max),
-                ]
-            )
-            + " |"
-        )
-    return lines
 
 
 def _write(

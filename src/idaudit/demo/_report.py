@@ -1,218 +1,156 @@
-"""``idaudit demo``: anonymisers audited on synthetic faces, beside a calibrated-noise reference.
-
-Part one (:mod:`idaudit.cli._demo_faces`): synthetic identities from the shipped DCGAN, encoded by
-dlib, audited under no anonymisation, Gaussian blur, pixelation and a latent face swap. Part two
-(this module): the calibrated-noise benchmark of seed 000, Section 5.2, where every pair's true ε
-is known, as a reference for what the audits can and cannot say.
-"""
+"""The demo's report: ``report.md``, part one (faces) then part two (calibrated noise)."""
 
 from __future__ import annotations
 
-import math
-import os
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
-from idaudit._results import private_dir, variable, write_atomic, write_netcdf, write_text
-from idaudit.cli._demo_faces import (
-    FACE_SEED,
-    FACES_QUICK,
-    METHOD_TEXT,
-    FaceDemoConfig,
-    FaceDemoResult,
-    markdown_table,
-    run_face_demo,
-)
-from idaudit.data import EmbeddingSet
+from idaudit.demo._faces import FACE_SEED, FaceDemoResult, _certified_status, _median
+from idaudit.demo._noise import DEMO_SEED
 
-__all__ = [
-    "DEMO_SEED",
-    "DemoConfig",
-    "DemoResult",
-    "demo_identities",
-    "run_demo",
-]
+if TYPE_CHECKING:
+    import pandas as pd
 
-#: Seed of everything the demo draws (the identity set, pairs, noise, folds).
-DEMO_SEED = 20260817
+    from idaudit.demo._run import DemoConfig
 
+__all__ = ["METHOD_TEXT", "demo_report", "markdown_table"]
 
-@dataclass(frozen=True)
-class DemoConfig:
-    """Sizes of one demo run."""
-
-    n_identities: int = 16
-    dim: int = 16
-    n_pairs: int = 12
-    n_per_identity: int = 100
-    noise_sd: tuple[float, ...] = field(
-        default_factory=lambda: tuple(float(x) for x in np.geomspace(0.05, 8.0, 5))
-    )
-    faces: FaceDemoConfig = field(default_factory=FaceDemoConfig)
-
-
-#: A configuration of seconds for tests (``idaudit demo --quick``).
-QUICK = DemoConfig(
-    n_identities=10,
-    dim=8,
-    n_pairs=6,
-    n_per_identity=40,
-    noise_sd=(0.1, 1.0, 4.0),
-    faces=FACES_QUICK,
-)
+#: Plain-language reading of each method's numbers (report.md).
+METHOD_TEXT = {
+    "none": (
+        "**No anonymisation** — the source faces themselves, detected, aligned and encoded. "
+        "This is the ceiling: every identity is told apart from every other (ROC AUC near 1, "
+        "top-1 identification near 100 %). It says the encoder sees these synthetic people as "
+        "distinct, which every other row depends on."
+    ),
+    "blur": (
+        "**Gaussian blur** — smears the face. To a human the face looks hidden, and finding "
+        "a blurred face among the original photos gets harder as σ grows (top-1 "
+        "identification falls). But the blurred faces of one person still look alike to the "
+        "recogniser and unlike another person's: the audits' ε stays far from 0 and the ROC "
+        "AUC near 1. Identity-level DP asks the second question — can the released images "
+        "of two people be told apart — so a low re-identification rate against the "
+        "originals is not evidence of privacy."
+    ),
+    "pixelate": (
+        "**Pixelation** — replaces the face by a coarse mosaic. It removes more identity than "
+        "blur at these settings, yet the mosaics of one person still resemble each other more "
+        "than another person's: a positive ε here means someone holding several pixelated "
+        "images can still tell identities apart above chance. It does not mean the person can "
+        "be named from one mosaic; the linkage columns say how often that works."
+    ),
+    "swap": (
+        "**Latent face swap** — every face is moved a fraction `mix` of the way to one fixed "
+        "donor face in the generator's latent space (seed 000's FaceFusion set-up with one "
+        "donor). At `mix = 1` every output is the donor and nothing of the source identity "
+        "remains (ε = 0 exactly); below that, what is left of the source identity is what the "
+        "audit measures. The numbers are lower bounds and estimates for *this* synthetic "
+        "generator, not for a production face swap."
+    ),
+}
 
 
-@dataclass(frozen=True)
-class DemoResult:
-    """What ``run_demo`` wrote and how long it took."""
-
-    out_dir: Path
-    report: Path
-    results: Path
-    figure: Path
-    seconds: float
-    dataset: xr.Dataset = field(repr=False)
-    faces: FaceDemoResult | None = field(default=None, repr=False)
-
-
-def demo_identities(n_identities: int = 24, dim: int = 16, *, rng: int = DEMO_SEED) -> EmbeddingSet:
-    """Build the demo's synthetic identity set: one point per identity on the unit sphere.
+def demo_report(faces: FaceDemoResult, noise: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
+    """Return the text of ``report.md``: part one (faces) then part two (calibrated noise).
 
     Parameters
     ----------
-    n_identities : int, default 24
-        Number of identities, labelled ``"id00"``, ``"id01"``, ...
-    dim : int, default 16
-        Embedding dimension.
-    rng : int, default DEMO_SEED
-        Seed; the set is a deterministic function of the three arguments.
+    faces : FaceDemoResult
+        Part one's result.
+    noise : xarray.Dataset
+        Part two's combined sweeps, dims (mechanism, noise_sd, pair).
+    cfg : DemoConfig
+        The sizes both parts ran at.
+    seconds : float
+        Runtime of the whole demo.
 
     Returns
     -------
-    EmbeddingSet
-        ``n_identities`` rows, standard-normal directions L2-normalised onto the unit sphere
-        (the paper's embedding geometry, seed 000 Section 4.1). A point base makes every pair's
-        true ε exact under :class:`~idaudit.mechanisms.GaussianNoise` and
-        :class:`~idaudit.mechanisms.LaplaceNoise`.
+    str
+        Markdown.
     """
-    x = np.random.default_rng(rng).standard_normal((n_identities, dim))
-    labels = np.asarray([f"id{i:02d}" for i in range(n_identities)])
-    return EmbeddingSet(x, labels)
+    return _faces_report(faces, cfg) + "\n" + _noise_report(noise, cfg, seconds)
 
 
-def run_demo(
-    out_dir: str | os.PathLike[str],
-    *,
-    config: DemoConfig | None = None,
-    progress: bool = True,
-) -> DemoResult:
-    """Run the noise sweep under both noise mechanisms and write report, results and figure.
-
-    Parameters
-    ----------
-    out_dir : path
-        Output folder, created owner-only (missing parents too) if missing.
-    config : DemoConfig, optional
-        Sizes (default: :class:`DemoConfig`).
-    progress : bool, default True
-        Show progress bars.
-
-    Returns
-    -------
-    DemoResult
-    """
-    from idaudit.benchmark import noise_sweep
-
-    cfg = config or DemoConfig()
-    start = time.perf_counter()
-    out = private_dir(out_dir, name="out_dir")
-    faces = run_face_demo(out, cfg.faces, progress=progress)
-    base = demo_identities(cfg.n_identities, cfg.dim)
-    sd = np.asarray(cfg.noise_sd, dtype=np.float64)
-    common: dict[str, Any] = {
-        "n_pairs": cfg.n_pairs,
-        "n_per_identity": cfg.n_per_identity,
-        "rng": DEMO_SEED,
-        "progress": progress,
-    }
-    sweeps = {
-        "gaussian": noise_sweep(base, sd, mechanism="gaussian", **common),
-        "laplace": noise_sweep(base, sd / math.sqrt(2.0), mechanism="laplace", **common),
-    }
-    ds = _combine(sweeps, sd)
-    seconds = time.perf_counter() - start
-    ds.attrs["runtime_seconds"] = round(seconds, 1)
-
-    results = out / "results.nc"
-    figure = out / "noise_sweep.png"
-    report = out / "report.md"
-    write_netcdf(ds, results)
-    _write_figure(sweeps, figure)
-    write_text(_faces_report(faces, cfg) + "\n" + _report(ds, cfg, seconds), report)
-    return DemoResult(out, report, results, figure, seconds, ds, faces)
-
-
-# -- assembling and reporting ---------------------------------------------------------------
-
-
-def _combine(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
-    """One Dataset, dims (mechanism, noise_sd, pair), from the per-mechanism sweeps."""
-    parts = []
-    for ds in sweeps.values():
-        part = ds.assign_coords(noise_sd=("scale", sd)).swap_dims(scale="noise_sd")
-        part = part.rename_vars(scale="mechanism_scale")
-        part["mechanism_scale"].attrs = {"long_name": str(ds.attrs["scale_name"])}
-        part["reference_delta"] = variable(
-            (),
-            float(ds.attrs["reference_delta"]),
-            long_name="delta at which true_epsilon is stated",
-            status="reference",
-        )
-        parts.append(part)
-    combined = xr.concat(
-        parts,
-        dim=pd.Index(list(sweeps), name="mechanism"),
-        data_vars="all",
-        coords="different",
-        compat="equals",
-        join="exact",
-        combine_attrs="drop_conflicts",
-    )
-    combined["noise_sd"].attrs["long_name"] = "per-coordinate noise standard deviation"
-    for key in ("mechanism", "scale_name", "reference_delta", "truth_kind"):
-        combined.attrs.pop(key, None)
-    combined.attrs["benchmark"] = "idaudit demo: calibrated noise sweep (seed 000, Section 5.2)"
-    combined.attrs["base"] = "demo_identities: one point per identity on the unit sphere"
-    # each sweep certifies every scale as its own family (noise_sweep, Notes)
-    combined.attrs["certificate_families"] = len(sweeps) * combined.sizes["noise_sd"]
-    combined.attrs["certificate_family"] = (
-        "one per (mechanism, noise_sd), each holding with probability >= 1 - certifier.alpha"
-    )
-    return combined
-
-
-def _fmt(value: float) -> str:
-    if np.isnan(value):
+def _fmt(x: float) -> str:
+    if np.isnan(x):
         return "–"
-    if np.isinf(value):
+    if np.isinf(x):
         return "inf"
-    return f"{value:.3g}"
+    return f"{x:.3g}"
 
 
-def _median(values: np.ndarray) -> float:
-    v = values[~np.isnan(values)]
-    if v.size == 0:
-        return float("nan")
-    return float(np.median(v))  # the statistic summarize() calls the median
+def markdown_table(table: pd.DataFrame) -> list[str]:
+    """Return the faces demo's main table as markdown lines.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :attr:`FaceDemoResult.table`: one row per condition.
+
+    Returns
+    -------
+    list of str
+        The header, the separator, a row of each column's formal status (the certified
+        column's is derived when the table is built) and one row per condition.
+    """
+    head = [
+        "condition",
+        "faces lost",
+        "top-1 identification [95% CI]",
+        "same-person match (d < 0.6) [95% CI]",
+        "GaussMech",
+        "KDE-LR",
+        "MMD-TV",
+        "MMD hockey-stick",
+        "ROC AUC",
+        "ROC-HT OOF = inf",
+        "certified ε (max)",
+    ]
+    status = [
+        "",
+        "descriptive",
+        "sample estimate",
+        "sample estimate",
+        "diagnostic",
+        "diagnostic",
+        "sample estimate",
+        "sample estimate",
+        "sample estimate",
+        "diagnostic",
+        _certified_status(table),
+    ]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        "| " + " | ".join(f"*{s}*" if s else "" for s in status) + " |",
+    ]
+    for r in table.itertuples():
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    str(r.condition),
+                    str(r.faces_lost),
+                    f"{r.top1_rate:.0%} [{r.top1_low:.0%}, {r.top1_high:.0%}]",
+                    f"{r.match_rate:.0%} [{r.match_low:.0%}, {r.match_high:.0%}]",
+                    _fmt(r.gaussmech_median),
+                    _fmt(r.kdelr_median),
+                    _fmt(r.mmdtv_median),
+                    _fmt(r.mmdtv_hs_median),
+                    _fmt(r.rocht_auc_median),
+                    f"{r.rocht_inf}/{r.n_pairs}",
+                    _fmt(r.certified_max),
+                ]
+            )
+            + " |"
+        )
+    return lines
 
 
-def _table(ds: xr.Dataset) -> list[str]:
+def _noise_table(ds: xr.Dataset) -> list[str]:
     """One markdown table: a row per noise level."""
     head = [
         "noise sd",
@@ -280,7 +218,7 @@ def _table(ds: xr.Dataset) -> list[str]:
     return lines
 
 
-def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
+def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
     gauss = ds.sel(mechanism="gaussian")
     lap = ds.sel(mechanism="laplace")
     cert_alpha = float(ds.attrs.get("certifier.alpha", 0.05))
@@ -310,7 +248,7 @@ def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         "",
         f"* **Identities**: {cfg.n_identities} synthetic identities, one point each on the unit "
         f"sphere in {cfg.dim} dimensions (standard-normal directions, seed {DEMO_SEED}; "
-        "`idaudit.cli._demo_run.demo_identities`). No real face data is involved.",
+        "`idaudit.demo.demo_identities`). No real face data is involved.",
         f"* **Mechanisms**: that point plus noise, drawn {cfg.n_per_identity} times per identity "
         "at each noise level — `GaussianNoise` (σ = noise sd; true ε(δ) from the analytic "
         "Gaussian mechanism at δ = 1e-5; its pure ε is infinite) and `LaplaceNoise` (scale "
@@ -325,7 +263,7 @@ def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         "",
         "### Gaussian noise (the benchmark of seed 000, Section 5.2)",
         "",
-        *_table(gauss),
+        *_noise_table(gauss),
         "",
         "Truth here is ε(δ = 1e-5). Only GaussMech and the certificate (run at the same δ)",
         "refer to it; MMD-TV and ROC-HT are pure-DP (δ = 0) routes whose truth, for Gaussian",
@@ -333,7 +271,7 @@ def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         "",
         "### Laplace noise (a finite pure-DP truth)",
         "",
-        *_table(lap),
+        *_noise_table(lap),
         "",
         "### Reading the numbers",
         "",
@@ -380,29 +318,6 @@ def _report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def _write_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
-    from matplotlib.figure import Figure
-
-    from idaudit.plotting import plot_noise_sweep
-
-    fig = Figure(figsize=(12.0, 6.8), layout="constrained")
-    grid = fig.subplots(2, 2, sharex="col", height_ratios=[3, 1])
-    titles = {
-        "gaussian": "Gaussian noise: truth ε(δ=1e-5)",
-        "laplace": "Laplace noise: truth = pure ε",
-    }
-    for col, (name, ds) in enumerate(sweeps.items()):
-        plot_noise_sweep(ds, axes=(grid[0, col], grid[1, col]), title=titles[name])
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
-
-
-def _chance(faces: FaceDemoResult) -> float:
-    """Top-1 chance rate: one over the identities the linkage searched (the common ones)."""
-    if "chance" in faces.linkage:
-        return float(faces.linkage["chance"].iloc[0])
-    return 1 / max(len(faces.lost), 1)
 
 
 def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
@@ -456,7 +371,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "frame had no detectable face (paired mode loses the same ones for every anonymiser). "
         "*Top-1 identification*: each anonymised face is matched to the nearest original face "
         "of another image; the share matched to the right person (chance: "
-        f"{_chance(faces):.0%}). *Same-person match*: share of anonymised faces "
+        f"{faces.top1_chance:.0%}). *Same-person match*: share of anonymised faces "
         "within dlib's 0.6 distance of their own original. Intervals are exact "
         "(Clopper–Pearson). The synthetic identities are closer together than real people "
         f"(centres only {fc.min_separation:g} apart), so the 0.6 threshold is loose here and "

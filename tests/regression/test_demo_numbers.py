@@ -1,6 +1,8 @@
 """The faces demo's headline numbers on its fixed seed (quick size): a change must be deliberate.
 
-The pinned values were produced by ``run_face_demo(out, FACES_QUICK)`` (5 synthetic identities
+A regression test: the numbers are idaudit's own earlier output, not independent ones (those
+are in ``tests/reproduce/``). The pinned values were produced by
+``run_face_demo(out, FACES_QUICK)`` (5 synthetic identities
 × 10 DCGAN faces, MTCNN + dlib's ResNet in torch, paired mode). Rates are counts over 50 faces,
 so they are pinned to one face.
 
@@ -27,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytestmark = [pytest.mark.reproduce, pytest.mark.slow]
+pytestmark = [pytest.mark.regression, pytest.mark.slow]
 
 # condition -> (top-1 identification rate, MMD-TV median, ROC AUC median)
 PINNED = {
@@ -49,7 +51,7 @@ def _check_pinned(table: pd.DataFrame) -> None:
 
 
 def test_face_demo_headline_numbers_and_cache(tmp_path: Path) -> None:
-    from idaudit.cli._demo_faces import FACES_QUICK, run_face_demo
+    from idaudit.demo import FACES_QUICK, run_face_demo
 
     first = run_face_demo(tmp_path, FACES_QUICK, progress=False)
     table = first.table.set_index("condition")
@@ -68,7 +70,7 @@ import sys
 from pathlib import Path
 import idaudit._device as device
 device.default_threads = lambda: int(sys.argv[2])
-from idaudit.cli._demo_faces import FACES_QUICK, run_face_demo
+from idaudit.demo import FACES_QUICK, run_face_demo
 run_face_demo(Path(sys.argv[1]), FACES_QUICK, progress=False).table.to_csv(
     Path(sys.argv[1]) / "table.csv", index=False, float_format="%.17g"
 )
