@@ -29,6 +29,8 @@ from idaudit.exceptions import InvalidInputError
 __all__ = [
     "CERTIFIED_STATUSES",
     "EPSILON_STATUSES",
+    "FAILURE_PAIR_COORDS",
+    "PAIR_COORDS",
     "STATUSES",
     "AttrValue",
     "ReducedStatus",
@@ -42,8 +44,10 @@ __all__ = [
     "pair_frame",
     "private_dir",
     "provenance",
+    "reconcile_attrs",
     "reduce_status",
     "reduction_attrs",
+    "same_attr",
     "variable",
     "write_atomic",
     "write_csv",
@@ -452,7 +456,11 @@ def provenance(
     return attrs
 
 
-_PAIR_COORDS = ("identity_a", "identity_b", "n_a", "n_b")
+#: The coordinates every per-pair Dataset carries along ``pair`` (DESIGN, "Results").
+PAIR_COORDS: tuple[str, ...] = ("identity_a", "identity_b", "n_a", "n_b")
+#: Optional per-pair coordinates: each identity's failure rate and Fisher's test of equal
+#: rates (``audit_pairs`` adds them; a pair has the same values in every result on one data set).
+FAILURE_PAIR_COORDS: tuple[str, ...] = ("fail_rate_a", "fail_rate_b", "fail_pvalue")
 
 
 def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> None:
@@ -506,14 +514,14 @@ def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> 
     if require_provenance and "idaudit_version" not in ds.attrs:
         problems.append("attribute 'idaudit_version' is missing")
     if "pair" in ds.dims:
-        for coord in _PAIR_COORDS:
+        for coord in PAIR_COORDS:
             if coord not in ds.coords:
                 problems.append(f"coordinate {coord!r} is missing")
             elif ds[coord].dims[-1:] != ("pair",):
                 problems.append(
                     f"coordinate {coord!r} has dims {ds[coord].dims}, not ending in 'pair'"
                 )
-        if all(c in ds.coords for c in _PAIR_COORDS):
+        if all(c in ds.coords for c in PAIR_COORDS):
             for coord in ("n_a", "n_b"):
                 counts = ds[coord].values
                 if not np.issubdtype(counts.dtype, np.integer) or (counts < 0).any():
@@ -523,6 +531,73 @@ def check_result_dataset(ds: xr.Dataset, *, require_provenance: bool = True) -> 
                 problems.append(f"{int(same.sum())} pair(s) pair an identity with itself")
     if problems:
         raise InvalidInputError("not a valid idaudit result: " + "; ".join(problems) + ".")
+
+
+def same_attr(a: Any, b: Any) -> bool:
+    """Attribute equality that treats NaN as equal to NaN and compares arrays elementwise."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def reconcile_attrs(
+    attrs: Sequence[Mapping[Hashable, Any]],
+    *,
+    skip: Sequence[str] = (),
+    unordered: Sequence[str] = (),
+    missing_differs: bool = True,
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Split the attributes of several results into those they share and those that differ.
+
+    :func:`idaudit.merge_audits` and :func:`idaudit.concat_conditions` both combine results
+    whose provenance may differ (seeds, run settings, input hashes): an attribute equal in
+    every input stays one attribute, and the caller keeps one that differs per input (joined
+    by commas, or as a ``condition`` coordinate), so nothing a result needs is lost.
+
+    Parameters
+    ----------
+    attrs : sequence of mapping
+        Each input's ``Dataset.attrs``, in input order.
+    skip : sequence of str, default ()
+        Keys left out of both outputs (the caller recomputes them).
+    unordered : sequence of str, default ()
+        Keys holding comma-separated lists whose order does not matter (``auditors``).
+    missing_differs : bool, default True
+        Whether an input without the key makes it differ. If False, only the inputs that
+        have the key are compared.
+
+    Returns
+    -------
+    shared : dict
+        Key to the first value given, for the keys that agree (:func:`same_attr`), in order
+        of first appearance.
+    varying : dict
+        Key to every input's value (``None`` where an input lacks it), for the others.
+
+    Examples
+    --------
+    >>> from idaudit._results import reconcile_attrs
+    >>> reconcile_attrs([{"a": 1, "b": 2}, {"a": 1, "b": 3}])
+    ({'a': 1}, {'b': [2, 3]})
+    """
+    shared: dict[str, Any] = {}
+    varying: dict[str, list[Any]] = {}
+    for key in dict.fromkeys(str(k) for one in attrs for k in one):
+        if key in skip:
+            continue
+        values = [one.get(key) for one in attrs]
+        given = values if missing_differs else [one[key] for one in attrs if key in one]
+        if key in unordered:
+            same = len({frozenset(str(v).split(",")) for v in given}) == 1
+        else:
+            same = all(same_attr(given[0], v) for v in given[1:])
+        if same:
+            shared[key] = given[0]
+        else:
+            varying[key] = values
+    return shared, varying
 
 
 # -- owner-only atomic writes (embeddings and everything derived from them are biometric) ------

@@ -26,9 +26,9 @@ from idaudit import (
     audit_pairs,
     sample_pairs,
 )
-from idaudit._results import check_result_dataset
 from idaudit.audits import QUANTILES
 from idaudit.data import all_pairs
+from idaudit.results import check_result_dataset
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

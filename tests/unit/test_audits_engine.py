@@ -19,7 +19,7 @@ from idaudit import (
     __version__,
     audit_pairs,
 )
-from idaudit._results import check_result_dataset
+from idaudit.results import check_result_dataset
 
 
 @pytest.fixture(scope="module")

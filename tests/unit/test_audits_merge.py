@@ -13,10 +13,12 @@ from idaudit import (
     MMDTVAuditor,
     ROCHTAuditor,
     audit_pairs,
+    concat_conditions,
     merge_audits,
     sample_pairs,
     summarize,
 )
+from idaudit.exceptions import IdauditWarning
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +132,32 @@ def test_run_settings_that_differ_keep_every_input_value(es: EmbeddingSet, runs:
     assert ds.attrs["setting.batch_size"] == f"1,{mmd.attrs['setting.batch_size']}"
     assert ds.attrs["setting.device"] == "cpu"  # equal in both: kept as it is
     xr.testing.assert_equal(ds, merge_audits(common, mmd))  # the same values, coords, dims
+
+
+def test_failure_rate_coords_are_kept_over_the_union() -> None:
+    gen = np.random.default_rng(4)
+    emb = gen.normal(size=(48, 3))
+    emb[[0, 1, 2, 13]] = np.nan  # 'a' fails on 3 of its 12 outputs, 'b' on 1
+    with pytest.warns(IdauditWarning, match="4 of 48 rows failed"):
+        es = EmbeddingSet(emb, np.repeat(list("abcd"), 12), failures="keep")
+    pairs = sample_pairs(es.identities, 6, rng=0)
+    first = audit_pairs(es, pairs[:4], [ROCHTAuditor(n_folds=3, rng=0)], progress=False)
+    second = audit_pairs(es, pairs[2:], [MMDTVAuditor()], progress=False)
+    ds = merge_audits(first, second)
+    every = audit_pairs(es, pairs, [MMDTVAuditor(name="all")], progress=False)
+    for name in ("fail_rate_a", "fail_rate_b", "fail_pvalue"):
+        assert ds[name].dims == ("pair",)
+        # equal where the inputs overlap, and to an audit of every pair at once
+        np.testing.assert_array_equal(ds[name].values, every[name].values)
+        assert ds[name].attrs == first[name].attrs
+    assert (ds["fail_rate_a"].values > 0).any()
+    assert (ds["fail_pvalue"].values < 1).any()
+    # other data: a pair's failure rates differ between the inputs
+    other = second.assign_coords(fail_rate_a=second["fail_rate_a"] + 0.5)
+    with pytest.raises(InvalidInputError, match=r"has fail_rate_a .* in one input and"):
+        merge_audits(first, other)
+    # stacked along condition: (condition, pair), attributes kept
+    stacked = concat_conditions({"x": ds, "y": ds.copy()})
+    assert stacked["fail_pvalue"].dims == ("condition", "pair")
+    assert stacked["fail_pvalue"].attrs == ds["fail_pvalue"].attrs
+    np.testing.assert_array_equal(stacked["fail_rate_b"].sel(condition="y"), ds["fail_rate_b"])

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from idaudit._results import check_result_dataset
 from idaudit.cli import main
 from idaudit.data import sample_pairs
 from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.results import check_result_dataset
 
 
 def _mode(path: Path) -> int:
@@ -210,7 +210,7 @@ def test_writing_netcdf_without_a_netcdf4_backend_names_the_package(
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
-    from idaudit._results import write_atomic, write_text
+    from idaudit.results import write_atomic, write_text
 
     def boom(tmp: Path) -> None:
         tmp.write_text("partial")

@@ -19,7 +19,6 @@ from scipy.stats import binomtest, nhypergeom
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import NearestNeighbors
 
-from idaudit._results import check_result_dataset
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization import (
     flagging,
@@ -32,6 +31,7 @@ from idaudit.memorization import (
     subjects_from_names,
 )
 from idaudit.memorization._flagging import threshold_rank
+from idaudit.results import check_result_dataset
 
 # ------------------------------------------------------------------ nearest neighbours
 

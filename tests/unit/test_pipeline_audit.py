@@ -11,7 +11,6 @@ import pytest
 from scipy import stats
 
 from idaudit import GaussMechAuditor, MMDTVAuditor
-from idaudit._results import check_result_dataset
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.faces import EmbeddingCache, Face, FacePipeline
 from idaudit.pipeline import (
@@ -22,6 +21,7 @@ from idaudit.pipeline import (
     compare_conditions,
     encode_generator,
 )
+from idaudit.results import check_result_dataset
 
 
 class _BrightDetector:

@@ -17,7 +17,6 @@ import pytest
 import xarray as xr
 
 import idaudit as ida
-from idaudit._results import STATUSES, check_result_dataset
 from idaudit.audits import (
     classifier_sensitivity,
     concat_conditions,
@@ -28,6 +27,7 @@ from idaudit.audits import (
 from idaudit.benchmark import noise_sweep
 from idaudit.certify import ReservedTestCertifier, sanity_controls
 from idaudit.mechanisms import GaussianNoise, audit_mechanism
+from idaudit.results import STATUSES, check_result_dataset
 
 K, N, D = 5, 24, 4
 

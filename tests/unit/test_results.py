@@ -14,20 +14,20 @@ import pytest
 import xarray as xr
 
 import idaudit as ida
-from idaudit._results import (
+from idaudit._results import check_status
+from idaudit.exceptions import InvalidInputError
+from idaudit.results import (
     EPSILON_STATUSES,
     STATUSES,
     check_result_dataset,
-    check_status,
     pair_dataset,
+    private_dir,
     provenance,
     variable,
     write_csv,
     write_json,
     write_text,
 )
-from idaudit.exceptions import InvalidInputError
-from idaudit.results import private_dir
 
 
 def _valid() -> xr.Dataset:
@@ -297,7 +297,7 @@ def test_privacy_check_out_folders_are_owner_only(
 
 @pytest.mark.usefixtures("permissive_umask")
 def test_demo_out_folders_are_owner_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import idaudit.cli._demo_run as demo
+    import idaudit.demo._run as demo  # run_demo looks run_face_demo up here
 
     def stop(*args: object, **kwargs: object) -> None:
         raise RuntimeError("stop before the face demo")

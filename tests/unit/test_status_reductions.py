@@ -133,7 +133,7 @@ def test_certifiers_record_how_many_bounds_hold_jointly() -> None:
 _READS_ONLY = {
     ("_results.py", "check_result_dataset"): "validates the schema",
     ("audits/_tables.py", "markdown"): "prints the statuses a table builder derived",
-    ("cli/_demo_run.py", "_table"): "prints certified_epsilon_max's status, derived when built",
+    ("demo/_report.py", "_noise_table"): "prints certified_epsilon_max's status (derived)",
     ("memorization/_run.py", "_run"): "copies frame statuses into the JSON report",
 }
 

@@ -13,8 +13,7 @@
 :func:`summarize`                  Table 1's row from that Dataset
 :func:`median_auc_rocs`            Figure 3's ROC curves: each condition's median-AUC pair,
                                    refitted (draw them with :func:`idaudit.plotting.plot_rocs`)
-:func:`table1`, :func:`table2`     Table 1's and Table 2's layouts over conditions;
-                                   :func:`markdown`, :func:`condition_fields`
+:func:`table1`, :func:`table2`     Table 1's and Table 2's layouts over conditions
 :func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
 :func:`shapiro_residuals`,
 :func:`classifier_sensitivity`,
@@ -25,20 +24,40 @@
 
 Each auditor implements one batched method over many pairs; ``fit(emb_a, emb_b)`` is its
 one-pair case, so :func:`audit_pairs` and ``fit`` give the same numbers.
+
+``__all__`` lists the names above, the result classes they return (:class:`AuditSummary`,
+:class:`MMDPermutationResult`, :class:`ShapiroResult`) and the extension API for new auditors
+(:class:`BaseAuditor`, :class:`Output` — what ``outputs()`` returns —, :func:`check_auditor`,
+:func:`parametrize_auditor_checks`, :data:`AUDITOR_CHECKS`). The package also holds, as
+attributes outside ``__all__``, the internal API other idaudit packages build on (so that no
+private name is imported across packages); it may change without deprecation:
+
+* shared out-of-fold machinery: ``StatusEstimator`` (the ``status``/``label`` base that the
+  certifiers share), ``stratified_folds``, ``oof_scores``, ``logistic_oof_logits``,
+  ``roc_curve``, ``roc_auc``;
+* the table helpers the command line uses: ``markdown``, ``condition_fields``,
+  ``read_manifest``;
+* ``QUANTILES``, the levels of ``audit_pairs(..., keep="summary")``'s ``quantile`` coordinate.
 """
 
 from __future__ import annotations
 
-from idaudit.audits._base import BaseAuditor, Output, StatusEstimator
+from idaudit.audits._base import BaseAuditor, Output
+from idaudit.audits._base import StatusEstimator as StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
-from idaudit.audits._engine import QUANTILES, audit_pairs
+from idaudit.audits._engine import QUANTILES as QUANTILES
+from idaudit.audits._engine import audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
 from idaudit.audits._merge import merge_audits
 from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
-from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
-from idaudit.audits._rocht import ROCHTAuditor, logistic_oof_logits
+from idaudit.audits._oof import oof_scores as oof_scores
+from idaudit.audits._oof import roc_auc as roc_auc
+from idaudit.audits._oof import roc_curve as roc_curve
+from idaudit.audits._oof import stratified_folds as stratified_folds
+from idaudit.audits._rocht import ROCHTAuditor
+from idaudit.audits._rocht import logistic_oof_logits as logistic_oof_logits
 from idaudit.audits._sensitivity import (
     ShapiroResult,
     classifier_sensitivity,
@@ -47,11 +66,13 @@ from idaudit.audits._sensitivity import (
     tv_witness_ratio,
 )
 from idaudit.audits._summary import AuditSummary, median_auc_rocs, summarize
-from idaudit.audits._tables import condition_fields, markdown, read_manifest, table1, table2
+from idaudit.audits._tables import condition_fields as condition_fields
+from idaudit.audits._tables import markdown as markdown
+from idaudit.audits._tables import read_manifest as read_manifest
+from idaudit.audits._tables import table1, table2
 
 __all__ = [
     "AUDITOR_CHECKS",
-    "QUANTILES",
     "AuditSummary",
     "BaseAuditor",
     "GaussMechAuditor",
@@ -61,24 +82,15 @@ __all__ = [
     "Output",
     "ROCHTAuditor",
     "ShapiroResult",
-    "StatusEstimator",
     "audit_pairs",
     "check_auditor",
     "classifier_sensitivity",
     "concat_conditions",
-    "condition_fields",
-    "logistic_oof_logits",
-    "markdown",
     "median_auc_rocs",
     "merge_audits",
     "mmd_bandwidth_sweep",
-    "oof_scores",
     "parametrize_auditor_checks",
-    "read_manifest",
-    "roc_auc",
-    "roc_curve",
     "shapiro_residuals",
-    "stratified_folds",
     "summarize",
     "table1",
     "table2",

@@ -8,11 +8,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from idaudit._results import (
+    FAILURE_PAIR_COORDS,
+    PAIR_COORDS,
+    check_result_dataset,
+    reconcile_attrs,
+)
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["concat_conditions"]
-
-_PAIR_COORDS = ("identity_a", "identity_b", "n_a", "n_b")
 
 
 def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
@@ -64,6 +68,34 @@ def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
     >>> dict(ds.sizes), ds["input_sha256"].dims
     ({'condition': 2, 'pair': 3}, ('condition',))
     """
+    names, sets = _check_conditions(results)
+    _check_alike(names, sets)
+    # attributes equal across conditions stay attributes, those that differ become coordinates
+    shared, varying = reconcile_attrs([ds.attrs for ds in sets], unordered=("auditors",))
+    stacked, extra_sizes = _stack(names, sets)
+    for var in sets[0].data_vars:
+        stacked[var].attrs = dict(sets[0][var].attrs)
+    for coord in (*PAIR_COORDS, *FAILURE_PAIR_COORDS):
+        having = [ds for ds in sets if coord in ds.coords]
+        if having:
+            stacked[coord].attrs = dict(having[0][coord].attrs)
+    for key, values in varying.items():
+        if key in stacked.variables:
+            raise InvalidInputError(
+                f"attribute '{key}' differs between conditions and clashes with a variable name."
+            )
+        stacked = stacked.assign_coords({key: ("condition", _column(values))})
+    for key, sizes in extra_sizes.items():
+        if len(set(sizes)) > 1:
+            stacked = stacked.assign_coords({key: ("condition", np.asarray(sizes, dtype=np.int64))})
+    stacked.attrs = shared
+    return stacked
+
+
+def _check_conditions(
+    results: Mapping[Hashable, xr.Dataset],
+) -> tuple[list[Hashable], list[xr.Dataset]]:
+    """Check each condition's result on its own; return the names and the results."""
     if not isinstance(results, Mapping):
         raise TypeError(
             "`results` must be a mapping of condition name to Dataset; got "
@@ -78,13 +110,23 @@ def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
             raise TypeError(
                 f"`results[{name!r}]` must be an xarray.Dataset; got {type(ds).__name__}."
             )
-        if "pair" not in ds.dims or any(c not in ds.coords for c in _PAIR_COORDS):
-            raise InvalidInputError(
-                f"`results[{name!r}]` is not a per-pair audit result (needs dimension 'pair' "
-                f"and the coordinates {', '.join(_PAIR_COORDS)})."
-            )
+        what = (
+            f"`results[{name!r}]` is not a per-pair audit result (needs dimension 'pair' "
+            f"and the coordinates {', '.join(PAIR_COORDS)})"
+        )
+        if "pair" not in ds.dims or any(c not in ds.coords for c in PAIR_COORDS):
+            raise InvalidInputError(what + ".")
         if "condition" in ds.dims:
             raise InvalidInputError(f"`results[{name!r}]` already has a 'condition' dimension.")
+        try:
+            check_result_dataset(ds, require_provenance=False)
+        except InvalidInputError as err:
+            raise InvalidInputError(f"{what}: {err}") from err
+    return names, sets
+
+
+def _check_alike(names: list[Hashable], sets: list[xr.Dataset]) -> None:
+    """Every condition holds the first one's variables, pair count and label type."""
     first_name, first = names[0], sets[0]
     want_vars = sorted(str(v) for v in first.data_vars)
     for name, ds in zip(names[1:], sets[1:], strict=True):
@@ -115,25 +157,23 @@ def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
                     "a stacked result could not be saved. Use one label type (e.g. str)."
                 )
 
-    keys = list(dict.fromkeys(k for ds in sets for k in ds.attrs))
-    shared: dict[str, Any] = {}
-    varying: dict[str, list[Any]] = {}
-    for key in keys:
-        values = [ds.attrs.get(key) for ds in sets]
-        if key == "auditors" and len({frozenset(str(v).split(",")) for v in values}) == 1:
-            shared[key] = values[0]  # the same auditors run in another order
-        elif all(_same(values[0], v) for v in values[1:]):
-            shared[key] = values[0]
-        else:
-            varying[key] = values
+
+def _stack(
+    names: list[Hashable], sets: list[xr.Dataset]
+) -> tuple[xr.Dataset, dict[str, list[int]]]:
+    """Stack the conditions along ``condition`` (no attrs); return each trailing dim's sizes."""
     bare = []
-    extra_sizes: dict[str, list[int]] = {}
     for ds in sets:
         ds = ds.copy(deep=False)
         ds.attrs = {}
+        # an optional pair coordinate (failure rates) that a condition lacks is NaN there
+        for coord in FAILURE_PAIR_COORDS:
+            if coord not in ds.coords and any(coord in other.coords for other in sets):
+                ds = ds.assign_coords({coord: ("pair", np.full(ds.sizes["pair"], np.nan))})
         bare.append(ds)
     # trailing dimensions (KDE-LR's embedding_dim) may differ between conditions: NaN-pad to the
     # largest and keep each condition's own size as a coordinate
+    extra_sizes: dict[str, list[int]] = {}
     for dim in dict.fromkeys(d for ds in sets for d in ds.dims if d != "pair"):
         sizes = [int(ds.sizes.get(dim, 0)) for ds in sets]
         extra_sizes[f"n_{dim}"] = sizes
@@ -152,30 +192,7 @@ def concat_conditions(results: Mapping[Hashable, xr.Dataset]) -> xr.Dataset:
         join="exact",
         combine_attrs="drop",
     )
-    for var in want_vars:
-        stacked[var].attrs = dict(first[var].attrs)
-    for coord in _PAIR_COORDS:
-        stacked[coord].attrs = dict(first[coord].attrs)
-    for key, values in varying.items():
-        if key in stacked.variables:
-            raise InvalidInputError(
-                f"attribute '{key}' differs between conditions and clashes with a variable name."
-            )
-        stacked = stacked.assign_coords({key: ("condition", _column(values))})
-    for key, sizes in extra_sizes.items():
-        if len(set(sizes)) > 1:
-            stacked = stacked.assign_coords({key: ("condition", np.asarray(sizes, dtype=np.int64))})
-    stacked.attrs = shared
-    return stacked
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Attribute equality that treats NaN as equal to NaN and compares arrays elementwise."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
-    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
-        return True
-    return bool(a == b)
+    return stacked, extra_sizes
 
 
 def _column(values: list[Any]) -> np.ndarray:

@@ -8,11 +8,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from idaudit._results import (
+    FAILURE_PAIR_COORDS,
+    PAIR_COORDS,
+    check_result_dataset,
+    reconcile_attrs,
+)
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["merge_audits"]
-
-_PAIR_COORDS = ("identity_a", "identity_b", "n_a", "n_b")
 # attributes that must agree between the inputs: they say which data were audited
 _SAME_DATA = ("input_sha256",)
 # attributes that describe one input's pair list and would be wrong for the union
@@ -71,23 +75,63 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
     >>> ds.sizes["pair"], int(ds["rocht_auc"].notnull().sum())
     (6, 2)
     """
+    _check_inputs(results)
+    labels = _distinct_names(results)
+    counts = _pair_union(results)
+    _check_gaps(results, len(counts))
+    merged = _join(results, counts)
+
+    order = dict.fromkeys(str(k) for ds in results for k in ds.attrs if k not in _PER_INPUT)
+    # a run setting that differs between the inputs (e.g. setting.batch_size) keeps every
+    # input's value, in input order
+    shared, varying = reconcile_attrs(
+        [ds.attrs for ds in results], skip=_PER_INPUT, missing_differs=False
+    )
+    attrs: dict[str, Any] = {
+        key: shared[key]
+        if key in shared
+        else ",".join("" if v is None else str(v) for v in varying[key])
+        for key in order
+    }
+    attrs["auditors"] = ",".join(labels)
+    attrs["n_pairs"] = len(counts)
+    # a merged input contributes the hashes of its own inputs, so chained merges keep them all
+    attrs["merged_pairs_sha256"] = ",".join(
+        str(ds.attrs.get("merged_pairs_sha256") or ds.attrs.get("pairs_sha256", ""))
+        for ds in results
+    )
+    merged.attrs = attrs
+    return merged
+
+
+def _check_inputs(results: tuple[xr.Dataset, ...]) -> None:
+    """Each input is an ``audit_pairs`` result, and all audited the same data."""
     if not results:
         raise InvalidInputError("`results` must hold at least one audit_pairs Dataset.")
     for k, ds in enumerate(results):
         if not isinstance(ds, xr.Dataset):
             raise TypeError(f"`results[{k}]` must be an xarray.Dataset; got {type(ds).__name__}.")
-        missing = [c for c in _PAIR_COORDS if c not in ds.coords]
+        what = (
+            f"`results[{k}]` is not an audit_pairs result (needs dimension 'pair', the "
+            "coordinates identity_a, identity_b, n_a, n_b and an 'auditors' attribute)"
+        )
+        missing = [c for c in PAIR_COORDS if c not in ds.coords]
         if "pair" not in ds.dims or missing or "auditors" not in ds.attrs:
-            raise InvalidInputError(
-                f"`results[{k}]` is not an audit_pairs result (needs dimension 'pair', the "
-                "coordinates identity_a, identity_b, n_a, n_b and an 'auditors' attribute)."
-            )
+            raise InvalidInputError(what + ".")
+        try:
+            check_result_dataset(ds, require_provenance=False)
+        except InvalidInputError as err:
+            raise InvalidInputError(f"{what}: {err}") from err
     for key in _SAME_DATA:
         values = {str(ds.attrs.get(key)) for ds in results}
         if len(values) > 1:
             raise InvalidInputError(
                 f"`results` audited different data: their '{key}' attributes differ."
             )
+
+
+def _distinct_names(results: tuple[xr.Dataset, ...]) -> list[str]:
+    """Every input's auditor labels, in input order; a label or variable in two is refused."""
     labels: list[str] = []
     for k, ds in enumerate(results):
         for label in str(ds.attrs["auditors"]).split(","):
@@ -107,17 +151,19 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
                 f"results[{k}])."
             )
         seen_vars |= names
+    return labels
 
-    # the checks xarray's join cannot word: each input's pairs are distinct, a pair is audited
-    # in one orientation only, and a pair has the same row counts wherever it appears
-    counts: dict[tuple[Any, Any], tuple[int, int]] = {}  # the union, in order of first appearance
+
+def _pair_union(results: tuple[xr.Dataset, ...]) -> dict[tuple[Any, Any], tuple[int, int]]:
+    """Each pair's row counts, over the union of the pairs in order of first appearance.
+
+    The checks xarray's join cannot word: each input's pairs are distinct, a pair is audited in
+    one orientation only, and a pair has the same row counts wherever it appears.
+    """
+    counts: dict[tuple[Any, Any], tuple[int, int]] = {}
     for k, ds in enumerate(results):
         seen: set[tuple[Any, Any]] = set()
-        for a, b, na, nb in zip(
-            *(ds[c].values.tolist() for c in _PAIR_COORDS[:2]),
-            *(ds[c].values.tolist() for c in _PAIR_COORDS[2:]),
-            strict=True,
-        ):
+        for a, b, na, nb in zip(*(ds[c].values.tolist() for c in PAIR_COORDS), strict=True):
             pair, rows = (a, b), (int(na), int(nb))
             if pair in seen:
                 raise InvalidInputError(
@@ -136,8 +182,13 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
                     f"pair ({a!r}, {b!r}) has rows {counts[pair]} in one input and {rows} in "
                     f"results[{k}]; were they audited on the same data?"
                 )
+    return counts
+
+
+def _check_gaps(results: tuple[xr.Dataset, ...], n_pairs: int) -> None:
+    """Every variable runs along ``pair`` first and, where it will have gaps, can hold NaN."""
     for ds in results:
-        complete = ds.sizes["pair"] == len(counts)  # its pairs are distinct (checked above)
+        complete = ds.sizes["pair"] == n_pairs  # its pairs are distinct (checked before)
         for name, var in ds.data_vars.items():
             if var.dims[:1] != ("pair",):
                 raise InvalidInputError(
@@ -150,34 +201,56 @@ def merge_audits(*results: xr.Dataset) -> xr.Dataset:
                     "that cover the same pairs."
                 )
 
+
+def _join(
+    results: tuple[xr.Dataset, ...], counts: dict[tuple[Any, Any], tuple[int, int]]
+) -> xr.Dataset:
+    """Join the inputs' variables over the union of the pairs, with every pair coordinate."""
     # xarray joins on the (identity_a, identity_b) index; NaN fills the pairs an input did not
     # audit (integers and booleans with gaps become float64), and each variable keeps its attrs
+    per_pair = ["n_a", "n_b", *FAILURE_PAIR_COORDS]
     indexed = [
-        ds.drop_vars(["n_a", "n_b"]).set_index(pair=["identity_a", "identity_b"]) for ds in results
+        ds.drop_vars(per_pair, errors="ignore").set_index(pair=["identity_a", "identity_b"])
+        for ds in results
     ]
     joined = xr.merge(indexed, join="outer", compat="no_conflicts", combine_attrs="override")
     order = pd.MultiIndex.from_tuples(list(counts), names=["identity_a", "identity_b"])
     merged = joined.isel(pair=joined.indexes["pair"].get_indexer(order)).reset_index("pair")
     sizes = np.asarray(list(counts.values()), dtype=np.int64).reshape(-1, 2)  # (pairs, 2)
     merged = merged.assign_coords(n_a=("pair", sizes[:, 0]), n_b=("pair", sizes[:, 1]))
-    for name in _PAIR_COORDS:
+    for name in PAIR_COORDS:
         merged[name].attrs = dict(results[0][name].attrs)
+    return merged.assign_coords(_failure_coords(results, list(counts)))
 
-    attrs: dict[str, Any] = {}
-    for key in dict.fromkeys(k for ds in results for k in ds.attrs):
-        if key in _PER_INPUT:
+
+def _failure_coords(
+    results: tuple[xr.Dataset, ...], union: list[tuple[Any, Any]]
+) -> dict[str, xr.Variable]:
+    """Build the optional failure-rate coordinates over the union, NaN where no input has one.
+
+    Results of one data set give a pair the same failure rates and p-value in every input;
+    values that differ mean the inputs audited different data.
+    """
+    where = {pair: i for i, pair in enumerate(union)}
+    out: dict[str, xr.Variable] = {}
+    for name in FAILURE_PAIR_COORDS:
+        having = [(k, ds) for k, ds in enumerate(results) if name in ds.coords]
+        if not having:
             continue
-        given = [ds.attrs[key] for ds in results if key in ds.attrs]
-        # a run setting that differs between the inputs (e.g. setting.batch_size) keeps every
-        # input's value, in input order
-        same = all(str(v) == str(given[0]) for v in given)
-        attrs[key] = given[0] if same else ",".join(str(ds.attrs.get(key, "")) for ds in results)
-    attrs["auditors"] = ",".join(labels)
-    attrs["n_pairs"] = len(counts)
-    # a merged input contributes the hashes of its own inputs, so chained merges keep them all
-    attrs["merged_pairs_sha256"] = ",".join(
-        str(ds.attrs.get("merged_pairs_sha256") or ds.attrs.get("pairs_sha256", ""))
-        for ds in results
-    )
-    merged.attrs = attrs
-    return merged
+        values = np.full(len(union), np.nan)  # (pairs,)
+        for k, ds in having:
+            pairs = zip(*(ds[c].values.tolist() for c in PAIR_COORDS[:2]), strict=True)
+            pos = [where[pair] for pair in pairs]
+            new = np.asarray(ds[name].values, dtype=np.float64)
+            old = values[pos]
+            clash = ~np.isnan(old) & ~np.isnan(new) & (old != new)
+            if clash.any():
+                i = int(np.flatnonzero(clash)[0])
+                a, b = union[pos[i]]
+                raise InvalidInputError(
+                    f"pair ({a!r}, {b!r}) has {name} {old[i]:g} in one input and {new[i]:g} "
+                    f"in results[{k}]; were they audited on the same data?"
+                )
+            values[pos] = np.where(np.isnan(old), new, old)
+        out[name] = xr.Variable("pair", values, attrs=dict(having[0][1][name].attrs))
+    return out

@@ -8,7 +8,15 @@
   :class:`APGD` (white-box) and :class:`GreedyPixel` (black-box); :func:`max_iterations` (Eq. 18);
   :func:`calibrate_radius`.
 * Evaluation: :func:`eer_threshold`, :func:`attack_threshold` (Eq. 14), :func:`type_accuracy`
-  (Type I / II), :func:`joint_evaluation`, :func:`reference_bounds` and :class:`OODDetector`.
+  (Type I / II), :func:`joint_evaluation`, :func:`reference_bounds` and :class:`OODDetector`;
+  :func:`results_to_xarray` stacks :class:`InversionResult` objects into one Dataset.
+
+``__all__`` lists these and the result classes they return (:class:`AttackOutput`,
+:class:`RadiusCalibration`, :class:`EERResult`, :class:`TypeAccuracy`, :class:`OODResult`).
+The building blocks they share stay importable from here, outside ``__all__``, as an internal
+API that may change without deprecation: ``TargetModel`` (generator, warp and encoder as one
+function of the latent), ``project``, ``apgd_checkpoints``, ``detection_scores``,
+``check_images``, and the generator settings ``DCGAN_RADIUS`` and ``DDPM_CELEBAHQ_256``.
 """
 
 from __future__ import annotations
@@ -19,8 +27,11 @@ from idaudit.inversion._adversary import (
     max_iterations,
     results_to_xarray,
 )
-from idaudit.inversion._attacks import APGD, AttackOutput, GreedyPixel, apgd_checkpoints, project
-from idaudit.inversion._bank import LatentBank, detection_scores
+from idaudit.inversion._attacks import APGD, AttackOutput, GreedyPixel
+from idaudit.inversion._attacks import apgd_checkpoints as apgd_checkpoints
+from idaudit.inversion._attacks import project as project
+from idaudit.inversion._bank import LatentBank
+from idaudit.inversion._bank import detection_scores as detection_scores
 from idaudit.inversion._calibrate import RadiusCalibration, calibrate_radius
 from idaudit.inversion._evaluation import (
     EERResult,
@@ -33,22 +44,16 @@ from idaudit.inversion._evaluation import (
     reference_bounds,
     type_accuracy,
 )
-from idaudit.inversion._generators import (
-    DCGAN_RADIUS,
-    DDPM_CELEBAHQ_256,
-    DCGANGenerator,
-    DiffusionGenerator,
-    LatentGenerator,
-    check_images,
-)
+from idaudit.inversion._generators import DCGAN_RADIUS as DCGAN_RADIUS
+from idaudit.inversion._generators import DDPM_CELEBAHQ_256 as DDPM_CELEBAHQ_256
+from idaudit.inversion._generators import DCGANGenerator, DiffusionGenerator, LatentGenerator
+from idaudit.inversion._generators import check_images as check_images
 from idaudit.inversion._normality import dagostino_k2
-from idaudit.inversion._target import TargetModel
+from idaudit.inversion._target import TargetModel as TargetModel
 from idaudit.inversion._warp import FrameWarp
 
 __all__ = [
     "APGD",
-    "DCGAN_RADIUS",
-    "DDPM_CELEBAHQ_256",
     "AttackOutput",
     "DCGANGenerator",
     "DiffusionGenerator",
@@ -62,18 +67,13 @@ __all__ = [
     "OODResult",
     "RadiusCalibration",
     "RankedAdversary",
-    "TargetModel",
     "TypeAccuracy",
-    "apgd_checkpoints",
     "attack_threshold",
     "calibrate_radius",
-    "check_images",
     "dagostino_k2",
-    "detection_scores",
     "eer_threshold",
     "joint_evaluation",
     "max_iterations",
-    "project",
     "reference_bounds",
     "results_to_xarray",
     "type_accuracy",

@@ -18,6 +18,7 @@ import torch
 from idaudit._device import resolve_device, single_threaded
 from idaudit._validation import check_integer, check_option
 from idaudit.exceptions import InvalidInputError
+from idaudit.ops import pairwise_sq_distances
 
 __all__ = ["METRICS", "Metric", "nearest_neighbour_distances", "pairwise_distances"]
 
@@ -94,13 +95,11 @@ def _block_rows(n_reference: int, block_bytes: int) -> int:
     return max(1, block_bytes // (8 * max(n_reference, 1)))
 
 
-def _distance_block(q: torch.Tensor, r: torch.Tensor, r_sq: torch.Tensor | None) -> torch.Tensor:
-    """``(b, n_r)`` distances of a query block: cosine when ``r_sq`` is None, else Euclidean."""
-    prod = q @ r.T  # (b, n_r)
-    if r_sq is None:
-        return 1.0 - prod
-    sq = (q * q).sum(dim=1, keepdim=True) + r_sq[None, :] - 2.0 * prod  # (b, n_r)
-    return sq.clamp_min_(0.0).sqrt_()
+def _distance_block(q: torch.Tensor, r: torch.Tensor, metric: str) -> torch.Tensor:
+    """``(b, n_r)`` distances of a query block (rows already normalised for cosine)."""
+    if metric == "cosine":
+        return 1.0 - q @ r.T  # (b, n_r)
+    return pairwise_sq_distances(q, r).sqrt_()  # (b, n_r), clamped at 0 before the root
 
 
 def nearest_neighbour_distances(
@@ -162,7 +161,6 @@ def nearest_neighbour_distances(
         same_dim({"queries": q_np, "reference": r_np})
     q = _prepare(q_np, metric, "queries", dev)
     r = q if loo else _prepare(r_np, metric, "reference", dev)
-    r_sq = None if metric == "cosine" else (r * r).sum(dim=1)
     out_d = np.empty(q.shape[0])
     out_i = np.empty(q.shape[0], dtype=np.int64)
     step = _block_rows(r.shape[0], block_bytes)
@@ -170,7 +168,7 @@ def nearest_neighbour_distances(
     with torch.inference_mode(), small_work(dev, work):
         for start in range(0, q.shape[0], step):
             stop = min(start + step, q.shape[0])
-            block = _distance_block(q[start:stop], r, r_sq)  # (b, n_r)
+            block = _distance_block(q[start:stop], r, metric)  # (b, n_r)
             if loo:
                 rows = torch.arange(stop - start, device=dev)
                 block[rows, rows + start] = torch.inf
@@ -219,14 +217,13 @@ def pairwise_distances(
         same_dim({"a": a_np, "b": b_np})
     ta = _prepare(a_np, metric, "a", dev)
     tb = ta if b is None else _prepare(b_np, metric, "b", dev)
-    b_sq = None if metric == "cosine" else (tb * tb).sum(dim=1)
     out = np.empty((ta.shape[0], tb.shape[0]))
     step = _block_rows(tb.shape[0], block_bytes)
     work = ta.shape[0] * tb.shape[0] * max(ta.shape[1], 1)
     with torch.inference_mode(), small_work(dev, work):
         for start in range(0, ta.shape[0], step):
             stop = min(start + step, ta.shape[0])
-            out[start:stop] = _distance_block(ta[start:stop], tb, b_sq).cpu().numpy()
+            out[start:stop] = _distance_block(ta[start:stop], tb, metric).cpu().numpy()
     if b is None:
         np.fill_diagonal(out, 0.0)
     return out

@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from idaudit._results import check_result_dataset
 from idaudit.cli import main
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.memorization import (
@@ -28,6 +27,7 @@ from idaudit.memorization import (
     PrivacyCache,
     run_privacy_check,
 )
+from idaudit.results import check_result_dataset
 
 pytestmark = pytest.mark.faces
 

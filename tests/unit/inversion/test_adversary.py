@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from conftest import LinearEncoder, LinearGenerator
-from idaudit._results import check_result_dataset
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion import (
     LatentBank,
@@ -16,6 +15,7 @@ from idaudit.inversion import (
     max_iterations,
     results_to_xarray,
 )
+from idaudit.results import check_result_dataset
 
 
 @pytest.fixture

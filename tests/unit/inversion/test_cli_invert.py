@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from idaudit._results import check_result_dataset
 from idaudit.cli import main
+from idaudit.results import check_result_dataset
 
 pytestmark = pytest.mark.faces
 

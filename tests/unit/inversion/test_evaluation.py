@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_curve
 
-from idaudit._results import check_result_dataset
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion import (
     OODDetector,
@@ -14,6 +13,7 @@ from idaudit.inversion import (
     reference_bounds,
     type_accuracy,
 )
+from idaudit.results import check_result_dataset
 
 
 def test_eer_on_a_hand_computed_case() -> None:
