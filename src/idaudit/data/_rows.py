@@ -69,27 +69,36 @@ def as_float_matrix(embeddings: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.ascontiguousarray(x)
 
 
-def as_label_array(labels: Any, n: int) -> npt.NDArray[Any]:
-    if isinstance(labels, np.ndarray):
-        lab = labels
-    elif isinstance(labels, (pd.Series, pd.Index)):
-        lab = labels.to_numpy()
-    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+def _per_row_array(values: Any, n: int, name: str, expected: str) -> npt.NDArray[Any]:
+    """``values`` as a 1-D array with one entry per row; object dtype for plain sequences.
+
+    Object dtype first: ``np.asarray`` would turn ``[1, "a"]`` into strings and NaN into
+    ``"nan"``.
+    """
+    if isinstance(values, np.ndarray):
+        arr = values
+    elif isinstance(values, (pd.Series, pd.Index)):
+        arr = values.to_numpy()
+    elif isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InvalidInputError(
-            f"`labels` must be a 1-D sequence of labels; got {type(labels).__name__}."
+            f"`{name}` must be a 1-D sequence of {expected}; got {type(values).__name__}."
         )
     else:
-        # object dtype first: np.asarray would turn [1, "a"] into strings and NaN into "nan"
         try:
-            lab = np.array(list(labels), dtype=object)
+            arr = np.array(list(values), dtype=object)
         except ValueError as exc:  # ragged nesting
-            raise InvalidInputError("`labels` must be 1-D; got nested sequences.") from exc
-    if lab.ndim != 1:
-        raise InvalidInputError(f"`labels` must be 1-D; got shape {lab.shape}.")
-    if lab.shape[0] != n:
+            raise InvalidInputError(f"`{name}` must be 1-D; got nested sequences.") from exc
+    if arr.ndim != 1:
+        raise InvalidInputError(f"`{name}` must be 1-D; got shape {arr.shape}.")
+    if arr.shape[0] != n:
         raise InvalidInputError(
-            f"`labels` must have one entry per row of `embeddings`; got {lab.shape[0]} vs {n}."
+            f"`{name}` must have one entry per row of `embeddings`; got {arr.shape[0]} vs {n}."
         )
+    return arr
+
+
+def as_label_array(labels: Any, n: int) -> npt.NDArray[Any]:
+    lab = _per_row_array(labels, n, "labels", "labels")
     if lab.dtype.kind not in "OUSiuf":
         raise TypeError(f"`labels` must hold strings or integers; got dtype {lab.dtype}.")
     if lab.dtype.kind == "O":
@@ -121,26 +130,7 @@ def normalise_label_dtype(lab: npt.NDArray[Any]) -> npt.NDArray[Any]:
 
 def as_outcome_array(outcomes: Any, n: int) -> npt.NDArray[np.str_]:
     """Check ``outcomes`` (one non-empty string per row) and return it as a str array."""
-    if isinstance(outcomes, np.ndarray):
-        values = outcomes
-    elif isinstance(outcomes, (pd.Series, pd.Index)):
-        values = outcomes.to_numpy()
-    elif isinstance(outcomes, (str, bytes)) or not isinstance(outcomes, Iterable):
-        raise InvalidInputError(
-            "`outcomes` must be a 1-D sequence of strings ('ok' or a failure code); got "
-            f"{type(outcomes).__name__}."
-        )
-    else:
-        try:
-            values = np.array(list(outcomes), dtype=object)
-        except ValueError as exc:  # ragged nesting
-            raise InvalidInputError("`outcomes` must be 1-D; got nested sequences.") from exc
-    if values.ndim != 1:
-        raise InvalidInputError(f"`outcomes` must be 1-D; got shape {values.shape}.")
-    if values.shape[0] != n:
-        raise InvalidInputError(
-            f"`outcomes` must have one entry per row of `embeddings`; got {values.shape[0]} vs {n}."
-        )
+    values = _per_row_array(outcomes, n, "outcomes", "strings ('ok' or a failure code)")
     if values.dtype.kind != "U":
         bad = [v for v in values.tolist() if not isinstance(v, str)]
         if bad:
