@@ -493,7 +493,9 @@ def _chunk_of(
     for label in {x for p in pairs for x in p} - rows.keys():
         rows[label] = es.get(label)
     samples = [(rows[a], rows[b]) for a, b in pairs]
-    failed = es.failed_counts
+    if "failed" not in shared:  # a copy over every identity: made once per call, not per chunk
+        shared["failed"] = es.failed_counts
+    failed = shared["failed"]
     failures = [(failed.get(a, 0), failed.get(b, 0)) for a, b in pairs]
     with single_threaded():
         return _run_chunk(samples, pairs, auditors, seeds, device, shared, failures)
@@ -545,7 +547,7 @@ def _run_local(
 
 
 # ---------------------------------------------------------------------------------- dask
-_WORKER_CACHES: dict[tuple[str, str], dict[Any, Any]] = {}
+_WORKER_CACHES: dict[tuple[str, str, str], dict[Any, Any]] = {}
 
 
 def _dask_chunk(
@@ -556,7 +558,7 @@ def _dask_chunk(
     device: str,
 ) -> ChunkResult:
     """One chunk on a dask worker; per-identity results are cached per worker process."""
-    key = (str(es.sha256), device)
+    key = (str(es.sha256), es.failures, device)  # the same input may keep or drop failures
     cache = _WORKER_CACHES.get(key)
     if cache is None:
         if len(_WORKER_CACHES) >= 2:  # the cache must not grow with every call a worker sees
