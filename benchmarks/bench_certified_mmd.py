@@ -5,7 +5,7 @@ centres 0 and 1; d = 8: centres 0 and (1/8, ..., 1/8)), scale b = 1/2, so the pa
 exactly 2. At n = 30, 100, 300, 1000 outputs per identity, every route runs on the *same* draws
 at the same α = 0.05 (confidence 0.95, one pair):
 
-* ``MMDTVAuditor(confidence=0.95, bound=...)`` for the three bounds, through the hockey-stick
+* ``MMDTVAuditor(confidence_level=0.95, bound=...)`` for the three bounds, through the hockey-stick
   map (``epsilon_hs_lb``, the tighter of the two for the RBF kernel) and, for the betting bound,
   also through the TV map of Eq. 14 (``epsilon_lb``);
 * ``ReservedTestCertifier(n_select=1, n_candidates=1)`` (70/30 split, logistic regression);
@@ -67,9 +67,9 @@ def part1(reps: int) -> None:
                 a, b = es.get("a"), es.get("b")
                 row = []
                 for bound in BOUNDS:
-                    aud = ida.MMDTVAuditor(confidence=0.95, bound=bound, rng=r).fit(a, b)
+                    aud = ida.MMDTVAuditor(confidence_level=0.95, bound=bound, rng=r).fit(a, b)
                     row.append(aud.epsilon_hs_lb_)
-                aud = ida.MMDTVAuditor(confidence=0.95, rng=r).fit(a, b)
+                aud = ida.MMDTVAuditor(confidence_level=0.95, rng=r).fit(a, b)
                 row.append(aud.epsilon_lb_)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", IdauditWarning)  # zero-ceiling warning at n=30
@@ -94,7 +94,7 @@ def part2(reps: int) -> None:
             es = sample_embeddings(mech, n, rng=7000 + n + r)
             row = []
             for bound in BOUNDS:
-                aud = ida.MMDTVAuditor(confidence=0.95, bound=bound, rng=r).fit(
+                aud = ida.MMDTVAuditor(confidence_level=0.95, bound=bound, rng=r).fit(
                     es.get("a"), es.get("b")
                 )
                 row.append(aud.mmd_lb_ / gaussian_mmd(1.5, 1.0, aud.bandwidth_lb_, 2))

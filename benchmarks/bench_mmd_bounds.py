@@ -1,6 +1,6 @@
 """Tightness of the three certified MMD lower bounds: mean mmd_lb / population MMD.
 
-For each bound of ``MMDTVAuditor(confidence=0.95, bound=...)`` ("betting", "bernstein",
+For each bound of ``MMDTVAuditor(confidence_level=0.95, bound=...)`` ("betting", "bernstein",
 "mcdiarmid"), each bandwidth setting and n = 50, 100, 400, 1000 rows per identity, prints the
 mean over seeded repetitions of ``mmd_lb_`` / population MMD (0 = nothing certified), with its
 standard error in parentheses.
@@ -121,7 +121,7 @@ def run_scenario(k: int, name: str, delta: float, reps: int) -> None:
             a, b = draw(np.random.default_rng([k, n, r]), n, delta)
             for j, (bw, bd) in enumerate(cols):
                 aud = ida.MMDTVAuditor(
-                    confidence=CONFIDENCE,
+                    confidence_level=CONFIDENCE,
                     bound=bd,
                     bandwidth="median" if bw == "median" else sigma_pop,
                     rng=r,

@@ -4,7 +4,7 @@ Laplace noise on synthetic point identities (a finite pure-DP truth for every pa
 separable to near chance. At every scale, on the same 12 pairs:
 
 * the reserved-test ROC certificate (fixed test size: 30 % of 200 outputs per identity);
-* certified MMD-TV (``MMDTVAuditor(confidence=0.95, n_simultaneous=12)``, hockey-stick map),
+* certified MMD-TV (``MMDTVAuditor(confidence_level=0.95, n_simultaneous=12)``, hockey-stick map),
   on the same 200 outputs per identity;
 * the anytime-valid sequential certificate, drawing its own outputs (100 development, then
   batches of 50, up to 1,000 test outputs per identity).
@@ -38,7 +38,7 @@ def main(out: Path) -> None:
     # 20 identities on the unit sphere in 8 dimensions (a point base: exact truths)
     base = ida.EmbeddingSet(gen.standard_normal((20, 8)), [f"id{i:02d}" for i in range(20)])
     scales = np.geomspace(0.2, 4.0, 6)  # Laplace scale b
-    mmd = ida.MMDTVAuditor(confidence=0.95, n_simultaneous=n_pairs, rng=0)
+    mmd = ida.MMDTVAuditor(confidence_level=0.95, n_simultaneous=n_pairs, rng=0)
     seq = SequentialCertifier(
         None, [], target_epsilon=None, max_samples=1000, batch_size=50, rng=0, progress=False
     )

@@ -225,7 +225,7 @@ def plot_certified_routes(
     ds : xarray.Dataset
         A :func:`idaudit.benchmark.noise_sweep` result. Every ε variable (name containing
         ``epsilon``) whose ``status`` is ``certified_lower_bound`` is drawn: per-pair ones
-        (``(scale, pair)``, e.g. ``mmdtv_epsilon_hs_lb`` of ``MMDTVAuditor(confidence=...)``) as
+        (``(scale, pair)``, e.g. ``mmdtv_epsilon_hs_lb`` of ``MMDTVAuditor(confidence_level=...)``) as
         their maximum over the pairs, per-scale ones (``certified_epsilon_max``,
         ``sequential_epsilon_max``) as they are; a per-pair variable whose ``<name>_max`` is
         present is skipped.

@@ -121,8 +121,8 @@ def _certified_paths() -> set[str]:
                 and not inspect.isabstract(obj)
             ):
                 variants = [obj()]
-                if "confidence" in obj().get_params():
-                    variants.append(obj(confidence=1 - ALPHA))
+                if "confidence_level" in obj().get_params():
+                    variants.append(obj(confidence_level=1 - ALPHA))
                 for aud in variants:
                     found |= {
                         f"{name}.{out.name}"
@@ -249,7 +249,7 @@ def _mmdtv_certified() -> None:
     kinds = {f"a{i}": "A" for i in range(3)} | {f"b{i}": "B" for i in range(3)}
     n_reps, bad = 200, 0
     sigma = 1.0  # fixed: the median heuristic is 0 on outputs that repeat
-    aud = ida.MMDTVAuditor(bandwidth=sigma, confidence=1 - ALPHA, n_simultaneous="pairs")
+    aud = ida.MMDTVAuditor(bandwidth=sigma, confidence_level=1 - ALPHA, n_simultaneous="pairs")
     for rep in range(n_reps):
         es = _embedding_set(kinds, 200, 20_000 + rep)
         with warnings.catch_warnings():

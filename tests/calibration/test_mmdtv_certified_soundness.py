@@ -51,7 +51,7 @@ def _replicated(mechanism_cls, centres: np.ndarray, scale: float, n: int, seed: 
 def test_gaussian_mmd_lower_bound_covers_the_population_mmd(bound: str) -> None:
     d, s = 2, 1.0
     es, pairs, _ = _replicated(GaussianNoise, np.array([[0.0, 0.0], [1.5, 0.0]]), s, 80, 1)
-    aud = MMDTVAuditor(confidence=1 - ALPHA, bound=bound, rng=0)
+    aud = MMDTVAuditor(confidence_level=1 - ALPHA, bound=bound, rng=0)
     ds = audit_pairs(es, pairs, [aud], progress=False)
     lb = ds["mmdtv_mmd_lb"].values
     truth = np.array([_gaussian_mmd(1.5, s, sig, d) for sig in ds["mmdtv_bandwidth_lb"].values])
@@ -70,7 +70,7 @@ def test_mmd_lower_bound_is_zero_when_the_laws_are_equal(bound: str) -> None:
     # P_A = P_B: the population MMD is exactly 0 at every bandwidth, so every positive bound
     # is a miss (the sharpest event there is; it also covers "bernstein" end to end).
     es, pairs, _ = _replicated(GaussianNoise, np.array([[0.0, 0.0], [0.0, 0.0]]), 1.0, 40, 3)
-    aud = MMDTVAuditor(confidence=1 - ALPHA, bound=bound, rng=0)
+    aud = MMDTVAuditor(confidence_level=1 - ALPHA, bound=bound, rng=0)
     ds = audit_pairs(es, pairs, [aud], progress=False)
     misses = int((ds["mmdtv_mmd_lb"].values > 0).sum())
     # same tolerance as above (rate <= 0.2 over 200 reps; fails above about 59). The plug-in
@@ -84,7 +84,7 @@ def test_laplace_certified_epsilons_stay_below_the_pure_epsilon() -> None:
     truth = mech.pair_epsilon(0, 1)  # exactly 2 for every pair
     assert mech.is_exact(0, 1)
     assert truth == 2.0
-    ds = audit_pairs(es, pairs, [MMDTVAuditor(confidence=1 - ALPHA, rng=0)], progress=False)
+    ds = audit_pairs(es, pairs, [MMDTVAuditor(confidence_level=1 - ALPHA, rng=0)], progress=False)
     above_tv = int((ds["mmdtv_epsilon_lb"] > truth).sum())
     above_hs = int((ds["mmdtv_epsilon_hs_lb"] > truth).sum())
     # same tolerance as above (rate <= 0.2 over 200 reps; fails above about 59)

@@ -1,4 +1,4 @@
-"""Certified MMD-TV (``MMDTVAuditor(confidence=...)``) against direct computations of each bound."""
+"""Certified MMD-TV (``MMDTVAuditor(confidence_level=...)``) against direct computations."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _halves(n: int, seed: int, role: int) -> tuple[np.ndarray, np.ndarray]:
 
 def test_betting_bound_matches_a_direct_computation(pair: tuple) -> None:
     a, b = pair
-    aud = MMDTVAuditor(confidence=0.9, rng=3).fit(a, b)
+    aud = MMDTVAuditor(confidence_level=0.9, rng=3).fit(a, b)
     sa, ea = _halves(len(a), aud.seed_, 0)
     sb, eb = _halves(len(b), aud.seed_, 1)
     sigma = float(np.median(pdist(np.r_[a[sa], b[sb]])))
@@ -58,7 +58,9 @@ def test_betting_bound_matches_a_direct_computation(pair: tuple) -> None:
 @pytest.mark.parametrize("bandwidth", ["median", 1.3])
 def test_mcdiarmid_bound_matches_loop(pair: tuple, bandwidth) -> None:
     a, b = pair
-    aud = MMDTVAuditor(confidence=0.95, bound="mcdiarmid", bandwidth=bandwidth, rng=1).fit(a, b)
+    aud = MMDTVAuditor(confidence_level=0.95, bound="mcdiarmid", bandwidth=bandwidth, rng=1).fit(
+        a, b
+    )
     if bandwidth == "median":
         sa, ea = _halves(len(a), aud.seed_, 0)
         sb, eb = _halves(len(b), aud.seed_, 1)
@@ -75,19 +77,19 @@ def test_mcdiarmid_bound_matches_loop(pair: tuple, bandwidth) -> None:
 
 def test_bandwidth_ignores_the_evaluation_rows(pair: tuple) -> None:
     a, b = pair
-    aud = MMDTVAuditor(confidence=0.95, rng=0).fit(a, b)
+    aud = MMDTVAuditor(confidence_level=0.95, rng=0).fit(a, b)
     _, ea = _halves(len(a), aud.seed_, 0)
     moved = a.copy()
     moved[ea] += 5.0  # change only the rows the bound is computed on
-    other = MMDTVAuditor(confidence=0.95, rng=0).fit(moved, b)
+    other = MMDTVAuditor(confidence_level=0.95, rng=0).fit(moved, b)
     assert other.bandwidth_lb_ == aud.bandwidth_lb_
     assert other.mmd_lb_ != aud.mmd_lb_
 
 
 def test_union_bound_over_simultaneous_bounds(pair: tuple) -> None:
     a, b = pair
-    one = MMDTVAuditor(confidence=0.95, rng=0).fit(a, b).mmd_lb_
-    many = MMDTVAuditor(confidence=0.95, n_simultaneous=50, rng=0).fit(a, b).mmd_lb_
+    one = MMDTVAuditor(confidence_level=0.95, rng=0).fit(a, b).mmd_lb_
+    many = MMDTVAuditor(confidence_level=0.95, n_simultaneous=50, rng=0).fit(a, b).mmd_lb_
     assert many < one
 
 
@@ -96,7 +98,7 @@ def test_audit_pairs_outputs_and_statuses() -> None:
     x = np.repeat(np.eye(4)[:3], 20, axis=0) + 0.4 * gen.normal(size=(60, 4))
     es = EmbeddingSet(x, np.repeat(["a", "b", "c"], 20), normalize=False)
     pairs = [("a", "b"), ("b", "c"), ("a", "c")]
-    aud = MMDTVAuditor(confidence=0.95, n_simultaneous=len(pairs), rng=7)
+    aud = MMDTVAuditor(confidence_level=0.95, n_simultaneous=len(pairs), rng=7)
     ds = audit_pairs(es, pairs, [aud], progress=False)
     check_result_dataset(ds)
     for name in ("mmd_lb", "epsilon_lb", "epsilon_hs_lb"):
@@ -104,11 +106,13 @@ def test_audit_pairs_outputs_and_statuses() -> None:
     assert ds["mmdtv_epsilon"].attrs["status"] == "sample_estimate"
     assert "jointly over 3 bounds" in ds["mmdtv_epsilon_lb"].attrs["long_name"]
     for p, (u, v) in enumerate(pairs):
-        one = MMDTVAuditor(confidence=0.95, n_simultaneous=3, rng=7).fit(es.get(u), es.get(v))
+        one = MMDTVAuditor(confidence_level=0.95, n_simultaneous=3, rng=7).fit(es.get(u), es.get(v))
         assert float(ds["mmdtv_epsilon_lb"][p]) == pytest.approx(one.epsilon_lb_, rel=1e-12)
 
 
-@pytest.mark.parametrize("params", [{"confidence": 0.9}, {"confidence": 0.9, "bound": "mcdiarmid"}])
+@pytest.mark.parametrize(
+    "params", [{"confidence_level": 0.9}, {"confidence_level": 0.9, "bound": "mcdiarmid"}]
+)
 def test_contract_suite(params: dict) -> None:
     check_auditor(MMDTVAuditor(**params))
 
@@ -116,10 +120,18 @@ def test_contract_suite(params: dict) -> None:
 @pytest.mark.parametrize(
     ("params", "error", "match"),
     [
-        ({"confidence": 1.0}, InvalidInputError, r"`confidence` must be in \(0, 1\)"),
-        ({"confidence": 0.9, "bound": "hoeffding"}, InvalidInputError, "`bound` must be one of"),
-        ({"confidence": 0.9, "n_simultaneous": 0}, InvalidInputError, "`n_simultaneous` must be"),
-        ({"confidence": "high"}, TypeError, "`confidence` must be a real number"),
+        ({"confidence_level": 1.0}, InvalidInputError, r"`confidence_level` must be in \(0, 1\)"),
+        (
+            {"confidence_level": 0.9, "bound": "hoeffding"},
+            InvalidInputError,
+            "`bound` must be one of",
+        ),
+        (
+            {"confidence_level": 0.9, "n_simultaneous": 0},
+            InvalidInputError,
+            "`n_simultaneous` must be",
+        ),
+        ({"confidence_level": "high"}, TypeError, "`confidence_level` must be a real number"),
     ],
 )
 def test_bad_parameters(pair: tuple, params: dict, error: type, match: str) -> None:
@@ -131,4 +143,15 @@ def test_bad_parameters(pair: tuple, params: dict, error: type, match: str) -> N
 def test_needs_two_rows_per_half() -> None:
     gen = np.random.default_rng(0)
     with pytest.raises(InvalidInputError, match="at least 4"):
-        MMDTVAuditor(confidence=0.9).fit(gen.normal(size=(3, 2)), gen.normal(size=(8, 2)))
+        MMDTVAuditor(confidence_level=0.9).fit(gen.normal(size=(3, 2)), gen.normal(size=(8, 2)))
+
+
+def test_former_name_confidence_warns_and_gives_the_same_bounds(pair: tuple) -> None:
+    a, b = pair
+    new = MMDTVAuditor(confidence_level=0.9, rng=3).fit(a, b)
+    with pytest.warns(FutureWarning, match="`confidence` is now called `confidence_level`"):
+        old = MMDTVAuditor(confidence=0.9, rng=3).fit(a, b)
+    assert old.epsilon_lb_ == new.epsilon_lb_
+    assert old.mmd_lb_ == new.mmd_lb_
+    with pytest.raises(TypeError, match="pass `confidence_level` only"):
+        MMDTVAuditor(confidence_level=0.9, confidence=0.9).fit(a, b)

@@ -205,7 +205,7 @@ def test_sequential_certificate_joins_the_sweep(base: EmbeddingSet) -> None:
         mechanism="laplace",
         n_pairs=3,
         n_per_identity=30,
-        auditors=[MMDTVAuditor(confidence=0.9, n_simultaneous=3)],
+        auditors=[MMDTVAuditor(confidence_level=0.9, n_simultaneous=3)],
         certify=False,
         sequential=template,
         progress=False,

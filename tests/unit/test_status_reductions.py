@@ -73,7 +73,7 @@ def _embeddings(n_ids: int = 6, n: int = 12) -> ida.EmbeddingSet:
 @pytest.mark.parametrize("n_simultaneous", [1, "pairs"])
 def test_audit_pairs_summary(n_simultaneous: object) -> None:
     es = _embeddings()
-    aud = ida.MMDTVAuditor(confidence=0.8, n_simultaneous=n_simultaneous)
+    aud = ida.MMDTVAuditor(confidence_level=0.8, n_simultaneous=n_simultaneous)
     ds = ida.audit_pairs(es, "all", [aud], keep="summary", progress=False)
     expected = "certified_lower_bound" if n_simultaneous == "pairs" else "sample_estimate"
     for var in ("epsilon_lb", "epsilon_hs_lb", "mmd_lb"):
@@ -194,7 +194,9 @@ def test_pairs_resolution_keeps_advancing_the_callers_generator() -> None:
     # n_simultaneous="pairs" resolves on a copy of the auditor; a Generator rng must still be
     # the caller's object, so two calls draw two seeds
     es = _embeddings(3, 12)
-    aud = ida.MMDTVAuditor(confidence=0.8, n_simultaneous="pairs", rng=np.random.default_rng(1))
+    aud = ida.MMDTVAuditor(
+        confidence_level=0.8, n_simultaneous="pairs", rng=np.random.default_rng(1)
+    )
     seeds = {ida.audit_pairs(es, "all", [aud], progress=False).attrs["mmdtv.seed"] for _ in "ab"}
     assert len(seeds) == 2
     assert aud.n_simultaneous == "pairs"

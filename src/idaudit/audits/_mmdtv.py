@@ -123,10 +123,10 @@ class MMDTVAuditor(BaseAuditor):
     number is a point estimate that can overshoot.
 
     **Status: certified lower bound** (``epsilon_lb_``, ``epsilon_hs_lb_``, with
-    ``confidence`` set). A one-sided finite-sample lower confidence bound on the population MMD
-    (``bound``), computed with a bandwidth that does not depend on the rows the bound uses, is
-    substituted into the same two maps; the results are below the pair's pure ε with
-    probability at least ``confidence`` (per pair; see ``n_simultaneous``). Under
+    ``confidence_level`` set). A one-sided finite-sample lower confidence bound on the
+    population MMD (``bound``), computed with a bandwidth that does not depend on the rows the
+    bound uses, is substituted into the same two maps; the results are below the pair's pure ε
+    with probability at least ``confidence_level`` (per pair; see ``n_simultaneous``). Under
     :func:`idaudit.audit_pairs`, the failed outputs an :class:`~idaudit.EmbeddingSet` keeps
     (``failures="keep"``) enter the certified bound as one more output value (an atom
     orthogonal to every embedding), so it holds for the mechanism as run, failures included;
@@ -148,7 +148,7 @@ class MMDTVAuditor(BaseAuditor):
         Where :meth:`fit` runs the kernels.
     name : str, optional
         Variable prefix in :func:`idaudit.audit_pairs` results (default ``"mmdtv"``).
-    confidence : float or None, default None
+    confidence_level : float or None, default None
         When set (e.g. 0.95), also compute the certified bounds ``mmd_lb_``, ``epsilon_lb_``
         and ``epsilon_hs_lb_`` at this confidence level, in (0, 1).
     bound : {"betting", "bernstein", "mcdiarmid"}, default "betting"
@@ -162,12 +162,15 @@ class MMDTVAuditor(BaseAuditor):
         other; with a fixed bandwidth every row is used.
     n_simultaneous : int or "pairs", default 1
         Number of bounds that must hold together: each bound is taken at level
-        ``(1 - confidence) / n_simultaneous`` (union bound), so all of them, and their maximum,
-        hold jointly with probability at least ``confidence``. ``"pairs"``: the number of
-        pairs :func:`idaudit.audit_pairs` audits in the call (1 for :meth:`fit`). With the
-        default 1 each pair's bound holds at ``confidence`` on its own, and a maximum or
+        ``(1 - confidence_level) / n_simultaneous`` (union bound), so all of them, and their
+        maximum, hold jointly with probability at least ``confidence_level``. ``"pairs"``: the
+        number of pairs :func:`idaudit.audit_pairs` audits in the call (1 for :meth:`fit`). With
+        the default 1 each pair's bound holds at ``confidence_level`` on its own, and a maximum or
         quantile over several pairs is labelled ``sample_estimate``
         (:func:`idaudit.results.reduce_status`).
+    confidence : float or None, default None
+        Former name of ``confidence_level`` (deprecated: ``fit`` warns with a ``FutureWarning``
+        and uses it; passing both raises).
 
     Attributes
     ----------
@@ -190,7 +193,7 @@ class MMDTVAuditor(BaseAuditor):
     seed\_ : int
         The 63-bit seed drawn from ``rng`` for the permutations and the split.
     mmd_lb\_ : float
-        Lower confidence bound on the population MMD (only with ``confidence``); status
+        Lower confidence bound on the population MMD (only with ``confidence_level``); status
         ``certified_lower_bound``.
     epsilon_lb\_ : float
         :math:`2\,\mathrm{artanh}(\mathrm{MMD}_{LB}/2)` (Eq. 14 at the bound); status
@@ -233,7 +236,7 @@ class MMDTVAuditor(BaseAuditor):
     >>> round(aud.epsilon_, 4), round(aud.epsilon_hs_, 4), aud.pvalue_, aud.status
     (0.2692, 0.3831, 0.001, 'sample_estimate')
     >>> a, b = gen.normal(0, 1, (300, 2)), gen.normal(2, 1, (300, 2))
-    >>> cert = MMDTVAuditor(confidence=0.95, rng=0).fit(a, b)
+    >>> cert = MMDTVAuditor(confidence_level=0.95, rng=0).fit(a, b)
     >>> round(cert.mmd_lb_, 3) < round(cert.mmd_, 3), round(cert.epsilon_lb_, 3)
     (True, 0.688)
     """
@@ -249,6 +252,7 @@ class MMDTVAuditor(BaseAuditor):
         "rng": RandomState(),
         "device": Device(),
         "name": NAME,
+        "confidence_level": OptionalLevel(),
         "confidence": OptionalLevel(),
         "bound": Options(BOUNDS),
         "n_simultaneous": IntegerOrOption(("pairs",), minimum=1),
@@ -264,9 +268,10 @@ class MMDTVAuditor(BaseAuditor):
         rng: RngLike = 0,
         device: str = "cpu",
         name: str | None = None,
-        confidence: float | None = None,
+        confidence_level: float | None = None,
         bound: str = "betting",
         n_simultaneous: int | str = 1,
+        confidence: float | None = None,
     ) -> None:
         self.bandwidth = bandwidth
         self.bandwidth_scale = bandwidth_scale
@@ -274,13 +279,31 @@ class MMDTVAuditor(BaseAuditor):
         self.rng = rng
         self.device = device
         self.name = name
-        self.confidence = confidence
+        self.confidence_level = confidence_level
         self.bound = bound
         self.n_simultaneous = n_simultaneous
+        self.confidence = confidence
+
+    def _level(self) -> float | None:
+        """Return the confidence level in use: ``confidence_level`` or the former ``confidence``."""
+        level = self.confidence_level if self.confidence is None else self.confidence
+        return None if level is None else float(level)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.confidence is not None:
+            if self.confidence_level is not None:
+                raise TypeError("pass `confidence_level` only; `confidence` is its former name.")
+            warnings.warn(
+                "`confidence` is now called `confidence_level`; `confidence` will be removed in "
+                "a future release.",
+                FutureWarning,
+                stacklevel=3,  # _check_params <- fit or audit_pairs <- the caller
+            )
 
     def min_rows(self) -> int:
-        """Fewest rows per identity: 2, or 4 with ``confidence`` (2 per half of the split)."""
-        return 2 if self.confidence is None else 4
+        """Fewest rows per identity: 2, or 4 with a confidence level (2 per half of the split)."""
+        return 2 if self._level() is None else 4
 
     def _n_simultaneous(self) -> int:
         """Return the number of jointly valid bounds (``"pairs"`` unresolved: one pair)."""
@@ -308,9 +331,10 @@ class MMDTVAuditor(BaseAuditor):
             Output("mmd", "sqrt(max(MMD^2, 0))", "sample_estimate"),
             Output("bandwidth", "RBF bandwidth sigma", "sample_estimate"),
         )
-        if self.confidence is not None:
+        confidence_level = self._level()
+        if confidence_level is not None:
             joint = self._n_simultaneous()
-            level = f"confidence {float(self.confidence):g}"
+            level = f"confidence {confidence_level:g}"
             if joint > 1:
                 level += f" jointly over {joint} bounds"
             out += (
@@ -366,14 +390,16 @@ class MMDTVAuditor(BaseAuditor):
                 kernel, batch.n_a, batch.n_b, seed, int(self.n_permutations)
             )
             out["pvalue"] = pvalue.cpu().numpy()
-        if self.confidence is not None:
+        if self._level() is not None:
             assert seed is not None
             out.update(self._certified(batch, seed))
         return out
 
     def _certified(self, batch: Batch, seed: int) -> dict[str, Any]:
         """Compute the certified bounds of every pair (one seeded split each, see _mmdcert)."""
-        alpha = (1.0 - float(self.confidence)) / self._n_simultaneous()  # type: ignore[arg-type]
+        level = self._level()
+        assert level is not None  # only called with a confidence level
+        alpha = (1.0 - level) / self._n_simultaneous()
         fixed = None if self.bandwidth == "median" else float(self.bandwidth)
         mmd_lb, sigma = np.empty(batch.n_pairs), np.empty(batch.n_pairs)
         for p, ((a, b), (fail_a, fail_b)) in enumerate(
