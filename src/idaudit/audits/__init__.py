@@ -33,8 +33,8 @@ attributes outside ``__all__``, the internal API other idaudit packages build on
 private name is imported across packages); it may change without deprecation:
 
 * shared out-of-fold machinery: ``StatusEstimator`` (the ``status``/``label`` base that the
-  certifiers share), ``stratified_folds``, ``oof_scores``, ``logistic_oof_logits``,
-  ``roc_curve``, ``roc_auc``;
+  certifiers share), ``stratified_folds``, ``oof_scores``, ``logistic_oof_logits`` and the
+  ``CallCache`` it reuses across calls, ``roc_curve``, ``roc_auc``;
 * the table helpers the command line uses: ``markdown``, ``condition_fields``,
   ``read_manifest``;
 * ``QUANTILES``, the levels of ``audit_pairs(..., keep="summary")``'s ``quantile`` coordinate.
@@ -43,6 +43,7 @@ private name is imported across packages); it may change without deprecation:
 from __future__ import annotations
 
 from idaudit.audits._base import BaseAuditor, Output
+from idaudit.audits._base import CallCache as CallCache
 from idaudit.audits._base import StatusEstimator as StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -32,6 +32,7 @@ __all__ = [
     "NAME",
     "RESERVED_LABELS",
     "BaseAuditor",
+    "CallCache",
     "Output",
     "PairError",
     "StatusEstimator",
@@ -97,6 +98,44 @@ class Output:
     n_simultaneous: int = 1
 
 
+@dataclass
+class CallCache:
+    """What one :func:`idaudit.audit_pairs` call computes once and reuses across its batches.
+
+    One instance lives as long as a call (the local backend), a dask worker process's share of
+    calls on one input (the dask backend, keyed by the input's hash, its ``failures`` setting
+    and the device) or a series of :func:`idaudit.audits.logistic_oof_logits` calls
+    (``shared=``); every :class:`Batch` of that span holds it as ``Batch.shared``. Everything
+    in it depends on one identity or on the sizes of a pair, never on the pair itself, so a
+    pair's numbers do not depend on which batch computed a cached value.
+
+    Attributes
+    ----------
+    width : int, default 0
+        Rows of the widest identity of the call. Each identity's rows and Gram block are
+        zero-padded to it, so blocks cached for one batch fit every later one; 0 pads each
+        identity to its own size.
+    rows : dict
+        Identity label -> its rows, numpy.ndarray of float64 of shape (n, d), looked up in the
+        :class:`~idaudit.EmbeddingSet` once per call.
+    failed : mapping or None, default None
+        Identity label -> its failed outputs (:attr:`~idaudit.EmbeddingSet.failed_counts`),
+        copied once per call when the first chunk needs it; None until then.
+    per_identity : dict
+        Cache name (``"rows_gram"``, ``"gaussmech"``, ...) -> identity label -> what
+        :meth:`Batch.per_identity` computed for that identity under that name.
+    rocht_folds : dict
+        ``(n_folds, fold_seed)`` -> ``(n_a, n_b)`` -> the ROC-HT cross-validation folds of a
+        pair of those sizes (they depend only on the sizes and the seed).
+    """
+
+    width: int = 0
+    rows: dict[Any, FloatArray] = field(default_factory=dict)
+    failed: Mapping[Any, int] | None = None
+    per_identity: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    rocht_folds: dict[tuple[int, int], dict[tuple[int, int], Any]] = field(default_factory=dict)
+
+
 class Batch:
     """The pairs one kernel call covers, plus a cache shared by the auditors run on them.
 
@@ -112,7 +151,7 @@ class Batch:
         samples: Sequence[tuple[FloatArray, FloatArray]],
         device: torch.device,
         labels: Sequence[tuple[Any, Any]] | None = None,
-        shared: dict[Any, Any] | None = None,
+        shared: CallCache | None = None,
         auditors: Sequence[BaseAuditor] = (),
         failures: Sequence[tuple[int, int]] | None = None,
     ) -> None:
@@ -127,7 +166,7 @@ class Batch:
         self.auditors = tuple(auditors)
         self.cache: dict[Any, Any] = {}
         # per-identity results reused across the batches of one audit_pairs call
-        self.shared: dict[Any, Any] = {} if shared is None else shared
+        self.shared = CallCache() if shared is None else shared
 
     @cached_property
     def packed(self) -> PairBatch:
@@ -161,7 +200,7 @@ class Batch:
         rows = self.samples[pair][side]
         if self.labels is None:
             return compute(rows)
-        cache = self.shared.setdefault(key, {})
+        cache = self.shared.per_identity.setdefault(key, {})
         label = self.labels[pair][side]
         if label not in cache:
             cache[label] = compute(rows)
@@ -171,7 +210,7 @@ class Batch:
         """Rows and Gram matrix of one identity, zero-padded to the call's widest identity."""
 
         def compute(rows: FloatArray) -> tuple[torch.Tensor, torch.Tensor]:
-            width = max(int(self.shared.get("width", 0)), rows.shape[0])
+            width = max(self.shared.width, rows.shape[0])
             x = torch.zeros(width, rows.shape[1], dtype=torch.float64, device=self.device)
             x[: rows.shape[0]] = torch.from_numpy(rows).to(self.device)
             return x, x @ x.T  # (width, d), (width, width): zero outside the real rows

@@ -5,6 +5,10 @@ chunk (one batched kernel call per auditor and chunk) and puts the chunks back t
 in memory (``keep="pairs"``), as running summaries (``keep="summary"``) or in a zarr store
 that a later call resumes (``store=``). Chunks run side by side on CPU threads (each on one
 torch thread) or on the workers of a ``dask.distributed`` cluster.
+
+This module plans the call (pairs, chunks, outputs, attributes) and assembles the result;
+the backends that run the chunks are in :mod:`idaudit.audits._backends` and the resumable
+store in :mod:`idaudit.audits._store`.
 """
 
 from __future__ import annotations
@@ -12,34 +16,33 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from idaudit._device import available_cpus, resolve_device, single_threaded
+from idaudit._device import available_cpus, resolve_device
 from idaudit._results import (
     CERTIFIED_STATUSES,
     attr_value,
     check_result_dataset,
     check_status,
     pair_dataset,
-    private_dir,
     provenance,
     reduction_attrs,
     variable,
 )
 from idaudit._validation import check_integer, check_option, check_pairs
 from idaudit._version import __version__
-from idaudit.audits._base import BaseAuditor, Batch, Output, PairError
+from idaudit.audits._backends import ChunkResult, _run_dask, _run_local
+from idaudit.audits._base import BaseAuditor, Output
 from idaudit.audits._failures import PairFailures
+from idaudit.audits._store import _Store
 from idaudit.data import EmbeddingSet, decode_pair_indices, n_pairs_of
 from idaudit.exceptions import InvalidInputError
 
@@ -52,7 +55,6 @@ _MAX_AUTO_BATCH = 256
 #: Quantile levels of ``keep="summary"`` (exact order statistics, see :func:`audit_pairs`).
 QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
 
-ChunkResult = dict[str, dict[str, npt.NDArray[Any]]]
 Keep = Literal["pairs", "summary"]
 
 
@@ -449,300 +451,6 @@ def _auto_batch_size(es: EmbeddingSet, n_max: int, auditors: Sequence[BaseAudito
         if n_folds is not None:  # centred Gram, its float32 copy, per-fold Newton vectors
             per_pair += 8 * (2 * n_max**2 + 20 * int(n_folds) * n_max)
     return int(min(_MAX_AUTO_BATCH, max(1, _BATCH_BYTES // per_pair)))
-
-
-# ---------------------------------------------------------------------------------- one chunk
-def _run_chunk(
-    samples: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]],
-    labels: Sequence[tuple[Any, Any]],
-    auditors: Sequence[BaseAuditor],
-    seeds: Sequence[int | None],
-    device: Any,
-    shared: dict[Any, Any] | None = None,
-    failures: Sequence[tuple[int, int]] | None = None,
-) -> ChunkResult:
-    """All auditors over one chunk of pairs (also the unit of work sent to dask workers)."""
-    batch = Batch(
-        samples,
-        resolve_device(device),
-        labels=labels,
-        shared=shared,
-        auditors=auditors,
-        failures=failures,
-    )
-    out: ChunkResult = {}
-    for aud, seed in zip(auditors, seeds, strict=True):
-        try:
-            res = aud._run(batch, seed)
-        except PairError as exc:
-            a, b = labels[exc.pair_index]
-            raise InvalidInputError(f"pair ({a!r}, {b!r}), auditor {aud.label!r}: {exc}") from None
-        out[aud.label] = {o.name: np.asarray(res[o.name]) for o in aud.outputs()}
-    return out
-
-
-def _chunk_of(
-    es: EmbeddingSet,
-    pairs: list[tuple[Any, Any]],
-    auditors: Sequence[BaseAuditor],
-    seeds: Sequence[int | None],
-    device: Any,
-    shared: dict[Any, Any],
-) -> ChunkResult:
-    rows = shared.setdefault("rows", {})  # each identity's rows, looked up once per call
-    for label in {x for p in pairs for x in p} - rows.keys():
-        rows[label] = es.get(label)
-    samples = [(rows[a], rows[b]) for a, b in pairs]
-    if "failed" not in shared:  # a copy over every identity: made once per call, not per chunk
-        shared["failed"] = es.failed_counts
-    failed = shared["failed"]
-    failures = [(failed.get(a, 0), failed.get(b, 0)) for a, b in pairs]
-    with single_threaded():
-        return _run_chunk(samples, pairs, auditors, seeds, device, shared, failures)
-
-
-def _run_local(
-    es: EmbeddingSet,
-    plan: _Plan,
-    bounds: Sequence[tuple[int, int]],
-    todo: Sequence[int],
-    auditors: Sequence[BaseAuditor],
-    seeds: Sequence[int | None],
-    device: torch.device,
-    n_threads: int,
-    width: int,
-    collect: Callable[[int, ChunkResult], None],
-) -> None:
-    """Chunks on ``n_threads`` threads, at most ``n_threads`` in flight (memory bound)."""
-    shared: dict[Any, Any] = {"width": width}  # per-identity results reused across chunks
-
-    def one(k: int) -> ChunkResult:
-        return _chunk_of(es, plan.pairs(*bounds[k]), auditors, seeds, device, shared)
-
-    n_threads = min(n_threads, len(todo))
-    with single_threaded():  # held for the whole call, so threads never toggle it
-        if n_threads == 1:
-            for k in todo:
-                collect(k, one(k))
-            return
-        pending = iter(todo)
-        with ThreadPoolExecutor(n_threads, thread_name_prefix="idaudit") as pool:
-            running: dict[Future[ChunkResult], int] = {}
-            for k in pending:
-                running[pool.submit(one, k)] = k
-                if len(running) == n_threads:
-                    break
-            try:
-                while running:
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        k = running.pop(fut)
-                        collect(k, fut.result())
-                        nxt = next(pending, None)
-                        if nxt is not None:
-                            running[pool.submit(one, nxt)] = nxt
-            finally:
-                for fut in running:
-                    fut.cancel()
-
-
-# ---------------------------------------------------------------------------------- dask
-_WORKER_CACHES: dict[tuple[str, str, str], dict[Any, Any]] = {}
-
-
-def _dask_chunk(
-    es: EmbeddingSet,
-    pairs: list[tuple[Any, Any]],
-    auditors: list[BaseAuditor],
-    seeds: list[int | None],
-    device: str,
-) -> ChunkResult:
-    """One chunk on a dask worker; per-identity results are cached per worker process."""
-    key = (str(es.sha256), es.failures, device)  # the same input may keep or drop failures
-    cache = _WORKER_CACHES.get(key)
-    if cache is None:
-        if len(_WORKER_CACHES) >= 2:  # the cache must not grow with every call a worker sees
-            _WORKER_CACHES.clear()
-        cache = _WORKER_CACHES.setdefault(key, {"width": max(es.counts.values())})
-    return _chunk_of(es, pairs, auditors, seeds, device, cache)
-
-
-def _run_dask(
-    es: EmbeddingSet,
-    plan: _Plan,
-    bounds: Sequence[tuple[int, int]],
-    todo: Sequence[int],
-    auditors: Sequence[BaseAuditor],
-    seeds: Sequence[int | None],
-    device: torch.device,
-    client: Any,
-    collect: Callable[[int, ChunkResult], None],
-) -> None:
-    try:
-        from distributed import as_completed, get_client
-    except ImportError as exc:  # pragma: no cover - dask is a test dependency
-        raise ImportError(
-            'backend="dask" needs dask.distributed; install it with pip install "idaudit[dask]".'
-        ) from exc
-    if client is None:
-        try:
-            client = get_client()
-        except ValueError:
-            raise InvalidInputError(
-                'backend="dask" needs a running dask.distributed Client; create one '
-                "(dask.distributed.Client()) or pass `client=`."
-            ) from None
-    # once per worker; a fresh key, so a release from an earlier call cannot race this one
-    es_future = client.scatter(es, broadcast=True, hash=False)
-    slots = max(2, 2 * sum(client.nthreads().values()))  # chunks in flight: bounded memory
-    pending = iter(todo)
-    chunk_of: dict[str, int] = {}
-
-    def submit(k: int) -> Any:
-        fut = client.submit(
-            _dask_chunk,
-            es_future,
-            plan.pairs(*bounds[k]),
-            list(auditors),
-            list(seeds),
-            str(device),
-            pure=False,
-        )
-        chunk_of[fut.key] = k
-        return fut
-
-    first = [submit(k) for _, k in zip(range(slots), pending, strict=False)]
-    queue = as_completed(first)  # type: ignore[no-untyped-call]
-    for fut in queue:
-        result: ChunkResult = fut.result()
-        collect(chunk_of.pop(fut.key), result)
-        nxt = next(pending, None)
-        if nxt is not None:
-            queue.add(submit(nxt))  # type: ignore[no-untyped-call]
-        fut.release()
-
-
-# ---------------------------------------------------------------------------------- store
-class _Store:
-    """A zarr store of per-pair results that a later call can resume."""
-
-    def __init__(self, path: Path, group: Any, specs: Sequence[_Spec], n_pairs: int) -> None:
-        self.path = path
-        self.group = group
-        self.specs = {s.var: s for s in specs}
-        self.n_pairs = n_pairs
-        bs = group.attrs.get("batch_size")
-        self.batch_size: int | None = None if bs is None else int(bs)
-
-    @classmethod
-    def open_or_create(
-        cls,
-        path: Path,
-        specs: Sequence[_Spec],
-        plan: _Plan,
-        attrs: dict[str, Any],
-        parameters_sha256: str,
-        batch_size: int | None,
-    ) -> _Store:
-        try:
-            import zarr
-        except ImportError as exc:  # pragma: no cover - zarr is in the dask and test extras
-            raise ImportError(
-                '`store=` needs zarr; install it with pip install "idaudit[dask]".'
-            ) from exc
-        identity = {
-            "input_sha256": attrs["input_sha256"],
-            "pairs_sha256": attrs["pairs_sha256"],
-            "parameters_sha256": parameters_sha256,
-        }
-        if path.exists():
-            try:
-                group = zarr.open_group(str(path), mode="r+")
-            except Exception as exc:
-                raise InvalidInputError(
-                    f"`store` {str(path)!r} exists but is not a zarr store written by "
-                    f"audit_pairs ({exc})."
-                ) from None
-            for key, want in identity.items():
-                have = group.attrs.get(key)
-                if have != want:
-                    what = {
-                        "input_sha256": "other embeddings",
-                        "pairs_sha256": "other pairs",
-                        "parameters_sha256": "other auditors, parameters or seeds",
-                    }[key]
-                    raise InvalidInputError(
-                        f"`store` {str(path)!r} holds results for {what} ({key} {have!r}, this "
-                        f"call {want!r}); pass another path, or delete it to start over."
-                    )
-            stored: Any = group.attrs.get("batch_size")
-            if batch_size is not None and stored is not None and int(stored) != batch_size:
-                raise InvalidInputError(
-                    f"`batch_size` must match the store's chunks ({int(stored)}) to resume "
-                    f"{str(path)!r}; got {batch_size}. Leave it None to use the store's."
-                )
-            return cls(path, group, specs, plan.n_pairs)
-        private_dir(path, name="store")  # biometric results: owner-only, parents included
-        i, j = plan.codes()  # positions, not label tuples: O(pairs) integers
-        ids = _label_array(plan.identities)
-        coords = xr.Dataset(coords={"identity_a": ("pair", ids[i]), "identity_b": ("pair", ids[j])})
-        counts = np.asarray([plan.counts[x] for x in plan.identities], dtype=np.int64)
-        coords = coords.assign_coords(n_a=("pair", counts[i]), n_b=("pair", counts[j]))
-        coords.attrs.update(attrs)
-        coords.attrs.update(identity)
-        coords.to_zarr(str(path), mode="a", consolidated=False)
-        group = zarr.open_group(str(path), mode="r+")
-        return cls(path, group, specs, plan.n_pairs)
-
-    def initialise(self, batch_size: int) -> None:
-        """Create the (empty) result arrays, chunked like the pair chunks."""
-        n_chunks = -(-self.n_pairs // batch_size)
-        for s in self.specs.values():
-            self.group.create_array(  # overwrite: what a run killed here left is void
-                s.var,
-                overwrite=True,
-                shape=(self.n_pairs, *s.shape),
-                chunks=(batch_size, *s.shape),
-                dtype=s.dtype,
-                fill_value=False if s.dtype is bool else np.nan,
-                dimension_names=("pair", *s.dims),
-                attributes={
-                    "long_name": s.output.long_name,
-                    "status": s.output.status,
-                    "coordinates": "identity_a identity_b n_a n_b",
-                },
-            )
-        # one flag per chunk, each its own (atomically written) file, set after the data
-        self.group.create_array(
-            "chunk_done",
-            overwrite=True,
-            shape=(n_chunks,),
-            chunks=(1,),
-            dtype=bool,
-            fill_value=False,
-            dimension_names=("chunk",),
-            attributes={"long_name": "chunk finished and written", "status": "descriptive"},
-        )
-        self.group.attrs["batch_size"] = batch_size
-        self.batch_size = batch_size
-
-    def done(self) -> set[int]:
-        flags = np.asarray(self.group["chunk_done"][:])
-        return {int(k) for k in np.flatnonzero(flags)}
-
-    def write(self, k: int, lo: int, hi: int, result: ChunkResult) -> None:
-        for s in self.specs.values():
-            self.group[s.var][lo:hi] = np.asarray(result[s.label][s.name], dtype=s.dtype)
-        self.group["chunk_done"][k] = True
-
-    def read(self, var: str) -> npt.NDArray[Any]:
-        return np.asarray(self.group[var][:])
-
-
-def _label_array(labels: list[Any]) -> npt.NDArray[Any]:
-    """Labels for zarr: strings as variable-length strings (a specified zarr v3 type)."""
-    arr = np.asarray(labels)
-    return arr.astype(object) if arr.dtype.kind == "U" else arr
 
 
 # ---------------------------------------------------------------------------------- results

@@ -22,7 +22,7 @@ from idaudit._validation import (
     RandomState,
     RngLike,
 )
-from idaudit.audits._base import NAME, BaseAuditor, Batch, Output
+from idaudit.audits._base import NAME, BaseAuditor, Batch, CallCache, Output
 from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.ops import fit_kernel_logistic
@@ -181,7 +181,7 @@ class ROCHTAuditor(BaseAuditor):
         assert seed is not None
         fold_seed = seed % 2**32
         # the folds depend only on the two sizes: drawn once per size pair and call
-        fold_cache = batch.shared.setdefault(("rocht_folds", int(self.n_folds), fold_seed), {})
+        fold_cache = batch.shared.rocht_folds.setdefault((int(self.n_folds), fold_seed), {})
         folds = []
         for a, b in batch.samples:
             sizes = (a.shape[0], b.shape[0])
@@ -317,7 +317,7 @@ def logistic_oof_logits(
     C: float = 1.0,
     device: str = "cpu",
     labels: Sequence[tuple[Any, Any]] | None = None,
-    shared: dict[Any, Any] | None = None,
+    shared: CallCache | None = None,
 ) -> list[FloatArray]:
     r"""Out-of-fold logistic-regression decision values for many pairs in one batched solve.
 
@@ -342,7 +342,7 @@ def logistic_oof_logits(
     labels : sequence of (label, label), optional
         Identity labels of the pairs; with ``shared``, each identity's Gram block is computed
         once across calls.
-    shared : dict, optional
+    shared : CallCache, optional
         A cache that outlives one call (per-identity results).
 
     Returns

@@ -32,7 +32,7 @@ from idaudit._validation import (
     check_random_state,
     spawn_seeds,
 )
-from idaudit.audits import logistic_oof_logits
+from idaudit.audits import CallCache, logistic_oof_logits
 from idaudit.certify._base import (
     CLASSIFIERS,
     BaseCertifier,
@@ -784,7 +784,7 @@ def _batched_oof(
     ``LogisticRegression(C=1)`` (``StratifiedKFold`` seeded per pair; the exact optimum, where
     lbfgs stops at its tolerance), and each identity's development Gram block is computed once.
     """
-    shared: dict[Any, Any] = {"width": max(dev.counts.values())}
+    shared = CallCache(width=max(dev.counts.values()))
     for lo in range(0, len(candidates), per_call):
         chunk = list(candidates[lo : lo + per_call])
         samples = [(dev.get(a), dev.get(b)) for a, b in chunk]

@@ -1,0 +1,203 @@
+"""Where :func:`idaudit.audit_pairs` runs its chunks: threads of this process, or dask workers.
+
+A chunk is a list of identity pairs; running it means running every auditor on one
+:class:`~idaudit.audits._base.Batch` of those pairs. The local backend keeps at most
+``n_threads`` chunks in flight on a thread pool, each on one torch thread; the dask backend
+scatters the embeddings once and keeps a bounded number of chunks in flight on the cluster.
+The local backend shares one :class:`~idaudit.audits._base.CallCache` across the chunks of a
+call; a dask worker process keeps one per input, ``failures`` setting and device, so what
+depends on one identity is computed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from idaudit._device import resolve_device, single_threaded
+from idaudit.audits._base import BaseAuditor, Batch, CallCache, PairError
+from idaudit.data import EmbeddingSet
+from idaudit.exceptions import InvalidInputError
+
+if TYPE_CHECKING:  # the plan is built by the engine, which imports this module
+    from idaudit.audits._engine import _Plan
+
+#: One chunk's outputs: auditor label -> output name -> array over the chunk's pairs.
+ChunkResult = dict[str, dict[str, npt.NDArray[Any]]]
+
+
+def _run_chunk(
+    samples: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]],
+    labels: Sequence[tuple[Any, Any]],
+    auditors: Sequence[BaseAuditor],
+    seeds: Sequence[int | None],
+    device: Any,
+    shared: CallCache | None = None,
+    failures: Sequence[tuple[int, int]] | None = None,
+) -> ChunkResult:
+    """All auditors over one chunk of pairs (also the unit of work sent to dask workers)."""
+    batch = Batch(
+        samples,
+        resolve_device(device),
+        labels=labels,
+        shared=shared,
+        auditors=auditors,
+        failures=failures,
+    )
+    out: ChunkResult = {}
+    for aud, seed in zip(auditors, seeds, strict=True):
+        try:
+            res = aud._run(batch, seed)
+        except PairError as exc:
+            a, b = labels[exc.pair_index]
+            raise InvalidInputError(f"pair ({a!r}, {b!r}), auditor {aud.label!r}: {exc}") from None
+        out[aud.label] = {o.name: np.asarray(res[o.name]) for o in aud.outputs()}
+    return out
+
+
+def _chunk_of(
+    es: EmbeddingSet,
+    pairs: list[tuple[Any, Any]],
+    auditors: Sequence[BaseAuditor],
+    seeds: Sequence[int | None],
+    device: Any,
+    shared: CallCache,
+) -> ChunkResult:
+    """One chunk of ``pairs`` with the rows and failure counts of ``shared``, on one thread."""
+    rows = shared.rows  # each identity's rows, looked up once per call
+    for label in {x for p in pairs for x in p} - rows.keys():
+        rows[label] = es.get(label)
+    samples = [(rows[a], rows[b]) for a, b in pairs]
+    if shared.failed is None:  # a copy over every identity: made once per call, not per chunk
+        shared.failed = es.failed_counts
+    failed = shared.failed
+    failures = [(failed.get(a, 0), failed.get(b, 0)) for a, b in pairs]
+    with single_threaded():
+        return _run_chunk(samples, pairs, auditors, seeds, device, shared, failures)
+
+
+def _run_local(
+    es: EmbeddingSet,
+    plan: _Plan,
+    bounds: Sequence[tuple[int, int]],
+    todo: Sequence[int],
+    auditors: Sequence[BaseAuditor],
+    seeds: Sequence[int | None],
+    device: torch.device,
+    n_threads: int,
+    width: int,
+    collect: Callable[[int, ChunkResult], None],
+) -> None:
+    """Chunks on ``n_threads`` threads, at most ``n_threads`` in flight (memory bound)."""
+    shared = CallCache(width=width)  # per-identity results reused across chunks
+
+    def one(k: int) -> ChunkResult:
+        return _chunk_of(es, plan.pairs(*bounds[k]), auditors, seeds, device, shared)
+
+    n_threads = min(n_threads, len(todo))
+    with single_threaded():  # held for the whole call, so threads never toggle it
+        if n_threads == 1:
+            for k in todo:
+                collect(k, one(k))
+            return
+        pending = iter(todo)
+        with ThreadPoolExecutor(n_threads, thread_name_prefix="idaudit") as pool:
+            running: dict[Future[ChunkResult], int] = {}
+            for k in pending:
+                running[pool.submit(one, k)] = k
+                if len(running) == n_threads:
+                    break
+            try:
+                while running:
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        k = running.pop(fut)
+                        collect(k, fut.result())
+                        nxt = next(pending, None)
+                        if nxt is not None:
+                            running[pool.submit(one, nxt)] = nxt
+            finally:
+                for fut in running:
+                    fut.cancel()
+
+
+# ---------------------------------------------------------------------------------- dask
+# one call cache per (input, failures setting, device) and worker process
+_WORKER_CACHES: dict[tuple[str, str, str], CallCache] = {}
+
+
+def _dask_chunk(
+    es: EmbeddingSet,
+    pairs: list[tuple[Any, Any]],
+    auditors: list[BaseAuditor],
+    seeds: list[int | None],
+    device: str,
+) -> ChunkResult:
+    """One chunk on a dask worker; per-identity results are cached per worker process."""
+    key = (str(es.sha256), es.failures, device)  # the same input may keep or drop failures
+    cache = _WORKER_CACHES.get(key)
+    if cache is None:
+        if len(_WORKER_CACHES) >= 2:  # the cache must not grow with every call a worker sees
+            _WORKER_CACHES.clear()
+        cache = _WORKER_CACHES.setdefault(key, CallCache(width=max(es.counts.values())))
+    return _chunk_of(es, pairs, auditors, seeds, device, cache)
+
+
+def _run_dask(
+    es: EmbeddingSet,
+    plan: _Plan,
+    bounds: Sequence[tuple[int, int]],
+    todo: Sequence[int],
+    auditors: Sequence[BaseAuditor],
+    seeds: Sequence[int | None],
+    device: torch.device,
+    client: Any,
+    collect: Callable[[int, ChunkResult], None],
+) -> None:
+    try:
+        from distributed import as_completed, get_client
+    except ImportError as exc:  # pragma: no cover - dask is a test dependency
+        raise ImportError(
+            'backend="dask" needs dask.distributed; install it with pip install "idaudit[dask]".'
+        ) from exc
+    if client is None:
+        try:
+            client = get_client()
+        except ValueError:
+            raise InvalidInputError(
+                'backend="dask" needs a running dask.distributed Client; create one '
+                "(dask.distributed.Client()) or pass `client=`."
+            ) from None
+    # once per worker; a fresh key, so a release from an earlier call cannot race this one
+    es_future = client.scatter(es, broadcast=True, hash=False)
+    slots = max(2, 2 * sum(client.nthreads().values()))  # chunks in flight: bounded memory
+    pending = iter(todo)
+    chunk_of: dict[str, int] = {}
+
+    def submit(k: int) -> Any:
+        fut = client.submit(
+            _dask_chunk,
+            es_future,
+            plan.pairs(*bounds[k]),
+            list(auditors),
+            list(seeds),
+            str(device),
+            pure=False,
+        )
+        chunk_of[fut.key] = k
+        return fut
+
+    first = [submit(k) for _, k in zip(range(slots), pending, strict=False)]
+    queue = as_completed(first)  # type: ignore[no-untyped-call]
+    for fut in queue:
+        result: ChunkResult = fut.result()
+        collect(chunk_of.pop(fut.key), result)
+        nxt = next(pending, None)
+        if nxt is not None:
+            queue.add(submit(nxt))  # type: ignore[no-untyped-call]
+        fut.release()
