@@ -344,6 +344,8 @@ def test_encoded_generator_checks_its_arguments() -> None:
         EncodedGenerator(lambda im: im, _MeanColour(), {"x": []})
     with pytest.raises(InvalidInputError, match="got 'zz'"):
         EncodedGenerator(lambda im: im, _MeanColour(), _images()).sample("zz", 1, rng=0)
+    with pytest.raises(TypeError, match="`original_faces` must be a mutable mapping"):
+        EncodedGenerator(lambda im: im, _MeanColour(), _images(), original_faces=[])  # type: ignore[arg-type]
 
 
 # -- audit_mechanism ------------------------------------------------------------------------

@@ -505,6 +505,86 @@ def test_paired_mode_cuts_the_original_frames_crop_from_the_output() -> None:
         np.testing.assert_array_equal(coded.vectors[row], expected.reshape(-1) + 1.0)
 
 
+def test_given_original_faces_are_used_without_detecting_again() -> None:
+    people = _people(n_ids=2, n_images=4)
+    det = _BrightDetector()
+    pipe = FacePipeline(det, _ColourEncoder(), progress=False)
+    shared: dict[tuple[Any, int], Face | None] = {}
+    encode_generator(
+        lambda im: im, people, pipeline=pipe, mode="paired", original_faces=shared, progress=False
+    )
+    assert det.calls == 8  # paired mode detects on the 8 originals only
+    assert set(shared) == {(k, j) for k in people for j in range(4)}  # filled in place
+    again = encode_generator(
+        GaussianBlur(1.0),
+        people,
+        pipeline=pipe,
+        mode="paired",
+        original_faces=shared,
+        progress=False,
+    )
+    assert det.calls == 8
+    assert again.counts["ok"].sum() == 8
+    # a given entry is taken as it is: originals marked faceless are lost, never re-detected
+    det = _BrightDetector()
+    given: dict[tuple[Any, int], Face | None] = {("id0", j): None for j in range(4)}
+    with pytest.warns(IdauditWarning, match="1 identity left with fewer than min_rows=2"):
+        coded = encode_generator(
+            lambda im: im,
+            people,
+            pipeline=FacePipeline(det, _ColourEncoder(), progress=False),
+            mode="paired",
+            original_faces=given,
+            progress=False,
+        )
+    assert det.calls == 4
+    assert coded.counts.loc["id0", "no_face"] == 4
+    assert coded.excluded == ("id0",)
+    assert len(given) == 8
+
+
+def test_paired_original_faces_given_are_where_the_crop_is_cut() -> None:
+    gen = np.random.default_rng(5)
+    people = {k: [gen.integers(0, 200, (120, 120, 3)).astype(np.uint8)] for k in ("a", "b")}
+    at = {"a": (30, 50), "b": (70, 10)}  # (y, x) of each given face's box corner
+    given: dict[tuple[Any, int], Face | None] = {
+        (k, 0): Face(
+            box=np.array([x, y, x + 8.0, y + 8.0]),
+            score=1.0,
+            landmarks=np.tile([float(x), float(y)], (5, 1)),
+        )
+        for k, (y, x) in at.items()
+    }
+    coded = encode_generator(
+        lambda im: im,
+        people,
+        pipeline=FacePipeline(_SpotDetector(), _CropEncoder(), progress=False),
+        mode="paired",
+        min_rows=1,
+        original_faces=given,
+        progress=False,
+    )
+    for row, label in enumerate(coded.rows["identity"]):
+        y, x = at[label]
+        expected = people[label][0][y : y + 8, x : x + 8]
+        np.testing.assert_array_equal(coded.vectors[row], expected.reshape(-1) + 1.0)
+
+
+def test_compare_conditions_detects_each_original_once() -> None:
+    det = _BrightDetector()
+    compare_conditions(
+        {"none": lambda im: im, "blur": GaussianBlur(1.0), "noise": PixelNoise(5.0)},
+        _people(n_ids=3, n_images=5),
+        pipeline=FacePipeline(det, _ColourEncoder(), progress=False),
+        pairs="all",
+        auditors=[MMDTVAuditor()],
+        mode="paired",
+        rng=0,
+        progress=False,
+    )
+    assert det.calls == 15  # 3 identities x 5 originals, shared by the 3 conditions
+
+
 class _MarkedDetector(_BrightDetector):
     """Finds no face in frames whose corner pixel is the mark (1, 2, 3); one face otherwise."""
 

@@ -56,6 +56,31 @@ OUTCOME_COLUMNS = (
 )
 
 
+def _ok_row(
+    base: dict[str, Any],
+    n_faces: int,
+    face_index: int,
+    embedding_row: int,
+    box: tuple[float, float, float, float],
+    score: float,
+) -> dict[str, Any]:
+    """Return the outcomes row of one kept face (columns as in :data:`OUTCOME_COLUMNS`)."""
+    x1, y1, x2, y2 = box
+    return {
+        **base,
+        "status": "ok",
+        "n_faces": n_faces,
+        "face_index": face_index,
+        "embedding_row": embedding_row,
+        "x1": x1,
+        "y1": y1,
+        "x2": x2,
+        "y2": y2,
+        "score": score,
+        "message": "",
+    }
+
+
 class FacePipeline:
     """Detect, align and encode the faces in photos, recording what happened to each input.
 
@@ -207,19 +232,9 @@ class FacePipeline:
                     chunks.append(vector[None, :])
                     n_faces, face_index, x1, y1, x2, y2, score = meta.tolist()
                     rows.append(
-                        {
-                            **base,
-                            "status": "ok",
-                            "n_faces": int(n_faces),
-                            "face_index": int(face_index),
-                            "embedding_row": n_rows,
-                            "x1": x1,
-                            "y1": y1,
-                            "x2": x2,
-                            "y2": y2,
-                            "score": score,
-                            "message": "",
-                        }
+                        _ok_row(
+                            base, int(n_faces), int(face_index), n_rows, (x1, y1, x2, y2), score
+                        )
                     )
                     n_rows += 1
                     continue
@@ -239,21 +254,8 @@ class FacePipeline:
                 x1, y1, x2, y2 = (float(v) for v in face.box)
                 face_meta = [len(faces), face_index, x1, y1, x2, y2, float(face.score)]
                 pending_keys.append(None if key is None else (key, face_meta))
-                rows.append(
-                    {
-                        **base,
-                        "status": "ok",
-                        "n_faces": len(faces),
-                        "face_index": face_index,
-                        "embedding_row": n_rows,
-                        "x1": x1,
-                        "y1": y1,
-                        "x2": x2,
-                        "y2": y2,
-                        "score": float(face.score),
-                        "message": "",
-                    }
-                )
+                box = (x1, y1, x2, y2)
+                rows.append(_ok_row(base, len(faces), face_index, n_rows, box, float(face.score)))
                 n_rows += 1
             if len(pending) >= self.batch_size:
                 chunks.append(self._encode_and_store(pending, pending_keys, cache))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -89,6 +89,15 @@ class EncodedGenerator:
         Images per generator batch and crops per ``encode`` call.
     progress : bool, default False
         Show a progress bar over the draws of each identity.
+    original_faces : mutable mapping of (label, int) to Face or None, optional
+        Detections of the original frames in ``mode="paired"``, keyed by ``(identity,
+        source index)``: the largest face the detector found on that source image (after
+        ``upscale``), or ``None`` when it found none. Entries present are used as they are
+        (the detector is not run on that original again); missing ones are detected and
+        written into the mapping. Pass one mapping to several engines over the same
+        ``images_by_identity`` and detector (as :func:`idaudit.pipeline.compare_conditions`
+        does) so that each original is detected once. Default: a new empty ``dict``. Unused
+        in the other modes.
 
     Notes
     -----
@@ -132,6 +141,7 @@ class EncodedGenerator:
         upscale: int = 160,
         batch_size: int = 64,
         progress: bool = False,
+        original_faces: MutableMapping[tuple[Any, int], Face | None] | None = None,
     ) -> None:
         if not callable(generator):
             raise TypeError(f"`generator` must be callable; got {type(generator).__name__}.")
@@ -187,7 +197,15 @@ class EncodedGenerator:
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         self.progress = bool(progress)
         self._takes_rng = _accepts_rng(generator)
-        self._original_faces: dict[tuple[Any, int], Face | None] = {}
+        if original_faces is not None and not isinstance(original_faces, MutableMapping):
+            raise TypeError(
+                "`original_faces` must be a mutable mapping of (identity, index) -> Face or "
+                f"None; got {type(original_faces).__name__}."
+            )
+        # the caller's own mapping, not a copy: it is filled in place so callers can share it
+        self.original_faces: MutableMapping[tuple[Any, int], Face | None] = (
+            {} if original_faces is None else original_faces
+        )
         self.n_encoded = 0  # crops run through the encoder (cache misses)
 
     @property
@@ -471,9 +489,9 @@ class EncodedGenerator:
         if self.mode == "detect":
             face = self._largest(frame)
         else:
-            if (identity, j) not in self._original_faces:
-                self._original_faces[identity, j] = self._largest(self._frame(source))
-            face = self._original_faces[identity, j]
+            if (identity, j) not in self.original_faces:
+                self.original_faces[identity, j] = self._largest(self._frame(source))
+            face = self.original_faces[identity, j]
         if face is None:
             return None
         return np.asarray(self.encoder.align(frame, face), dtype=np.uint8)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -26,7 +26,7 @@ from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.mechanisms import DRAW_STATUSES, EncodedGenerator
 
 if TYPE_CHECKING:
-    from idaudit.faces import EmbeddingCache, FacePipeline
+    from idaudit.faces import EmbeddingCache, Face, FacePipeline
     from idaudit.pipeline._linkage import LinkageReport
 
 __all__ = [
@@ -182,43 +182,33 @@ def _generator_attrs(generator: Any) -> dict[str, Any]:
     return attrs
 
 
-def encode_generator(
-    generator: Callable[..., Any],
-    images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
-    *,
-    pipeline: FacePipeline | None = None,
-    mode: Literal["detect", "paired"] = "detect",
-    sampling: Sampling = "each",
-    repeats: int = 1,
-    n_per_identity: int | None = None,
-    min_rows: int = 2,
-    cache: EmbeddingCache | str | os.PathLike[str] | None = None,
-    output_shape: Literal["source"] | tuple[int, int] | None = "source",
-    rng: RngLike = 0,
-    batch_size: int = 64,
-    progress: bool = True,
-    failures: Literal["keep", "drop"] = "keep",
-    _faces: dict[Any, Any] | None = None,
-) -> GeneratorEmbeddings:
-    """Run ``generator`` over every identity's source images and encode the outputs' faces.
+@dataclass(frozen=True)
+class _DrawPlan:
+    """The checked settings of :func:`encode_generator` that shape the draws and the attrs."""
 
-    The first half of :func:`audit_generator` (see there for the parameters): draws, runs
-    the callable, detects/aligns/encodes, records and counts failed draws (kept as failed
-    outputs or dropped, as ``failures`` says), excludes identities with fewer than
-    ``min_rows`` usable rows. ``output_shape`` is the size outputs must have (default: their
-    source's; ``None`` accepts any size in detect mode), see
-    :class:`~idaudit.mechanisms.EncodedGenerator`.
+    mode: Literal["detect", "paired"]
+    sampling: Sampling
+    repeats: int
+    n_per_identity: int | None
+    min_rows: int
+    failures: Literal["keep", "drop"]
 
-    Returns
-    -------
-    GeneratorEmbeddings
 
-    Warns
-    -----
-    IdauditWarning
-        When identities are excluded (the first ten are named), when usable rows repeat
-        exactly (a deterministic generator over repeated sources), and when draws of the kept
-        identities failed (with the counts by status, and whether they were kept or dropped).
+def _check_draw_plan(
+    mode: Literal["detect", "paired"],
+    sampling: Sampling,
+    repeats: int,
+    n_per_identity: int | None,
+    min_rows: int,
+    failures: Literal["keep", "drop"],
+) -> _DrawPlan:
+    """Check the draw settings of :func:`encode_generator` and return them normalised.
+
+    Raises
+    ------
+    InvalidInputError
+        A bad option, a count below 1, ``n_per_identity`` missing under
+        ``sampling="with_replacement"`` or given under ``sampling="each"``, a bad ``mode``.
     """
     sampling = check_option(sampling, "sampling", ("each", "with_replacement"))  # type: ignore[assignment]
     failures = check_option(failures, "failures", FAILURES)  # type: ignore[assignment]
@@ -238,19 +228,26 @@ def encode_generator(
             f"`mode` must be 'detect' or 'paired'; got {mode!r} (outputs that are already "
             "aligned crops: idaudit.mechanisms.EncodedGenerator(generator, encoder, images))."
         )
-    engine = EncodedGenerator(
-        generator,
-        None,
-        images_by_identity,
-        pipeline=_default_pipeline() if pipeline is None else pipeline,
-        mode=mode,
-        cache=cache,
-        output_shape=output_shape,
-        batch_size=batch_size,
-        progress=False,
-    )
-    if _faces is not None:
-        engine._original_faces = _faces  # detections of the originals shared across conditions
+    return _DrawPlan(mode, sampling, repeats, n_per_identity, min_rows, failures)
+
+
+def _run_draws(
+    engine: EncodedGenerator, plan: _DrawPlan, rng: RngLike, progress: bool
+) -> tuple[npt.NDArray[np.float64], pd.DataFrame, pd.DataFrame]:
+    """Draw every identity's sources, run them through ``engine`` and gather the rows.
+
+    Each identity gets its own seed, spawned from ``rng`` in sorted-label order, which picks
+    its sources (under ``"with_replacement"``) and seeds each draw of the generator.
+
+    Returns
+    -------
+    vectors : numpy.ndarray of float64, shape (n_ok, dim)
+        Every usable row, identity after identity.
+    outcomes : pandas.DataFrame
+        One record per draw, ``embedding_row`` indexing ``vectors`` (-1 unless ok).
+    rows : pandas.DataFrame
+        ``identity``, ``source_index``, ``draw`` of each row of ``vectors``.
+    """
     labels = engine.identities.tolist()
     seeds = spawn_seeds(check_random_state(rng), len(labels))
     iterator: Any = zip(labels, seeds, strict=True)
@@ -263,13 +260,13 @@ def encode_generator(
     for label, seed in iterator:
         gen = np.random.default_rng(seed)
         n_src = len(engine.images_by_identity[label])
-        if sampling == "each":
-            picks = np.repeat(np.arange(n_src), repeats)
+        if plan.sampling == "each":
+            picks = np.repeat(np.arange(n_src), plan.repeats)
         else:
-            picks = gen.integers(0, n_src, size=n_per_identity)
+            picks = gen.integers(0, n_src, size=plan.n_per_identity)
         draw_seeds = gen.integers(0, 2**63 - 1, size=len(picks), dtype=np.int64)
         emb, recs = engine.encode_draws(label, picks.tolist(), draw_seeds.tolist())
-        offset = sum(len(b) for b in blocks)
+        offset = sum(len(b) for b in blocks)  # this identity's rows follow the earlier ones
         for rec in recs:
             if rec["embedding_row"] >= 0:
                 rec["embedding_row"] += offset
@@ -280,57 +277,156 @@ def encode_generator(
     outcomes = pd.DataFrame.from_records(records)
     ok = outcomes[outcomes["status"] == "ok"].sort_values("embedding_row")
     rows = ok[["identity", "source_index", "draw"]].reset_index(drop=True)
+    return vectors, outcomes, rows
 
-    counts = _counts(engine, outcomes, vectors, rows, min_rows)
-    excluded = tuple(counts.index[counts["excluded"]].tolist())
+
+def _warn_exclusions(counts: pd.DataFrame, excluded: tuple[Any, ...], plan: _DrawPlan) -> None:
+    """Warn about excluded identities and exactly repeated rows (on behalf of the caller).
+
+    Called from :func:`encode_generator` only: ``stacklevel=3`` points at its caller.
+    """
     if excluded:
         named = ", ".join(repr(x) for x in excluded[:_N_NAMED])
         more = f" and {len(excluded) - _N_NAMED} more" if len(excluded) > _N_NAMED else ""
         warnings.warn(
             f"{len(excluded)} identit{'y' if len(excluded) == 1 else 'ies'} left with fewer "
-            f"than min_rows={min_rows} usable outputs excluded: {named}{more} "
+            f"than min_rows={plan.min_rows} usable outputs excluded: {named}{more} "
             "(their counts are in `.counts`).",
             IdauditWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     n_dup = int(counts["n_duplicate_rows"].sum())
     if n_dup:
         warnings.warn(
             f"{n_dup} usable output row(s) repeat an earlier row of the same identity exactly "
-            f"(sampling={sampling!r}, repeats={repeats}): a deterministic generator over a "
-            "repeated source gives the same output. Under sampling='with_replacement' they "
-            "are iid draws of the channel over the given sources (certify with "
+            f"(sampling={plan.sampling!r}, repeats={plan.repeats}): a deterministic generator "
+            "over a repeated source gives the same output. Under sampling='with_replacement' "
+            "they are iid draws of the channel over the given sources (certify with "
             "duplicates='keep'); they add no information about other images of the "
             "identity. Per-identity counts are in `.counts['n_duplicate_rows']`.",
             IdauditWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    kept_mask = ~rows["identity"].isin(excluded).to_numpy()
-    if not kept_mask.any():
-        raise InvalidInputError(
-            f"no identity has min_rows={min_rows} usable outputs; what happened to the draws: "
-            f"{_status_totals(outcomes)}."
-        )
-    es = _draws_set(vectors, outcomes, excluded, failures)
+
+
+def _encoding_attrs(
+    engine: EncodedGenerator,
+    generator: Any,
+    plan: _DrawPlan,
+    outcomes: pd.DataFrame,
+    counts: pd.DataFrame,
+    excluded: tuple[Any, ...],
+    rng: RngLike,
+) -> dict[str, Any]:
+    """Provenance of one :func:`encode_generator` run: inputs, models, settings, counts."""
     attrs: dict[str, Any] = {
         "input_sha256": _input_hash(engine.images_by_identity),
         **_model_attrs(engine),
         **_generator_attrs(generator),
-        "setting.mode": mode,
-        "setting.sampling": sampling,
-        "setting.repeats": repeats,
-        "setting.n_per_identity": -1 if n_per_identity is None else n_per_identity,
-        "setting.min_rows": min_rows,
+        "setting.mode": plan.mode,
+        "setting.sampling": plan.sampling,
+        "setting.repeats": plan.repeats,
+        "setting.n_per_identity": -1 if plan.n_per_identity is None else plan.n_per_identity,
+        "setting.min_rows": plan.min_rows,
         "setting.upscale": engine.upscale,
-        "setting.failures": failures,
+        "setting.failures": plan.failures,
         "n_draws": len(outcomes),
         **{f"n_{s}": int((outcomes["status"] == s).sum()) for s in DRAW_STATUSES},
-        "n_duplicate_rows": n_dup,
+        "n_duplicate_rows": int(counts["n_duplicate_rows"].sum()),
         "n_excluded_identities": len(excluded),
         "excluded_identities": ", ".join(str(x) for x in excluded),
     }
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         attrs["seed.draws"] = int(rng)
+    return attrs
+
+
+def encode_generator(
+    generator: Callable[..., Any],
+    images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
+    *,
+    pipeline: FacePipeline | None = None,
+    mode: Literal["detect", "paired"] = "detect",
+    sampling: Sampling = "each",
+    repeats: int = 1,
+    n_per_identity: int | None = None,
+    min_rows: int = 2,
+    cache: EmbeddingCache | str | os.PathLike[str] | None = None,
+    output_shape: Literal["source"] | tuple[int, int] | None = "source",
+    rng: RngLike = 0,
+    batch_size: int = 64,
+    progress: bool = True,
+    failures: Literal["keep", "drop"] = "keep",
+    original_faces: MutableMapping[tuple[Any, int], Face | None] | None = None,
+) -> GeneratorEmbeddings:
+    """Run ``generator`` over every identity's source images and encode the outputs' faces.
+
+    The first half of :func:`audit_generator` (see there for the other parameters): draws,
+    runs the callable, detects/aligns/encodes, records and counts failed draws (kept as
+    failed outputs or dropped, as ``failures`` says), excludes identities with fewer than
+    ``min_rows`` usable rows.
+
+    Parameters
+    ----------
+    generator, images_by_identity, pipeline, mode, sampling, repeats, n_per_identity
+        As in :func:`audit_generator`.
+    min_rows : int, default 2
+        Identities with fewer usable rows are excluded and named.
+    cache, rng, batch_size, progress, failures
+        As in :func:`audit_generator`.
+    output_shape : "source", (H, W) or None, default "source"
+        The size outputs must have: their source's, a fixed ``(H, W)``, or any size
+        (``None``, detect mode only); see :class:`~idaudit.mechanisms.EncodedGenerator`.
+    original_faces : mutable mapping of (label, int) to Face or None, optional
+        Detections of the original frames for ``mode="paired"``, keyed by ``(identity,
+        source index)``: the largest face the detector found on that source image (after
+        the enlargement of small frames), or ``None`` when it found none. Entries present
+        are used as they are, without running the detector on that original again; missing
+        ones are detected and written into the mapping. Pass the same mapping to several
+        calls over the same ``images_by_identity`` and ``pipeline`` (as
+        :func:`compare_conditions` does) and each original is detected once. Default: a
+        fresh mapping for this call. Unused in detect mode.
+
+    Returns
+    -------
+    GeneratorEmbeddings
+
+    Raises
+    ------
+    InvalidInputError
+        A bad setting, or no identity left with ``min_rows`` usable rows.
+
+    Warns
+    -----
+    IdauditWarning
+        When identities are excluded (the first ten are named), when usable rows repeat
+        exactly (a deterministic generator over repeated sources), and when draws of the kept
+        identities failed (with the counts by status, and whether they were kept or dropped).
+    """
+    plan = _check_draw_plan(mode, sampling, repeats, n_per_identity, min_rows, failures)
+    engine = EncodedGenerator(
+        generator,
+        None,
+        images_by_identity,
+        pipeline=_default_pipeline() if pipeline is None else pipeline,
+        mode=plan.mode,
+        cache=cache,
+        output_shape=output_shape,
+        batch_size=batch_size,
+        progress=False,
+        original_faces=original_faces,
+    )
+    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress)
+    counts = _counts(engine, outcomes, vectors, rows, plan.min_rows)
+    excluded = tuple(counts.index[counts["excluded"]].tolist())
+    _warn_exclusions(counts, excluded, plan)
+    kept_mask = ~rows["identity"].isin(excluded).to_numpy()
+    if not kept_mask.any():
+        raise InvalidInputError(
+            f"no identity has min_rows={plan.min_rows} usable outputs; what happened to the "
+            f"draws: {_status_totals(outcomes)}."
+        )
+    es = _draws_set(vectors, outcomes, excluded, plan.failures)
     return GeneratorEmbeddings(
         embeddings=es,
         vectors=vectors,
@@ -338,7 +434,7 @@ def encode_generator(
         outcomes=outcomes,
         counts=counts,
         excluded=excluded,
-        attrs=attrs,
+        attrs=_encoding_attrs(engine, generator, plan, outcomes, counts, excluded, rng),
         n_encoded=engine.n_encoded,
     )
 
@@ -759,10 +855,7 @@ def compare_conditions(
     --------
     >>> from idaudit.pipeline import compare_conditions  # doctest: +SKIP
     """
-    from sklearn.base import clone
-
-    from idaudit.audits import audit_pairs, concat_conditions
-    from idaudit.pipeline._linkage import linkage_report
+    from idaudit.audits import concat_conditions
 
     if not isinstance(conditions, Mapping) or not conditions:
         raise InvalidInputError("`conditions` must be a non-empty mapping of name -> generator.")
@@ -773,28 +866,18 @@ def compare_conditions(
     seed = int(check_random_state(rng).integers(0, 2**31 - 1))
     auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
     need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
-    pipe = _default_pipeline() if pipeline is None else pipeline
-    shared_faces: dict[Any, Any] = {}
-    coded: dict[str, GeneratorEmbeddings] = {}
-    for name, gen in conditions.items():
-        with warnings.catch_warnings():
-            # exclusions and failed draws are reported per condition in the `lost` table
-            # and the result
-            warnings.filterwarnings("ignore", message=".*left with fewer than min_rows")
-            warnings.filterwarnings("ignore", message=".*draws of the kept identities")
-            coded[name] = encode_generator(
-                gen,
-                images_by_identity,
-                pipeline=pipe,
-                mode=mode,
-                min_rows=need,
-                cache=cache,
-                rng=rng,
-                batch_size=batch_size,
-                progress=progress,
-                failures=failures,
-                _faces=shared_faces,
-            )
+    coded = _encode_conditions(
+        conditions,
+        images_by_identity,
+        pipeline=_default_pipeline() if pipeline is None else pipeline,
+        mode=mode,
+        min_rows=need,
+        cache=cache,
+        rng=rng,
+        batch_size=batch_size,
+        progress=progress,
+        failures=failures,
+    )
     names = list(coded)
     common = [
         k
@@ -810,29 +893,11 @@ def compare_conditions(
     results: dict[str, xr.Dataset] = {}
     certs: dict[str, xr.Dataset] = {}
     for name in names:
-        es = coded[name].embeddings.subset(common)
-        ds = audit_pairs(
-            es, pair_list, [clone(a) for a in auditor_list], device=device, progress=progress
+        results[name], cert = _audit_condition(
+            coded[name], common, pair_list, auditor_list, certifier, device, progress
         )
-        lost = coded[name].counts["n_lost"]
-        ds = ds.assign(
-            lost_a=variable(
-                "pair",
-                np.asarray([int(lost[a]) for a, _ in pair_list]),
-                long_name="draws of identity_a without a usable row",
-                status="descriptive",
-            ),
-            lost_b=variable(
-                "pair",
-                np.asarray([int(lost[b]) for _, b in pair_list]),
-                long_name="draws of identity_b without a usable row",
-                status="descriptive",
-            ),
-        )
-        ds.attrs.update({k: attr_value(v) for k, v in coded[name].attrs.items()})
-        results[name] = ds
-        if certifier is not None:
-            certs[name] = clone(certifier).fit(es, pair_list).certificates_
+        if cert is not None:
+            certs[name] = cert
     stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type, unused-ignore]
     stacked.attrs.update(
         provenance(title="idaudit.pipeline.compare_conditions", seeds={"pairs": seed})
@@ -840,11 +905,85 @@ def compare_conditions(
     stacked.attrs["n_common_identities"] = len(common)
     lost = pd.DataFrame({name: coded[name].counts["n_lost"] for name in names})
     lost.index.name = "identity"
-    linkage = None
-    reports: dict[str, LinkageReport] = {}
-    if reference is not None:
-        for name in names:
-            reports[name] = linkage_report(coded[reference], coded[name], identities=common)
-        linkage = pd.DataFrame({n: r.to_dict() for n, r in reports.items()}).T
-        linkage.index.name = "condition"
+    linkage, reports = _linkage_table(coded, reference, common)
     return ConditionComparison(stacked, lost, coded, certs, linkage, tuple(common), reports)
+
+
+def _encode_conditions(
+    conditions: Mapping[str, Callable[..., Any]],
+    images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
+    **settings: Any,
+) -> dict[str, GeneratorEmbeddings]:
+    """Encode every condition with the same sources, seeds, pipeline and cache.
+
+    ``settings`` are keyword arguments of :func:`encode_generator`. One mapping of original
+    detections is shared by all conditions, so in paired mode each original is detected once.
+    """
+    original_faces: dict[tuple[Any, int], Face | None] = {}
+    coded: dict[str, GeneratorEmbeddings] = {}
+    for name, gen in conditions.items():
+        with warnings.catch_warnings():
+            # exclusions and failed draws are reported per condition in the `lost` table
+            # and the result
+            warnings.filterwarnings("ignore", message=".*left with fewer than min_rows")
+            warnings.filterwarnings("ignore", message=".*draws of the kept identities")
+            coded[name] = encode_generator(
+                gen, images_by_identity, original_faces=original_faces, **settings
+            )
+    return coded
+
+
+def _audit_condition(
+    coded: GeneratorEmbeddings,
+    common: Sequence[Any],
+    pair_list: list[tuple[Any, Any]],
+    auditors: Sequence[Any],
+    certifier: Any,
+    device: str,
+    progress: bool,
+) -> tuple[xr.Dataset, xr.Dataset | None]:
+    """Audit one condition on the common identities and pairs; certify it if asked.
+
+    Returns the per-pair Dataset (with ``lost_a``/``lost_b`` and the condition's attrs) and
+    the certifier's ``certificates_`` (``None`` without a certifier).
+    """
+    from sklearn.base import clone
+
+    from idaudit.audits import audit_pairs
+
+    es = coded.embeddings.subset(common)
+    ds = audit_pairs(es, pair_list, [clone(a) for a in auditors], device=device, progress=progress)
+    lost = coded.counts["n_lost"]
+    ds = ds.assign(
+        lost_a=variable(
+            "pair",
+            np.asarray([int(lost[a]) for a, _ in pair_list]),
+            long_name="draws of identity_a without a usable row",
+            status="descriptive",
+        ),
+        lost_b=variable(
+            "pair",
+            np.asarray([int(lost[b]) for _, b in pair_list]),
+            long_name="draws of identity_b without a usable row",
+            status="descriptive",
+        ),
+    )
+    ds.attrs.update({k: attr_value(v) for k, v in coded.attrs.items()})
+    cert = None if certifier is None else clone(certifier).fit(es, pair_list).certificates_
+    return ds, cert
+
+
+def _linkage_table(
+    coded: Mapping[str, GeneratorEmbeddings], reference: str | None, common: Sequence[Any]
+) -> tuple[pd.DataFrame | None, dict[str, LinkageReport]]:
+    """Re-identification of every condition against ``reference`` (none without one)."""
+    from idaudit.pipeline._linkage import linkage_report
+
+    reports: dict[str, LinkageReport] = {}
+    if reference is None:
+        return None, reports
+    for name in coded:
+        reports[name] = linkage_report(coded[reference], coded[name], identities=common)
+    linkage = pd.DataFrame({n: r.to_dict() for n, r in reports.items()}).T
+    linkage.index.name = "condition"
+    return linkage, reports
