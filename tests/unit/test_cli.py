@@ -703,3 +703,33 @@ def test_interrupt_exits_130_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("idaudit demo: interrupted")
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
+    # `idaudit ... | head`: the reader leaves after a few bytes; the command must not report
+    # "[Errno 32] Broken pipe" as an input error (rc 2) but end as Unix tools do (128 + SIGPIPE)
+    import subprocess
+    import sys
+
+    out = tmp_path / "o"
+    script = (
+        "import sys, idaudit.cli._certify as c\n"
+        "def run(args):\n"
+        "    for _ in range(20000):\n"
+        "        print('x' * 100)\n"
+        "    return 0\n"
+        "c.run = run\n"
+        "from idaudit.cli import main\n"
+        f"sys.exit(main(['certify', {str(tmp_path / 'e.npz')!r}, '--out', {str(out)!r}]))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    assert proc.stdout.read(10) == b"x" * 10
+    proc.stdout.close()  # the reader goes away, as `head -c 10` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Broken pipe" not in err
+    assert "Exception ignored" not in err

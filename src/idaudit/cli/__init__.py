@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -60,8 +61,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status: 0 on success, 2 on a usage or input error (the message goes to stderr).
+        Exit status: 0 on success, 2 on a usage or input error (the message goes to stderr),
+        130 when interrupted, 141 (128 + SIGPIPE, as the shell reports a Unix tool the pipe
+        closed on) when the reader of standard output went away, as in ``idaudit ... | head``;
+        the files are complete either way, and nothing is printed about the closed pipe.
     """
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so the exit flush does not fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a stream without a descriptor
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
     command = _subparsers(parser)[args.command]
@@ -81,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(every file is written atomically){resumes}.\n"
         )
         return 130
+    except BrokenPipeError:
+        raise  # not an input error: main() exits quietly
     except (ValueError, TypeError, OSError, ImportError) as exc:
         # input errors carry a message naming the argument and the rule, and file-system
         # errors (missing input, an --out that cannot be created) their path; no traceback

@@ -24,19 +24,47 @@ def add_parser(sub: Any) -> None:
             "codes passing D'Agostino's K² test and MTCNN detection (Step a), the Top-N codes "
             "closest to each target (Step b), and APGD through the torch port of dlib "
             "(white-box) or GreedyPixel querying dlib itself (black-box) (Step c). Targets come "
-            "from EMBEDDINGS (.npy of shape (dim,) or (n, dim), dlib 128-d) or from --image "
-            "(largest MTCNN face of a photo). Writes results.nc (one row per target: "
+            "from EMBEDDINGS (dlib 128-d: a .npy of shape (128,) or (n, 128), or a file that "
+            "idaudit embed writes or idaudit audit reads (.npz, .csv, .parquet), one row "
+            "chosen with --identity and --index) or from --image (largest MTCNN face of a "
+            "photo). Writes results.nc (one row per target: "
             "similarities, rank, iterations, queries, each with its formal status). "
             "Reconstructions are face images: written (owner-only) only with --save-images. "
             "Nothing is downloaded."
         ),
     )
     src = inv.add_mutually_exclusive_group(required=True)
-    src.add_argument("embeddings", nargs="?", metavar="EMBEDDINGS", help=".npy target embeddings")
+    src.add_argument(
+        "embeddings",
+        nargs="?",
+        metavar="EMBEDDINGS",
+        help="target embeddings: .npy (every row is a target) or .npz/.csv/.parquet (one row)",
+    )
     src.add_argument("--image", metavar="PHOTO", help="a photo whose largest face is the target")
+    inv.add_argument(
+        "--identity",
+        help="with a labelled EMBEDDINGS file: the identity to invert (default: the first)",
+    )
+    inv.add_argument(
+        "--index",
+        type=int,
+        default=0,
+        help="with a labelled EMBEDDINGS file: which of the identity's rows (default: 0)",
+    )
     inv.add_argument("--out", required=True, metavar="DIR", help="output folder (created 0700)")
-    inv.add_argument("--attack", choices=("apgd", "greedypixel"), default="apgd")
-    inv.add_argument("--norm", choices=("l2", "linf"), default="l2")
+    inv.add_argument(
+        "--attack",
+        choices=("apgd", "greedypixel"),
+        default="apgd",
+        help="white-box APGD through the torch port of dlib (default), or black-box "
+        "GreedyPixel querying dlib itself within --query-budget",
+    )
+    inv.add_argument(
+        "--norm",
+        choices=("l2", "linf"),
+        default="l2",
+        help="the norm of the perturbation ball of radius --eps around each code (default: l2)",
+    )
     inv.add_argument("--eps", type=float, help="radius (default: the DCGAN's calibrated one)")
     inv.add_argument("--volume", type=int, default=256, help="bank volume V (default: 256)")
     inv.add_argument("--top-n", type=int, default=3, help="N (default: 3)")
@@ -59,6 +87,7 @@ def _check(args: argparse.Namespace) -> None:
     at_least(args.top_n, "--top-n", 1)
     at_least(args.t_max, "--t-max", 1)
     at_least(args.seed, "--seed", 0)
+    at_least(args.index, "--index", 0)
     at_least(args.warp_samples, "--warp-samples", 1)
     if args.top_n > args.volume:
         raise InvalidInputError(f"`--top-n` must be <= --volume {args.volume}; got {args.top_n}.")
@@ -72,32 +101,70 @@ def _check(args: argparse.Namespace) -> None:
         at_least(args.query_budget, "--query-budget", args.volume + args.top_n)
 
 
-def _targets(args: argparse.Namespace, detector: Any, encoder: Any) -> np.ndarray:
-    if args.image is not None:
-        from idaudit.faces import load_image
+def _photo_target(path: str, detector: Any, encoder: Any) -> np.ndarray:
+    """Encode the largest face of a photo: the target, shape (1, 128)."""
+    from idaudit.faces import load_image
 
-        photo = load_image(args.image)
-        faces = detector.detect(photo)
-        if not faces:
-            raise InvalidInputError(f"`--image` {args.image!r}: no face found.")
-        face = max(faces, key=lambda f: f.area)
-        return np.asarray(encoder.encode(encoder.align(photo, face)[None]), dtype=np.float32)
+    photo = load_image(path)
+    faces = detector.detect(photo)
+    if not faces:
+        raise InvalidInputError(f"`--image` {path!r}: no face found.")
+    face = max(faces, key=lambda f: f.area)
+    return np.asarray(encoder.encode(encoder.align(photo, face)[None]), dtype=np.float32)
+
+
+def _file_targets(args: argparse.Namespace) -> tuple[np.ndarray, dict[str, Any]]:
+    """Read the targets of EMBEDDINGS, shape (n, 128), and the attrs saying which rows they are.
+
+    A ``.npy`` is an unlabelled array whose every row is a target. Any other file is read as
+    :meth:`idaudit.EmbeddingSet.read` reads it (without normalising: the adversary compares
+    directions, and the file's own vector is kept), and one row is chosen by ``--identity``
+    (default: the first identity in sorted order) and ``--index``.
+    """
     path = Path(args.embeddings)
-    if path.suffix != ".npy" or not path.is_file():
-        raise InvalidInputError(f"`EMBEDDINGS` must be an existing .npy file; got {str(path)!r}.")
-    arr = np.load(path, allow_pickle=False)
+    if not path.is_file():
+        raise InvalidInputError(f"`EMBEDDINGS` must be an existing file; got {str(path)!r}.")
+    if path.suffix.lower() == ".npy":
+        if args.identity is not None or args.index != 0:
+            raise InvalidInputError(
+                "`--identity` and `--index` select a row of a labelled file (.npz, .csv, "
+                ".parquet); a .npy has no labels, and every row of it is a target."
+            )
+        arr = np.load(path, allow_pickle=False)
+        chosen: dict[str, Any] = {}
+    else:
+        from idaudit.data import EmbeddingSet
+
+        es = EmbeddingSet.read(path, normalize=False)
+        labels = {str(label): label for label in es.identities}
+        name = str(es.identities[0]) if args.identity is None else args.identity
+        if name not in labels:
+            shown = ", ".join(sorted(labels)[:5]) + (", ..." if len(labels) > 5 else "")
+            raise InvalidInputError(
+                f"`--identity` must be an identity of {path.name} ({shown}); got {name!r}."
+            )
+        rows = es.get(labels[name])
+        if args.index >= len(rows):
+            raise InvalidInputError(
+                f"`--index` must be below {len(rows)}, the successful rows of identity {name!r}; "
+                f"got {args.index}."
+            )
+        arr = rows[args.index]
+        chosen = {"target_identity": name, "target_index": int(args.index)}
     if arr.ndim == 1:
         arr = arr[None]
     if arr.ndim != 2 or arr.shape[1] != 128:
         raise InvalidInputError(
             f"`EMBEDDINGS` must hold dlib embeddings of shape (128,) or (n, 128); got {arr.shape}."
         )
-    return np.asarray(arr, dtype=np.float32)
+    return np.asarray(arr, dtype=np.float32), chosen
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``idaudit invert``."""
     _check(args)
+    # a labelled file is read (and its row chosen) before the output folder is made
+    targets, chosen = (None, {}) if args.embeddings is None else _file_targets(args)
     out = out_dir(args.out)
     from idaudit._results import write_atomic, write_netcdf
     from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
@@ -110,7 +177,10 @@ def run(args: argparse.Namespace) -> int:
     )
 
     detector, dlib = MTCNNDetector(), DlibEncoder()
-    targets = _targets(args, detector, dlib)
+    if targets is None:
+        targets = _photo_target(args.image, detector, dlib)
+    elif chosen:
+        say(f"target: identity {chosen['target_identity']!r}, row {chosen['target_index']}")
     gen = DCGANGenerator()
     encoder = TorchDlibEncoder() if args.attack == "apgd" else dlib
     bank = LatentBank.build(
@@ -147,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
         n_drawn=bank.n_drawn,
         n_rejected_k=bank.n_rejected_k,
         n_rejected_d=bank.n_rejected_d,
+        **chosen,
     )
     write_netcdf(ds, out / "results.nc")
     say(

@@ -84,3 +84,64 @@ def test_invert_refuses_bad_flags_before_any_work(
     np.save(bad, np.ones(64, np.float32))
     err = _fails(["invert", str(bad), "--out", str(tmp_path / "o2"), "--volume", "4"], capsys)
     assert "(128,) or (n, 128)" in err
+
+
+def _labelled_npz(path: Path) -> np.ndarray:
+    """An ``idaudit embed``-style archive: two identities, the second's row 1 is the target."""
+    gen = np.random.default_rng(0)
+    emb = gen.normal(0.0, 0.05, size=(5, 128)).astype(np.float32)
+    np.savez(path, embeddings=emb, labels=np.array(["alice", "alice", "bob", "bob", "bob"]))
+    return emb
+
+
+_SMALL = ["--volume", "4", "--top-n", "2", "--t-max", "1", "--tau-k", "0.5", "--tau-d", "0.9"]
+
+
+def test_invert_reads_the_npz_that_embed_writes_and_picks_a_row(tmp_path: Path) -> None:
+    emb = _labelled_npz(tmp_path / "emb.npz")
+    out = tmp_path / "out"
+    argv = ["invert", str(tmp_path / "emb.npz"), "--identity", "bob", "--index", "1"]
+    assert main([*argv, "--out", str(out), *_SMALL, "--warp-samples", "4", "--quiet"]) == 0
+    ds = xr.open_dataset(out / "results.nc")
+    assert ds.sizes["target"] == 1
+    assert ds.attrs["setting.target_identity"] == "bob"
+    assert int(ds.attrs["setting.target_index"]) == 1
+    # the same run on a .npy holding only bob's second row (file row 3) gives the same target
+    np.save(tmp_path / "row.npy", emb[3])
+    same = tmp_path / "same"
+    argv = ["invert", str(tmp_path / "row.npy"), "--out", str(same)]
+    assert main([*argv, *_SMALL, "--warp-samples", "4", "--quiet"]) == 0
+    ref = xr.open_dataset(same / "results.nc")
+    for name in ("initial_similarity", "similarity"):
+        assert float(ds[name][0]) == float(ref[name][0])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--identity", "carol"],
+            "`--identity` must be an identity of emb.npz (alice, bob); got 'carol'",
+        ),
+        (["--identity", "alice", "--index", "2"], "`--index` must be below 2"),
+        (["--index", "-1"], "`--index` must be >= 0"),
+    ],
+)
+def test_invert_refuses_a_row_that_is_not_there_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    _labelled_npz(tmp_path / "emb.npz")
+    out = tmp_path / "o"
+    err = _fails(["invert", str(tmp_path / "emb.npz"), "--out", str(out), *flags], capsys)
+    assert message in err
+    assert not out.exists()
+
+
+def test_invert_npy_has_no_rows_to_choose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    np.save(tmp_path / "z.npy", np.ones(128, np.float32))
+    err = _fails(
+        ["invert", str(tmp_path / "z.npy"), "--out", str(tmp_path / "o"), "--identity", "a"], capsys
+    )
+    assert "a .npy has no labels" in err
