@@ -179,29 +179,13 @@ def noise_sweep(
         raise TypeError(f"`base` must be an idaudit.EmbeddingSet; got {type(base).__name__}.")
     kind = check_option(mechanism, "mechanism", ("gaussian", "laplace"))
     scale_values = _check_scales(scales)
-    n_pairs = check_integer(n_pairs, "n_pairs", minimum=1)
-    n_ids = len(base.identities)
-    n_available = n_ids * (n_ids - 1) // 2
-    if n_pairs > n_available:
-        raise InvalidInputError(
-            f"`n_pairs` must be at most the number of unordered pairs, {n_available} for "
-            f"{n_ids} identities; got {n_pairs}."
-        )
+    n_pairs = _check_n_pairs(n_pairs, len(base.identities))
     n_per_identity = check_integer(n_per_identity, "n_per_identity", minimum=2)
     make = GaussianNoise if kind == "gaussian" else LaplaceNoise
     if delta is None:
         delta = make.default_delta
     delta = check_in_range(delta, "delta", 0.0, 1.0, closed="left")
-    if not isinstance(certify, bool):
-        raise TypeError(f"`certify` must be a bool; got {type(certify).__name__}.")
-    if certifier is not None:
-        if not certify:
-            raise InvalidInputError(
-                "`certifier` is given but `certify` is False; drop one of them."
-            )
-        _check_certifier(certifier, delta)
-    if sequential is not None:
-        _check_sequential(sequential, delta)
+    _check_certification(certify, certifier, sequential, delta)
 
     seed_pairs, seed_draws, seed_audit, seed_cert = spawn_seeds(check_random_state(rng), 4)
     pairs = sample_pairs(base.identities, n_pairs, rng=seed_pairs)
@@ -232,28 +216,12 @@ def noise_sweep(
         if certify:
             cert = clone(certifier).fit(es, pairs)
             ds = _attach_certificate(ds, cert.certificates_)
-            cert_attrs = {
-                f"certifier.{k}": v
-                for k, v in cert.certificates_.attrs.items()
-                if k
-                in ("alpha", "alpha_per_bound", "n_select", "n_families", "delta", "classifier")
-            }
+            cert_attrs = _certifier_attrs(cert.certificates_)
         if sequential is not None:
             ds = _attach_sequential(ds, clone(sequential).set_params(mechanism=mech, pairs=pairs))
         per_scale.append(ds)
 
-    out = xr.concat(
-        per_scale,
-        dim=pd.Index(scale_values, name="scale"),
-        data_vars="all",
-        coords="minimal",
-        compat="override",
-        join="override",
-        combine_attrs="drop_conflicts",
-    )
-    sd = scale_values * (np.sqrt(2.0) if kind == "laplace" else 1.0)
-    out = out.assign_coords(noise_sd=("scale", sd, {"long_name": "per-coordinate noise sd"}))
-    out["scale"].attrs["long_name"] = _SCALE_NAMES[kind]
+    out = _stack_scales(per_scale, scale_values, kind)
     exact = bool(np.asarray(out["true_epsilon_exact"].values).all())
     out.attrs.update(
         {
@@ -276,6 +244,60 @@ def noise_sweep(
         }
     )
     out.attrs.pop("draw_rng", None)
+    return out
+
+
+def _check_n_pairs(value: Any, n_ids: int) -> int:
+    """Return ``n_pairs`` as ``int`` after checking it is at most the pairs of ``n_ids`` ids."""
+    n_pairs = check_integer(value, "n_pairs", minimum=1)
+    n_available = n_ids * (n_ids - 1) // 2
+    if n_pairs > n_available:
+        raise InvalidInputError(
+            f"`n_pairs` must be at most the number of unordered pairs, {n_available} for "
+            f"{n_ids} identities; got {n_pairs}."
+        )
+    return n_pairs
+
+
+def _check_certification(certify: Any, certifier: Any, sequential: Any, delta: float) -> None:
+    """Check ``certify``, and the certifier and sequential template against the sweep's δ."""
+    if not isinstance(certify, bool):
+        raise TypeError(f"`certify` must be a bool; got {type(certify).__name__}.")
+    if certifier is not None:
+        if not certify:
+            raise InvalidInputError(
+                "`certifier` is given but `certify` is False; drop one of them."
+            )
+        _check_certifier(certifier, delta)
+    if sequential is not None:
+        _check_sequential(sequential, delta)
+
+
+def _certifier_attrs(certificates: xr.Dataset) -> dict[str, Any]:
+    """Return the certifier's settings among the certificates' attrs as ``certifier.<name>``."""
+    return {
+        f"certifier.{k}": v
+        for k, v in certificates.attrs.items()
+        if k in ("alpha", "alpha_per_bound", "n_select", "n_families", "delta", "classifier")
+    }
+
+
+def _stack_scales(
+    per_scale: list[xr.Dataset], scale_values: npt.NDArray[np.float64], kind: str
+) -> xr.Dataset:
+    """Concatenate the per-scale Datasets along ``scale`` and add the ``noise_sd`` coordinate."""
+    out = xr.concat(
+        per_scale,
+        dim=pd.Index(scale_values, name="scale"),
+        data_vars="all",
+        coords="minimal",
+        compat="override",
+        join="override",
+        combine_attrs="drop_conflicts",
+    )
+    sd = scale_values * (np.sqrt(2.0) if kind == "laplace" else 1.0)
+    out = out.assign_coords(noise_sd=("scale", sd, {"long_name": "per-coordinate noise sd"}))
+    out["scale"].attrs["long_name"] = _SCALE_NAMES[kind]
     return out
 
 

@@ -144,43 +144,10 @@ def sanity_controls(
     check_option(split, "split", ("shuffled", "ordered"))
     check_option(duplicates, "duplicates", DUPLICATES)
     labels = list(es.identities.tolist()) if identities is None else list(identities)
-    if not labels:
-        raise InvalidInputError("`identities` must name at least one identity; got none.")
-    draws = es.drop_duplicates() if duplicates == "collapse" else es
-    for label in labels:
-        if label not in es.counts:
-            raise InvalidInputError(
-                f"`identities` names identity {label!r}, which `es` does not contain."
-            )
-        if draws.counts[label] < 2 * n_folds:
-            distinct = (
-                f" but only {draws.counts[label]} distinct ones (duplicates='collapse')"
-                if draws.counts[label] != es.counts[label]
-                else ""
-            )
-            raise InvalidInputError(
-                f"identity {label!r} has {es.counts[label]} rows{distinct}; a split-half "
-                f"control with `n_folds`={n_folds} needs at least {2 * n_folds}."
-            )
+    draws = _checked_draws(es, labels, duplicates, n_folds)
 
     seed_halves, seed_mmd, seed_roc = spawn_seeds(check_random_state(rng), 3)
-    half_seeds = spawn_seeds(seed_halves, len(labels))
-    blocks: list[npt.NDArray[np.float64]] = []
-    codes: list[npt.NDArray[np.int64]] = []
-    sizes: list[tuple[int, int]] = []
-    for k, (label, seed) in enumerate(zip(labels, half_seeds, strict=False)):
-        rows = draws.get(label)  # (n_id, d) in input order
-        if split == "shuffled":
-            order = np.random.default_rng(seed).permutation(len(rows))
-        else:
-            order = np.arange(len(rows))  # first half against second half
-        half = len(rows) // 2
-        blocks.append(rows[order])
-        codes.append(np.r_[np.full(half, 2 * k), np.full(len(rows) - half, 2 * k + 1)])
-        sizes.append((half, len(rows) - half))
-    halves = EmbeddingSet(
-        np.concatenate(blocks), np.concatenate(codes), normalize=False, min_norm=0.0
-    )
+    halves, sizes = _split_halves(draws, labels, seed_halves, split)
     pairs = [(2 * k, 2 * k + 1) for k in range(len(labels))]
     ds = audit_pairs(
         halves,
@@ -248,3 +215,55 @@ def sanity_controls(
             "rng": int(rng) if isinstance(rng, (int, np.integer)) else type(rng).__name__,
         },
     )
+
+
+def _checked_draws(
+    es: EmbeddingSet, labels: list[Any], duplicates: str, n_folds: int
+) -> EmbeddingSet:
+    """Return the rows read as draws, after checking each label has enough for the folds."""
+    if not labels:
+        raise InvalidInputError("`identities` must name at least one identity; got none.")
+    draws = es.drop_duplicates() if duplicates == "collapse" else es
+    for label in labels:
+        if label not in es.counts:
+            raise InvalidInputError(
+                f"`identities` names identity {label!r}, which `es` does not contain."
+            )
+        if draws.counts[label] < 2 * n_folds:
+            distinct = (
+                f" but only {draws.counts[label]} distinct ones (duplicates='collapse')"
+                if draws.counts[label] != es.counts[label]
+                else ""
+            )
+            raise InvalidInputError(
+                f"identity {label!r} has {es.counts[label]} rows{distinct}; a split-half "
+                f"control with `n_folds`={n_folds} needs at least {2 * n_folds}."
+            )
+    return draws
+
+
+def _split_halves(
+    draws: EmbeddingSet,
+    labels: list[Any],
+    seed_halves: int,
+    split: str,
+) -> tuple[EmbeddingSet, list[tuple[int, int]]]:
+    """Cut each identity in two halves, labelled ``2k`` and ``2k + 1``, and their sizes."""
+    half_seeds = spawn_seeds(seed_halves, len(labels))
+    blocks: list[npt.NDArray[np.float64]] = []
+    codes: list[npt.NDArray[np.int64]] = []
+    sizes: list[tuple[int, int]] = []
+    for k, (label, seed) in enumerate(zip(labels, half_seeds, strict=False)):
+        rows = draws.get(label)  # (n_id, d) in input order
+        if split == "shuffled":
+            order = np.random.default_rng(seed).permutation(len(rows))
+        else:
+            order = np.arange(len(rows))  # first half against second half
+        half = len(rows) // 2
+        blocks.append(rows[order])
+        codes.append(np.r_[np.full(half, 2 * k), np.full(len(rows) - half, 2 * k + 1)])
+        sizes.append((half, len(rows) - half))
+    halves = EmbeddingSet(
+        np.concatenate(blocks), np.concatenate(codes), normalize=False, min_norm=0.0
+    )
+    return halves, sizes

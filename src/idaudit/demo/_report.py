@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import xarray as xr
 
 from idaudit.demo._faces import FACE_SEED, FaceDemoResult, _certified_status, _median
@@ -189,12 +190,10 @@ def _noise_table(ds: xr.Dataset) -> list[str]:
         row = ds.isel(noise_sd=i)
 
         def med(name: str, row: xr.Dataset = row) -> str:
-            return _fmt(_median(np.asarray(row[name].values, dtype=np.float64)))
+            return _fmt(_median(_floats(row, name)))
 
-        rocht = np.asarray(row["rocht_epsilon"].values, dtype=np.float64)
-        cert = np.asarray(row["certified_epsilon"].values, dtype=np.float64)
-        truth = np.asarray(row["true_epsilon"].values, dtype=np.float64)
-        chosen = ~np.isnan(cert)
+        rocht = _floats(row, "rocht_epsilon")
+        over, certified = _certified_over_truth(row)
         lines.append(
             "| "
             + " | ".join(
@@ -210,7 +209,7 @@ def _noise_table(ds: xr.Dataset) -> list[str]:
                     med("mmdtv_epsilon_hs"),
                     f"{int(np.isposinf(rocht).sum())}/{rocht.size}",
                     _fmt(float(row["certified_epsilon_max"])),
-                    f"{int((cert[chosen] > truth[chosen]).sum())}/{int(chosen.sum())}",
+                    f"{over}/{certified}",
                 ]
             )
             + " |"
@@ -224,19 +223,13 @@ def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
     cert_alpha = float(ds.attrs.get("certifier.alpha", 0.05))
     n_select = ds.attrs.get("certifier.n_select", "?")
     n_families = int(ds.attrs["certificate_families"])
-    lap_mmd = np.asarray(lap["mmdtv_epsilon"].values, dtype=np.float64)
-    lap_true = np.asarray(lap["true_epsilon"].values, dtype=np.float64)
-    lap_hs = np.asarray(lap["mmdtv_epsilon_hs"].values, dtype=np.float64)
+    lap_mmd = _floats(lap, "mmdtv_epsilon")
+    lap_true = _floats(lap, "true_epsilon")
+    lap_hs = _floats(lap, "mmdtv_epsilon_hs")
     n_cells = lap_mmd.size
-    cert_over = 0
-    cert_total = 0
-    for mech in ("gaussian", "laplace"):
-        sub = ds.sel(mechanism=mech)
-        c = np.asarray(sub["certified_epsilon"].values, dtype=np.float64)
-        t = np.asarray(sub["true_epsilon"].values, dtype=np.float64)
-        keep = ~np.isnan(c)
-        cert_over += int((c[keep] > t[keep]).sum())
-        cert_total += int(keep.sum())
+    counts = [_certified_over_truth(ds.sel(mechanism=m)) for m in ("gaussian", "laplace")]
+    cert_over = sum(over for over, _ in counts)
+    cert_total = sum(total for _, total in counts)
     lines = [
         "# Part two — a calibrated-noise reference: every audit against a known ε",
         "",
@@ -320,6 +313,39 @@ def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
     return "\n".join(lines)
 
 
+def _floats(ds: xr.Dataset, name: str) -> npt.NDArray[np.float64]:
+    """Return the values of variable ``name`` of ``ds`` as a float64 array."""
+    return np.asarray(ds[name].values, dtype=np.float64)
+
+
+def _certified_over_truth(ds: xr.Dataset) -> tuple[int, int]:
+    """Count the certified pairs of ``ds`` above their true ε, and the certified pairs."""
+    cert = _floats(ds, "certified_epsilon")
+    truth = _floats(ds, "true_epsilon")
+    chosen = ~np.isnan(cert)
+    return int((cert[chosen] > truth[chosen]).sum()), int(chosen.sum())
+
+
+def _controls_lines(ctrl: xr.Dataset) -> list[str]:
+    """Return the section of the faces report on the split-half sanity controls."""
+    return [
+        "### Sanity controls (no anonymisation, each identity split in half)",
+        "",
+        f"{int(ctrl.attrs['n_rejected'])} of {int(ctrl.attrs['n_identities'])} split-half "
+        f"MMD² tests rejected at level {float(ctrl.attrs['alpha']):g} (at most that share "
+        "is expected). Mean split-half out-of-fold ROC AUC: "
+        f"{float(ctrl.attrs['mean_auc']):.2f}. Under the null this sits *below* 0.5, not "
+        "at it: a held-out row is missing from its own half's training rows, so the "
+        "fitted classifier's view of that half is pulled away from the held-out rows and "
+        "out-of-fold scores are anti-correlated with the labels. Cross-validated AUC is "
+        "biased below 0.5 when there is no signal, the more so the fewer the rows (here "
+        'a few per half). Read it as "no separation found", not as a worse-than-chance '
+        "classifier; the split-half MMD² test, whose null level is exact, is the "
+        "calibrated check.",
+        "",
+    ]
+
+
 def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
     fc = cfg.faces
     table = faces.table
@@ -394,22 +420,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "",
     ]
     if ctrl is not None:
-        lines += [
-            "### Sanity controls (no anonymisation, each identity split in half)",
-            "",
-            f"{int(ctrl.attrs['n_rejected'])} of {int(ctrl.attrs['n_identities'])} split-half "
-            f"MMD² tests rejected at level {float(ctrl.attrs['alpha']):g} (at most that share "
-            "is expected). Mean split-half out-of-fold ROC AUC: "
-            f"{float(ctrl.attrs['mean_auc']):.2f}. Under the null this sits *below* 0.5, not "
-            "at it: a held-out row is missing from its own half's training rows, so the "
-            "fitted classifier's view of that half is pulled away from the held-out rows and "
-            "out-of-fold scores are anti-correlated with the labels. Cross-validated AUC is "
-            "biased below 0.5 when there is no signal, the more so the fewer the rows (here "
-            'a few per half). Read it as "no separation found", not as a worse-than-chance '
-            "classifier; the split-half MMD² test, whose null level is exact, is the "
-            "calibrated check.",
-            "",
-        ]
+        lines += _controls_lines(ctrl)
     lines += [
         "### Files of part one",
         "",

@@ -75,6 +75,12 @@ def _exp2(x: FloatArray, out: FloatArray, bits: npt.NDArray[np.int64]) -> None:
         out[i] *= scale[i]
 
 
+# Kept as one function on purpose (over the 100-line rule): the per-row stages (grid units,
+# the three _exp2 passes, the geometric sequences, the binary powering of R, the BLAS product
+# and the symmetric write-out) share a dozen scratch arrays allocated once per call, and the
+# loops are compiled together so LLVM vectorises them without a call boundary per row. Split
+# into njit helpers, every row would pay calls passing those arrays, or rely on numba's
+# inlining to get the same code back.
 @_jit()
 def factored_kde(
     values: FloatArray,

@@ -232,6 +232,97 @@ class _Direct:
             self.lin_dtype = self.dtype
 
 
+def _ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    """``num / den`` where ``den > 0``, 0 elsewhere (``den`` clamped away from 0 first)."""
+    return torch.where(den > 0, num / den.clamp_min(1e-300), 0.0)
+
+
+def _gram_times(
+    gram: torch.Tensor, gram32: torch.Tensor, vecs: torch.Tensor, exact: bool = True
+) -> torch.Tensor:
+    """G @ vecs for (P, F, k, n) -> (P, F, k, n), one product per group.
+
+    G is symmetric, so ``vecs' G`` serves too; each precision takes the layout its
+    batched product runs fastest in on the CPU.
+    """
+    p_, f_, k_, n_ = vecs.shape
+    rows = vecs.reshape(p_, f_ * k_, n_)  # (P, F*k, n)
+    if exact:
+        out = (gram @ rows.transpose(1, 2)).transpose(1, 2)
+    else:
+        out = (rows.to(torch.float32) @ gram32).to(vecs.dtype)
+    return out.reshape(p_, f_, k_, n_)
+
+
+def _solve_systems(
+    solver: str,
+    gram32: torch.Tensor,
+    direct: _Direct,
+    root: torch.Tensor,
+    unit: torch.Tensor,
+    b_sys: torch.Tensor,
+    dg: torch.Tensor,
+    trace: torch.Tensor,
+    c: float,
+    grad_norm: torch.Tensor,
+    grad_first: torch.Tensor,
+    converged: torch.Tensor,
+) -> torch.Tensor:
+    """Solve :math:`S z = b` of every problem (P, F, n): by CG first, else by Cholesky."""
+    if solver == "cg":
+        rtol = (grad_norm / grad_first).sqrt().clamp(_CG_RTOL_MIN, _CG_RTOL_MAX)
+        # float32 CG can stop on a recursive residual that no longer tells the truth
+        # when S is ill-conditioned (large-norm inputs): such problems go to Cholesky
+        fit_cg = 1.0 + c * dg.amax(-1) * trace <= _CG_MAX_COND  # (P, F)
+        z, solved = _cg_directions(gram32, root, unit, b_sys * fit_cg[..., None], c, rtol)
+        retry = ((~solved | ~fit_cg) & ~converged).reshape(-1).nonzero()[:, 0]
+    else:
+        z = torch.zeros_like(b_sys)
+        retry = (~converged).reshape(-1).nonzero()[:, 0]
+    for start in range(0, retry.numel(), _DIRECT_PER_SOLVE):  # bounded memory
+        part = retry[start : start + _DIRECT_PER_SOLVE]
+        z.view(-1, b_sys.shape[-1])[part] = direct.solve(root, unit, b_sys, part)
+    return z
+
+
+def _armijo_steps(
+    alpha: torch.Tensor,
+    g_alpha: torch.Tensor,
+    d_alpha: torch.Tensor,
+    g_d: torch.Tensor,
+    d_b: torch.Tensor,
+    f: torch.Tensor,
+    g: torch.Tensor,
+    yf: torch.Tensor,
+    mask: torch.Tensor,
+    c: float,
+    converged: torch.Tensor,
+    steps: torch.Tensor,
+) -> torch.Tensor:
+    """Step size (P, F) of every problem by backtracking (Armijo); 0 where converged."""
+    # the full Newton step almost always passes, so the grid of smaller steps is only
+    # evaluated where it fails
+    d_f = g_d + d_b[..., None]  # (P, F, n)
+    q0 = (alpha * g_alpha).sum(-1)  # (P, F)
+    q1 = (alpha * g_d).sum(-1)
+    q2 = (d_alpha * g_d).sum(-1)
+    slope = q1 + c * (g * d_f).sum(-1)  # directional derivative, < 0
+    obj0 = _objective(q0[..., None], f[..., None, :], yf, mask, c)[..., 0]  # (P, F)
+    bound = obj0 + 1e-12 * obj0.abs()  # slack for rounding in J near the optimum
+    obj1 = _objective((q0 + 2.0 * q1 + q2)[..., None], (f + d_f)[..., None, :], yf, mask, c)
+    t = torch.ones_like(q0)
+    retry_ls = (obj1[..., 0] > bound + 1e-4 * slope) & ~converged
+    if bool(retry_ls.any()):
+        r = retry_ls.nonzero(as_tuple=True)
+        quad = q0[r][:, None] + 2.0 * steps * q1[r][:, None] + steps**2 * q2[r][:, None]
+        logits = f[r][:, None, :] + steps[None, :, None] * d_f[r][:, None, :]  # (R, T, n)
+        obj = _objective(quad, logits, yf[r], mask[r], c)  # (R, T)
+        ok = obj <= bound[r][:, None] + 1e-4 * steps * slope[r][:, None]
+        first = torch.where(ok.any(-1), ok.to(torch.int64).argmax(-1), steps.numel() - 1)
+        t[r] = steps[first]
+    return torch.where(converged, torch.zeros_like(t), t)  # (P, F)
+
+
 def fit_kernel_logistic(
     gram: torch.Tensor,
     y: torch.Tensor,
@@ -351,21 +442,6 @@ def fit_kernel_logistic(
     # well conditioned (normalised embeddings) they are float32 products, at half the memory
     # traffic of float64 ones. G d_alpha, which moves the logits, is always exact.
     cheap = solver == "cg" and bool((1.0 + 0.25 * c * trace <= _CG_MAX_COND).all())
-
-    def g_times(vecs: torch.Tensor, exact: bool = True) -> torch.Tensor:
-        """G @ vecs for (P, F, k, n) -> (P, F, k, n), one product per group.
-
-        G is symmetric, so ``vecs' G`` serves too; each precision takes the layout its
-        batched product runs fastest in on the CPU.
-        """
-        p_, f_, k_, n_ = vecs.shape
-        rows = vecs.reshape(p_, f_ * k_, n_)  # (P, F*k, n)
-        if exact:
-            out = (gram @ rows.transpose(1, 2)).transpose(1, 2)
-        else:
-            out = (rows.to(torch.float32) @ gram32).to(vecs.dtype)
-        return out.reshape(p_, f_, k_, n_)
-
     steps = 0.5 ** torch.arange(30, dtype=dtype, device=dev)  # (T,) fallback step sizes
     alpha = torch.zeros(n_grp, n_fold, n_rows, dtype=dtype, device=dev)  # (P, F, n)
     # start from the best intercept-only model: b = logit of the class-1 share
@@ -382,7 +458,7 @@ def fit_kernel_logistic(
         g = mask * (p - yf)  # (P, F, n) d loss / d f, training rows only
         v = alpha + c * g  # (P, F, n): the primal gradient is X' v
         dg = mask * p * (1.0 - p)  # (P, F, n) diagonal of D
-        both = g_times(torch.stack([v, dg], dim=2), exact=not cheap)  # G v, G D 1
+        both = _gram_times(gram, gram32, torch.stack([v, dg], dim=2), exact=not cheap)
         g_b = c * g.sum(-1)  # (P, F)
         grad_norm = ((v * both[:, :, 0]).sum(-1).clamp_min(0.0) + g_b * g_b).sqrt()
         converged = grad_norm <= tol
@@ -396,50 +472,31 @@ def fit_kernel_logistic(
         # d_alpha = r - C D^1/2 Pi S^{-1} Pi D^1/2 G r,  S = I + C Pi D^1/2 G D^1/2 Pi.
         root = dg.sqrt()  # (P, F, n), 0 outside the training rows
         mass = dg.sum(-1, keepdim=True)  # (P, F, 1): 1'D 1
-        share_g = torch.where(mass > 0, c * g.sum(-1, keepdim=True) / mass.clamp_min(1e-300), 0.0)
+        share_g = _ratio(c * g.sum(-1, keepdim=True), mass)
         r_vec = -v + share_g * dg  # (P, F, n)
         g_r = -both[:, :, 0] + share_g * both[:, :, 1]  # (P, F, n): G r
-        unit = torch.where(mass > 0, root / mass.sqrt().clamp_min(1e-300), 0.0)
+        unit = _ratio(root, mass.sqrt())
         b_sys = _project(root * g_r, unit) * (~converged)[..., None]  # converged: z = 0
-        if solver == "cg":
-            rtol = (grad_norm / grad_first).sqrt().clamp(_CG_RTOL_MIN, _CG_RTOL_MAX)
-            # float32 CG can stop on a recursive residual that no longer tells the truth
-            # when S is ill-conditioned (large-norm inputs): such problems go to Cholesky
-            fit_cg = 1.0 + c * dg.amax(-1) * trace <= _CG_MAX_COND  # (P, F)
-            z, solved = _cg_directions(gram32, root, unit, b_sys * fit_cg[..., None], c, rtol)
-            retry = ((~solved | ~fit_cg) & ~converged).reshape(-1).nonzero()[:, 0]
-        else:
-            z = torch.zeros_like(b_sys)
-            retry = (~converged).reshape(-1).nonzero()[:, 0]
-        for start in range(0, retry.numel(), _DIRECT_PER_SOLVE):  # bounded memory
-            part = retry[start : start + _DIRECT_PER_SOLVE]
-            z.view(-1, n_rows)[part] = direct.solve(root, unit, b_sys, part)
+        z = _solve_systems(
+            solver,
+            gram32,
+            direct,
+            root,
+            unit,
+            b_sys,
+            dg,
+            trace,
+            c,
+            grad_norm,
+            grad_first,
+            converged,
+        )
         d_alpha = (r_vec - c * root * _project(z, unit)) * mask  # (P, F, n)
         gd = both[:, :, 1]  # (P, F, n): G D 1
         num = -g.sum(-1) - (gd * d_alpha).sum(-1)  # second Newton equation, solved for d_b
-        d_b = torch.where(mass[..., 0] > 0, num / mass[..., 0].clamp_min(1e-300), 0.0)
-        g_d = g_times(d_alpha[:, :, None, :])[:, :, 0]  # (P, F, n): G d_alpha
-        # backtracking (Armijo) line search; the full Newton step almost always passes,
-        # so the grid of smaller steps is only evaluated where it fails
-        d_f = g_d + d_b[..., None]  # (P, F, n)
-        q0 = (alpha * g_alpha).sum(-1)  # (P, F)
-        q1 = (alpha * g_d).sum(-1)
-        q2 = (d_alpha * g_d).sum(-1)
-        slope = q1 + c * (g * d_f).sum(-1)  # directional derivative, < 0
-        obj0 = _objective(q0[..., None], f[..., None, :], yf, mask, c)[..., 0]  # (P, F)
-        bound = obj0 + 1e-12 * obj0.abs()  # slack for rounding in J near the optimum
-        obj1 = _objective((q0 + 2.0 * q1 + q2)[..., None], (f + d_f)[..., None, :], yf, mask, c)
-        t = torch.ones_like(b)
-        retry_ls = (obj1[..., 0] > bound + 1e-4 * slope) & ~converged
-        if bool(retry_ls.any()):
-            r = retry_ls.nonzero(as_tuple=True)
-            quad = q0[r][:, None] + 2.0 * steps * q1[r][:, None] + steps**2 * q2[r][:, None]
-            logits = f[r][:, None, :] + steps[None, :, None] * d_f[r][:, None, :]  # (R, T, n)
-            obj = _objective(quad, logits, yf[r], mask[r], c)  # (R, T)
-            ok = obj <= bound[r][:, None] + 1e-4 * steps * slope[r][:, None]
-            first = torch.where(ok.any(-1), ok.to(torch.int64).argmax(-1), steps.numel() - 1)
-            t[r] = steps[first]
-        t = torch.where(converged, torch.zeros_like(t), t)  # (P, F)
+        d_b = _ratio(num, mass[..., 0])
+        g_d = _gram_times(gram, gram32, d_alpha[:, :, None, :])[:, :, 0]  # (P, F, n): G d_alpha
+        t = _armijo_steps(alpha, g_alpha, d_alpha, g_d, d_b, f, g, yf, mask, c, converged, steps)
         alpha = alpha + t[..., None] * d_alpha
         g_alpha = g_alpha + t[..., None] * g_d
         b = b + t * d_b
