@@ -14,7 +14,7 @@ __all__ = ["add_parser"]
 
 def add_parser(subparsers: Any) -> None:
     """Register ``idaudit privacy``."""
-    p = subparsers.add_parser(
+    parser = subparsers.add_parser(
         "privacy",
         help="memorisation check: do synthetic faces sit closer to the training images than "
         "held-out real faces do?",
@@ -28,11 +28,26 @@ def add_parser(subparsers: Any) -> None:
             "report.md and a cache/ of embeddings and distances. Nothing is downloaded."
         ),
     )
-    p.add_argument("train", metavar="TRAIN", help="training images, one folder per cohort")
-    p.add_argument("heldout", metavar="HELDOUT", help="held-out real images, same cohorts")
-    p.add_argument("synthetic", metavar="SYNTHETIC", help="generated images, same cohorts")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
-    p.add_argument(
+    # the order of the calls is the order of --help
+    _add_folders(parser)
+    _add_statistics(parser)
+    _add_models(parser.add_argument_group("models (local files only)"))
+    _add_run_options(parser)
+    add_quiet(parser)
+    parser.set_defaults(run=_run)
+
+
+def _add_folders(parser: argparse.ArgumentParser) -> None:
+    """Add the three input roots and ``--out``."""
+    parser.add_argument("train", metavar="TRAIN", help="training images, one folder per cohort")
+    parser.add_argument("heldout", metavar="HELDOUT", help="held-out real images, same cohorts")
+    parser.add_argument("synthetic", metavar="SYNTHETIC", help="generated images, same cohorts")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+
+
+def _add_statistics(parser: argparse.ArgumentParser) -> None:
+    """Add the flagging and NNAA settings and the seed."""
+    parser.add_argument(
         "--percentiles",
         type=float,
         nargs="+",
@@ -40,51 +55,54 @@ def add_parser(subparsers: Any) -> None:
         metavar="P",
         help="operating points in (0, 100) (default: 1 2 5 10 20)",
     )
-    p.add_argument(
+    parser.add_argument(
         "--bootstrap",
         type=int,
         default=1000,
         metavar="N",
         help="NNAA bootstrap draws (default: 1000; 0: no intervals)",
     )
-    p.add_argument(
+    parser.add_argument(
         "--max-samples",
         type=int,
         default=1000,
         metavar="N",
         help="NNAA cap per set for embeddings (default: 1000)",
     )
-    p.add_argument(
+    parser.add_argument(
         "--lpips-max-samples",
         type=int,
         default=200,
         metavar="N",
         help="NNAA cap per set for the appearance metric (default: 200)",
     )
-    p.add_argument(
+    parser.add_argument(
         "--permutations",
         type=int,
         default=9999,
         metavar="N",
         help="permutations of the flagging p-value (default: 9999; 0: none)",
     )
-    p.add_argument(
+    parser.add_argument(
         "--confidence",
         type=float,
         default=0.95,
         metavar="C",
         help="confidence level of every interval (default: 0.95)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
-    models = p.add_argument_group("models (local files only)")
+    parser.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+
+
+def _add_models(models: argparse._ArgumentGroup) -> None:
+    """Add the identity encoders, the detector and the appearance metric (local files)."""
     models.add_argument(
         "--no-dlib", action="store_true", help="leave out dlib's recogniser (needs another encoder)"
     )
-    arc = models.add_mutually_exclusive_group()
-    arc.add_argument(
+    arcface = models.add_mutually_exclusive_group()
+    arcface.add_argument(
         "--arcface-dir", metavar="DIR", help="InsightFace buffalo_l folder (w600k_r50.onnx)"
     )
-    arc.add_argument("--arcface-onnx", metavar="FILE", help="ArcFace w600k_r50.onnx")
+    arcface.add_argument("--arcface-onnx", metavar="FILE", help="ArcFace w600k_r50.onnx")
     models.add_argument(
         "--adaface-dir",
         metavar="DIR",
@@ -108,30 +126,32 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="inputs are aligned face crops (ArcFace template): no detection",
     )
-    p.add_argument(
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Add the sanity check's pattern, duplicate handling, cache, threads and device."""
+    parser.add_argument(
         "--subject-pattern",
         metavar="REGEX",
         help="regex extracting a subject id from file names (group 'subject', or "
         "group 1, or the match): adds the metric sanity check",
     )
-    p.add_argument(
+    parser.add_argument(
         "--duplicates",
         choices=("collapse", "keep"),
         default="collapse",
         help="byte-identical files within a split and cohort count once "
         "(collapse, default) or each (keep)",
     )
-    p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: DIR/cache)")
-    p.add_argument(
+    parser.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: DIR/cache)")
+    parser.add_argument(
         "--threads",
         type=int,
         metavar="N",
         help="CPU threads for torch and onnxruntime (default: at most 8, the CPUs "
         "this process may use and the idle ones)",
     )
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default: cpu)")
-    add_quiet(p)
-    p.set_defaults(run=_run)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:i] (default: cpu)")
 
 
 def _check(args: argparse.Namespace) -> None:

@@ -28,11 +28,17 @@ from idaudit.memorization._flagging import (
 )
 from idaudit.memorization._neighbours import nearest_neighbour_distances, pairwise_distances
 from idaudit.memorization._nnaa import NNAA_STATUS, NNAAResult, nnaa, nnaa_from_distances
+from idaudit.memorization._report import (
+    CacheUse,
+    InputListing,
+    ModelsUsed,
+    PrivacyReport,
+    PrivacySettings,
+)
 from idaudit.memorization._run import (
     FLAGGING_COLUMNS,
     NNAA_COLUMNS,
     OUTPUT_FILES,
-    PrivacyReport,
     run_privacy_check,
 )
 from idaudit.memorization._sanity import (
@@ -50,10 +56,14 @@ __all__ = [
     "NNAA_STATUS",
     "OUTPUT_FILES",
     "SANITY_STATUS",
+    "CacheUse",
     "FlaggingResult",
+    "InputListing",
+    "ModelsUsed",
     "NNAAResult",
     "PrivacyCache",
     "PrivacyReport",
+    "PrivacySettings",
     "SanityResult",
     "flagging",
     "flagging_from_distances",

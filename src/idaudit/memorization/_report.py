@@ -1,15 +1,418 @@
-"""``report.md``: what a privacy check's numbers mean in words, and what they cannot show."""
+"""What one privacy check found: :class:`PrivacyReport`, its typed parts, ``report.md``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
+import xarray as xr
 
-if TYPE_CHECKING:
-    from idaudit.memorization._run import PrivacyReport
+from idaudit._results import variable
+from idaudit.memorization._flagging import FLAGGING_STATUS
+from idaudit.memorization._nnaa import NNAA_STATUS
 
-__all__ = ["report_markdown"]
+__all__ = [
+    "CacheUse",
+    "InputListing",
+    "ModelsUsed",
+    "PrivacyReport",
+    "PrivacySettings",
+    "report_markdown",
+]
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    """The checked settings of one privacy check (``privacy_results.json["parameters"]``).
+
+    Attributes
+    ----------
+    percentiles : tuple of float
+        Operating points in (0, 100).
+    n_bootstrap : int
+        NNAA bootstrap draws (0: no intervals).
+    max_samples, lpips_max_samples : int
+        NNAA set caps for embeddings and for the appearance metric.
+    n_permutations : int
+        Permutations of the flagging p-value (0: none).
+    confidence_level : float
+        Of every interval.
+    duplicates : {"collapse", "keep"}
+        How byte-identical files within one split and cohort count.
+    aligned : bool
+        The inputs are aligned face crops (no detection).
+    subject_pattern : str or None
+        Regex extracting a subject id from file names (the metric sanity check).
+    threads : int
+        CPU threads for torch and onnxruntime.
+    device : str
+        Torch device of the batched kernels.
+    rng : int
+        Seed of the permutations, subsets and bootstrap.
+    progress : bool
+        Whether a progress bar is shown; it changes no number, so it is not recorded.
+    """
+
+    percentiles: tuple[float, ...]
+    n_bootstrap: int
+    max_samples: int
+    lpips_max_samples: int
+    n_permutations: int
+    confidence_level: float
+    duplicates: str
+    aligned: bool
+    subject_pattern: str | None
+    threads: int
+    device: str
+    rng: int
+    progress: bool = field(default=True, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the settings as ``privacy_results.json["parameters"]`` records them."""
+        return {
+            "percentiles": list(self.percentiles),
+            "n_bootstrap": self.n_bootstrap,
+            "max_samples": self.max_samples,
+            "lpips_max_samples": self.lpips_max_samples,
+            "n_permutations": self.n_permutations,
+            "confidence_level": self.confidence_level,
+            "duplicates": self.duplicates,
+            "aligned": self.aligned,
+            "subject_pattern": self.subject_pattern,
+            "threads": self.threads,
+            "device": self.device,
+            "rng": self.rng,
+        }
+
+    def to_xarray(self) -> xr.Dataset:
+        """Return the percentiles as a coordinate and every other setting as an attribute.
+
+        Booleans and ``None`` become strings so that the Dataset round-trips through netCDF.
+        """
+        attrs = {
+            name: value
+            if isinstance(value, int | float | str) and not isinstance(value, bool)
+            else str(value)
+            for name, value in self.to_dict().items()
+            if name != "percentiles"
+        }
+        return xr.Dataset(coords={"percentile": list(self.percentiles)}, attrs=attrs)
+
+
+@dataclass(frozen=True)
+class InputListing:
+    """Where the images came from and what they were, byte for byte.
+
+    Attributes
+    ----------
+    roots : dict of str to str
+        The train, held-out and synthetic roots.
+    sha256 : dict of str to str
+        Per ``split/cohort``: SHA-256 over ``relative path<TAB>content hash`` lines.
+    """
+
+    roots: dict[str, str]
+    sha256: dict[str, str]
+
+    def __repr__(self) -> str:
+        return f"InputListing(roots={self.roots}, listings={sorted(self.sha256)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the listing as ``privacy_results.json["inputs"]`` records it."""
+        return {"roots": dict(self.roots), "sha256": dict(self.sha256)}
+
+    def to_xarray(self) -> xr.Dataset:
+        """Return one ``sha256`` per listing (dim ``listing``: ``split/cohort``)."""
+        names = list(self.sha256)
+        return xr.Dataset(
+            {
+                "sha256": variable(
+                    "listing",
+                    np.array([self.sha256[n] for n in names], dtype=str),
+                    long_name="SHA-256 of the split/cohort listing",
+                    status="descriptive",
+                )
+            },
+            coords={
+                "listing": names,
+                "split": ("listing", [n.split("/", 1)[0] for n in names]),
+                "cohort": ("listing", [n.split("/", 1)[1] for n in names]),
+            },
+            attrs={f"root.{split}": root for split, root in self.roots.items()},
+        )
+
+
+@dataclass(frozen=True)
+class ModelsUsed:
+    """The identity encoders and the appearance metric of one run, with their identities.
+
+    Attributes
+    ----------
+    identity : tuple of dict
+        Per identity encoder: names, settings and weight digests (detector included).
+    appearance : dict
+        The appearance metric's identity.
+    cache_keys : dict of str to str
+        Per metric: the cache key its identity hashes to.
+    """
+
+    identity: tuple[dict[str, Any], ...]
+    appearance: dict[str, Any]
+    cache_keys: dict[str, str]
+
+    def __repr__(self) -> str:
+        names = [str(i.get("encoder")) for i in self.identity]
+        return f"ModelsUsed(identity={names}, appearance={self.appearance.get('metric')!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the models as ``privacy_results.json["models"]`` records them."""
+        return {
+            "identity": list(self.identity),
+            "appearance": self.appearance,
+            "cache_keys": dict(self.cache_keys),
+        }
+
+    def to_xarray(self) -> xr.Dataset:
+        """Return the cache key of every metric (dim ``metric``, coord ``axis``)."""
+        metrics = list(self.cache_keys)
+        appearance = self.appearance.get("metric")
+        return xr.Dataset(
+            {
+                "cache_key": variable(
+                    "metric",
+                    np.array([self.cache_keys[m] for m in metrics], dtype=str),
+                    long_name="cache key of the metric's identity",
+                    status="descriptive",
+                )
+            },
+            coords={
+                "metric": metrics,
+                "axis": (
+                    "metric",
+                    ["appearance" if m == appearance else "identity" for m in metrics],
+                ),
+            },
+        )
+
+
+@dataclass(frozen=True)
+class CacheUse:
+    """The cache of one run and what it computed and reused.
+
+    Attributes
+    ----------
+    root : str
+        The cache folder.
+    counters : dict of str to int
+        ``embeddings_computed``, ``embeddings_reused``, ``distances_computed``,
+        ``distances_reused`` in this run.
+    """
+
+    root: str
+    counters: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the cache use as ``privacy_results.json["cache"]`` records it."""
+        return {"root": self.root, "counters": dict(self.counters)}
+
+    def to_xarray(self) -> xr.Dataset:
+        """Return one count per counter (dim ``counter``); the root is an attribute."""
+        names = list(self.counters)
+        return xr.Dataset(
+            {
+                "count": variable(
+                    "counter",
+                    np.array([self.counters[n] for n in names], dtype=np.int64),
+                    long_name="cache operations in this run",
+                    status="descriptive",
+                )
+            },
+            coords={"counter": names},
+            attrs={"root": self.root},
+        )
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """Everything one privacy check found, as tables that carry their statuses.
+
+    Attributes
+    ----------
+    flagging : pandas.DataFrame
+        One row per metric and percentile, columns
+        :data:`~idaudit.memorization.FLAGGING_COLUMNS` (rates and interval bounds in
+        percent). ``attrs["status"]`` maps each column to its status.
+    nnaa : pandas.DataFrame
+        One row per metric, columns :data:`~idaudit.memorization.NNAA_COLUMNS`;
+        ``attrs["status"]`` as above.
+    sanity : pandas.DataFrame or None
+        The metric sanity check per identity metric (with ``subject_pattern``).
+    counts : pandas.DataFrame
+        Per cohort and split: image files, other files, duplicates collapsed, and the
+        images kept (``ok``) or dropped (``no_face``, ``unreadable``, ``bad_format``).
+    cohorts : list of str
+        Cohorts analysed.
+    skipped : dict of str to str
+        Cohorts left out, each with the reason.
+    notes : list of str
+        Everything the run reported in words (skips, duplicates, warnings).
+    settings : PrivacySettings
+        The checked settings.
+    inputs : InputListing
+        The roots and the SHA-256 of every split/cohort listing.
+    models : ModelsUsed
+        Model identities, weight digests and cache keys.
+    cache : CacheUse
+        The cache folder and what it computed and reused in this run.
+    provenance : dict
+        Versions, seed, settings and input hashes (scalars and strings only).
+    files : dict of str to pathlib.Path
+        The files written (empty without ``out``).
+    """
+
+    flagging: pd.DataFrame
+    nnaa: pd.DataFrame
+    sanity: pd.DataFrame | None
+    counts: pd.DataFrame
+    cohorts: list[str]
+    skipped: dict[str, str]
+    notes: list[str]
+    settings: PrivacySettings = field(repr=False)
+    inputs: InputListing = field(repr=False)
+    models: ModelsUsed = field(repr=False)
+    cache: CacheUse = field(repr=False)
+    provenance: dict[str, Any] = field(repr=False)
+    files: dict[str, Path] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        metrics = ", ".join(dict.fromkeys(self.flagging["metric"]))
+        return (
+            f"PrivacyReport(cohorts={self.cohorts}, metrics=[{metrics}], "
+            f"skipped={sorted(self.skipped)}, files={sorted(self.files)})"
+        )
+
+    @property
+    def cache_counters(self) -> dict[str, int]:
+        """What the cache computed and reused in this run (``cache.counters``)."""
+        return self.cache.counters
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the content of ``privacy_results.json`` (non-finite rates as strings)."""
+        status: dict[str, Any] = {
+            "flagging": self.flagging.attrs["status"],
+            "nnaa": self.nnaa.attrs["status"],
+        }
+        if self.sanity is not None:
+            status["sanity"] = self.sanity.attrs["status"]
+        return {
+            "flagging": _records(self.flagging),
+            "nnaa": _records(self.nnaa),
+            "sanity": None if self.sanity is None else _records(self.sanity),
+            "status": status,
+            "cohorts": {"analysed": self.cohorts, "skipped": self.skipped},
+            "counts": _records(self.counts),
+            "inputs": self.inputs.to_dict(),
+            "models": self.models.to_dict(),
+            "parameters": self.settings.to_dict(),
+            "cache": self.cache.to_dict(),
+            "notes": self.notes,
+            "provenance": self.provenance,
+        }
+
+    def to_json(self) -> str:
+        """Return ``privacy_results.json``: sorted keys, indented, NaN and inf as strings."""
+        return json.dumps(_plain(self.to_dict()), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+    def to_markdown(self) -> str:
+        """Return ``report.md``: the tables, what they mean in words, what they cannot show."""
+        confidence_level = self.settings.confidence_level
+        return "\n".join(
+            [
+                *_markdown_inputs(self),
+                *_markdown_flagging(self.flagging, self.settings.n_permutations, confidence_level),
+                *_markdown_nnaa(self.nnaa, self.settings.n_bootstrap, confidence_level),
+                *_markdown_sanity(self.sanity),
+                *_markdown_limits(self.flagging),
+                *_markdown_notes(self),
+            ]
+        )
+
+    def to_xarray(self) -> xr.Dataset:
+        """Return flagging (dims ``metric``, ``percentile``) and NNAA (``metric``) as a Dataset.
+
+        Every variable has its ``long_name`` and ``status``; the attributes carry the
+        provenance (versions, seed, input hashes), so the Dataset passes
+        :func:`idaudit.results.check_result_dataset` and round-trips through netCDF.
+        """
+        flag = self.flagging.set_index(["metric", "percentile"])
+        data: dict[str, xr.Variable] = {}
+        ds_flag = xr.Dataset.from_dataframe(flag.drop(columns=["axis"]))
+        for name in ds_flag.data_vars:
+            data[f"flagging_{name}"] = variable(
+                ("metric", "percentile"),
+                ds_flag[name].values,
+                long_name=f"flagging {name}",
+                status=FLAGGING_STATUS[str(name)],
+            )
+        nnaa_by_metric = self.nnaa.set_index("metric").reindex(ds_flag["metric"].values)
+        for name, status in NNAA_STATUS.items():
+            data[f"nnaa_{name}"] = variable(
+                "metric",
+                nnaa_by_metric[name].to_numpy(float),
+                long_name=f"NNAA {name}",
+                status=status,
+            )
+        axis = self.flagging.drop_duplicates("metric").set_index("metric")["axis"]
+        attrs = {k: v for k, v in self.provenance.items() if isinstance(v, str | int | float)}
+        return xr.Dataset(
+            data,
+            coords={
+                "metric": ds_flag["metric"].values,
+                "percentile": ds_flag["percentile"].values,
+                "axis": ("metric", axis.reindex(ds_flag["metric"].values).to_numpy(str)),
+            },
+            attrs=attrs,
+        )
+
+
+def report_markdown(report: PrivacyReport) -> str:
+    """Render the short report of a :class:`PrivacyReport` (:meth:`PrivacyReport.to_markdown`)."""
+    return report.to_markdown()
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _jsonable(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else str(value)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy: NumPy to Python, non-finite floats and paths to strings."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
 def _pct(x: Any) -> str:
@@ -38,12 +441,13 @@ def _verdict_flagging(rows: Any, alpha: float) -> str:
     )
 
 
-def report_markdown(report: PrivacyReport) -> str:
-    """Render the short report of a :class:`~idaudit.memorization.PrivacyReport`."""
-    res = report.results
-    par = res["parameters"]
-    conf = par["confidence_level"]
-    alpha = 1.0 - conf
+def _markdown_inputs(report: PrivacyReport) -> list[str]:
+    """Render the title, the question, the cohorts and the per-cohort counts table."""
+    skipped = (
+        " Skipped: " + "; ".join(f"{c} ({why})" for c, why in report.skipped.items()) + "."
+        if report.skipped
+        else ""
+    )
     lines = [
         "# idaudit privacy",
         "",
@@ -52,12 +456,7 @@ def report_markdown(report: PrivacyReport) -> str:
         "image of the same cohort (flagging), and the three sets are compared by "
         "nearest-neighbour adversarial accuracy (NNAA).",
         "",
-        f"Cohorts analysed: {', '.join(report.cohorts)}."
-        + (
-            " Skipped: " + "; ".join(f"{c} ({why})" for c, why in report.skipped.items()) + "."
-            if report.skipped
-            else ""
-        ),
+        f"Cohorts analysed: {', '.join(report.cohorts)}." + skipped,
         "",
         "| cohort | split | files | kept | no face | unreadable | bad format | not images "
         "| duplicates |",
@@ -68,16 +467,26 @@ def report_markdown(report: PrivacyReport) -> str:
             f"| {r.cohort} | {r.split} | {r.n_files} | {r.ok} | {r.no_face} | {r.unreadable} "
             f"| {r.bad_format} | {r.n_not_image} | {r.n_duplicates} |"
         )
-    lines += ["", "## Flagging at calibrated thresholds", ""]
-    lines += [
+    return lines
+
+
+def _markdown_flagging(
+    flagging: pd.DataFrame, n_permutations: int, confidence_level: float
+) -> list[str]:
+    """Render how the thresholds are set, then one verdict and table per metric."""
+    alpha = 1.0 - confidence_level
+    lines = [
+        "",
+        "## Flagging at calibrated thresholds",
+        "",
         f"Threshold at p = the p-th percentile of held-out distances (pooled over cohorts), so "
         f"the held-out rate is p by construction. p-value: one-sided permutation test "
-        f"({par['n_permutations']} label permutations within cohorts) of 'synthetic images "
+        f"({n_permutations} label permutations within cohorts) of 'synthetic images "
         f"are flagged more often than held-out ones'; interval: exact Clopper-Pearson "
-        f"({conf:.0%}) for the synthetic rate at that threshold.",
+        f"({confidence_level:.0%}) for the synthetic rate at that threshold.",
         "",
     ]
-    for metric, rows in report.flagging.groupby("metric", sort=False):
+    for metric, rows in flagging.groupby("metric", sort=False):
         axis = rows["axis"].iloc[0]
         lines += [
             f"**{metric}** ({axis} axis): {_verdict_flagging(rows, alpha)}",
@@ -92,63 +501,77 @@ def report_markdown(report: PrivacyReport) -> str:
                 f"| {r.p_value:.3g} |"
             )
         lines.append("")
-    lines += ["## Nearest-neighbour adversarial accuracy", ""]
-    if len(report.nnaa):
-        lines += [
-            "| metric | AA(train, synth) | AA(held-out, synth) | privacy loss | interval | "
-            "sets (train, held-out, synth) |",
-            "|---|---|---|---|---|---|",
-        ]
-        for r in report.nnaa.itertuples():
-            lines.append(
-                f"| {r.metric} | {r.aa_train_synth:.3f} | {r.aa_heldout_synth:.3f} "
-                f"| {r.privacy_loss:+.3f} | {r.ci_lower:+.3f} to {r.ci_upper:+.3f} "
-                f"| {r.n_train}, {r.n_heldout}, {r.n_synthetic} |"
-            )
-        lines.append("")
-        for r in report.nnaa.itertuples():
-            if np.isfinite(r.ci_lower) and r.ci_lower > 0:
-                lines.append(
-                    f"- **{r.metric}**: the privacy loss's interval excludes 0: synthetic "
-                    "images lie closer to the training set than held-out images do."
-                )
-            elif np.isfinite(r.ci_lower):
-                lines.append(
-                    f"- **{r.metric}**: the privacy loss is indistinguishable from 0 at {conf:.0%}."
-                )
-        lines += [
-            "",
-            f"Intervals: centred half-sampling intervals ({par['n_bootstrap']} draws, each "
-            "keeping a random half of every set without replacement, every nearest neighbour "
-            "recomputed); they are approximate. The absolute AA level carries no privacy "
-            "meaning on its own: "
-            "synthetic faces are usually separable from real ones, so both AA values sit "
-            "above 0.5. Only their difference is informative.",
-            "",
-        ]
-    else:
-        lines += ["NNAA was not computed (see the notes).", ""]
-    if report.sanity is not None:
-        lines += [
-            "## Metric sanity check",
-            "",
-            "| metric | AUC same < different | permutation p-value | images | subjects |",
-            "|---|---|---|---|---|",
-        ]
-        for r in report.sanity.itertuples():
-            lines.append(
-                f"| {r.metric} | {r.auc:.3f} | {r.p_value:.3g} | {r.n_images} | {r.n_subjects} |"
-            )
-        lines.append("")
+    return lines
+
+
+def _markdown_nnaa(nnaa: pd.DataFrame, n_bootstrap: int, confidence_level: float) -> list[str]:
+    """Render the NNAA table, whether each interval excludes 0, and what AA means."""
+    lines = ["## Nearest-neighbour adversarial accuracy", ""]
+    if not len(nnaa):
+        return [*lines, "NNAA was not computed (see the notes).", ""]
     lines += [
+        "| metric | AA(train, synth) | AA(held-out, synth) | privacy loss | interval | "
+        "sets (train, held-out, synth) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in nnaa.itertuples():
+        lines.append(
+            f"| {r.metric} | {r.aa_train_synth:.3f} | {r.aa_heldout_synth:.3f} "
+            f"| {r.privacy_loss:+.3f} | {r.ci_lower:+.3f} to {r.ci_upper:+.3f} "
+            f"| {r.n_train}, {r.n_heldout}, {r.n_synthetic} |"
+        )
+    lines.append("")
+    for r in nnaa.itertuples():
+        if np.isfinite(r.ci_lower) and r.ci_lower > 0:
+            lines.append(
+                f"- **{r.metric}**: the privacy loss's interval excludes 0: synthetic "
+                "images lie closer to the training set than held-out images do."
+            )
+        elif np.isfinite(r.ci_lower):
+            lines.append(
+                f"- **{r.metric}**: the privacy loss is indistinguishable from 0 at "
+                f"{confidence_level:.0%}."
+            )
+    return [
+        *lines,
+        "",
+        f"Intervals: centred half-sampling intervals ({n_bootstrap} draws, each "
+        "keeping a random half of every set without replacement, every nearest neighbour "
+        "recomputed); they are approximate. The absolute AA level carries no privacy "
+        "meaning on its own: "
+        "synthetic faces are usually separable from real ones, so both AA values sit "
+        "above 0.5. Only their difference is informative.",
+        "",
+    ]
+
+
+def _markdown_sanity(sanity: pd.DataFrame | None) -> list[str]:
+    """Render the metric sanity check's table (nothing without ``subject_pattern``)."""
+    if sanity is None:
+        return []
+    lines = [
+        "## Metric sanity check",
+        "",
+        "| metric | AUC same < different | permutation p-value | images | subjects |",
+        "|---|---|---|---|---|",
+    ]
+    for r in sanity.itertuples():
+        lines.append(
+            f"| {r.metric} | {r.auc:.3f} | {r.p_value:.3g} | {r.n_images} | {r.n_subjects} |"
+        )
+    return [*lines, ""]
+
+
+def _markdown_limits(flagging: pd.DataFrame) -> list[str]:
+    """Render what the two axes can and cannot show, and the status of every number."""
+    appearance = ", ".join(dict.fromkeys(flagging.loc[flagging["axis"] == "appearance", "metric"]))
+    return [
         "## What these numbers can and cannot show",
         "",
         "- The identity axis (recognition embeddings) speaks to re-identification: a hit means "
         "a synthetic face resembles a training subject as a face-recognition system sees "
         "them. The appearance axis ("
-        + ", ".join(
-            dict.fromkeys(report.flagging.loc[report.flagging["axis"] == "appearance", "metric"])
-        )
+        + appearance
         + ") compares whole pictures: lighting, framing, background, colour cast. It cannot "
         "separate two photographs of one subject from photographs of two subjects, so a hit "
         "there may be the acquisition style of the training set, learnt with the faces.",
@@ -165,14 +588,17 @@ def report_markdown(report: PrivacyReport) -> str:
         "and set sizes are `descriptive`.",
         "",
     ]
-    if report.notes:
-        lines += ["## Notes", "", *(f"- {n}" for n in report.notes), ""]
-    counters = report.cache_counters
-    lines += [
-        f"Cache `{res['cache']['root']}`: {counters.get('embeddings_computed', 0)} embeddings "
+
+
+def _markdown_notes(report: PrivacyReport) -> list[str]:
+    """Render the run's notes and what the cache computed and reused."""
+    lines = ["## Notes", "", *(f"- {n}" for n in report.notes), ""] if report.notes else []
+    counters = report.cache.counters
+    return [
+        *lines,
+        f"Cache `{report.cache.root}`: {counters.get('embeddings_computed', 0)} embeddings "
         f"computed, {counters.get('embeddings_reused', 0)} reused; "
         f"{counters.get('distances_computed', 0)} appearance distances computed, "
         f"{counters.get('distances_reused', 0)} reused.",
         "",
     ]
-    return "\n".join(lines)

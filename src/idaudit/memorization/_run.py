@@ -1,13 +1,19 @@
-"""Folders to seed 003's outputs: ``run_privacy_check`` and its :class:`PrivacyReport`."""
+"""Folders to seed 003's outputs: :func:`run_privacy_check`, step by step.
+
+The steps, each over the frozen :class:`~idaudit.memorization.PrivacySettings`: scan the three
+roots (:func:`_scan_cohorts`), hash the files (:func:`_hash_files`), embed them through the
+cache (:func:`_embed`), keep the cohorts with a usable face in every split
+(:func:`_usable_cohorts`), measure the identity axis (:func:`_identity_axis`) and the
+appearance axis (:func:`_appearance_axis`), and gather the results (:func:`_report`).
+"""
 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -17,17 +23,14 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-import xarray as xr
 
 from idaudit._device import available_cpus, default_threads, thread_limit
 from idaudit._results import (
     Status,
     private_dir,
     provenance,
-    variable,
     write_atomic,
     write_csv,
-    write_json,
     write_text,
 )
 from idaudit._validation import check_in_range, check_integer, check_option
@@ -43,16 +46,30 @@ from idaudit.memorization._flagging import (
 from idaudit.memorization._images import (
     SPLITS,
     CohortFiles,
+    FaceModels,
     MemoDetector,
     build_models,
     embed_images,
     hash_files,
     scan_root,
 )
-from idaudit.memorization._nnaa import NNAA_STATUS, nnaa, nnaa_from_distances, subsample_indices
+from idaudit.memorization._nnaa import (
+    NNAA_STATUS,
+    NNAAResult,
+    nnaa,
+    nnaa_from_distances,
+    subsample_indices,
+)
+from idaudit.memorization._report import (
+    CacheUse,
+    InputListing,
+    ModelsUsed,
+    PrivacyReport,
+    PrivacySettings,
+)
 from idaudit.memorization._sanity import SANITY_STATUS, metric_sanity, subjects_from_names
 
-__all__ = ["FLAGGING_COLUMNS", "NNAA_COLUMNS", "OUTPUT_FILES", "PrivacyReport", "run_privacy_check"]
+__all__ = ["FLAGGING_COLUMNS", "NNAA_COLUMNS", "OUTPUT_FILES", "run_privacy_check"]
 
 #: Columns of ``flagging.csv``, in order.
 FLAGGING_COLUMNS: tuple[str, ...] = (
@@ -97,93 +114,57 @@ OUTPUT_FILES: tuple[str, ...] = (
     "nnaa.png",
     "report.md",
 )
-_COUNT_COLUMNS = ("n_files", "n_not_image", "n_duplicates", "ok", "no_face", "unreadable",
-                  "bad_format")  # fmt: skip
+_IMAGE_STATUSES = ("ok", "no_face", "unreadable", "bad_format")
+_COUNT_COLUMNS = ("n_files", "n_not_image", "n_duplicates", *_IMAGE_STATUSES)
+
+#: Key of one split and cohort, e.g. ``("train", "a")``.
+_SplitCohort = tuple[str, str]
 
 
 @dataclass(frozen=True)
-class PrivacyReport:
-    """Everything one privacy check found, as tables that carry their statuses.
+class _Cohorts:
+    """The three roots as scanned: cohorts common to all of them and those left out."""
 
-    Attributes
-    ----------
-    flagging : pandas.DataFrame
-        One row per metric and percentile, columns :data:`FLAGGING_COLUMNS` (rates and
-        interval bounds in percent). ``attrs["status"]`` maps each column to its status.
-    nnaa : pandas.DataFrame
-        One row per metric, columns :data:`NNAA_COLUMNS`; ``attrs["status"]`` as above.
-    sanity : pandas.DataFrame or None
-        The metric sanity check per identity metric (with ``subject_pattern``).
-    counts : pandas.DataFrame
-        Per cohort and split: image files, other files, duplicates collapsed, and the
-        images kept (``ok``) or dropped (``no_face``, ``unreadable``, ``bad_format``).
-    cohorts : list of str
-        Cohorts analysed.
-    skipped : dict of str to str
-        Cohorts left out, each with the reason.
-    notes : list of str
-        Everything the run reported in words (skips, duplicates, warnings).
-    cache_counters : dict of str to int
-        What the cache computed and reused in this run.
-    results : dict
-        The content of ``privacy_results.json``.
-    files : dict of str to pathlib.Path
-        The files written (empty without ``out``).
-    """
+    roots: dict[str, Path]
+    scanned: dict[str, dict[str, tuple[list[Path], int]]]
+    common: list[str]
+    missing: dict[str, str]  # cohort -> why it is not in all three roots
 
-    flagging: pd.DataFrame
-    nnaa: pd.DataFrame
-    sanity: pd.DataFrame | None
-    counts: pd.DataFrame
-    cohorts: list[str]
-    skipped: dict[str, str]
-    notes: list[str]
-    cache_counters: dict[str, int]
-    results: dict[str, Any] = field(repr=False)
-    files: dict[str, Path] = field(default_factory=dict)
 
-    def __repr__(self) -> str:
-        metrics = ", ".join(dict.fromkeys(self.flagging["metric"]))
-        return (
-            f"PrivacyReport(cohorts={self.cohorts}, metrics=[{metrics}], "
-            f"skipped={sorted(self.skipped)}, files={sorted(self.files)})"
-        )
+@dataclass(frozen=True)
+class _Embedded:
+    """Every image of every split and cohort: its file, detection status and embeddings."""
 
-    def to_xarray(self) -> xr.Dataset:
-        """Return flagging (dims ``metric``, ``percentile``) and NNAA (``metric``) as a Dataset.
+    files: dict[_SplitCohort, CohortFiles]
+    status: dict[_SplitCohort, npt.NDArray[np.str_]]
+    vectors: dict[tuple[int, str, str], npt.NDArray[np.float32]]  # (encoder, split, cohort)
 
-        Every variable has its ``long_name`` and ``status``; the attributes carry the
-        provenance (versions, seed, input hashes), so the Dataset passes
-        :func:`idaudit._results.check_result_dataset` and round-trips through netCDF.
-        """
-        flag = self.flagging.set_index(["metric", "percentile"])
-        data: dict[str, xr.Variable] = {}
-        ds_flag = xr.Dataset.from_dataframe(flag.drop(columns=["axis"]))
-        for name in ds_flag.data_vars:
-            data[f"flagging_{name}"] = variable(
-                ("metric", "percentile"),
-                ds_flag[name].values,
-                long_name=f"flagging {name}",
-                status=FLAGGING_STATUS[str(name)],
-            )
-        nn = self.nnaa.set_index("metric").reindex(ds_flag["metric"].values)
-        for name, status in NNAA_STATUS.items():
-            data[f"nnaa_{name}"] = variable(
-                "metric", nn[name].to_numpy(float), long_name=f"NNAA {name}", status=status
-            )
-        axis = self.flagging.drop_duplicates("metric").set_index("metric")["axis"]
-        attrs = {
-            k: v for k, v in self.results["provenance"].items() if isinstance(v, str | int | float)
-        }
-        return xr.Dataset(
-            data,
-            coords={
-                "metric": ds_flag["metric"].values,
-                "percentile": ds_flag["percentile"].values,
-                "axis": ("metric", axis.reindex(ds_flag["metric"].values).to_numpy(str)),
-            },
-            attrs=attrs,
-        )
+    def kept(self, split: str, cohort: str) -> npt.NDArray[np.intp]:
+        """Return the indices of the images with a usable face."""
+        return np.flatnonzero(self.status[(split, cohort)] == "ok")
+
+    def kept_paths(self, split: str, cohort: str) -> list[Path]:
+        """Return the paths of the images with a usable face."""
+        paths = self.files[(split, cohort)].paths
+        return [paths[i] for i in self.kept(split, cohort)]
+
+    def kept_hashes(self, split: str, cohort: str) -> list[str]:
+        """Return the content hashes of the images with a usable face."""
+        hashes = self.files[(split, cohort)].hashes
+        return [hashes[i] for i in self.kept(split, cohort)]
+
+    def n_usable(self, split: str, cohort: str) -> int:
+        """Count the images with a usable face."""
+        return int((self.status[(split, cohort)] == "ok").sum())
+
+
+@dataclass(frozen=True)
+class _AxisRows:
+    """Per-metric rows of the flagging, NNAA and sanity tables from one axis."""
+
+    flagging: list[pd.DataFrame] = field(default_factory=list)
+    nnaa: list[pd.DataFrame] = field(default_factory=list)
+    sanity: list[pd.DataFrame] = field(default_factory=list)
 
 
 def _say(notes: list[str], text: str, *, warn: bool = False) -> None:
@@ -200,8 +181,15 @@ def _listing_digest(root: Path, files: CohortFiles) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-def _frame_with_status(rows: list[pd.DataFrame], status: dict[str, Status]) -> pd.DataFrame:
-    frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+def _table(
+    rows: list[pd.DataFrame], columns: Sequence[str], status: dict[str, Status]
+) -> pd.DataFrame:
+    """Concatenate per-metric rows into one table whose ``attrs["status"]`` covers every column."""
+    frame = (
+        pd.concat(rows, ignore_index=True)[list(columns)]
+        if rows
+        else pd.DataFrame(columns=list(columns))
+    )
     frame.attrs["status"] = {"metric": "descriptive", "axis": "descriptive", **status}
     return frame
 
@@ -299,327 +287,442 @@ def run_privacy_check(
         A model file that is not on disk (nothing is downloaded).
     """
     values = check_percentiles(percentiles)
-    n_bootstrap = check_integer(n_bootstrap, "n_bootstrap", minimum=0)
-    max_samples = check_integer(max_samples, "max_samples", minimum=2)
-    lpips_max_samples = check_integer(lpips_max_samples, "lpips_max_samples", minimum=2)
-    n_permutations = check_integer(n_permutations, "n_permutations", minimum=0)
-    confidence_level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
     check_option(duplicates, "duplicates", ("collapse", "keep"))
-    seed = check_integer(rng, "rng", minimum=0)
     cpus = available_cpus()
     asked = None if threads is None else check_integer(threads, "threads", minimum=1)
-    # seed 003 runs at most 8 threads unless asked for more
-    n_threads = min(8, default_threads()) if asked is None else min(asked, cpus)
+    settings = PrivacySettings(
+        percentiles=tuple(values.tolist()),
+        n_bootstrap=check_integer(n_bootstrap, "n_bootstrap", minimum=0),
+        max_samples=check_integer(max_samples, "max_samples", minimum=2),
+        lpips_max_samples=check_integer(lpips_max_samples, "lpips_max_samples", minimum=2),
+        n_permutations=check_integer(n_permutations, "n_permutations", minimum=0),
+        confidence_level=check_in_range(confidence_level, "confidence_level", 0.0, 1.0),
+        duplicates=duplicates,
+        aligned=aligned,
+        subject_pattern=subject_pattern,
+        # seed 003 runs at most 8 threads unless asked for more
+        threads=min(8, default_threads()) if asked is None else min(asked, cpus),
+        device=device,
+        rng=check_integer(rng, "rng", minimum=0),
+        progress=progress,
+    )
     notes: list[str] = []
     if asked is not None and asked > cpus:
         _say(notes, f"threads: {asked} asked, capped at the {cpus} CPU(s) this process may use.")
-
-    roots = {"train": Path(train), "heldout": Path(heldout), "synthetic": Path(synthetic)}
-    scanned = {split: scan_root(roots[split], split) for split in SPLITS}
-    names = [set(scanned[s]) for s in SPLITS]
-    common = sorted(set.intersection(*names))
-    skipped: dict[str, str] = {}
-    for cohort in sorted(set.union(*names) - set(common)):
-        missing = [s for s in SPLITS if cohort not in scanned[s]]
-        skipped[cohort] = f"missing from {' and '.join(missing)}"
-    if not common:
-        raise InvalidInputError(
-            "no cohort folder is common to train, heldout and synthetic; cohorts: "
-            + ", ".join(f"{s}: {sorted(scanned[s])}" for s in SPLITS)
-        )
-    if skipped:
-        _say(
-            notes,
-            "cohorts skipped (not in all three roots): "
-            + "; ".join(f"{c} ({why})" for c, why in skipped.items()),
-            warn=True,
-        )
+    cohorts = _scan_cohorts(
+        {"train": Path(train), "heldout": Path(heldout), "synthetic": Path(synthetic)}, notes
+    )
 
     with ExitStack() as stack:
-        stack.enter_context(thread_limit(n_threads))
-        if isinstance(cache, PrivacyCache):
-            store = cache
-        elif cache is not None:
-            store = PrivacyCache(cache)
-        elif out is not None:
-            store = PrivacyCache(_make_out(Path(out)) / "cache")
-        else:
-            store = PrivacyCache(stack.enter_context(tempfile.TemporaryDirectory()))
+        stack.enter_context(thread_limit(settings.threads))
+        store = _open_cache(cache, out, stack)
         counters_before = dict(store.counters)
-        return _run(
-            roots, scanned, common, skipped, notes, store, counters_before,
-            out=None if out is None else _make_out(Path(out)),
-            percentiles=values, n_bootstrap=n_bootstrap, max_samples=max_samples,
-            lpips_max_samples=lpips_max_samples, n_permutations=n_permutations,
-            confidence_level=confidence_level, duplicates=duplicates, seed=seed,
-            threads=n_threads, device=device, subject_pattern=subject_pattern,
-            models=build_models(
-                dlib=dlib, arcface=arcface, adaface=adaface, lvface=lvface,
-                retinaface=retinaface, lpips_backbone=lpips_backbone, aligned=aligned,
-                threads=n_threads, device=device,
-            ),
+        out_dir = None if out is None else _make_out(Path(out))
+        models = build_models(
+            dlib=dlib,
+            arcface=arcface,
+            adaface=adaface,
+            lvface=lvface,
+            retinaface=retinaface,
+            lpips_backbone=lpips_backbone,
             aligned=aligned,
-            progress=progress,
-        )  # fmt: skip
+            threads=settings.threads,
+            device=device,
+        )
+        report = _run(settings, cohorts, models, store, counters_before, notes)
+        if out_dir is not None:
+            report.files.update(_write_outputs(report, out_dir))
+        return report
 
 
 def _make_out(out: Path) -> Path:
     return private_dir(out, name="out")
 
 
+def _open_cache(
+    cache: str | os.PathLike[str] | PrivacyCache | None,
+    out: str | os.PathLike[str] | None,
+    stack: ExitStack,
+) -> PrivacyCache:
+    """Open the cache asked for, else ``out/cache``, else a temporary folder for the run."""
+    if isinstance(cache, PrivacyCache):
+        return cache
+    if cache is not None:
+        return PrivacyCache(cache)
+    if out is not None:
+        return PrivacyCache(_make_out(Path(out)) / "cache")
+    return PrivacyCache(stack.enter_context(tempfile.TemporaryDirectory()))
+
+
+def _scan_cohorts(roots: dict[str, Path], notes: list[str]) -> _Cohorts:
+    """Scan the three roots; cohorts missing from any of them are left out, and said so."""
+    scanned = {split: scan_root(roots[split], split) for split in SPLITS}
+    names = [set(scanned[split]) for split in SPLITS]
+    common = sorted(set.intersection(*names))
+    missing: dict[str, str] = {}
+    for cohort in sorted(set.union(*names) - set(common)):
+        absent_from = [split for split in SPLITS if cohort not in scanned[split]]
+        missing[cohort] = f"missing from {' and '.join(absent_from)}"
+    if not common:
+        raise InvalidInputError(
+            "no cohort folder is common to train, heldout and synthetic; cohorts: "
+            + ", ".join(f"{split}: {sorted(scanned[split])}" for split in SPLITS)
+        )
+    if missing:
+        _say(
+            notes,
+            "cohorts skipped (not in all three roots): "
+            + "; ".join(f"{cohort} ({why})" for cohort, why in missing.items()),
+            warn=True,
+        )
+    return _Cohorts(roots=roots, scanned=scanned, common=common, missing=missing)
+
+
 def _run(
-    roots: dict[str, Path],
-    scanned: dict[str, dict[str, tuple[list[Path], int]]],
-    common: list[str],
-    skipped: dict[str, str],
-    notes: list[str],
+    settings: PrivacySettings,
+    cohorts: _Cohorts,
+    models: FaceModels,
     store: PrivacyCache,
     counters_before: dict[str, int],
-    *,
-    out: Path | None,
-    percentiles: npt.NDArray[np.float64],
-    n_bootstrap: int,
-    max_samples: int,
-    lpips_max_samples: int,
-    n_permutations: int,
-    confidence_level: float,
-    duplicates: str,
-    seed: int,
-    threads: int,
-    device: str,
-    subject_pattern: str | None,
-    models: Any,
-    aligned: bool,
-    progress: bool,
+    notes: list[str],
 ) -> PrivacyReport:
-    collapse = duplicates == "collapse"
-    files = {
-        (split, cohort): hash_files(*scanned[split][cohort], collapse=collapse)
-        for split in SPLITS
-        for cohort in common
-    }
-    _duplicate_notes(files, common, notes)
+    """Run the steps from scanned folders to the report (nothing written yet)."""
+    files = _hash_files(cohorts, settings.duplicates, notes)
+    embedded = _embed(files, models, store, settings)
+    usable, no_face = _usable_cohorts(embedded, cohorts.common, notes)
+    identity = _identity_axis(embedded, usable, models, settings, notes)
+    appearance = _appearance_axis(embedded, usable, models, store, settings, notes)
+    return _report(
+        settings,
+        cohorts,
+        embedded,
+        usable,
+        skipped={**cohorts.missing, **no_face},
+        rows=_AxisRows(
+            flagging=identity.flagging + appearance.flagging,
+            nnaa=identity.nnaa + appearance.nnaa,
+            sanity=identity.sanity,
+        ),
+        models=models,
+        cache=CacheUse(
+            root=str(store.root),
+            counters={k: int(v - counters_before.get(k, 0)) for k, v in store.counters.items()},
+        ),
+        notes=notes,
+    )
 
-    # -- identity embeddings, through the cache -------------------------------------------
-    detector = MemoDetector(models.detector)
-    emb: dict[tuple[int, str, str], npt.NDArray[np.float32]] = {}
-    status: dict[tuple[str, str], npt.NDArray[np.str_]] = {}
+
+def _hash_files(
+    cohorts: _Cohorts, duplicates: str, notes: list[str]
+) -> dict[_SplitCohort, CohortFiles]:
+    """Hash every file of every split and cohort; note duplicates and train/other overlaps."""
+    files = {
+        (split, cohort): hash_files(
+            *cohorts.scanned[split][cohort], collapse=duplicates == "collapse"
+        )
+        for split in SPLITS
+        for cohort in cohorts.common
+    }
+    _duplicate_notes(files, cohorts.common, notes)
+    return files
+
+
+def _embed(
+    files: dict[_SplitCohort, CohortFiles],
+    models: FaceModels,
+    store: PrivacyCache,
+    settings: PrivacySettings,
+) -> _Embedded:
+    """Detect and embed every image with every identity encoder, through the cache."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(models.encoders) * len(files), desc="embeddings", disable=not progress)
-    for m, (encoder, ident) in enumerate(
+    detector = MemoDetector(models.detector)
+    vectors: dict[tuple[int, str, str], npt.NDArray[np.float32]] = {}
+    status: dict[_SplitCohort, npt.NDArray[np.str_]] = {}
+    bar = tqdm(
+        total=len(models.encoders) * len(files), desc="embeddings", disable=not settings.progress
+    )
+    for index, (encoder, identity) in enumerate(
         zip(models.encoders, models.encoder_identities, strict=True)
     ):
-        for (split, cohort), cf in files.items():
+        for (split, cohort), cohort_files in files.items():
             bar.update(1)
 
-            def compute(idx: list[int], cf: CohortFiles = cf, encoder: Any = encoder) -> Any:
-                st, vec, _ = embed_images([cf.paths[i] for i in idx], detector, encoder,
-                                          aligned=aligned)  # fmt: skip
-                return st, vec
+            def compute(
+                which: list[int], cohort_files: CohortFiles = cohort_files, encoder: Any = encoder
+            ) -> Any:
+                paths = [cohort_files.paths[i] for i in which]
+                image_status, embeddings, _ = embed_images(
+                    paths, detector, encoder, aligned=settings.aligned
+                )
+                return image_status, embeddings
 
-            st, vec = store.embeddings(ident, split, cohort, cf.hashes, compute, dim=encoder.dim)
-            emb[(m, split, cohort)] = vec
-            if m == 0:
-                status[(split, cohort)] = st
-            elif not np.array_equal(st, status[(split, cohort)]):  # pragma: no cover - defensive
+            image_status, embeddings = store.embeddings(
+                identity, split, cohort, cohort_files.hashes, compute, dim=encoder.dim
+            )
+            vectors[(index, split, cohort)] = embeddings
+            if index == 0:
+                status[(split, cohort)] = image_status
+            elif not np.array_equal(image_status, status[(split, cohort)]):  # pragma: no cover
+                # every encoder shares one detector, so a difference means a stale cache
                 raise InvalidInputError(
                     f"detections differ between encoders for {split}/{cohort}; clear the cache."
                 )
-
     bar.close()
-    counts = _counts_frame(files, status, common)
+    return _Embedded(files=files, status=status, vectors=vectors)
+
+
+def _usable_cohorts(
+    embedded: _Embedded, common: list[str], notes: list[str]
+) -> tuple[list[str], dict[str, str]]:
+    """Split the cohorts into those with a usable face in every split and the others."""
     usable: list[str] = []
+    no_face: dict[str, str] = {}
     for cohort in common:
-        empty = [s for s in SPLITS if not (status[(s, cohort)] == "ok").any()]
+        empty = [split for split in SPLITS if embedded.n_usable(split, cohort) == 0]
         if empty:
-            skipped[cohort] = f"no usable face in {' and '.join(empty)}"
-            _say(notes, f"cohort {cohort} skipped: no usable face in {' and '.join(empty)}.",
-                 warn=True)  # fmt: skip
-        else:
-            usable.append(cohort)
-            single = [s for s in SPLITS if int((status[(s, cohort)] == "ok").sum()) == 1]
-            if single:
-                _say(notes, f"cohort {cohort} has a single usable image in {', '.join(single)}.")
+            no_face[cohort] = f"no usable face in {' and '.join(empty)}"
+            _say(notes, f"cohort {cohort} skipped: {no_face[cohort]}.", warn=True)
+            continue
+        usable.append(cohort)
+        single = [split for split in SPLITS if embedded.n_usable(split, cohort) == 1]
+        if single:
+            _say(notes, f"cohort {cohort} has a single usable image in {', '.join(single)}.")
     if not usable:
         raise InvalidInputError(
             "no cohort has a usable face in all three splits; see the per-cohort counts: "
             + "; ".join(
-                f"{c}/{s}: {int((status[(s, c)] == 'ok').sum())} of {len(files[(s, c)].paths)}"
-                for c in common
-                for s in SPLITS
+                f"{cohort}/{split}: {embedded.n_usable(split, cohort)} of "
+                f"{len(embedded.files[(split, cohort)].paths)}"
+                for cohort in common
+                for split in SPLITS
             )
         )
+    return usable, no_face
 
-    def kept(split: str, cohort: str) -> npt.NDArray[np.intp]:
-        return np.flatnonzero(status[(split, cohort)] == "ok")
 
-    flag_rows: list[pd.DataFrame] = []
-    nnaa_rows: list[pd.DataFrame] = []
-    sanity_rows: list[pd.DataFrame] = []
-    for m, encoder in enumerate(models.encoders):
-        sets = {}
-        labels = {}
-        for split in SPLITS:
-            sets[split] = np.concatenate([emb[(m, split, c)][kept(split, c)] for c in usable])
-            labels[split] = np.concatenate(
-                [np.full(kept(split, c).size, c, dtype=object) for c in usable]
+def _identity_axis(
+    embedded: _Embedded,
+    usable: list[str],
+    models: FaceModels,
+    settings: PrivacySettings,
+    notes: list[str],
+) -> _AxisRows:
+    """Run flagging, NNAA and (with ``subject_pattern``) the sanity check per encoder."""
+    rows = _AxisRows()
+    percentiles = np.asarray(settings.percentiles, dtype=np.float64)
+    for index, encoder in enumerate(models.encoders):
+        sets = {
+            split: np.concatenate(
+                [embedded.vectors[(index, split, c)][embedded.kept(split, c)] for c in usable]
             )
-        res = flagging(
-            sets["train"], sets["heldout"], sets["synthetic"],
+            for split in SPLITS
+        }
+        labels = {
+            split: np.concatenate(
+                [np.full(embedded.kept(split, c).size, c, dtype=object) for c in usable]
+            )
+            for split in SPLITS
+        }
+        flagged = flagging(
+            sets["train"],
+            sets["heldout"],
+            sets["synthetic"],
             cohorts=(labels["train"], labels["heldout"], labels["synthetic"]),
-            metric="cosine", percentiles=percentiles, n_permutations=n_permutations,
-            confidence_level=confidence_level, rng=seed, device=device,
-        )  # fmt: skip
-        flag_rows.append(_with_axis(res.to_frame(encoder.name), "identity"))
-        nn = _nnaa_or_note(
+            metric="cosine",
+            percentiles=percentiles,
+            n_permutations=settings.n_permutations,
+            confidence_level=settings.confidence_level,
+            rng=settings.rng,
+            device=settings.device,
+        )
+        rows.flagging.append(_with_axis(flagged.to_frame(encoder.name), "identity"))
+        accuracy = _nnaa_or_note(
             partial(
-                nnaa, sets["train"], sets["heldout"], sets["synthetic"], metric="cosine",
-                n_bootstrap=n_bootstrap, max_samples=max_samples,
-                confidence_level=confidence_level, rng=seed, device=device,
+                nnaa,
+                sets["train"],
+                sets["heldout"],
+                sets["synthetic"],
+                metric="cosine",
+                n_bootstrap=settings.n_bootstrap,
+                max_samples=settings.max_samples,
+                confidence_level=settings.confidence_level,
+                rng=settings.rng,
+                device=settings.device,
             ),
-            encoder.name, notes,
-        )  # fmt: skip
-        if nn is not None:
-            nnaa_rows.append(_with_axis(nn.to_frame(encoder.name), "identity"))
-        if subject_pattern is not None:
+            encoder.name,
+            notes,
+        )
+        if accuracy is not None:
+            rows.nnaa.append(_with_axis(accuracy.to_frame(encoder.name), "identity"))
+        if settings.subject_pattern is not None:
             frame = _sanity(
-                encoder.name, subject_pattern, files, usable, kept,
-                {s: [emb[(m, s, c)] for c in usable] for s in ("train", "heldout")},
-                seed, notes,
-            )  # fmt: skip
+                encoder.name, settings.subject_pattern, index, embedded, usable, settings.rng, notes
+            )
             if frame is not None:
-                sanity_rows.append(frame)
+                rows.sanity.append(frame)
+    return rows
 
-    # -- appearance axis ----------------------------------------------------------------
-    appearance_name = models.appearance_identity["metric"]
-    loader = _ImageLoader(models.appearance_size)
 
-    def block(rows: list[Path], cols: list[Path]) -> Any:
-        def compute(r: list[int], c: list[int]) -> npt.NDArray[np.float64]:
-            a = [loader(rows[i]) for i in r]
-            b = [loader(cols[j]) for j in c]
-            return np.asarray(models.appearance.pairwise(a, b, progress=False), dtype=np.float64)
-
-        return compute
-
-    d_h: list[npt.NDArray[np.float64]] = []
-    d_s: list[npt.NDArray[np.float64]] = []
-    s_h: list[npt.NDArray[Any]] = []
-    s_s: list[npt.NDArray[Any]] = []
+def _appearance_axis(
+    embedded: _Embedded,
+    usable: list[str],
+    models: FaceModels,
+    store: PrivacyCache,
+    settings: PrivacySettings,
+    notes: list[str],
+) -> _AxisRows:
+    """Run flagging and NNAA on whole images (LPIPS or SSIM), distances through the cache."""
+    metric = models.appearance_identity["metric"]
+    distances = _AppearanceDistances(models, store)
+    heldout_min: list[npt.NDArray[np.float64]] = []
+    synthetic_min: list[npt.NDArray[np.float64]] = []
+    heldout_cohort: list[npt.NDArray[Any]] = []
+    synthetic_cohort: list[npt.NDArray[Any]] = []
     for cohort in usable:
-        t_paths = [files[("train", cohort)].paths[i] for i in kept("train", cohort)]
-        t_hash = [files[("train", cohort)].hashes[i] for i in kept("train", cohort)]
-        for split, d_out, s_out in (("heldout", d_h, s_h), ("synthetic", d_s, s_s)):
-            q_paths = [files[(split, cohort)].paths[i] for i in kept(split, cohort)]
-            q_hash = [files[(split, cohort)].hashes[i] for i in kept(split, cohort)]
-            mat = store.distances(models.appearance_identity, q_hash, t_hash,
-                                  block(q_paths, t_paths))  # fmt: skip
-            d_out.append(mat.min(axis=1))
-            s_out.append(np.full(len(q_hash), cohort, dtype=object))
-    res_a = flagging_from_distances(
-        np.concatenate(d_h), np.concatenate(d_s),
-        heldout_strata=np.concatenate(s_h), synthetic_strata=np.concatenate(s_s),
-        percentiles=percentiles, n_permutations=n_permutations,
-        confidence_level=confidence_level, rng=seed,
-    )  # fmt: skip
-    flag_rows.append(_with_axis(res_a.to_frame(appearance_name), "appearance"))
+        train = (embedded.kept_paths("train", cohort), embedded.kept_hashes("train", cohort))
+        for split, nearest, strata in (
+            ("heldout", heldout_min, heldout_cohort),
+            ("synthetic", synthetic_min, synthetic_cohort),
+        ):
+            query = (embedded.kept_paths(split, cohort), embedded.kept_hashes(split, cohort))
+            nearest.append(distances(query, train).min(axis=1))  # (n_query,)
+            strata.append(np.full(len(query[1]), cohort, dtype=object))
+    flagged = flagging_from_distances(
+        np.concatenate(heldout_min),
+        np.concatenate(synthetic_min),
+        heldout_strata=np.concatenate(heldout_cohort),
+        synthetic_strata=np.concatenate(synthetic_cohort),
+        percentiles=np.asarray(settings.percentiles, dtype=np.float64),
+        n_permutations=settings.n_permutations,
+        confidence_level=settings.confidence_level,
+        rng=settings.rng,
+    )
+    rows = _AxisRows(flagging=[_with_axis(flagged.to_frame(metric), "appearance")])
+    accuracy = _nnaa_or_note(
+        partial(_appearance_nnaa, embedded, usable, distances, settings), metric, notes
+    )
+    if accuracy is not None:
+        rows.nnaa.append(_with_axis(accuracy.to_frame(metric), "appearance"))
+    return rows
 
-    gen = np.random.default_rng(seed)
+
+def _appearance_nnaa(
+    embedded: _Embedded,
+    usable: list[str],
+    distances: _AppearanceDistances,
+    settings: PrivacySettings,
+) -> NNAAResult:
+    """NNAA on seeded subsets of the three pooled sets (appearance distances are costly)."""
+    gen = np.random.default_rng(settings.rng)
     pooled: dict[str, tuple[list[Path], list[str]]] = {}
     for split in SPLITS:
-        paths = [files[(split, c)].paths[i] for c in usable for i in kept(split, c)]
-        hashes = [files[(split, c)].hashes[i] for c in usable for i in kept(split, c)]
-        keep = subsample_indices(len(paths), lpips_max_samples, gen)
+        paths = [p for c in usable for p in embedded.kept_paths(split, c)]
+        hashes = [h for c in usable for h in embedded.kept_hashes(split, c)]
+        keep = subsample_indices(len(paths), settings.lpips_max_samples, gen)
         pooled[split] = ([paths[i] for i in keep], [hashes[i] for i in keep])
-    union_p = [p for s in SPLITS for p in pooled[s][0]]
-    union_h = [h for s in SPLITS for h in pooled[s][1]]
-    sizes = tuple(len(pooled[s][0]) for s in SPLITS)
-    nn_a = _nnaa_or_note(
-        lambda: nnaa_from_distances(
-            store.distances(models.appearance_identity, union_h, union_h,
-                            block(union_p, union_p)),
-            sizes,  # type: ignore[arg-type]
-            n_bootstrap=n_bootstrap, max_samples=lpips_max_samples,
-            confidence_level=confidence_level, rng=gen, device=device,
-        ),
-        appearance_name, notes,
-    )  # fmt: skip
-    if nn_a is not None:
-        nnaa_rows.append(_with_axis(nn_a.to_frame(appearance_name), "appearance"))
-
-    flag_frame = _frame_with_status(flag_rows, FLAGGING_STATUS)[list(FLAGGING_COLUMNS)]
-    flag_frame.attrs["status"] = {"metric": "descriptive", "axis": "descriptive",
-                                  **FLAGGING_STATUS}  # fmt: skip
-    nnaa_frame = _frame_with_status(nnaa_rows, NNAA_STATUS)
-    nnaa_frame = (
-        nnaa_frame[list(NNAA_COLUMNS)]
-        if len(nnaa_frame)
-        else pd.DataFrame(columns=list(NNAA_COLUMNS))
+    union = (
+        [p for split in SPLITS for p in pooled[split][0]],
+        [h for split in SPLITS for h in pooled[split][1]],
     )
-    nnaa_frame.attrs["status"] = {"metric": "descriptive", "axis": "descriptive", **NNAA_STATUS}
-    sanity_frame = None
-    if sanity_rows:
-        sanity_frame = pd.concat(sanity_rows, ignore_index=True)
-        sanity_frame.attrs["status"] = {"metric": "descriptive", **SANITY_STATUS}
+    train, heldout, synthetic = (len(pooled[split][0]) for split in SPLITS)
+    return nnaa_from_distances(
+        distances(union, union),  # (n_union, n_union), train then held-out then synthetic
+        (train, heldout, synthetic),
+        n_bootstrap=settings.n_bootstrap,
+        max_samples=settings.lpips_max_samples,
+        confidence_level=settings.confidence_level,
+        rng=gen,
+        device=settings.device,
+    )
 
-    counters = {k: int(v - counters_before.get(k, 0)) for k, v in store.counters.items()}
-    inputs = {
-        f"{split}/{cohort}": _listing_digest(roots[split] / cohort, files[(split, cohort)])
+
+def _report(
+    settings: PrivacySettings,
+    cohorts: _Cohorts,
+    embedded: _Embedded,
+    usable: list[str],
+    *,
+    skipped: dict[str, str],
+    rows: _AxisRows,
+    models: FaceModels,
+    cache: CacheUse,
+    notes: list[str],
+) -> PrivacyReport:
+    """Gather the tables, counts, input digests, model identities and provenance."""
+    sanity = None
+    if rows.sanity:
+        sanity = pd.concat(rows.sanity, ignore_index=True)
+        sanity.attrs["status"] = {"metric": "descriptive", **SANITY_STATUS}
+    digests = {
+        f"{split}/{cohort}": _listing_digest(
+            cohorts.roots[split] / cohort, embedded.files[(split, cohort)]
+        )
         for split in SPLITS
-        for cohort in common
+        for cohort in cohorts.common
     }
-    prov = provenance(
-        title="idaudit.memorization.run_privacy_check",
-        inputs={f"input_sha256.{k}": v for k, v in inputs.items()},
-        seeds={"rng": seed},
-        settings={
-            "device": device, "threads": threads, "aligned": aligned, "duplicates": duplicates,
-        },
-    )  # fmt: skip
-    results: dict[str, Any] = {
-        "flagging": _records(flag_frame),
-        "nnaa": _records(nnaa_frame),
-        "sanity": None if sanity_frame is None else _records(sanity_frame),
-        "status": {
-            "flagging": flag_frame.attrs["status"],
-            "nnaa": nnaa_frame.attrs["status"],
-            **({} if sanity_frame is None else {"sanity": sanity_frame.attrs["status"]}),
-        },
-        "cohorts": {"analysed": usable, "skipped": skipped},
-        "counts": _records(counts),
-        "inputs": {
-            "roots": {s: str(roots[s]) for s in SPLITS},
-            "sha256": inputs,
-        },
-        "models": {
-            "identity": models.encoder_identities,
-            "appearance": models.appearance_identity,
-            "cache_keys": {
-                **{e.name: model_key(i) for e, i in zip(models.encoders,
-                                                        models.encoder_identities, strict=True)},
-                appearance_name: model_key(models.appearance_identity),
-            },
-        },
-        "parameters": {
-            "percentiles": percentiles.tolist(), "n_bootstrap": n_bootstrap,
-            "max_samples": max_samples, "lpips_max_samples": lpips_max_samples,
-            "n_permutations": n_permutations, "confidence_level": confidence_level,
-            "duplicates": duplicates, "aligned": aligned, "subject_pattern": subject_pattern,
-            "threads": threads, "device": device, "rng": seed,
-        },
-        "cache": {"root": str(store.root), "counters": counters},
-        "notes": notes,
-        "provenance": prov,
-    }  # fmt: skip
-    report = PrivacyReport(
-        flagging=flag_frame, nnaa=nnaa_frame, sanity=sanity_frame, counts=counts,
-        cohorts=usable, skipped=dict(skipped), notes=notes, cache_counters=counters,
-        results=results,
-    )  # fmt: skip
-    if out is not None:
-        report.files.update(_write_outputs(report, out))
-    return report
+    appearance = models.appearance_identity["metric"]
+    cache_keys = {
+        encoder.name: model_key(identity)
+        for encoder, identity in zip(models.encoders, models.encoder_identities, strict=True)
+    }
+    cache_keys[appearance] = model_key(models.appearance_identity)
+    run_settings = ("device", "threads", "aligned", "duplicates")
+    return PrivacyReport(
+        flagging=_table(rows.flagging, FLAGGING_COLUMNS, FLAGGING_STATUS),
+        nnaa=_table(rows.nnaa, NNAA_COLUMNS, NNAA_STATUS),
+        sanity=sanity,
+        counts=_counts_frame(embedded, cohorts.common),
+        cohorts=usable,
+        skipped=skipped,
+        notes=notes,
+        settings=settings,
+        inputs=InputListing(
+            roots={split: str(cohorts.roots[split]) for split in SPLITS}, sha256=digests
+        ),
+        models=ModelsUsed(
+            identity=tuple(models.encoder_identities),
+            appearance=models.appearance_identity,
+            cache_keys=cache_keys,
+        ),
+        cache=cache,
+        provenance=provenance(
+            title="idaudit.memorization.run_privacy_check",
+            inputs={f"input_sha256.{k}": v for k, v in digests.items()},
+            seeds={"rng": settings.rng},
+            settings={name: getattr(settings, name) for name in run_settings},
+        ),
+    )
+
+
+class _AppearanceDistances:
+    """Appearance distances between two lists of images, through the cache.
+
+    Whole images are read once per run (resized for SSIM) and shared by both uses.
+    """
+
+    def __init__(self, models: FaceModels, store: PrivacyCache) -> None:
+        self.models = models
+        self.store = store
+        self.loader = _ImageLoader(models.appearance_size)
+
+    def __call__(
+        self, rows: tuple[list[Path], list[str]], cols: tuple[list[Path], list[str]]
+    ) -> npt.NDArray[np.float64]:
+        """``(len(rows), len(cols))`` distances; ``rows`` and ``cols`` are (paths, hashes)."""
+        row_paths, row_hashes = rows
+        col_paths, col_hashes = cols
+
+        def compute(r: list[int], c: list[int]) -> npt.NDArray[np.float64]:
+            a = [self.loader(row_paths[i]) for i in r]
+            b = [self.loader(col_paths[j]) for j in c]
+            return np.asarray(
+                self.models.appearance.pairwise(a, b, progress=False), dtype=np.float64
+            )
+
+        return self.store.distances(
+            self.models.appearance_identity, row_hashes, col_hashes, compute
+        )
 
 
 class _ImageLoader:
@@ -649,7 +752,10 @@ def _with_axis(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
     return frame
 
 
-def _nnaa_or_note(compute: Any, metric: str, notes: list[str]) -> Any:
+def _nnaa_or_note(
+    compute: Callable[[], NNAAResult], metric: str, notes: list[str]
+) -> NNAAResult | None:
+    """Run one NNAA; sets too small for it become a note, not a failed run."""
     try:
         return compute()
     except InvalidInputError as exc:
@@ -657,13 +763,19 @@ def _nnaa_or_note(compute: Any, metric: str, notes: list[str]) -> Any:
         return None
 
 
-def _duplicate_notes(files: dict[tuple[str, str], CohortFiles], common: list[str],
-                     notes: list[str]) -> None:  # fmt: skip
-    for (split, cohort), cf in files.items():
-        if cf.n_duplicates:
-            shown = ", ".join(cf.duplicate_names[:5]) + (", ..." if cf.n_duplicates > 5 else "")
-            _say(notes, f"{split}/{cohort}: {cf.n_duplicates} byte-identical copies counted "
-                        f"once ({shown}).")  # fmt: skip
+def _duplicate_notes(
+    files: dict[_SplitCohort, CohortFiles], common: list[str], notes: list[str]
+) -> None:
+    """Note collapsed copies, held-out files leaked from training, and copied training files."""
+    for (split, cohort), cohort_files in files.items():
+        if cohort_files.n_duplicates:
+            shown = ", ".join(cohort_files.duplicate_names[:5])
+            more = ", ..." if cohort_files.n_duplicates > 5 else ""
+            _say(
+                notes,
+                f"{split}/{cohort}: {cohort_files.n_duplicates} byte-identical copies counted "
+                f"once ({shown}{more}).",
+            )
     for cohort in common:
         train = set(files[("train", cohort)].hashes)
         leaked = [h for h in files[("heldout", cohort)].hashes if h in train]
@@ -677,31 +789,28 @@ def _duplicate_notes(files: dict[tuple[str, str], CohortFiles], common: list[str
                 warn=True,
             )
         if copies:
-            _say(notes, f"synthetic/{cohort}: {len(copies)} file(s) byte-identical to training "
-                        "files (exact copies of training images).")  # fmt: skip
+            _say(
+                notes,
+                f"synthetic/{cohort}: {len(copies)} file(s) byte-identical to training "
+                "files (exact copies of training images).",
+            )
 
 
-def _counts_frame(
-    files: dict[tuple[str, str], CohortFiles],
-    status: dict[tuple[str, str], npt.NDArray[np.str_]],
-    common: list[str],
-) -> pd.DataFrame:
+def _counts_frame(embedded: _Embedded, common: list[str]) -> pd.DataFrame:
+    """Per cohort and split: files, other files, duplicates, and images by status."""
     rows = []
     for cohort in common:
         for split in SPLITS:
-            cf = files[(split, cohort)]
-            st = status[(split, cohort)]
+            cohort_files = embedded.files[(split, cohort)]
+            image_status = embedded.status[(split, cohort)]
             rows.append(
                 {
                     "cohort": cohort,
                     "split": split,
-                    "n_files": cf.n_files,
-                    "n_not_image": cf.n_not_image,
-                    "n_duplicates": cf.n_duplicates,
-                    **{
-                        s: int((st == s).sum())
-                        for s in ("ok", "no_face", "unreadable", "bad_format")
-                    },
+                    "n_files": cohort_files.n_files,
+                    "n_not_image": cohort_files.n_not_image,
+                    "n_duplicates": cohort_files.n_duplicates,
+                    **{s: int((image_status == s).sum()) for s in _IMAGE_STATUSES},
                 }
             )
     frame = pd.DataFrame(rows, columns=["cohort", "split", *_COUNT_COLUMNS])
@@ -712,45 +821,35 @@ def _counts_frame(
 def _sanity(
     metric: str,
     pattern: str,
-    files: dict[tuple[str, str], CohortFiles],
+    index: int,
+    embedded: _Embedded,
     usable: list[str],
-    kept: Any,
-    emb: dict[str, list[npt.NDArray[np.float32]]],
     seed: int,
     notes: list[str],
 ) -> pd.DataFrame | None:
+    """Run the sanity check of encoder ``index`` on the real images of known subject."""
     vectors, subjects = [], []
     for split in ("train", "heldout"):
-        for c, cohort in enumerate(usable):
-            idx = kept(split, cohort)
-            names = [files[(split, cohort)].paths[i].name for i in idx]
-            for vec, subject in zip(emb[split][c][idx], subjects_from_names(names, pattern),
-                                    strict=True):  # fmt: skip
+        for cohort in usable:
+            kept = embedded.kept(split, cohort)
+            names = [embedded.files[(split, cohort)].paths[i].name for i in kept]
+            found = subjects_from_names(names, pattern)
+            embeddings = embedded.vectors[(index, split, cohort)][kept]
+            for vector, subject in zip(embeddings, found, strict=True):
                 if subject is not None:
-                    vectors.append(vec)
+                    vectors.append(vector)
                     subjects.append(f"{cohort}/{subject}")
     try:
-        res = metric_sanity(np.asarray(vectors), subjects, n_permutations=999, rng=seed)
+        result = metric_sanity(np.asarray(vectors), subjects, n_permutations=999, rng=seed)
     except InvalidInputError as exc:
-        _say(notes, f"metric sanity check skipped for {metric} ({len(vectors)} real images "
-                    f"matched --subject-pattern): {exc}", warn=True)  # fmt: skip
+        _say(
+            notes,
+            f"metric sanity check skipped for {metric} ({len(vectors)} real images "
+            f"matched --subject-pattern): {exc}",
+            warn=True,
+        )
         return None
-    return res.to_frame(metric)
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    out = []
-    for row in frame.to_dict(orient="records"):
-        out.append({k: _jsonable(v) for k, v in row.items()})
-    return out
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else str(v)
-    return v
+    return result.to_frame(metric)
 
 
 def _save_png(fig: Any, tmp: Path) -> None:
@@ -758,6 +857,7 @@ def _save_png(fig: Any, tmp: Path) -> None:
 
 
 def _write_outputs(report: PrivacyReport, out: Path) -> dict[str, Path]:
+    """Write the tables, ``privacy_results.json``, the two figures and ``report.md``."""
     from idaudit.plotting import plot_flagging, plot_nnaa
 
     written = {
@@ -766,13 +866,11 @@ def _write_outputs(report: PrivacyReport, out: Path) -> dict[str, Path]:
     }
     if report.sanity is not None:
         written["sanity.csv"] = write_csv(report.sanity, out / "sanity.csv")
-    written["privacy_results.json"] = write_json(report.results, out / "privacy_results.json")
+    written["privacy_results.json"] = write_text(report.to_json(), out / "privacy_results.json")
     for name, fig in (
         ("below_threshold.png", plot_flagging(report.flagging)),
         ("nnaa.png", plot_nnaa(report.nnaa)),
     ):
         written[name] = write_atomic(out / name, partial(_save_png, fig))
-    from idaudit.memorization._report import report_markdown
-
-    written["report.md"] = write_text(report_markdown(report), out / "report.md")
+    written["report.md"] = write_text(report.to_markdown(), out / "report.md")
     return written

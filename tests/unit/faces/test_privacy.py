@@ -223,8 +223,7 @@ def test_bad_input(roots: Path, tmp_path: Path) -> None:
 def test_threads_never_exceed_the_cpus_this_process_may_use(roots: Path, first) -> None:
     import os
 
-    results = first[0].results
-    assert 1 <= results["parameters"]["threads"] <= len(os.sched_getaffinity(0))
+    assert 1 <= first[0].settings.threads <= len(os.sched_getaffinity(0))
 
 
 def test_cli_writes_the_outputs_and_checks_flags(
@@ -278,9 +277,33 @@ def test_arcface_route_with_stand_in_weights(roots: Path, buffalo_dir: Path) -> 
         "arcface-w600k-r50",
         "ssim-gaussian1.5-64px",
     ]
-    identity = report.results["models"]["identity"][0]
+    identity = report.models.identity[0]
     assert identity["detector"] == "aligned-input"
     assert set(identity["encoder_weights"]) == {"w600k_r50.onnx"}
     # aligned input: no detection, so the blank image is embedded too (the user vouched)
     counts = report.counts.set_index(["cohort", "split"])
     assert counts.loc[("b", "synthetic"), "ok"] == 5
+
+
+def test_typed_parts_render_the_written_files(first) -> None:
+    report, out = first
+    assert report.to_json() == (out / "privacy_results.json").read_text(encoding="utf-8")
+    assert report.to_markdown() == (out / "report.md").read_text(encoding="utf-8")
+    written = json.loads(report.to_json())
+    assert written["parameters"]["confidence_level"] == report.settings.confidence_level == 0.95
+    assert written["models"]["cache_keys"] == report.models.cache_keys
+    assert written["inputs"]["sha256"] == report.inputs.sha256
+    assert report.cache_counters is report.cache.counters
+    assert repr(report.models) == (
+        "ModelsUsed(identity=['dlib-resnet-v1'], appearance='ssim-gaussian1.5-64px')"
+    )
+    assert "listings=['heldout/a'" in repr(report.inputs)
+    assert report.settings.to_xarray().attrs["n_permutations"] == 199
+    assert list(report.models.to_xarray()["axis"].values) == ["identity", "appearance"]
+    assert report.inputs.to_xarray().sizes["listing"] == 6
+    counts = report.cache.to_xarray()["count"]
+    assert counts.attrs["status"] == "descriptive"
+    assert (
+        int(counts.sel(counter="embeddings_computed"))
+        == report.cache_counters["embeddings_computed"]
+    )
