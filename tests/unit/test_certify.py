@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 import xarray as xr
+from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression, SGDClassifier
@@ -567,17 +568,46 @@ def test_bad_pairs(es: EmbeddingSet) -> None:
         cert.fit(np.zeros((4, 2)))  # type: ignore[arg-type]
 
 
-def test_too_many_selected_pairs(es: EmbeddingSet) -> None:
-    with pytest.raises(InvalidInputError, match="involve only 4 identities, so at most 2"):
-        ReservedTestCertifier(n_select=3, progress=False).fit(es, [(0, 1), (2, 3), (0, 2)])
+def _cp_upper(k: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
+    """One-sided Clopper–Pearson upper bound from scipy's beta quantile (1 when k = n)."""
+    upper = stats.beta.ppf(1.0 - level, k + 1, n - k)
+    return np.where(k >= n, 1.0, upper)
+
+
+def _assert_union_bound_over(cert: ReservedTestCertifier, n_pairs: int) -> None:
+    """The certified pairs, the level of each bound and the bounds themselves agree."""
+    c = cert.certificates_
+    assert c.sizes["pair"] == n_pairs
+    assert c.attrs["n_select"] == n_pairs
+    assert cert.alpha_per_bound_ == pytest.approx(0.05 / (n_pairs * 2), rel=1e-15)
+    assert c["epsilon_lb"].attrs["n_simultaneous"] == n_pairs
+    level = cert.alpha_per_bound_
+    fp, n_a = c["test_fp"].values, c["n_test_a"].values
+    np.testing.assert_allclose(c["ufpr"].values, _cp_upper(fp, n_a, level), rtol=1e-9)
+
+
+def test_fewer_disjoint_pairs_than_asked_certifies_those_there_are(es: EmbeddingSet) -> None:
+    # four identities allow two disjoint pairs: n_select=3 certifies two, as n_select=2 does
+    candidates = [(0, 1), (2, 3), (0, 2)]
+    with pytest.warns(
+        IdauditWarning, match=r"certifying 2 vertex-disjoint pair\(s\), all that the 3"
+    ):
+        lowered = ReservedTestCertifier(n_select=3, rng=0, progress=False).fit(es, candidates)
+    asked = ReservedTestCertifier(n_select=2, rng=0, progress=False).fit(es, candidates)
+    assert lowered.certificates_.attrs["n_select_requested"] == 3
+    assert asked.certificates_.attrs["n_select_requested"] == 2
+    _assert_union_bound_over(lowered, 2)
+    for name in ("epsilon_lb", "ufpr", "ufnr", "threshold"):
+        np.testing.assert_array_equal(lowered.certificates_[name], asked.certificates_[name])
+
+
+def test_greedy_selection_short_of_n_select_certifies_what_it_found(es: EmbeddingSet) -> None:
     # a star: five identities but every pair shares identity 0 -> greedy finds only 1
     star = [(0, k) for k in range(1, 6)]
-    with pytest.raises(
-        InvalidInputError,
-        match=r"`n_select` must be at most .* greedy selection in rank order over the 5 "
-        r"candidate pairs found only 1 vertex-disjoint pair\(s\); got n_select=2\.",
-    ):
-        ReservedTestCertifier(n_select=2, progress=False).fit(es, star)
+    with pytest.warns(IdauditWarning, match=r"over the 5 candidate pairs found 1 vertex-disjoint"):
+        cert = ReservedTestCertifier(n_select=2, progress=False).fit(es, star)
+    _assert_union_bound_over(cert, 1)
+    assert cert.certificates_.attrs["n_select_requested"] == 2
     # a path a-b, b-c, c-d whose middle pair separates best, so it ranks first: two disjoint
     # pairs exist (a-b and c-d), but greedy selection takes b-c and then finds no other
     gen = np.random.default_rng(0)
@@ -585,10 +615,15 @@ def test_too_many_selected_pairs(es: EmbeddingSet) -> None:
     path = EmbeddingSet(
         centres + 0.5 * gen.normal(size=(160, 1)), np.repeat(list("abcd"), 40), normalize=False
     )
-    with pytest.raises(InvalidInputError, match="over the 3 candidate pairs found only 1"):
-        ReservedTestCertifier(n_select=2, progress=False).fit(
+    with pytest.warns(IdauditWarning, match="over the 3 candidate pairs found 1"):
+        cert = ReservedTestCertifier(n_select=2, progress=False).fit(
             path, [("a", "b"), ("b", "c"), ("c", "d")]
         )
+    _assert_union_bound_over(cert, 1)
+    assert (
+        str(cert.certificates_.identity_a[0].item()),
+        str(cert.certificates_.identity_b[0].item()),
+    ) == ("b", "c")
 
 
 def test_small_identities_are_named() -> None:
@@ -607,7 +642,7 @@ def test_a_failed_fit_leaves_no_certificates(es: EmbeddingSet) -> None:
     cert = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False).fit(es)
     assert cert.epsilon_lb_ > 0
     with pytest.raises(InvalidInputError):
-        cert.set_params(n_select=3).fit(es, [(0, 1), (2, 3), (0, 2)])
+        cert.set_params(n_folds=99).fit(es, [(0, 1), (2, 3), (0, 2)])
     for name in ("certificates_", "epsilon_lb_", "candidates_", "classifiers_"):
         with pytest.raises(NotFittedError):
             getattr(cert, name)

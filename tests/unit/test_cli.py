@@ -480,20 +480,46 @@ def test_out_folder_and_parents_are_created_owner_only_before_the_audit(
     existing.mkdir(mode=0o755)
     existing.chmod(0o755)
     out = existing / "a" / "b" / "out"
-    seen: dict[str, bool] = {}
+    modes: dict[Path, int] = {}
 
     def stop(*args: object, **kwargs: object) -> None:
-        seen["out_ready"] = out.is_dir()
+        modes.update({f: _mode(f) for f in (existing, existing / "a", existing / "a" / "b", out)})
         raise RuntimeError("stop before computing")
 
     monkeypatch.setattr(idaudit.audits, "audit_pairs", stop)
     argv = ["audit", str(embedding_files["npz"]), "--out", str(out), "--quiet"]
     with pytest.raises(RuntimeError, match="stop before computing"):
         main(argv)
-    assert seen == {"out_ready": True}
     for folder in (existing / "a", existing / "a" / "b", out):
-        assert _mode(folder) == 0o700, folder
-    assert _mode(existing) == 0o755  # a folder that existed keeps its mode
+        assert modes[folder] == 0o700, folder
+    assert modes[existing] == 0o755  # a folder that existed keeps its mode
+    # the run stopped before writing anything: the folders it made are gone, not the old one
+    assert not (existing / "a").exists()
+    assert _mode(existing) == 0o755
+
+
+def test_a_stopped_run_keeps_folders_holding_files_and_folders_it_did_not_make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import idaudit.cli._certify as certify_cli
+    from idaudit.cli._common import out_dir
+
+    made = tmp_path / "new" / "out"
+    kept = tmp_path / "kept"
+    kept.mkdir()
+
+    def run(args: object) -> int:
+        out_dir(made)
+        (out_dir(tmp_path / "written" / "out") / "a.txt").write_text("done")
+        out_dir(kept)
+        raise InvalidInputError("stopped")
+
+    monkeypatch.setattr(certify_cli, "run", run)
+    with pytest.raises(SystemExit):
+        main(["certify", "x.npz", "--out", str(made)])
+    assert not (tmp_path / "new").exists()
+    assert (tmp_path / "written" / "out" / "a.txt").read_text() == "done"
+    assert kept.is_dir()
 
 
 def test_unusable_out_folder_is_an_input_error(

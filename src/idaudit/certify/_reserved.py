@@ -109,7 +109,11 @@ class ReservedTestCertifier(BaseCertifier):
         lbfgs' tolerance), so the selection considers every pair the data can certify.
         Needs ``classifier="logistic"``.
     n_select : int, default 5
-        How many vertex-disjoint pairs are certified.
+        How many vertex-disjoint pairs are certified. When the candidates allow fewer (a
+        condition of 8 identities has at most 4 disjoint pairs; greedy selection on the
+        development rows can find fewer still), :meth:`fit` certifies the ones there are,
+        warns, and records ``n_select`` (pairs certified, the union bound's count) and
+        ``n_select_requested`` in the attrs.
     alpha : float, default 0.05
         Family-wise error level in (0, 1) of the whole family of certificates.
     n_families : int, default 1
@@ -345,8 +349,7 @@ class ReservedTestCertifier(BaseCertifier):
         InvalidInputError
             If a parameter is out of range, a pair names an unknown identity or the same one
             twice, an identity is too small to split or to fold (the message names it and its
-            count), or greedy selection finds fewer than ``n_select`` vertex-disjoint pairs.
-            No fitted attribute is left behind after an error.
+            count). No fitted attribute is left behind after an error.
         TypeError
             If ``es`` is not an :class:`~idaudit.data.EmbeddingSet` or ``classifier`` is not
             a usable estimator (no ``fit``, no scoring method, or not clonable).
@@ -364,6 +367,10 @@ class ReservedTestCertifier(BaseCertifier):
             :math:`m > \ln\alpha' / \ln((1 + \delta)/2)` test rows per identity (11 at the
             paper's :math:`\alpha' = 0.05/80`, δ = 0). The attribute
             ``min_test_rows_for_nonzero`` records that minimum.
+        IdauditWarning
+            When fewer than ``n_select`` vertex-disjoint pairs can be certified: the
+            candidates involve fewer than ``2 n_select`` identities, or greedy selection in
+            rank order finds fewer. The pairs there are are certified.
         """
         self._forget()
         # many small per-pair fits: multi-threaded BLAS only adds overhead (10x on 2 cores)
@@ -384,37 +391,9 @@ class ReservedTestCertifier(BaseCertifier):
         seed_split, seed_pairs, seed_folds = spawn_seeds(check_random_state(self.rng), 3)
         pairs_given = pairs is not None
         every = p["n_candidates"] == "all"
-        if every:
-            if pairs is not None:
-                raise InvalidInputError(
-                    "`pairs` must be None with n_candidates='all' (every pair is a candidate); "
-                    f"got {len(pairs)} pair(s)."
-                )
-            if not (isinstance(self.classifier, str) and self.classifier == "logistic"):
-                raise InvalidInputError(
-                    "n_candidates='all' scores every pair with the batched logistic regression; "
-                    f"`classifier` must be 'logistic'; got {self.classifier!r}."
-                )
-            pairs = all_pairs(es.identities)  # lexicographic: fixed without seeing the rows
-            p["n_candidates"] = len(pairs)
-        elif pairs is None:
-            m = len(es.identities)
-            n_all = m * (m - 1) // 2
-            # an int seed gives the same pair list as sample_pairs(ids, n, rng=seed), i.e. the
-            # common first pairs that the audits of the same condition use (Sec. 4.3)
-            pair_rng = seed_pairs if isinstance(self.rng, np.random.Generator) else self.rng
-            pairs = sample_pairs(es.identities, min(p["n_candidates"], n_all), rng=pair_rng)
-        candidates = check_pairs(pairs, es.identities, unknown="which `es` does not contain")[
-            : p["n_candidates"]
-        ]
+        candidates = self._candidates(es, pairs, p, seed_pairs)
         identities = list(dict.fromkeys(label for pair in candidates for label in pair))
-        if len(identities) // 2 < p["n_select"]:
-            raise InvalidInputError(
-                f"`n_select` must be at most the number of vertex-disjoint pairs available; "
-                f"the {len(candidates)} candidate pairs involve only {len(identities)} "
-                f"identities, so at most {len(identities) // 2} disjoint pairs; "
-                f"got n_select={p['n_select']}."
-            )
+        _fit_n_select(p, len(candidates), len(identities))
         pool = es.subset(identities)
         dev, test = split_identities(
             pool, test_size=p["test_size"], rng=seed_split, duplicates=split_duplicates
@@ -432,19 +411,8 @@ class ReservedTestCertifier(BaseCertifier):
                 IdauditWarning,
                 stacklevel=3,  # _fit -> fit -> the caller
             )
-        for label in identities:
-            n_dev = dev.counts[label]
-            if n_dev < p["n_folds"]:
-                n_draws = n_dev + test.counts[label]
-                all_rows = (
-                    f"{es.counts[label]} rows in all, {n_draws} distinct; duplicates='collapse'"
-                    if n_draws != es.counts[label]
-                    else f"{es.counts[label]} in all"
-                )
-                raise InvalidInputError(
-                    f"identity {label!r} has {n_dev} development rows ({all_rows}); "
-                    f"`n_folds`={p['n_folds']} folds need at least {p['n_folds']}."
-                )
+        _check_dev_rows(identities, es, dev, test, p["n_folds"])
+        # the per-bound level for planning: Bonferroni over the pairs the candidates allow
         alpha_bound = p["alpha"] / (p["n_families"] * p["n_select"] * 2)
         fold_seeds = spawn_seeds(seed_folds, len(candidates))
         base = self._base_classifier()
@@ -461,6 +429,8 @@ class ReservedTestCertifier(BaseCertifier):
             progress=self.progress,
             batched=every,
         )
+        if len(chosen) < p["n_select"]:
+            alpha_bound = _fewer_selected(p, len(chosen), len(candidates))
         min_test = _min_test_rows(alpha_bound, p["delta"])
         self._warn_if_zero_ceiling(
             [(test.counts[candidates[i][0]], test.counts[candidates[i][1]]) for i in chosen],
@@ -499,6 +469,37 @@ class ReservedTestCertifier(BaseCertifier):
         )
         self.classifiers_ = fitted
         return self
+
+    def _candidates(
+        self,
+        es: EmbeddingSet,
+        pairs: Sequence[tuple[Any, Any]] | None,
+        p: dict[str, Any],
+        seed_pairs: int,
+    ) -> list[tuple[Any, Any]]:
+        """Return the candidate pairs: given, every pair, or the common first pairs (§4.3)."""
+        if p["n_candidates"] == "all":
+            if pairs is not None:
+                raise InvalidInputError(
+                    "`pairs` must be None with n_candidates='all' (every pair is a candidate); "
+                    f"got {len(pairs)} pair(s)."
+                )
+            if not (isinstance(self.classifier, str) and self.classifier == "logistic"):
+                raise InvalidInputError(
+                    "n_candidates='all' scores every pair with the batched logistic regression; "
+                    f"`classifier` must be 'logistic'; got {self.classifier!r}."
+                )
+            pairs = all_pairs(es.identities)  # lexicographic: fixed without seeing the rows
+            p["n_candidates"] = len(pairs)
+        elif pairs is None:
+            m = len(es.identities)
+            n_all = m * (m - 1) // 2
+            # an int seed gives the same pair list as sample_pairs(ids, n, rng=seed), i.e. the
+            # common first pairs that the audits of the same condition use (Sec. 4.3)
+            pair_rng = seed_pairs if isinstance(self.rng, np.random.Generator) else self.rng
+            pairs = sample_pairs(es.identities, min(p["n_candidates"], n_all), rng=pair_rng)
+        unknown = "which `es` does not contain"
+        return check_pairs(pairs, es.identities, unknown=unknown)[: p["n_candidates"]]
 
     # -- helpers --------------------------------------------------------------------------------
     @staticmethod
@@ -565,6 +566,7 @@ class ReservedTestCertifier(BaseCertifier):
             "alpha_per_bound": alpha_bound,
             "n_families": p["n_families"],
             "n_select": p["n_select"],
+            "n_select_requested": p["n_select_requested"],
             "n_candidates": p["n_candidates"],
             "n_candidates_used": n_used,
             # "given": the caller's list, which must not have been chosen by looking at `es`
@@ -582,6 +584,67 @@ class ReservedTestCertifier(BaseCertifier):
             "ranking_key": _RANKING_KEY,
             "rng": seed,
         }
+
+
+def _fit_n_select(p: dict[str, Any], n_candidates: int, n_identities: int) -> None:
+    """Lower ``p["n_select"]`` to the vertex-disjoint pairs the candidates allow, and say so.
+
+    The count depends on the candidate list only (never on a row), so the union bound over it
+    is fixed before the data are looked at. ``p["n_select_requested"]`` keeps the request.
+    """
+    requested = p["n_select"]
+    available = n_identities // 2  # a matching of the candidate graph has at most this many
+    p["n_select_requested"] = requested
+    if available >= requested:
+        return
+    p["n_select"] = available
+    warnings.warn(
+        f"certifying {available} vertex-disjoint pair(s), all that the {n_candidates} "
+        f"candidate pair(s) over {n_identities} identities allow; n_select={requested} asked "
+        "for more. The union bound is over the pairs certified (attrs n_select, "
+        "n_select_requested).",
+        IdauditWarning,
+        stacklevel=4,  # _fit_n_select -> _fit -> fit -> the caller
+    )
+
+
+def _fewer_selected(p: dict[str, Any], n_chosen: int, n_candidates: int) -> float:
+    """Certify the pairs greedy selection found when fewer than ``n_select``; return the level.
+
+    Which pairs are certified is decided on development rows only, and the reserved test
+    rows are independent of them, so the union bound may count the pairs actually chosen:
+    each bound is taken at α / (n_families · n_chosen · 2), as if ``n_select`` had been
+    ``n_chosen`` from the start.
+    """
+    warnings.warn(
+        f"greedy selection in rank order over the {n_candidates} candidate pairs found "
+        f"{n_chosen} vertex-disjoint pair(s), fewer than n_select={p['n_select']}; "
+        "certifying those (attrs n_select, n_select_requested).",
+        IdauditWarning,
+        stacklevel=4,  # _fewer_selected -> _fit -> fit -> the caller
+    )
+    p["n_select"] = n_chosen
+    return float(p["alpha"] / (p["n_families"] * n_chosen * 2))
+
+
+def _check_dev_rows(
+    identities: list[Any], es: EmbeddingSet, dev: EmbeddingSet, test: EmbeddingSet, n_folds: int
+) -> None:
+    """Refuse an identity with fewer development rows than folds (naming it and its rows)."""
+    for label in identities:
+        n_dev = dev.counts[label]
+        if n_dev >= n_folds:
+            continue
+        n_draws = n_dev + test.counts[label]
+        all_rows = (
+            f"{es.counts[label]} rows in all, {n_draws} distinct; duplicates='collapse'"
+            if n_draws != es.counts[label]
+            else f"{es.counts[label]} in all"
+        )
+        raise InvalidInputError(
+            f"identity {label!r} has {n_dev} development rows ({all_rows}); "
+            f"`n_folds`={n_folds} folds need at least {n_folds}."
+        )
 
 
 def _successful_duplicates(successes: EmbeddingSet, identities: list[Any]) -> int:
@@ -660,13 +723,6 @@ def _select(
         used.update((a, b))
         if len(chosen) == p["n_select"]:
             break
-    if len(chosen) < p["n_select"]:
-        raise InvalidInputError(
-            "`n_select` must be at most the number of vertex-disjoint pairs that greedy "
-            f"selection finds; greedy selection in rank order over the {len(candidates)} "
-            f"candidate pairs found only {len(chosen)} vertex-disjoint pair(s); got "
-            f"n_select={p['n_select']}."
-        )
     return plans, order, chosen
 
 

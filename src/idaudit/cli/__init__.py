@@ -66,11 +66,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         closed on) when the reader of standard output went away, as in ``idaudit ... | head``;
         the files are complete either way, and nothing is printed about the closed pipe.
     """
+    from idaudit.cli._common import remove_empty_outputs
+
     try:
         return _main(argv)
     except BrokenPipeError:
         _silence_stdout()
         return 141
+    finally:
+        remove_empty_outputs()  # a run that wrote nothing leaves no empty folder behind
 
 
 def _silence_stdout() -> None:

@@ -86,8 +86,10 @@ def out_dir(path: str | Path, flag: str = "--out") -> Path:
     audit. Only folders created here get a mode; an existing folder keeps its own.
     """
     out = Path(path)
+    missing = [level for level in (out, *out.parents) if not level.exists()]
     try:
         private_dir(out, name=flag)
+        _CREATED.extend((out, top) for top in missing[-1:])
         reason = None if os.access(out, os.W_OK | os.X_OK) else "it is not writable"
     except InvalidInputError:  # something that is not a folder is in the way: say what
         blocker = next(p for p in (out, *out.parents) if p.exists() or p.is_symlink())
@@ -99,6 +101,29 @@ def out_dir(path: str | Path, flag: str = "--out") -> Path:
             f"`{flag}` must be a folder that can be created and written to; {str(out)!r}: {reason}."
         )
     return out
+
+
+#: (folder, highest level this run created for it) of every folder out_dir made, so a command
+#: that stops on an error leaves no empty folder behind (remove_empty_outputs).
+_CREATED: list[tuple[Path, Path]] = []
+
+
+def remove_empty_outputs() -> None:
+    """Remove the folders this run created that are still empty, deepest level first.
+
+    Called when a command stops on an input error or an interrupt: a folder holding a
+    written file is kept (every file is complete), and one that existed before is never
+    touched.
+    """
+    while _CREATED:
+        out, top = _CREATED.pop()
+        for level in (out, *out.parents):
+            try:
+                level.rmdir()  # only an empty folder goes
+            except OSError:
+                break
+            if level == top:
+                break
 
 
 def say(text: str) -> None:
