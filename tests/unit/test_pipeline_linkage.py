@@ -83,3 +83,20 @@ def test_repeated_draws_of_one_source_are_one_trial() -> None:
     assert rep.n_probes == single.n_probes
     assert (rep.match_low, rep.match_high) == (single.match_low, single.match_high)
     assert (rep.top1_low, rep.top1_high) == (single.top1_low, single.top1_high)
+
+
+def test_confidence_level_sets_the_intervals_and_the_former_name_warns() -> None:
+    gen = np.random.default_rng(2)
+    rows = [(f"p{i}", j, j) for i in range(4) for j in range(6)]
+    ref = _unit(np.repeat(gen.normal(size=(4, 5)), 6, axis=0) + gen.normal(0, 0.5, (24, 5)))
+    ano = _unit(ref + gen.normal(0, 0.3, ref.shape))
+    rep = linkage_report(_coded(ref, rows), _coded(ano, rows), confidence_level=0.8)
+    k = round(rep.top1_rate * rep.n_probes)
+    ci = stats.binomtest(k, rep.n_probes).proportion_ci(confidence_level=0.8, method="exact")
+    assert (rep.top1_low, rep.top1_high) == pytest.approx((ci.low, ci.high), rel=1e-12)
+    assert rep.confidence_level == 0.8
+    with pytest.warns(FutureWarning, match="`confidence` is now called `confidence_level`"):
+        old = linkage_report(_coded(ref, rows), _coded(ano, rows), confidence=0.8)
+    assert old == rep
+    with pytest.raises(TypeError, match="pass `confidence_level` only"):
+        linkage_report(_coded(ref, rows), _coded(ano, rows), confidence_level=0.9, confidence=0.8)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ class LinkageReport:
     """Re-identification of anonymised outputs against the original faces.
 
     Status of every rate: ``sample_estimate``, with an exact (Clopper–Pearson) two-sided
-    confidence interval at ``confidence``.
+    confidence interval at ``confidence_level``.
 
     Attributes
     ----------
@@ -47,7 +48,7 @@ class LinkageReport:
         Source images with a usable original and anonymised face (one trial each).
     threshold : float
         Distance threshold (dlib's same-person distance, 0.6, by default).
-    confidence : float
+    confidence_level : float
         Confidence level of the intervals.
     """
 
@@ -61,17 +62,17 @@ class LinkageReport:
     match_high: float
     n_pairs: int
     threshold: float
-    confidence: float
+    confidence_level: float
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a plain dict (a table row)."""
         return asdict(self)
 
 
-def _exact(k: int, n: int, confidence: float) -> tuple[float, float, float]:
+def _exact(k: int, n: int, confidence_level: float) -> tuple[float, float, float]:
     if n == 0:
         return float("nan"), float("nan"), float("nan")
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence_level, method="exact")
     return k / n, float(ci.low), float(ci.high)
 
 
@@ -81,7 +82,8 @@ def linkage_report(
     *,
     identities: Sequence[Any] | None = None,
     threshold: float = 0.6,
-    confidence: float = 0.95,
+    confidence_level: float = 0.95,
+    confidence: float | None = None,
 ) -> LinkageReport:
     """Top-1 identification and same-source matching of anonymised faces against originals.
 
@@ -98,8 +100,11 @@ def linkage_report(
         Distance under which two faces count as the same person. dlib's published threshold
         is 0.6 on its raw descriptors, whose norms are close to but not exactly 1; idaudit's
         encoders return unit-norm rows, on which the same number is used.
-    confidence : float, default 0.95
+    confidence_level : float, default 0.95
         Level of the exact two-sided intervals.
+    confidence : float, optional
+        Former name of ``confidence_level`` (deprecated: warns with a ``FutureWarning`` and
+        is used; passing it with a ``confidence_level`` other than the default raises).
 
     Returns
     -------
@@ -119,7 +124,17 @@ def linkage_report(
     counting them would narrow the intervals without adding evidence.
     """
     threshold = check_in_range(threshold, "threshold", 0.0, None)
-    confidence = check_in_range(confidence, "confidence", 0.0, 1.0)
+    if confidence is not None:
+        if confidence_level != 0.95:
+            raise TypeError("pass `confidence_level` only; `confidence` is its former name.")
+        warnings.warn(
+            "`confidence` is now called `confidence_level`; `confidence` will be removed in a "
+            "future release.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        confidence_level = confidence
+    confidence_level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
     keys = ["identity", "source_index", "draw"]
     ref = reference.rows.assign(row=np.arange(len(reference.rows)))
     ano = anonymised.rows.assign(row=np.arange(len(anonymised.rows)))
@@ -141,7 +156,7 @@ def linkage_report(
     xa = anonymised.vectors[both["row_a"].to_numpy()]  # (m, d)
     xr_ = reference.vectors[both["row_r"].to_numpy()]  # (m, d)
     dist = np.linalg.norm(xa - xr_, axis=1)  # (m,)
-    match = _exact(int((dist < threshold).sum()), len(dist), confidence)
+    match = _exact(int((dist < threshold).sum()), len(dist), confidence_level)
     # leave-one-source-out identification over the reference gallery
     gallery = reference.vectors[ref["row"].to_numpy()]  # (g, d)
     g_id = ref["identity"].to_numpy()
@@ -157,7 +172,7 @@ def linkage_report(
     )
     nearest = g_id[np.argmin(d, axis=1)] if len(gallery) else np.array([])
     hits = (nearest == p_id) & has_other
-    top1 = _exact(int(hits.sum()), int(has_other.sum()), confidence)
+    top1 = _exact(int(hits.sum()), int(has_other.sum()), confidence_level)
     n_ids = len(set(g_id.tolist()))
     return LinkageReport(
         top1_rate=top1[0],
@@ -170,5 +185,5 @@ def linkage_report(
         match_high=match[2],
         n_pairs=len(dist),
         threshold=float(threshold),
-        confidence=float(confidence),
+        confidence_level=float(confidence_level),
     )
