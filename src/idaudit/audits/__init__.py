@@ -28,7 +28,8 @@ one-pair case, so :func:`audit_pairs` and ``fit`` give the same numbers.
 ``__all__`` lists the names above, the result classes they return (:class:`AuditSummary`,
 :class:`MMDPermutationResult`, :class:`ShapiroResult`) and the extension API for new auditors
 (:class:`BaseAuditor`, :class:`Output` — what ``outputs()`` returns —, :func:`check_auditor`,
-:func:`parametrize_auditor_checks`, :data:`AUDITOR_CHECKS`). The package also holds, as
+:func:`parametrize_auditor_checks`, :data:`AUDITOR_CHECKS`; the parameter constraints are in
+:mod:`idaudit.audits.constraints`). The package also holds, as
 attributes outside ``__all__``, the internal API other idaudit packages build on (so that no
 private name is imported across packages); it may change without deprecation:
 
