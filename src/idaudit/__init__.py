@@ -25,6 +25,8 @@ and ``tests/unit/test_public_api.py`` checks that it says the same.
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from idaudit._version import __version__ as __version__
@@ -70,8 +72,17 @@ _SUBMODULES = {
 
 __all__ = sorted([*_LAZY, *_SUBMODULES, "__version__"])
 
-# ``ds.idaudit`` on every Dataset (per-pair table, plots); loads xarray, not torch
-import idaudit._accessor  # noqa: E402, F401
+
+def _started_as_command() -> bool:
+    """Return whether this process is the ``idaudit`` command (its console script)."""
+    return Path(sys.argv[0] if sys.argv else "").name in ("idaudit", "idaudit.exe")
+
+
+# ``ds.idaudit`` on every Dataset (per-pair table, plots); loads xarray, not torch. The
+# ``idaudit`` command registers it only when a sub-command runs (idaudit.cli.main), so that
+# ``--help``, ``--version`` and argument errors answer without loading pandas and xarray.
+if not _started_as_command():
+    import idaudit._accessor  # noqa: F401
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit import audits as audits

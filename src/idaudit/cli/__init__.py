@@ -98,10 +98,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         status: int = args.run(args)
     except KeyboardInterrupt:
+        # embed says itself what its cache holds; the demo caches its encoded faces too
         resumes = (
-            ", and a re-run resumes from the embedding cache"
-            if args.command in ("embed", "demo")
-            else ""
+            ", and a re-run resumes from the embedding cache" if args.command == "demo" else ""
         )
         sys.stderr.write(
             f"idaudit {args.command}: interrupted; files already written are complete "

@@ -9,7 +9,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from idaudit._results import private_dir
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = [
@@ -85,6 +84,8 @@ def out_dir(path: str | Path, flag: str = "--out") -> Path:
     Called before any computation, so an unusable folder fails in seconds, not after the
     audit. Only folders created here get a mode; an existing folder keeps its own.
     """
+    from idaudit._results import private_dir
+
     out = Path(path)
     missing = [level for level in (out, *out.parents) if not level.exists()]
     try:
@@ -153,8 +154,9 @@ def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
         "--vector-column",
         nargs="+",
         metavar="COLUMN",
-        help="CSV/Parquet column(s) holding the vectors: one column of list-like vectors, or "
-        "several numeric columns, one coordinate each (default: every other column)",
+        help="CSV/Parquet column(s) holding the vectors: one column of list-like vectors, "
+        "several numeric columns (one coordinate each), a pattern such as 'f*', or a range "
+        "'f0:f127' in file order (default: every other column, leaving out columns of text)",
     )
     parser.add_argument("--embeddings-key", default="embeddings", help="NPZ array of vectors")
     parser.add_argument("--labels-key", default="labels", help="NPZ array of labels")
@@ -188,17 +190,23 @@ def load_input(args: argparse.Namespace, path: str | Path | None = None) -> Any:
     path = Path(args.embeddings if path is None else path)
     if not path.is_file():
         raise FileNotFoundError(f"`embeddings` must be an existing file; got {str(path)!r}.")
-    # the dropped-row counts are printed with the input's description (describe), so the
-    # library's warning about them would only say the same thing twice
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", IdauditWarning)
-        return EmbeddingSet.read(
+    # the dropped and failed rows are counted in the input's description (describe), so the
+    # library's warnings about them would say the same thing twice; others are said here
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", IdauditWarning)
+        es = EmbeddingSet.read(
             path,
             label_column=args.label_column,
             vector_column=_vector_columns(args.vector_column),
             embeddings_key=args.embeddings_key,
             labels_key=args.labels_key,
         )
+    for w in caught:
+        if not issubclass(w.category, IdauditWarning):
+            warnings.warn(w.message, w.category, stacklevel=2)  # not ours: pass it on
+        elif not str(w.message).startswith("EmbeddingSet"):
+            say(f"note: {w.message}")
+    return es
 
 
 def _vector_columns(value: list[str] | None) -> str | list[str] | None:

@@ -241,7 +241,18 @@ def _embed(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.quiet,
     )
-    emb, outcomes = pipeline.encode(paths, cache=cache)
+    try:
+        emb, outcomes = pipeline.encode(paths, cache=cache)
+    except KeyboardInterrupt:
+        if cache is None:
+            say("interrupted: nothing was saved (no cache); a re-run starts again")
+        else:
+            say(
+                f"interrupted: {cache.writes} image(s) were encoded and saved in the cache "
+                f"{cache.directory} in this run ({len(cache)} in all); a re-run reads them "
+                "instead of encoding them again"
+            )
+        raise
     if cache is not None and cache.hits:
         say(f"resumed: {cache.hits} of {len(paths)} images came from the cache")
     outcomes.insert(0, "identity", [labels[i] for i in outcomes["input_index"]])
@@ -279,6 +290,12 @@ def _embed(args: argparse.Namespace) -> int:
     if missing:
         shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
         say(f"identities without any kept face: {len(missing)} ({shown})")
+    n_kept_ids = int(kept["identity"].nunique())
+    if n_kept_ids == 1:
+        say(
+            "note: only one identity has a kept face; `idaudit audit` and `idaudit certify` "
+            "compare identities and need at least 2 (add a folder per identity)"
+        )
     if len(kept) == 0:
         raise ValueError(
             f"no face was embedded from the {len(paths)} images, so {str(out)!r} was not "

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from idaudit.cli._common import add_quiet, at_least, inside, out_dir, say
 from idaudit.exceptions import InvalidInputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["add_parser"]
 
@@ -103,6 +104,8 @@ def _check(args: argparse.Namespace) -> None:
 
 def _photo_target(path: str, detector: Any, encoder: Any) -> np.ndarray:
     """Encode the largest face of a photo: the target, shape (1, 128)."""
+    import numpy as np
+
     from idaudit.faces import load_image
 
     photo = load_image(path)
@@ -121,6 +124,8 @@ def _file_targets(args: argparse.Namespace) -> tuple[np.ndarray, dict[str, Any]]
     directions, and the file's own vector is kept), and one row is chosen by ``--identity``
     (default: the first identity in sorted order) and ``--index``.
     """
+    import numpy as np
+
     path = Path(args.embeddings)
     if not path.is_file():
         raise InvalidInputError(f"`EMBEDDINGS` must be an existing file; got {str(path)!r}.")

@@ -264,9 +264,12 @@ class EmbeddingSet:
             Column holding the identity labels. Default: the first column named ``"label"``,
             ``"identity"`` or ``"id"``, else the first column.
         vector_column : str or list of str, optional
-            One column holding text vectors, or the list of numeric columns. Default: every
-            other column; if that is a single text column it is parsed as text vectors,
-            otherwise all of them must be numeric.
+            One column holding text vectors; the list of numeric columns; a pattern naming
+            them (``"f*"``, :func:`fnmatch.fnmatchcase` rules); or an inclusive range of
+            columns in file order (``"f0:f127"``). A string that is a column's name is that
+            column. Default: every other column; if that is a single text column it is parsed
+            as text vectors, otherwise columns that hold only text (a file name, a note) are
+            left out with a warning naming them, and the rest are the coordinates.
         normalize, min_norm, failures
             As for :class:`EmbeddingSet`.
 
@@ -383,8 +386,9 @@ class EmbeddingSet:
             As for :meth:`from_csv`.
         vector_column : str or list of str, optional
             One list column (``list<float>``) or text column holding the vectors, or the list
-            of numeric columns. Default as for :meth:`from_csv`, where a single non-label list
-            column is read as the vectors.
+            of numeric columns, or a pattern or range of them as for :meth:`from_csv`. Default
+            as for :meth:`from_csv`, where a single non-label list column is read as the
+            vectors.
         normalize, min_norm, failures
             As for :class:`EmbeddingSet`.
 

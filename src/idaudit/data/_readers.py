@@ -9,6 +9,7 @@ returns the archive's per-row ``outcomes`` array when it holds one.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import io
 import os
@@ -23,7 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from idaudit.data._rows import REASON_CODE, as_float_matrix, as_label_array, as_outcome_array
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["read_csv", "read_npz", "read_parquet"]
 
@@ -252,6 +253,8 @@ def _parse_frame(
                 "`vector_column` and the labels with `label_column` to use this file as it is."
             )
     labels = _check_labels(frame[label], label)
+    if isinstance(vector_column, str) and vector_column not in columns:
+        vector_column = _matching_columns(columns, vector_column, label)
 
     if isinstance(vector_column, str):
         _check_columns(columns, [vector_column], "vector_column")
@@ -267,8 +270,68 @@ def _parse_frame(
         if len(cols) == 1 and not pd.api.types.is_numeric_dtype(frame[cols[0]]):
             x, reasons = _parse_single_column(frame[cols[0]])
         else:
-            x, reasons = _parse_numeric_columns(frame, cols, explicit=False)
+            x, reasons = _parse_numeric_columns(
+                frame, _numeric_columns(frame, cols), explicit=False
+            )
     return x, labels, reasons
+
+
+def _matching_columns(columns: list[str], spec: str, label: str) -> list[str]:
+    """Columns a ``vector_column`` pattern (``"f*"``) or inclusive range (``"f0:f127"``) names.
+
+    Only called when ``spec`` is not itself a column name, so an exact name always wins.
+    """
+    others = [c for c in columns if c != label]
+    if not any(ch in spec for ch in "*?[:"):
+        _check_columns(columns, [spec], "vector_column")  # a name that is not there: say so
+    if any(ch in spec for ch in "*?["):
+        chosen = [c for c in others if fnmatch.fnmatchcase(c, spec)]
+    elif spec.count(":") == 1 and all(end in others for end in spec.split(":")):
+        first, last = (others.index(end) for end in spec.split(":"))
+        chosen = others[first : last + 1] if first <= last else []
+    else:
+        chosen = []
+    if not chosen:
+        shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
+        raise InvalidInputError(
+            f"`vector_column` {spec!r} is not a column, a pattern (e.g. 'f*') matching "
+            f"columns, or a range 'first:last' of columns in file order; its columns are "
+            f"{shown}."
+        )
+    return chosen
+
+
+def _numeric_columns(frame: pd.DataFrame, cols: list[str]) -> list[str]:
+    """Return the vector columns when none are named, leaving out columns of text only.
+
+    A column is text when none of its filled cells is a number (a file name, a note): such
+    a column cannot be a coordinate, so it is left out, with a warning naming it. A column
+    with some numbers and some text stays a coordinate (its text cells make their rows
+    unparseable). When no numeric column would remain, every column is kept, so the parser
+    reports what is wrong.
+    """
+    text = []
+    for c in cols:
+        col = frame[c]
+        if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+            continue
+        filled = col.notna().to_numpy()
+        numbers = pd.to_numeric(col, errors="coerce").notna().to_numpy()
+        if filled.any() and not numbers[filled].any():
+            text.append(c)
+    kept = [c for c in cols if c not in text]
+    if not text or not kept:
+        return cols
+    shown = kept[0] if len(kept) == 1 else f"{kept[0]} ... {kept[-1]}"
+    warnings.warn(
+        f"column(s) {text} hold text, not numbers, and are left out of the vectors, which are "
+        f"the {len(kept)} numeric column(s) {shown}. If one of them holds the identity labels, "
+        "name it with `label_column`; name the vector columns with `vector_column` to choose "
+        "them yourself.",
+        IdauditWarning,
+        stacklevel=5,  # _numeric_columns <- _parse_frame <- read_* <- from_* <- the caller
+    )
+    return kept
 
 
 def _check_labels(col: pd.Series, label: str) -> npt.NDArray[Any]:

@@ -18,6 +18,9 @@ from idaudit.faces._types import Detector, Encoder, Face
 
 __all__ = ["OUTCOME_COLUMNS", "STATUSES", "FacePipeline"]
 
+#: Faces encoded (and stored) at a time when :meth:`FacePipeline.encode` writes to a cache.
+CHECKPOINT_FACES = 8
+
 
 def _read_errors() -> tuple[type[BaseException], ...]:
     """Return the exceptions that mean "this image file cannot be decoded", nothing broader.
@@ -174,8 +177,10 @@ class FacePipeline:
         cache : EmbeddingCache, optional
             Look each input up by the SHA-256 of its bytes (a file's bytes, an array's pixels)
             and the models' settings before detecting, and store every result (a face's
-            embedding, box and score, or "no face") as soon as its batch is encoded: an
-            interrupted run resumes where it stopped, and a re-run encodes nothing. Only
+            embedding, box and score, or "no face") as soon as it is known: faces are encoded
+            and stored every ``CHECKPOINT_FACES`` (8) faces with a cache, a few seconds of work
+            on a CPU, so an interrupted run loses at most that and resumes where it stopped;
+            a re-run encodes nothing. Only
             with ``all_faces=False`` (one face per input); ``unreadable`` and ``bad_format``
             inputs are not cached (they are cheap to find again).
 
@@ -213,6 +218,8 @@ class FacePipeline:
         rows: list[dict[str, Any]] = []
         chunks: list[npt.NDArray[np.float32]] = []
         pending: list[npt.NDArray[np.uint8]] = []
+        # with a cache, smaller batches: what is encoded is stored, so an interrupt loses little
+        flush_at = self.batch_size if cache is None else min(self.batch_size, CHECKPOINT_FACES)
         n_rows = 0
         for index, item in iterator:
             source = None if isinstance(item, np.ndarray) else os.fspath(item)
@@ -257,7 +264,7 @@ class FacePipeline:
                 box = (x1, y1, x2, y2)
                 rows.append(_ok_row(base, len(faces), face_index, n_rows, box, float(face.score)))
                 n_rows += 1
-            if len(pending) >= self.batch_size:
+            if len(pending) >= flush_at:
                 chunks.append(self._encode_and_store(pending, pending_keys, cache))
                 pending, pending_keys = [], []
         if pending:
