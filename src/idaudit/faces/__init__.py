@@ -37,6 +37,8 @@ _LAZY: dict[str, str] = {
     "align": "idaudit.faces._align",
     "arcface_template": "idaudit.faces._align",
     "estimate_similarity": "idaudit.faces._align",
+    "FRAME_PAD_FRACTION": "idaudit.faces._io",
+    "enlarge_frame": "idaudit.faces._io",
     "load_image": "idaudit.faces._io",
     "MTCNNDetector": "idaudit.faces._mtcnn",
     "DLIB_THRESHOLD": "idaudit.faces._dlib",
@@ -93,6 +95,8 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit.faces._generator import (
         synthetic_identities as synthetic_identities,
     )
+    from idaudit.faces._io import FRAME_PAD_FRACTION as FRAME_PAD_FRACTION
+    from idaudit.faces._io import enlarge_frame as enlarge_frame
     from idaudit.faces._io import load_image as load_image
     from idaudit.faces._metrics import LPIPSDistance as LPIPSDistance
     from idaudit.faces._metrics import SSIMDistance as SSIMDistance

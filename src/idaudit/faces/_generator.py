@@ -20,6 +20,7 @@ from idaudit._device import resolve_device
 from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._align import arcface_template
+from idaudit.faces._io import FRAME_PAD_FRACTION, enlarge_frame
 from idaudit.faces._types import Encoder, Face
 
 if TYPE_CHECKING:
@@ -254,8 +255,6 @@ class ShippedFaceGenerator:
         landmarks (the generator's outputs are aligned so; module docstring) and the frame
         inset by 10% on each side as box (what box-based aligners such as dlib's need).
         """
-        from PIL import Image
-
         batch = np.asarray(images)
         if batch.dtype != np.uint8 or batch.ndim != 4 or batch.shape[3] != 3:
             raise InvalidInputError(
@@ -263,14 +262,7 @@ class ShippedFaceGenerator:
             )
         upscale = check_integer(upscale, "upscale", minimum=16)
         face = _frame_face(upscale)
-        pad = round(0.3 * upscale)
-        out = []
-        for im in batch:
-            big = np.asarray(
-                Image.fromarray(im).resize((upscale, upscale), Image.Resampling.BICUBIC)
-            )
-            padded = np.pad(big, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
-            out.append(encoder.align(padded, face))
+        out = [encoder.align(enlarge_frame(im, upscale, square=True), face) for im in batch]
         size = int(getattr(encoder, "input_size", 0))
         if not out:
             return np.zeros((0, size, size, 3), dtype=np.uint8)
@@ -285,7 +277,7 @@ class ShippedFaceGenerator:
 
 def _frame_face(upscale: int) -> Face:
     """Return the Face of a generated image enlarged to ``upscale`` and padded by 0.3·upscale."""
-    pad = round(0.3 * upscale)
+    pad = round(FRAME_PAD_FRACTION * upscale)
     inset = 0.1 * upscale
     box = np.array([inset, inset, upscale - inset, upscale - inset]) + pad
     return Face(box=box, score=1.0, landmarks=arcface_template(upscale) + pad)

@@ -32,7 +32,10 @@ import numpy.typing as npt
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._types import FACES_EXTRA
 
-__all__ = ["load_image", "read_pixels", "to_rgb_uint8"]
+__all__ = ["FRAME_PAD_FRACTION", "enlarge_frame", "load_image", "read_pixels", "to_rgb_uint8"]
+
+#: Edge padding :func:`enlarge_frame` adds on every side, as a fraction of the enlarged side.
+FRAME_PAD_FRACTION = 0.3
 
 
 def to_rgb_uint8(image: Any, name: str = "image") -> npt.NDArray[np.uint8]:
@@ -201,3 +204,50 @@ def read_pixels(path: str | os.PathLike[str]) -> npt.NDArray[Any]:
             )
         arr = arr.astype(np.uint16 if sixteen_bit or high > 255 else np.uint8)
     return arr
+
+
+def enlarge_frame(
+    image: npt.NDArray[np.uint8], side: int, *, square: bool = False
+) -> npt.NDArray[np.uint8]:
+    """Enlarge a small frame and pad it with its own edges, for detection and alignment.
+
+    Detectors and margin-based aligners (dlib's padded chip) need context around a face that
+    fills the frame, and black borders would change the embedding: the frame's shorter side
+    is brought to ``side`` pixels (bicubic, aspect ratio kept; with ``square``, the whole
+    frame to ``side`` × ``side``) and ``round(0.3 · side)`` pixels of edge replication are
+    added on every side. The one rule behind the pipeline's small frames
+    (:class:`idaudit.mechanisms.EncodedGenerator`), the privacy check's small images and
+    :meth:`ShippedFaceGenerator.crops`; each caller decides which frames count as small.
+
+    Parameters
+    ----------
+    image : numpy.ndarray of uint8, shape (H, W, 3)
+        The frame.
+    side : int
+        Side length after enlarging, at least 1.
+    square : bool, default False
+        Resize to ``side`` × ``side`` instead of keeping the aspect ratio.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (H', W', 3)
+        The enlarged, padded frame.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.faces import enlarge_frame
+    >>> enlarge_frame(np.zeros((64, 32, 3), np.uint8), 160).shape  # 320 x 160, plus 2 x 48
+    (416, 256, 3)
+    """
+    from PIL import Image
+
+    h, w = image.shape[:2]
+    if square:
+        size = (side, side)
+    else:
+        scale = side / min(h, w)
+        size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    big = np.asarray(Image.fromarray(image).resize(size, Image.Resampling.BICUBIC))
+    pad = round(FRAME_PAD_FRACTION * side)
+    return np.pad(big, ((pad, pad), (pad, pad), (0, 0)), mode="edge")

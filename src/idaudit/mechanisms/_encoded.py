@@ -464,16 +464,11 @@ class EncodedGenerator:
 
     def _frame(self, image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
         """Enlarge and pad a small frame (see ``upscale``); larger frames pass unchanged."""
-        h, w = image.shape[:2]
-        if min(h, w) >= MIN_SIDE:
+        if min(image.shape[:2]) >= MIN_SIDE:
             return image
-        from PIL import Image
+        from idaudit.faces import enlarge_frame
 
-        scale = self.upscale / min(h, w)
-        size = (round(w * scale), round(h * scale))
-        big = np.asarray(Image.fromarray(image).resize(size, Image.Resampling.BICUBIC))
-        pad = round(0.3 * self.upscale)
-        return np.pad(big, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
+        return enlarge_frame(image, self.upscale)
 
     def _largest(self, frame: npt.NDArray[np.uint8]) -> Face | None:
         assert self.pipeline is not None

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from idaudit.exceptions import InvalidInputError
+from idaudit.faces import FRAME_PAD_FRACTION
 
 __all__ = [
     "ENLARGE_BELOW",
@@ -36,7 +37,6 @@ IMAGE_SUFFIXES = frozenset(
 ENLARGE_BELOW = 160
 #: Side an enlarged image's shorter side is brought to, and the edge padding added around it.
 _UPSCALE = 160
-_PAD_FRACTION = 0.3
 
 
 @dataclass
@@ -122,19 +122,11 @@ def prepare_image(image: npt.NDArray[np.uint8], *, aligned: bool = False) -> npt
     black borders would change the embedding. An ``aligned`` crop is always resized to
     160 × 160 and padded so, which fixes where :class:`AlignedDetector` puts its face.
     """
-    from PIL import Image
+    from idaudit.faces import enlarge_frame
 
-    h, w = image.shape[:2]
-    if aligned:
-        size = (_UPSCALE, _UPSCALE)
-    elif min(h, w) >= ENLARGE_BELOW:
+    if not aligned and min(image.shape[:2]) >= ENLARGE_BELOW:
         return image
-    else:
-        scale = _UPSCALE / min(h, w)
-        size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    big = np.asarray(Image.fromarray(image).resize(size, Image.Resampling.BICUBIC))
-    pad = round(_PAD_FRACTION * _UPSCALE)
-    return np.pad(big, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
+    return enlarge_frame(image, _UPSCALE, square=aligned)
 
 
 class AlignedDetector:
@@ -152,7 +144,7 @@ class AlignedDetector:
         """Return the one face of a prepared aligned crop."""
         from idaudit.faces import Face, arcface_template
 
-        pad = round(_PAD_FRACTION * _UPSCALE)
+        pad = round(FRAME_PAD_FRACTION * _UPSCALE)
         inset = 0.1 * _UPSCALE
         box = np.array([inset, inset, _UPSCALE - inset, _UPSCALE - inset]) + pad
         return [Face(box=box, score=1.0, landmarks=arcface_template(_UPSCALE) + pad)]
@@ -261,7 +253,7 @@ def build_models(
         "detector_weights": {} if aligned else _digests(_weight_files(detector)),
         "enlarge_below": ENLARGE_BELOW,
         "upscale": _UPSCALE,
-        "pad_fraction": _PAD_FRACTION,
+        "pad_fraction": FRAME_PAD_FRACTION,
         "face": "largest",
     }
     identities = [
