@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -196,7 +197,22 @@ def _stack(
 
 
 def _column(values: list[Any]) -> np.ndarray:
-    """One attribute across conditions as a netCDF-friendly 1-d array (strings where mixed)."""
-    if any(v is None for v in values) or len({type(v) for v in values}) > 1:
+    """One attribute across conditions as a netCDF-friendly 1-d array.
+
+    Numbers stay numbers: where every given value is a real number (``None``, the ``"None"``
+    that :func:`idaudit.results.attr_value` writes for it, or a missing attribute counting as
+    not given), the column is float64 with NaN where none was given, so that a blur's
+    ``sigma`` of 1.5 is a number beside a condition that has no sigma. Any other mix is
+    text, with ``"None"`` where a condition has no value.
+    """
+    missing = [v is None or (isinstance(v, str) and v == "None") for v in values]
+    given = [v for v, gone in zip(values, missing, strict=True) if not gone]
+    if given and all(
+        isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in given
+    ):
+        if len(given) == len(values) and len({type(v) for v in values}) == 1:
+            return np.asarray(values)  # one numeric type throughout: kept as it is
+        return np.asarray([float(v) if v in given else np.nan for v in values], dtype=np.float64)
+    if len(given) < len(values) or len({type(v) for v in values}) > 1:
         return np.asarray([str(v) for v in values])
     return np.asarray(values)
