@@ -334,7 +334,10 @@ class ReservedTestCertifier(BaseCertifier):
             ``es``) holding ``n_dev_a``, ``n_dev_b``, ``n_test_a``, ``n_test_b``,
             ``test_fp`` (test rows of ``identity_a`` predicted as ``identity_b``), ``test_fn``,
             ``test_fpr``, ``test_fnr``, ``ufpr``, ``ufnr`` (the one-sided upper bounds),
-            ``test_auc``, ``epsilon_lb`` (status ``certified_lower_bound``), ``threshold``,
+            ``test_auc``, ``epsilon_lb`` (status ``certified_lower_bound``), ``epsilon_lb_ceiling``
+            (what zero test errors would certify at the pair's test sizes: no data can
+            certify more, so a value at it says the test size, not the pipeline, is the
+            limit), ``threshold``,
             ``direction`` (+1: predict ``identity_b`` when the score is ≥ ``threshold``;
             -1: when ≤), ``dev_auc``, ``dev_expected_epsilon`` and ``rank``. Its attrs hold
             the settings (``duplicates`` among them), ``n_duplicates`` (exact-duplicate rows
@@ -773,6 +776,7 @@ def _evaluate(
                 "ufnr": ufnr,
                 "test_auc": auc(ta, tb),
                 "epsilon_lb": float(epsilon_from_error_rates(ufpr, ufnr, delta)),
+                "epsilon_lb_ceiling": _zero_error_bound(m_a, m_b, alpha_bound, delta),
                 "threshold": plan.threshold,
                 "direction": int(plan.direction),
                 "dev_auc": plan.auc,
@@ -908,6 +912,11 @@ _CERT_VARS: dict[str, tuple[str, Status]] = {
     "ufnr": ("one-sided Clopper-Pearson upper bound on the FNR", "certified_upper_bound"),
     "test_auc": ("ROC AUC of the fixed classifier on the test split", "sample_estimate"),
     "epsilon_lb": ("certified lower bound on epsilon (Eq. 16)", "certified_lower_bound"),
+    # what an error-free test certifies at these test sizes and level: no data can certify more
+    "epsilon_lb_ceiling": (
+        "largest epsilon_lb these test sizes can certify (zero test errors)",
+        "descriptive",
+    ),
     "threshold": ("score threshold chosen on development data", "descriptive"),
     "direction": ("+1: predict identity_b when score >= threshold; -1: when <=", "descriptive"),
     "dev_auc": ("development out-of-fold ROC AUC", "diagnostic"),
