@@ -9,11 +9,12 @@ appearance axis (:func:`_appearance_axis`), and gather the results (:func:`_repo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -390,8 +391,9 @@ def _run(
     files = _hash_files(cohorts, settings.duplicates, notes)
     embedded = _embed(files, models, store, settings)
     usable, no_face = _usable_cohorts(embedded, cohorts.common, notes)
-    identity = _identity_axis(embedded, usable, models, settings, notes)
-    appearance = _appearance_axis(embedded, usable, models, store, settings, notes)
+    with _stages(settings, 2 * len(models.encoders) + 2) as stage:
+        identity = _identity_axis(embedded, usable, models, settings, notes, stage)
+        appearance = _appearance_axis(embedded, usable, models, store, settings, notes, stage)
     return _report(
         settings,
         cohorts,
@@ -410,6 +412,32 @@ def _run(
         ),
         notes=notes,
     )
+
+
+@contextlib.contextmanager
+def _stages(settings: PrivacySettings, total: int) -> Iterator[Callable[[str], None]]:
+    """Show a progress bar over the statistics stages (permutations, draws, distances).
+
+    Yields ``stage(text)``, which closes the stage before and names the one starting, so the
+    minutes spent on 9,999 permutations or 1,000 half-samples are never silent.
+    """
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc="statistics", unit="stage", disable=not settings.progress)
+    started = [False]
+
+    def stage(text: str) -> None:
+        if started[0]:
+            bar.update(1)
+        started[0] = True
+        bar.set_postfix_str(text, refresh=True)
+
+    try:
+        yield stage
+        if started[0]:
+            bar.update(1)
+    finally:
+        bar.close()
 
 
 def _hash_files(
@@ -507,6 +535,7 @@ def _identity_axis(
     models: FaceModels,
     settings: PrivacySettings,
     notes: list[str],
+    stage: Callable[[str], None],
 ) -> _AxisRows:
     """Run flagging, NNAA and (with ``subject_pattern``) the sanity check per encoder."""
     rows = _AxisRows()
@@ -524,6 +553,7 @@ def _identity_axis(
             )
             for split in SPLITS
         }
+        stage(f"flagging ({encoder.name}): {settings.n_permutations} permutations")
         flagged = flagging(
             sets["train"],
             sets["heldout"],
@@ -537,6 +567,7 @@ def _identity_axis(
             device=settings.device,
         )
         rows.flagging.append(_with_axis(flagged.to_frame(encoder.name), "identity"))
+        stage(f"NNAA ({encoder.name}): {settings.n_bootstrap} half-samples")
         accuracy = _nnaa_or_note(
             partial(
                 nnaa,
@@ -571,9 +602,11 @@ def _appearance_axis(
     store: PrivacyCache,
     settings: PrivacySettings,
     notes: list[str],
+    stage: Callable[[str], None],
 ) -> _AxisRows:
     """Run flagging and NNAA on whole images (LPIPS or SSIM), distances through the cache."""
     metric = models.appearance_identity["metric"]
+    stage(f"flagging ({metric}): distances, {settings.n_permutations} permutations")
     distances = _AppearanceDistances(models, store)
     heldout_min: list[npt.NDArray[np.float64]] = []
     synthetic_min: list[npt.NDArray[np.float64]] = []
@@ -599,6 +632,7 @@ def _appearance_axis(
         rng=settings.rng,
     )
     rows = _AxisRows(flagging=[_with_axis(flagged.to_frame(metric), "appearance")])
+    stage(f"NNAA ({metric}): distances, {settings.n_bootstrap} half-samples")
     accuracy = _nnaa_or_note(
         partial(_appearance_nnaa, embedded, usable, distances, settings), metric, notes
     )
