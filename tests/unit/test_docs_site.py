@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,30 @@ def test_site_builds_strictly_offline(tmp_path: Path) -> None:
     # nothing on the pages asks the browser for web fonts (theme fonts are off)
     index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "fonts.googleapis.com" not in index
+    # numpydoc's reStructuredText is rendered, not printed: no Sphinx role, no simple-table rule
+    # on any API page, and an idaudit role became a link to the object it names
+    for page in sorted((tmp_path / "site" / "api").glob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        for role in (":func:", ":class:", ":meth:", ":attr:", ":mod:", ":data:", ":math:"):
+            assert role not in html, f"{page.name} prints {role}"
+        assert not re.search(r"={5,}", html), f"{page.name} prints a reStructuredText table rule"
+    audits = (tmp_path / "site" / "api" / "audits.html").read_text(encoding="utf-8")
+    assert re.search(r'<a[^>]+href="[^"]*#idaudit\.audits\.audit_pairs"', audits)
+    for package in ("memorization", "inversion", "pipeline", "results", "cli"):
+        assert (tmp_path / "site" / "api" / f"{package}.html").is_file()
+
+
+def test_package_layout_table_lists_every_module() -> None:
+    # docs/index.md's layout table and the source tree name the same modules, each with the
+    # first line of its docstring, so the table cannot drift from the code
+    import ast
+
+    src = ROOT / "src" / "idaudit"
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `([\w/]+\.py)` \| (.*) \|$", text, flags=re.M))
+    modules = {p.relative_to(src).as_posix(): p for p in src.rglob("*.py")}
+    assert set(rows) == set(modules)
+    for name, path in modules.items():
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        first = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", doc.splitlines()[0]).replace("``", "`")
+        assert rows[name] == first, name

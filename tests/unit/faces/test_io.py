@@ -125,3 +125,20 @@ def test_load_image_16_bit_mode_is_scaled_even_when_dark(tmp_path: Path) -> None
     with Image.open(tmp_path / "dark16.png") as check:
         assert check.mode.startswith("I;16")
     assert load_image(tmp_path / "dark16.png")[..., 0].tolist() == [[0, 1, 0]]
+
+
+def test_enlarge_frame_brings_the_short_side_to_size_and_pads_with_edges() -> None:
+    from idaudit.faces import FRAME_PAD_FRACTION, enlarge_frame
+
+    gen = np.random.default_rng(0)
+    image = gen.integers(0, 256, (64, 40, 3), dtype=np.uint8)
+    out = enlarge_frame(image, 160)
+    pad = round(FRAME_PAD_FRACTION * 160)
+    assert out.shape == (256 + 2 * pad, 160 + 2 * pad, 3)  # 40 -> 160, 64 -> 256, aspect kept
+    # the centre is Pillow's bicubic resize, the border repeats the edge pixels
+    reference = np.asarray(Image.fromarray(image).resize((160, 256), Image.Resampling.BICUBIC))
+    np.testing.assert_array_equal(out[pad:-pad, pad:-pad], reference)
+    np.testing.assert_array_equal(out[:pad, pad:-pad], np.repeat(reference[:1], pad, axis=0))
+    np.testing.assert_array_equal(out[pad:-pad, :pad], np.repeat(reference[:, :1], pad, axis=1))
+    square = enlarge_frame(image, 100, square=True)
+    assert square.shape == (100 + 2 * 30, 100 + 2 * 30, 3)

@@ -239,3 +239,47 @@ def test_files_with_refused_pixels_are_bad_format(tmp_path: Path) -> None:
     assert "within 0–65535" in out.loc[0, "message"]
     assert "must lie in [0, 1]" in out.loc[1, "message"]
     assert "must have dtype uint8, uint16 or float" in out.loc[2, "message"]
+
+
+class _RecordingEncoder(_ConstantEncoder):
+    """Records the size of every encoder call; raises KeyboardInterrupt on call ``stop``."""
+
+    def __init__(self, stop: int | None = None) -> None:
+        self.calls: list[int] = []
+        self.stop = stop
+
+    def __repr__(self) -> str:  # part of the cache key: equal for every instance
+        return "_RecordingEncoder()"
+
+    def encode(self, crops: np.ndarray) -> np.ndarray:
+        self.calls.append(len(crops))
+        if self.stop is not None and len(self.calls) == self.stop:
+            raise KeyboardInterrupt
+        return np.full((len(crops), self.dim), float(len(self.calls)), np.float32)
+
+
+def test_with_a_cache_faces_are_stored_every_checkpoint(tmp_path: Path) -> None:
+    from idaudit.faces import EmbeddingCache
+    from idaudit.faces._pipeline import CHECKPOINT_FACES
+
+    face = Face(np.array([1.0, 1.0, 8.0, 8.0]), 0.99, np.full((5, 2), 4.0))
+    gen = np.random.default_rng(0)
+    images = [gen.integers(0, 256, (10, 10, 3), dtype=np.uint8) for _ in range(20)]
+    # without a cache, batch_size groups the work
+    plain = _RecordingEncoder()
+    FacePipeline(_FixedDetector([face]), plain, batch_size=32, progress=False).encode(images)
+    assert plain.calls == [20]
+    # with one, at most CHECKPOINT_FACES faces are encoded, then stored, at a time: an
+    # interrupt during the third call leaves the first two calls' faces in the cache
+    stopped = _RecordingEncoder(stop=3)
+    cache = EmbeddingCache(tmp_path / "cache")
+    detector = _FixedDetector([face])  # one object: its repr is part of the cache key
+    pipeline = FacePipeline(detector, stopped, batch_size=32, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.encode(images, cache=cache)
+    assert stopped.calls == [CHECKPOINT_FACES, CHECKPOINT_FACES, 20 - 2 * CHECKPOINT_FACES]
+    assert cache.writes == len(cache) == 2 * CHECKPOINT_FACES
+    # the re-run encodes only the rest
+    rest = _RecordingEncoder()
+    FacePipeline(detector, rest, batch_size=32, progress=False).encode(images, cache=cache)
+    assert sum(rest.calls) == 20 - 2 * CHECKPOINT_FACES

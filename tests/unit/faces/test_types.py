@@ -1,7 +1,7 @@
 """The Encoder protocol (idaudit.faces._types), checked on every encoder idaudit ships.
 
-Local-weight encoders run on stand-in files in the published formats (see ``_standins``); the
-properties checked here do not depend on the weights' values.
+Local-weight encoders run on stand-in files in the published formats (see
+``tests/standins.py``); the properties checked here do not depend on the weights' values.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import LinearEncoder, LinearGenerator
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion import (
     LatentBank,
@@ -16,6 +15,7 @@ from idaudit.inversion import (
     results_to_xarray,
 )
 from idaudit.results import check_result_dataset
+from toys import LinearEncoder, LinearGenerator
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 import idaudit.certify._reserved as reserved
 from idaudit.certify import ReservedTestCertifier
-from idaudit.data import EmbeddingSet, sample_pairs, split_identities
+from idaudit.data import EmbeddingSet, all_pairs, sample_pairs, split_identities
 from idaudit.exceptions import IdauditWarning, InvalidInputError, NotFittedError
 
 
@@ -706,3 +706,62 @@ def test_min_rows_is_the_fewest_rows_that_split_and_fold(test_size: float, n_fol
     assert dev_rows(need - 1) < n_folds
     with pytest.raises(InvalidInputError, match=r"`n_folds` must be >= 2; got 1\."):
         ReservedTestCertifier(n_folds=1).min_rows()
+
+
+# -- n_candidates="all": every pair scored by the batched logistic path --------------------
+
+
+@pytest.fixture(scope="module")
+def uneven_es() -> EmbeddingSet:
+    gen = np.random.default_rng(0)
+    sizes = gen.integers(30, 41, size=10)
+    rows = [gen.normal(size=(n, 8)) + 0.45 * np.eye(8)[k % 8] for k, n in enumerate(sizes)]
+    labels = [f"id{k}" for k, n in enumerate(sizes) for _ in range(n)]
+    return EmbeddingSet(np.vstack(rows), labels)
+
+
+def test_all_candidates_select_as_the_pair_by_pair_path(uneven_es: EmbeddingSet) -> None:
+    every = ReservedTestCertifier(n_candidates="all", n_select=3, progress=False).fit(uneven_es)
+    listed = ReservedTestCertifier(n_candidates=45, n_select=3, progress=False).fit(
+        uneven_es, all_pairs(uneven_es.identities)
+    )
+    assert every.candidates_.sizes["pair"] == 45
+    got, want = every.certificates_, listed.certificates_
+    np.testing.assert_array_equal(got["identity_a"], want["identity_a"])
+    np.testing.assert_array_equal(got["identity_b"], want["identity_b"])
+    np.testing.assert_array_equal(got["test_fp"], want["test_fp"])
+    np.testing.assert_array_equal(got["test_fn"], want["test_fn"])
+    np.testing.assert_allclose(got["epsilon_lb"], want["epsilon_lb"], rtol=1e-12)
+    # thresholds are midpoints of development logits, which lbfgs gets to ~1e-3 here
+    np.testing.assert_allclose(got["threshold"], want["threshold"], atol=5e-3)
+    assert got.attrs["candidate_pairs"] == "all"
+    assert got["epsilon_lb"].attrs["status"] == "certified_lower_bound"
+
+
+def test_all_candidates_errors(uneven_es: EmbeddingSet) -> None:
+    with pytest.raises(InvalidInputError, match="`pairs` must be None with n_candidates='all'"):
+        ReservedTestCertifier(n_candidates="all", progress=False).fit(uneven_es, [("id0", "id1")])
+    with pytest.raises(InvalidInputError, match="`classifier` must be 'logistic'"):
+        ReservedTestCertifier(n_candidates="all", classifier="random_forest", progress=False).fit(
+            uneven_es
+        )
+    with pytest.raises(InvalidInputError, match="`n_candidates` must be 'all' or an integer >= 1"):
+        ReservedTestCertifier(n_candidates="every", progress=False).fit(uneven_es)
+
+
+def test_the_ceiling_is_what_an_error_free_test_certifies(es: EmbeddingSet) -> None:
+    cert = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False).fit(es)
+    c = cert.certificates_
+    level = cert.alpha_per_bound_
+    m_a, m_b = c["n_test_a"].values, c["n_test_b"].values
+    # Eq. 16 at the zero-error Clopper-Pearson bounds, computed from scipy's beta quantile
+    u_a, u_b = _cp_upper(np.zeros_like(m_a), m_a, level), _cp_upper(np.zeros_like(m_b), m_b, level)
+    expected = np.maximum(np.log(np.maximum((1 - u_a) / u_b, (1 - u_b) / u_a)), 0.0)
+    np.testing.assert_allclose(c["epsilon_lb_ceiling"].values, expected, rtol=1e-9)
+    assert (c["epsilon_lb"].values <= c["epsilon_lb_ceiling"].values + 1e-12).all()
+    assert c["epsilon_lb_ceiling"].attrs["status"] == "descriptive"
+    # zero test errors reach the ceiling exactly
+    errorless = (c["test_fp"].values == 0) & (c["test_fn"].values == 0)
+    np.testing.assert_array_equal(
+        c["epsilon_lb"].values[errorless], c["epsilon_lb_ceiling"].values[errorless]
+    )

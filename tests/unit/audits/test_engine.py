@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -18,7 +22,10 @@ from idaudit import (
     ROCHTAuditor,
     __version__,
     audit_pairs,
+    sample_pairs,
 )
+from idaudit.audits import QUANTILES
+from idaudit.data import all_pairs
 from idaudit.results import check_result_dataset
 
 
@@ -244,3 +251,180 @@ def test_pairs_are_reported_with_the_stored_labels() -> None:
     assert ds["identity_a"].values.tolist() == [1]
     assert ds["identity_a"].dtype.kind == "i"
     assert ds["identity_b"].values.tolist() == [2]
+
+
+# -- every pair (pairs="all"): chunking, summaries, memory -----------------------------------
+# (stores: test_store.py; threads and dask process workers: test_backends.py)
+
+SRC = str(Path(__file__).resolve().parents[3] / "src")
+
+
+def make_es(n_id: int = 9, dim: int = 5, seed: int = 0) -> EmbeddingSet:
+    gen = np.random.default_rng(seed)
+    sizes = gen.integers(8, 13, size=n_id)  # unequal identities: chunks need padding
+    rows = [gen.normal(size=(n, dim)) + 0.9 * np.eye(dim)[k % dim] for k, n in enumerate(sizes)]
+    # two identical identities make exact ties (several pairs reach the same value)
+    rows[1] = rows[0].copy()
+    labels = [f"id{k:02d}" for k, r in enumerate(rows) for _ in range(len(r))]
+    return EmbeddingSet(np.vstack(rows), labels)
+
+
+def all_pairs_auditors() -> list:
+    return [
+        GaussMechAuditor(),
+        KDELRAuditor(n_grid=41),
+        MMDTVAuditor(n_permutations=40, rng=1),
+        ROCHTAuditor(n_folds=3, rng=2),
+    ]
+
+
+@pytest.fixture(scope="module")
+def uneven_es() -> EmbeddingSet:
+    return make_es()
+
+
+@pytest.fixture(scope="module")
+def full(uneven_es: EmbeddingSet) -> xr.Dataset:
+    return audit_pairs(uneven_es, "all", all_pairs_auditors(), progress=False)
+
+
+def test_all_pairs_equals_audit_pairs_on_the_same_pairs(
+    full: xr.Dataset, uneven_es: EmbeddingSet
+) -> None:
+    ids = uneven_es.identities.tolist()
+    m = len(ids)
+    assert full.sizes["pair"] == m * (m - 1) // 2
+    assert list(zip(full["identity_a"].values, full["identity_b"].values, strict=True)) == [
+        (ids[i], ids[j]) for i in range(m) for j in range(i + 1, m)
+    ]
+    check_result_dataset(full)
+    # the same pairs as an explicit list, in another (seeded shuffle) order
+    shuffled = sample_pairs(uneven_es.identities, rng=3)
+    other = audit_pairs(uneven_es, shuffled, all_pairs_auditors(), progress=False)
+    index = {p: k for k, p in enumerate(shuffled)}
+    back = other.isel(pair=[index[p] for p in all_pairs(uneven_es.identities)])
+    xr.testing.assert_allclose(full.drop_attrs(), back.drop_attrs(), rtol=1e-6, atol=1e-12)
+    np.testing.assert_array_equal(full["mmdtv_pvalue"], back["mmdtv_pvalue"])
+    np.testing.assert_array_equal(full["rocht_corner"], back["rocht_corner"])
+    # and each pair equals the auditors' own fit on that pair
+    for k in (0, 7, 20):
+        a, b = full["identity_a"].values[k], full["identity_b"].values[k]
+        for aud in all_pairs_auditors():
+            aud.fit(uneven_es.get(a), uneven_es.get(b))
+            got = full[f"{aud.label}_epsilon"].values[k]
+            assert got == pytest.approx(aud.epsilon_, rel=1e-6, abs=1e-12)
+
+
+def test_summary_equals_reductions_of_the_full_dataset(
+    full: xr.Dataset, uneven_es: EmbeddingSet
+) -> None:
+    # the same chunking as `full`, so every per-pair number is bit-identical
+    summ = audit_pairs(uneven_es, "all", all_pairs_auditors(), keep="summary", progress=False)
+    check_result_dataset(summ)
+    assert summ.attrs["n_pairs"] == full.sizes["pair"]
+    np.testing.assert_array_equal(summ["quantile"], QUANTILES)
+    frame = full.drop_vars([v for v in full.data_vars if "per_dim" in v]).to_dataframe()
+    frame = frame.reset_index(drop=True)
+    checked = 0
+    for var in full.data_vars:
+        if full[var].dims != ("pair",):
+            assert not any(k.startswith(var + "_") for k in summ.data_vars)
+            continue
+        values = frame[var]
+        if values.dtype == bool:
+            assert int(summ[f"{var}_count"]) == int(values.sum())
+            continue
+        top = values.max()
+        first = values.index[values == top][0]  # first pair in pair order reaching it
+        assert float(summ[f"{var}_max"]) == top
+        assert summ[f"{var}_argmax_identity_a"].item() == frame["identity_a"][first]
+        assert summ[f"{var}_argmax_identity_b"].item() == frame["identity_b"][first]
+        assert int(summ[f"{var}_n_at_max"]) == int((values == top).sum())
+        assert int(summ[f"{var}_n_inf"]) == int(np.isposinf(values).sum())
+        # exact order statistics x_(ceil(q n)) (x_(1) at q = 0), written out
+        ordered = np.sort(values.to_numpy())
+        n = ordered.size
+        want = [ordered[max(int(np.ceil(q * n)), 1) - 1] for q in QUANTILES]
+        np.testing.assert_array_equal(summ[f"{var}_quantile"].values, want)
+        # per identity: the largest value over its pairs and the first partner reaching it
+        long = pd.concat(
+            [
+                pd.DataFrame({"who": frame["identity_a"], "partner": frame["identity_b"]}),
+                pd.DataFrame({"who": frame["identity_b"], "partner": frame["identity_a"]}),
+            ]
+        )
+        long["v"] = np.r_[values.to_numpy(), values.to_numpy()]
+        long["order"] = np.r_[frame.index.to_numpy(), frame.index.to_numpy()]
+        best = long.sort_values(["v", "order"], ascending=[False, True]).groupby("who").first()
+        np.testing.assert_array_equal(summ["identity"].values, best.index.to_numpy())
+        np.testing.assert_array_equal(summ[f"{var}_worst"].values, best["v"].to_numpy())
+        np.testing.assert_array_equal(
+            summ[f"{var}_worst_partner"].values, best["partner"].to_numpy()
+        )
+        checked += 1
+    assert checked == 13
+    # identities id00 and id01 are identical, so the data hold exact ties to break
+    assert frame["gaussmech_epsilon"].duplicated().any()
+
+
+def test_summary_on_a_pair_list(uneven_es: EmbeddingSet) -> None:
+    pairs = sample_pairs(uneven_es.identities, 10, rng=0)
+    ds = audit_pairs(uneven_es, pairs, [GaussMechAuditor()], progress=False)
+    summ = audit_pairs(uneven_es, pairs, [GaussMechAuditor()], keep="summary", progress=False)
+    assert float(summ["gaussmech_epsilon_max"]) == float(ds["gaussmech_epsilon"].max())
+    involved = sorted({x for p in pairs for x in p})
+    assert summ["identity"].values.tolist() == involved
+
+
+def test_bad_options(uneven_es: EmbeddingSet) -> None:
+    with pytest.raises(InvalidInputError, match="`pairs` must be 'all' or a sequence"):
+        audit_pairs(uneven_es, "every", [GaussMechAuditor()], progress=False)
+    with pytest.raises(InvalidInputError, match="`keep` must be one of 'pairs', 'summary'"):
+        audit_pairs(uneven_es, "all", [GaussMechAuditor()], keep="max", progress=False)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="`n_threads` must be >= 1; got 0"):
+        audit_pairs(uneven_es, "all", [GaussMechAuditor()], n_threads=0, progress=False)
+    one = EmbeddingSet(np.random.default_rng(0).normal(size=(5, 3)), ["a"] * 5)
+    with pytest.raises(InvalidInputError, match='`pairs="all"` needs at least 2 identities'):
+        audit_pairs(one, "all", [GaussMechAuditor()], progress=False)
+
+
+# ------------------------------------------------------------------------------ memory
+MEMORY = """
+import resource, sys
+sys.path.insert(0, {src!r})
+import numpy as np
+from idaudit import EmbeddingSet, GaussMechAuditor, MMDTVAuditor, audit_pairs
+gen = np.random.default_rng(0)
+n_id, n, d = 150, 16, 256
+es = EmbeddingSet(gen.normal(size=(n_id * n, d)), np.repeat(np.arange(n_id), n))
+# warm-up on two pairs, so that library code and allocator pools are in the baseline
+audit_pairs(es, [(0, 1), (2, 3)], [GaussMechAuditor(), MMDTVAuditor()], progress=False)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+s = audit_pairs(es, "all", [GaussMechAuditor(), MMDTVAuditor()], keep="summary",
+                n_threads=2, progress=False)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((peak - base) * 1024, int(s.attrs["n_pairs"]))
+"""
+
+
+def test_peak_memory_stays_under_the_stated_bound() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY.format(src=SRC)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    grown, n_pairs = map(int, out.stdout.split())
+    n_id, n, d = 150, 16, 256
+    assert n_pairs == n_id * (n_id - 1) // 2
+    # all pairs in one batch: the packed rows alone, (pairs, 2n, d) float64 = 732 MB
+    naive = n_pairs * 2 * n * d * 8
+    # the stated bound (docs/audit_pairs.md): n_threads chunks of batch_size pairs of
+    # 8 (3 n_max d + 4 n_max^2) bytes each (batch_size 256 here), the per-identity caches
+    # (identities x n x (2 d + n) x 8 B), and 8 B per pair and scalar output (8 here);
+    # doubled as the generous margin for allocator slack and interpreter state
+    n_max = 2 * n
+    chunk = 256 * 8 * (3 * n_max * d + 4 * n_max**2)
+    bound = 2 * (2 * chunk + n_id * n * (2 * d + n) * 8 + n_pairs * 8 * 8)
+    assert grown < bound < naive / 2

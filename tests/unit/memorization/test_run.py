@@ -1,9 +1,5 @@
-"""``run_privacy_check`` and ``idaudit privacy`` on folders of real DCGAN samples (dlib, MTCNN).
-
-Small on purpose (about 30 images, embedded once per module and reused through copies of the
-cache): the statistics themselves are checked against independent references in
-tests/unit/test_memorization_stats.py.
-"""
+"""``run_privacy_check`` (idaudit.memorization._run) on folders of real DCGAN samples
+(dlib, MTCNN)."""
 
 from __future__ import annotations
 
@@ -18,13 +14,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from idaudit.cli import main
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.memorization import (
     FLAGGING_COLUMNS,
     NNAA_COLUMNS,
     OUTPUT_FILES,
-    PrivacyCache,
     run_privacy_check,
 )
 from idaudit.results import check_result_dataset
@@ -184,18 +178,6 @@ def test_corrupt_cache_file_is_recomputed_with_a_warning(
     pd.testing.assert_frame_equal(report.flagging, first[0].flagging)
 
 
-def test_aligned_inputs_embed_like_the_generators_own_crops(roots: Path, dcgan) -> None:
-    from idaudit.faces import DlibEncoder
-    from idaudit.memorization._images import AlignedDetector, MemoDetector, embed_images
-
-    paths = sorted((roots / "train" / "a").glob("*.png"))
-    images = np.stack([np.asarray(Image.open(p)) for p in paths])
-    encoder = DlibEncoder()
-    status, emb, _ = embed_images(paths, MemoDetector(AlignedDetector()), encoder, aligned=True)
-    assert status == ["ok"] * len(paths)
-    np.testing.assert_allclose(emb, dcgan.embed(images, encoder), atol=1e-6)
-
-
 def test_bad_input(roots: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -224,46 +206,6 @@ def test_threads_never_exceed_the_cpus_this_process_may_use(roots: Path, first) 
     import os
 
     assert 1 <= first[0].settings.threads <= len(os.sched_getaffinity(0))
-
-
-def test_cli_writes_the_outputs_and_checks_flags(
-    roots: Path, first, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "cli"
-    shutil.copytree(first[1] / "cache", tmp_path / "cache")
-    argv = ["privacy", *map(str, _args(roots)), "--out", str(out), "--bootstrap", "20",
-            "--permutations", "99", "--threads", "1", "--quiet",
-            "--cache-dir", str(tmp_path / "cache"), "--subject-pattern", r"^s(\d)"]  # fmt: skip
-    assert main(argv) == 0
-    captured = capsys.readouterr()
-    assert "warning: cohorts skipped" in captured.err
-    assert "only_train" in captured.err
-    assert "# idaudit privacy" in captured.out
-    assert set(OUTPUT_FILES) <= {p.name for p in out.iterdir()}
-    # file names s<d><d>_*: the first digit is the "subject" (several images each)
-    sanity = pd.read_csv(out / "sanity.csv")
-    assert list(sanity.columns) == [
-        "metric", "auc", "p_value", "n_images", "n_subjects", "n_same_pairs",
-        "n_different_pairs", "n_permutations",
-    ]  # fmt: skip
-    assert sanity["metric"].tolist() == ["dlib-resnet-v1"]
-    assert 0.0 <= sanity["auc"].iloc[0] <= 1.0
-    for flag, value, message in (
-        ("--bootstrap", "-1", "`--bootstrap` must be >= 0; got -1."),
-        ("--percentiles", "100", r"`--percentiles` must be in (0, 100); got 100.0."),
-        ("--threads", "0", "`--threads` must be >= 1; got 0."),
-    ):
-        with pytest.raises(SystemExit) as exc:
-            main([*argv, flag, value])
-        assert exc.value.code == 2
-        assert message in capsys.readouterr().err
-
-
-def test_cache_keys_change_with_the_weights(tmp_path: Path) -> None:
-    cache = PrivacyCache(tmp_path)
-    a = cache.embedding_path({"encoder": "x", "encoder_weights": {"f": "1"}}, "train", "c")
-    b = cache.embedding_path({"encoder": "x", "encoder_weights": {"f": "2"}}, "train", "c")
-    assert a != b
 
 
 def test_arcface_route_with_stand_in_weights(roots: Path, buffalo_dir: Path) -> None:
@@ -307,3 +249,22 @@ def test_typed_parts_render_the_written_files(first) -> None:
         int(counts.sel(counter="embeddings_computed"))
         == report.cache_counters["embeddings_computed"]
     )
+
+
+def test_every_statistics_stage_shows_progress(
+    roots: Path, first, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the permutations and half-samples take minutes at the defaults: each stage is named on
+    # the progress bar (stderr) as it starts; a warm cache keeps this run short
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        run_privacy_check(*_args(roots), cache=tmp_path / "cache", **{**FAST, "progress": True})
+    err = capsys.readouterr().err
+    for stage in (
+        "flagging (dlib-resnet-v1): 199 permutations",
+        "NNAA (dlib-resnet-v1): 50 half-samples",
+        "half-samples",
+    ):
+        assert stage in err
+    assert "statistics" in err

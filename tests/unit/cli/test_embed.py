@@ -2,7 +2,7 @@
 
 Runs the real shipped models (MTCNN + dlib) on photos that ship in installed packages, and the
 InsightFace route on stand-in ONNX files in the published format. Every socket is refused (the
-faces conftest's autouse fixture).
+autouse fixture of tests/unit/conftest.py, for modules marked ``faces``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _standins import write_buffalo
 from PIL import Image
 
 from idaudit.cli import main
 from idaudit.data import EmbeddingSet
+from standins import write_buffalo
 
 pytestmark = pytest.mark.faces
 
@@ -210,3 +210,36 @@ def test_identity_folders_without_images_fail_before_loading_models(
     err = capsys.readouterr().err
     assert "holds 2 identity folder(s) but no image files" in err
     assert not (tmp_path / "e.outcomes.csv").exists()
+
+
+def test_one_identity_is_embedded_with_a_note_that_audits_need_two(
+    photo_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    one = tmp_path / "one"
+    shutil.copytree(photo_dir / "collins", one / "collins")
+    assert main(["embed", str(one), "--out", str(tmp_path / "e.npz"), "--quiet"]) == 0
+    assert "only one identity has a kept face" in capsys.readouterr().out
+
+
+def test_an_interrupt_says_what_the_cache_saved(
+    photo_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    from idaudit.faces import FacePipeline
+
+    def interrupted(self, images, *, cache=None):  # stores one entry, then Ctrl-C
+        if cache is not None:
+            cache.put("a" * 64, np.ones(128, np.float32), status="ok", meta=np.zeros(7))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(FacePipeline, "encode", interrupted)
+    out = tmp_path / "e.npz"
+    assert main(["embed", str(photo_dir), "--out", str(out), "--quiet"]) == 130
+    printed = capsys.readouterr().out
+    assert "interrupted: 1 image(s) were encoded and saved in the cache" in printed
+    assert str(out.with_suffix(".cache")) in printed
+    assert not out.exists()
+    argv = ["embed", str(photo_dir), "--out", str(tmp_path / "f.npz"), "--cache", "none"]
+    assert main([*argv, "--quiet"]) == 130
+    assert "nothing was saved (no cache)" in capsys.readouterr().out

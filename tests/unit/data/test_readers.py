@@ -88,10 +88,29 @@ def test_vector_column_selects_columns(tmp_path, table):
     wide.to_csv(path2, index=False)
     es2 = EmbeddingSet.from_csv(path2, vector_column=["b", "c"])
     np.testing.assert_allclose(es2.embeddings, sk_normalize(x[:, 1:3]), rtol=1e-15)
+    # without vector_column, a column of text only is left out of the vectors, with a warning
+    with pytest.warns(IdauditWarning, match=r"\['note'\] hold text, not numbers, and are left out"):
+        es3 = EmbeddingSet.from_csv(path2)
+    np.testing.assert_allclose(es3.embeddings, sk_normalize(x), rtol=1e-15)
+    # a pattern and an inclusive range name the same columns as the list
+    for spec in ("[bc]", "b:c"):
+        es4 = EmbeddingSet.from_csv(path2, vector_column=spec)
+        np.testing.assert_allclose(es4.embeddings, sk_normalize(x[:, 1:3]), rtol=1e-15)
     with pytest.raises(
-        InvalidInputError, match=r"column 'note' is not numeric; if it holds the labels"
+        InvalidInputError, match=r"`vector_column` 'z\*' is not a column, a pattern"
     ):
-        EmbeddingSet.from_csv(path2)
+        EmbeddingSet.from_csv(path2, vector_column="z*")
+    with pytest.raises(InvalidInputError, match=r"`vector_column` 'c:b' is not a column"):
+        EmbeddingSet.from_csv(path2, vector_column="c:b")  # a range runs forwards
+    # a column with some numbers keeps its place: its text cells make their rows unparseable
+    mixed = pd.DataFrame(x, columns=list("abcd")).assign(identity=labels)
+    mixed["d"] = mixed["d"].astype(object)
+    mixed.loc[0, "d"] = "oops"
+    mixed.to_csv(tmp_path / "mixed.csv", index=False)
+    with pytest.warns(IdauditWarning, match="1 of .* rows failed"):
+        es5 = EmbeddingSet.from_csv(tmp_path / "mixed.csv")
+    assert es5.dim == 4
+    assert es5.failure_reasons_["unparseable"] == 1
 
 
 def test_csv_missing_and_unparseable_rows_are_counted(tmp_path):

@@ -110,3 +110,22 @@ def test_mixed_label_types_are_refused() -> None:
     }
     with pytest.raises(InvalidInputError, match="are of different types"):
         concat_conditions(runs)
+
+
+def test_a_numeric_setting_that_differs_stays_a_number(runs: dict[str, xr.Dataset]) -> None:
+    # a blur's sigma on one condition, none (absent, or the "None" attr_value writes) on the
+    # others: a float coordinate with NaN, not the strings "1.5" and "None"
+    sets = {name: ds.copy() for name, ds in runs.items()}
+    sets["vgg"].attrs["generator.sigma"] = 1.5
+    sets["celeba"].attrs["generator.mode"] = "paired"
+    third = runs["vgg"].copy()
+    third.attrs["generator.sigma"] = "None"
+    sets["none"] = third
+    ds = concat_conditions(sets)
+    sigma = ds["generator.sigma"]
+    assert sigma.dtype == np.float64
+    assert sigma.sel(condition="vgg").item() == 1.5
+    assert np.isnan(sigma.sel(condition="celeba").item())
+    assert np.isnan(sigma.sel(condition="none").item())
+    # text stays text, with "None" where a condition has no value
+    assert ds["generator.mode"].values.tolist() == ["None", "paired", "None"]

@@ -1,4 +1,5 @@
-"""Fixtures of the faces tests: no network at all, shipped models, shipped real photos, and
+"""Fixtures of the faces tests (every test module marked ``faces``, in faces/, cli/,
+memorization/, inversion/ ...): no network at all, shipped models, shipped real photos, and
 stand-in weight files in the published formats (built once per session)."""
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from _standins import lightning_checkpoint, random_ir_state, write_buffalo
+
+from standins import lightning_checkpoint, random_ir_state, write_buffalo
 
 SHIPPED_PHOTOS_INSTALL = 'pip install --no-deps "insightface==2.1"'
 
@@ -22,8 +24,12 @@ def _refuse(*args: Any, **kwargs: Any) -> Any:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _block_network() -> Iterator[None]:
-    """Refuse every outgoing connection, from before the first model of a module is loaded."""
+def _block_network(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Refuse every outgoing connection in a ``faces`` module, from before its first model is
+    loaded."""
+    if request.node.get_closest_marker("faces") is None:
+        yield
+        return
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(socket.socket, "connect", _refuse)
         mp.setattr(socket.socket, "connect_ex", _refuse)

@@ -1,0 +1,235 @@
+"""``idaudit audit`` (idaudit.cli._audit), run in-process through ``main``."""
+
+from __future__ import annotations
+
+import stat
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from idaudit.cli import main
+from idaudit.data import sample_pairs
+from idaudit.exceptions import IdauditWarning, InvalidInputError
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture(scope="module")
+def embedding_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    gen = np.random.default_rng(0)
+    k, n, d = 8, 30, 6
+    x = np.repeat(gen.normal(size=(k, d)), n, axis=0) + 0.6 * gen.normal(size=(k * n, d))
+    labels = np.repeat([f"p{i}" for i in range(k)], n)
+    folder = tmp_path_factory.mktemp("emb")
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(d)])
+    frame.insert(0, "identity", labels)
+    # one row the reader must drop and count: a row without a label (a labelled row with a
+    # NaN value is a failed output of its identity, kept by EmbeddingSet's failures="keep")
+    frame.loc[3, "identity"] = np.nan
+    frame.to_csv(folder / "emb.csv", index=False)
+    np.savez(folder / "emb.npz", embeddings=x, labels=labels)
+    return {"csv": folder / "emb.csv", "npz": folder / "emb.npz"}
+
+
+def test_audit_command(
+    tmp_path: Path, embedding_files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "audit"
+    argv = ["audit", str(embedding_files["csv"]), "--out", str(out), "--n-pairs", "5"]
+    with warnings.catch_warnings():
+        # the command reports dropped rows once, in its own output, not again as a warning
+        warnings.simplefilter("error", IdauditWarning)
+        assert main([*argv, "--methods", "gaussmech,mmdtv", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "dropped 1 (missing: 1)" in printed
+    with xr.open_dataset(out / "results.nc") as ds:
+        assert ds.sizes["pair"] == 5
+        assert set(ds.attrs["auditors"].split(",")) == {"gaussmech", "mmdtv"}
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "| mmdtv_epsilon (median) |" in summary
+    assert "sample_estimate" in summary
+    assert _mode(out / "summary.md") == 0o600
+
+
+@pytest.fixture(scope="module")
+def uneven_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six identities of 30 rows, 'tiny' with 3 rows and 'small' with 6 (NPZ)."""
+    gen = np.random.default_rng(3)
+    counts = {**{f"p{i}": 30 for i in range(6)}, "tiny": 3, "small": 6}
+    labels = np.concatenate([[k] * n for k, n in counts.items()])
+    centres = gen.normal(size=(len(counts), 6))
+    x = np.repeat(centres, list(counts.values()), axis=0) + 0.5 * gen.normal(size=(189, 6))
+    path = tmp_path_factory.mktemp("uneven") / "uneven.npz"
+    np.savez(path, embeddings=x, labels=labels)
+    return path
+
+
+def test_n_pairs_above_the_pairs_available_is_an_error(
+    tmp_path: Path, uneven_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 7 identities keep >= 5 rows ('tiny' is dropped): 21 pairs, as sample_pairs counts them
+    with pytest.raises(InvalidInputError, match=r"at most the number of unordered pairs, 21"):
+        sample_pairs([f"p{i}" for i in range(6)] + ["small"], 22)
+    argv = ["audit", str(uneven_file), "--out", str(tmp_path / "o"), "--n-pairs", "22"]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--quiet"])
+    assert exc.value.code == 2
+    assert (
+        "idaudit audit: error: `--n-pairs` must be at most the number of identity pairs "
+        "available, 21 for the 7 identities with at least 5 rows; got 22.\n"
+    ) in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    # without --n-pairs: 100, or all pairs when there are fewer, which is said (GaussMech
+    # alone needs 2 rows per identity, so all 8 identities and their 28 pairs are kept)
+    assert main([*argv[:-2], "--methods", "gaussmech", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "auditing all 28 pairs of the 8 identities (fewer than the default --n-pairs 100)" in (
+        printed
+    )
+    summary = (tmp_path / "o" / "summary.md").read_text(encoding="utf-8")
+    assert "Pairs: all 28 pairs of the 8 identities kept;" in summary
+
+
+def test_audit_drops_and_counts_identities_below_min_rows(
+    tmp_path: Path, uneven_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "audit"
+    argv = ["audit", str(uneven_file), "--out", str(out), "--n-pairs", "4", "--quiet"]
+    # default: 5 rows, what ROC-HT's five folds need; 'tiny' (3 rows) goes
+    assert main([*argv, "--methods", "gaussmech,rocht"]) == 0
+    printed = capsys.readouterr().out
+    line = (
+        "Dropped 1 identity with fewer than 5 rows (`--min-rows`) before pairs were chosen, "
+        "3 rows in all: tiny (3 rows)."
+    )
+    assert line in printed
+    assert line in (out / "summary.md").read_text(encoding="utf-8")
+    kept = [f"p{i}" for i in range(6)] + ["small"]
+    with xr.open_dataset(out / "results.nc") as ds:
+        assert ds.attrs["min_rows"] == 5
+        assert ds.attrs["n_identities_dropped_min_rows"] == 1
+        assert ds.attrs["n_rows_dropped_min_rows"] == 3
+        assert ds.attrs["identities_dropped_min_rows"] == "tiny"
+        # the pairs are sampled from the identities kept
+        got = list(zip(ds["identity_a"].values, ds["identity_b"].values, strict=True))
+    assert got == sample_pairs(kept, 4, rng=0)
+
+    # without ROC-HT two rows are enough, and nothing is dropped (said so in the summary)
+    assert main([*argv, "--methods", "gaussmech"]) == 0
+    assert "Dropped" not in capsys.readouterr().out
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "Identities with fewer than 2 rows (`--min-rows`): none." in summary
+    with xr.open_dataset(out / "results.nc") as ds:
+        assert ds.attrs["n_identities_dropped_min_rows"] == 0
+        assert ds.attrs["identities_dropped_min_rows"] == ""
+
+    # a larger --min-rows drops more; too large leaves too few identities
+    assert main([*argv, "--methods", "gaussmech", "--min-rows", "10"]) == 0
+    assert "Dropped 2 identities with fewer than 10 rows" in capsys.readouterr().out
+    with xr.open_dataset(out / "results.nc") as ds:
+        assert ds.attrs["identities_dropped_min_rows"] == "small, tiny"
+        assert ds.attrs["n_rows_dropped_min_rows"] == 9
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--min-rows", "31"])
+    assert exc.value.code == 2
+    assert "`--min-rows` 31 leaves 0 of the 8 identities; at least 2" in capsys.readouterr().err
+
+
+# -- several conditions, flags in errors, interruption -----------------------------------------
+
+
+def _condition_csvs(folder: Path) -> list[Path]:
+    paths = []
+    for k, name in enumerate(["arcface_vggface2_ff", "facenet_celeba_id"]):
+        gen = np.random.default_rng(k)
+        centres = gen.normal(size=(8, 6))
+        x = np.repeat(centres, 20, axis=0) + (1.0 + k) * gen.normal(size=(160, 6))
+        frame = pd.DataFrame(x, columns=[f"e{i}" for i in range(6)])
+        frame.insert(0, "identity", np.repeat([f"p{i}" for i in range(8)], 20))
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        paths.append(folder / f"{name}.csv")
+    return paths
+
+
+def test_audit_of_several_files_writes_table1_table2_and_figure3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from idaudit.audits import GaussMechAuditor, audit_pairs, summarize
+    from idaudit.data import EmbeddingSet
+
+    folder = tmp_path / "csvs"
+    folder.mkdir()
+    paths = _condition_csvs(folder)
+    out = tmp_path / "out"
+    argv = [
+        "audit",
+        str(folder),
+        "--out",
+        str(out),
+        "--n-pairs",
+        "6",
+        "--quiet",
+        "--methods",
+        "gaussmech,mmdtv,rocht",
+        "--control-permutations",
+        "20",
+    ]
+    assert main(argv) == 0
+    for name in (
+        "results.nc",
+        "pairs.csv",
+        "table1.md",
+        "table1.csv",
+        "table2.md",
+        "table2.csv",
+        "figure3.png",
+    ):
+        assert (out / name).is_file(), name
+    t1 = pd.read_csv(out / "table1.csv")
+    assert t1["condition"].tolist() == ["arcface_vggface2_ff", "facenet_celeba_id"]
+    assert t1["encoder"].tolist() == ["arcface", "facenet"]
+    assert t1["generator"].tolist() == ["ff", "id"]
+    # Table 1's GaussMech median equals summarize() on the same file and pairs, run directly
+    es = EmbeddingSet.from_csv(paths[0])
+    ds = audit_pairs(
+        es, sample_pairs(es.identities, 6, rng=0), [GaussMechAuditor()], progress=False
+    )
+    direct = summarize(ds)["gaussmech_epsilon (median)"]
+    assert t1.loc[0, "gaussmech"] == pytest.approx(direct, rel=1e-9)
+    with xr.open_dataset(out / "results.nc") as res:
+        assert dict(res.sizes)["condition"] == 2
+        assert list(res["encoder"].values) == ["arcface", "facenet"]
+    assert "*certified_lower_bound*" in (out / "table2.md").read_text(encoding="utf-8")
+    assert len(pd.read_csv(out / "pairs.csv")) == 12  # 2 conditions x 6 pairs, one row each
+
+
+def test_manifest_names_the_conditions(tmp_path: Path) -> None:
+    paths = _condition_csvs(tmp_path)
+    manifest = tmp_path / "manifest.csv"
+    pd.DataFrame({"file": [p.name for p in paths], "condition": ["A+B+C", "D+E+F"]}).to_csv(
+        manifest, index=False
+    )
+    out = tmp_path / "out"
+    argv = [
+        "audit",
+        *map(str, paths),
+        "--manifest",
+        str(manifest),
+        "--out",
+        str(out),
+        "--n-pairs",
+        "3",
+        "--quiet",
+        "--methods",
+        "mmdtv",
+        "--no-certify",
+    ]
+    assert main(argv) == 0
+    t1 = pd.read_csv(out / "table1.csv")
+    assert t1["dataset"].tolist() == ["B", "E"]

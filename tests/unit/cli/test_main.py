@@ -1,0 +1,179 @@
+"""The ``idaudit`` entry point (idaudit.cli.main): exit codes, usage, version, flag names,
+interrupts, closed pipes."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from idaudit.cli import main
+from idaudit.exceptions import IdauditWarning
+
+
+@pytest.fixture(scope="module")
+def embedding_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    gen = np.random.default_rng(0)
+    k, n, d = 8, 30, 6
+    x = np.repeat(gen.normal(size=(k, d)), n, axis=0) + 0.6 * gen.normal(size=(k * n, d))
+    labels = np.repeat([f"p{i}" for i in range(k)], n)
+    folder = tmp_path_factory.mktemp("emb")
+    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(d)])
+    frame.insert(0, "identity", labels)
+    # one row the reader must drop and count: a row without a label (a labelled row with a
+    # NaN value is a failed output of its identity, kept by EmbeddingSet's failures="keep")
+    frame.loc[3, "identity"] = np.nan
+    frame.to_csv(folder / "emb.csv", index=False)
+    np.savez(folder / "emb.npz", embeddings=x, labels=labels)
+    return {"csv": folder / "emb.csv", "npz": folder / "emb.npz"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["certify", "missing.csv"], "`embeddings` must be an existing file"),
+        (["audit", "{csv}", "--methods", "gaussmech,psychic"], "`--methods` must be"),
+        (["certify", "{npz}", "--alpha", "2"], r"`--alpha` must be in \(0, 1\); got 2.0."),
+        (["audit", "{txt}"], r"must end in .csv, .npz, .parquet or .pq; got 'emb.txt'"),
+    ],
+)
+def test_errors_exit_with_status_2(
+    tmp_path: Path,
+    embedding_files: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    txt = tmp_path / "emb.txt"
+    txt.write_text("x")
+    paths = {"csv": embedding_files["csv"], "npz": embedding_files["npz"], "txt": txt}
+    argv = [a.format(**paths) for a in argv]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)  # the CSV's dropped row
+        with pytest.raises(SystemExit) as exc:
+            main([*argv, "--out", str(tmp_path / "o"), "--quiet"])
+    assert exc.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith("idaudit ")
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    text = capsys.readouterr().out
+    assert "--out" in text
+    assert "--quick" not in text
+
+
+def test_misspelled_flag_prints_the_sub_command_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["certify", "x.csv", "--n-selct", "3"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: idaudit certify")
+    assert "unrecognized arguments: --n-selct 3" in err
+
+
+def test_library_errors_name_the_flags(
+    tmp_path: Path, embedding_files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "audit",
+        str(embedding_files["csv"]),
+        "--out",
+        str(tmp_path / "o"),
+        "--vector-column",
+        "nope",
+    ]
+    with pytest.raises(SystemExit):
+        main(argv)
+    err = capsys.readouterr().err
+    assert "`--vector-column`" in err
+    assert "`vector_column`" not in err
+
+
+def test_interrupt_exits_130_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from idaudit.cli import _demo
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_demo, "run", interrupted)
+    assert main(["demo", "--out", str(tmp_path / "d")]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("idaudit demo: interrupted")
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
+    # `idaudit ... | head`: the reader leaves after a few bytes; the command must not report
+    # "[Errno 32] Broken pipe" as an input error (rc 2) but end as Unix tools do (128 + SIGPIPE)
+    import subprocess
+    import sys
+
+    out = tmp_path / "o"
+    script = (
+        "import sys, idaudit.cli._certify as c\n"
+        "def run(args):\n"
+        "    for _ in range(20000):\n"
+        "        print('x' * 100)\n"
+        "    return 0\n"
+        "c.run = run\n"
+        "from idaudit.cli import main\n"
+        f"sys.exit(main(['certify', {str(tmp_path / 'e.npz')!r}, '--out', {str(out)!r}]))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    assert proc.stdout.read(10) == b"x" * 10
+    proc.stdout.close()  # the reader goes away, as `head -c 10` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Broken pipe" not in err
+    assert "Exception ignored" not in err
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["certify", "--help"]])
+def test_help_and_version_load_no_heavy_library(argv: list[str]) -> None:
+    # the console script answers --help, --version and argument errors without importing
+    # pandas, xarray or torch (seconds on a loaded machine); a fresh process, as the shell runs
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "sys.argv[0] = 'idaudit'  # what the console script's process sees\n"
+        "from idaudit.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted(m for m in ('pandas', 'xarray', 'torch', 'scipy') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "HEAVY []" in proc.stdout, proc.stdout[-500:]
+
+
+def test_outside_the_command_importing_idaudit_registers_the_accessor() -> None:
+    import subprocess
+    import sys
+
+    script = "import idaudit, xarray as xr; print(hasattr(xr.Dataset(), 'idaudit'))"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert proc.stdout.strip() == "True"
