@@ -14,6 +14,8 @@
 :func:`median_auc_rocs`            Figure 3's ROC curves: each condition's median-AUC pair,
                                    refitted (draw them with :func:`idaudit.plotting.plot_rocs`)
 :func:`table1`, :func:`table2`     Table 1's and Table 2's layouts over conditions
+:func:`discordant_routes`          warnings when diagnostics are large but the classifier
+                                   cannot tell the identities apart
 :func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
 :func:`shapiro_residuals`,
 :func:`classifier_sensitivity`,
@@ -38,6 +40,9 @@ private name is imported across packages); it may change without deprecation:
   ``CallCache`` it reuses across calls, ``roc_curve``, ``roc_auc``;
 * the table helpers the command line uses: ``markdown``, ``condition_fields``,
   ``read_manifest``;
+* the report helpers the command line and :class:`idaudit.pipeline.GeneratorAudit` use:
+  ``at_ceiling``, ``ceiling_note``, ``CEILING_SENTENCE``, ``certificate_markdown``
+  (certificates beside their ceilings), ``conclusion`` and ``ROUTE_GUIDE`` (what the routes answer);
 * ``QUANTILES``, the levels of ``audit_pairs(..., keep="summary")``'s ``quantile`` coordinate.
 """
 
@@ -48,6 +53,9 @@ from idaudit.audits._base import CallCache as CallCache
 from idaudit.audits._base import StatusEstimator as StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
+from idaudit.audits._discordance import ROUTE_GUIDE as ROUTE_GUIDE
+from idaudit.audits._discordance import conclusion as conclusion
+from idaudit.audits._discordance import discordant_routes
 from idaudit.audits._engine import QUANTILES as QUANTILES
 from idaudit.audits._engine import audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
@@ -68,6 +76,10 @@ from idaudit.audits._sensitivity import (
     tv_witness_ratio,
 )
 from idaudit.audits._summary import AuditSummary, median_auc_rocs, summarize
+from idaudit.audits._tables import CEILING_SENTENCE as CEILING_SENTENCE
+from idaudit.audits._tables import at_ceiling as at_ceiling
+from idaudit.audits._tables import ceiling_note as ceiling_note
+from idaudit.audits._tables import certificate_markdown as certificate_markdown
 from idaudit.audits._tables import condition_fields as condition_fields
 from idaudit.audits._tables import markdown as markdown
 from idaudit.audits._tables import read_manifest as read_manifest
@@ -88,6 +100,7 @@ __all__ = [
     "check_auditor",
     "classifier_sensitivity",
     "concat_conditions",
+    "discordant_routes",
     "median_auc_rocs",
     "merge_audits",
     "mmd_bandwidth_sweep",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
@@ -18,6 +19,104 @@ __all__ = ["condition_fields", "markdown", "read_manifest", "table1", "table2"]
 
 #: The three parts of a condition name, in the paper's order.
 CONDITION_FIELDS = ("encoder", "dataset", "generator")
+
+#: A certificate is "at its ceiling" when it equals what zero test errors certify. Both are
+#: the same float expression (Eq. 16 of Clopper-Pearson bounds) evaluated on the same sizes, so
+#: equal ones agree to rounding; 1e-12 is far above that rounding and far below the 0.001 that
+#: the reports print.
+CEILING_ATOL = 1e-12
+
+#: What a certificate at its ceiling means, and how to lift the ceiling (one sentence).
+CEILING_SENTENCE = (
+    "A certificate *at its ceiling* equals what an error-free test certifies at its test "
+    "sizes: the number of test rows, not the pipeline, limits it, so it says the audit could "
+    "not certify more, not that the pipeline is nearly private; reserve more test rows per "
+    "identity (more images per identity, or a larger `test_size`) to lift the ceiling."
+)
+
+
+def at_ceiling(certificates: xr.Dataset) -> npt.NDArray[np.bool_]:
+    """Which certified pairs sit at their ceiling (``epsilon_lb`` = ``epsilon_lb_ceiling``).
+
+    Parameters
+    ----------
+    certificates : xarray.Dataset
+        A ``ReservedTestCertifier(...).fit(...).certificates_``.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n_pairs,)
+        ``abs(epsilon_lb - epsilon_lb_ceiling) <= CEILING_ATOL``; all ``False`` when the
+        Dataset has no ``epsilon_lb_ceiling`` (certificates saved before it existed).
+    """
+    lb = np.asarray(certificates["epsilon_lb"].values, dtype=np.float64)
+    if "epsilon_lb_ceiling" not in certificates:
+        return np.zeros(lb.shape, dtype=bool)
+    ceiling = np.asarray(certificates["epsilon_lb_ceiling"].values, dtype=np.float64)
+    return np.asarray(np.abs(lb - ceiling) <= CEILING_ATOL, dtype=bool)
+
+
+def ceiling_note(certificates: xr.Dataset) -> str:
+    """One paragraph: how many certificates sit at their ceiling, and what that means.
+
+    Returns ``""`` when the Dataset has no ``epsilon_lb_ceiling``.
+    """
+    if "epsilon_lb_ceiling" not in certificates:
+        return ""
+    flags = at_ceiling(certificates)
+    n = int(flags.size)
+    if not flags.any():
+        return (
+            f"None of the {n} certificate(s) is at its ceiling: the test errors, not only "
+            "the test size, limit them."
+        )
+    return f"{int(flags.sum())} of the {n} certificate(s) are at their ceiling. " + (
+        CEILING_SENTENCE
+    )
+
+
+def certificate_markdown(certificates: xr.Dataset) -> str:
+    """Return the certificates as a markdown table with each ceiling and its flag.
+
+    Parameters
+    ----------
+    certificates : xarray.Dataset
+        A ``ReservedTestCertifier(...).fit(...).certificates_``.
+
+    Returns
+    -------
+    str
+        One row per pair: identities, test sizes, test errors, test AUC, ``epsilon_lb``
+        (*certified_lower_bound*), ``ceiling`` (``epsilon_lb_ceiling``, *descriptive*) and
+        ``at ceiling``, followed by :func:`ceiling_note`'s paragraph.
+    """
+    c = certificates
+    flags = at_ceiling(c)
+    has = "epsilon_lb_ceiling" in c
+    lines = [
+        "| identity_a | identity_b | test n (a, b) | test errors (fp, fn) | test AUC | "
+        "epsilon_lb | ceiling | at ceiling |",
+        "|---|---|---|---|---|---|---|---|",
+        "| | | | | *sample_estimate* | *certified_lower_bound* | *descriptive* | |",
+    ]
+    for i in range(c.sizes["pair"]):
+        row = c.isel(pair=i)
+
+        def num(name: str, fmt: str, row: xr.Dataset = row) -> str:
+            return format(float(row[name]), fmt) if name in row else "–"
+
+        def count(name: str, row: xr.Dataset = row) -> str:
+            return str(int(row[name])) if name in row else "–"
+
+        lines.append(
+            f"| {row['identity_a'].item()} | {row['identity_b'].item()} | "
+            f"{count('n_test_a')}, {count('n_test_b')} | "
+            f"{count('test_fp')}, {count('test_fn')} | {num('test_auc', '.3f')} | "
+            f"{num('epsilon_lb', '.4f')} | {num('epsilon_lb_ceiling', '.4f')} | "
+            f"{('**yes**' if flags[i] else 'no') if has else '–'} |"
+        )
+    note = ceiling_note(c)
+    return "\n".join(lines) + "\n" + (f"\n{note}\n" if note else "")
 
 
 def condition_fields(name: str) -> dict[str, str]:
@@ -142,8 +241,12 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
         One row per condition: ``condition``, ``encoder``, ``dataset``, ``generator``,
         ``test_n_per_class`` (range of the test sizes), ``auc`` (range of the reserved-test
         AUC), ``epsilon_lb`` (range of the certified lower bounds, status
-        ``certified_lower_bound``), ``n_positive`` and ``n_above_1`` (how many pairs certify
-        ε > 0 and ε > 1) and ``n_pairs``.
+        ``certified_lower_bound``), ``epsilon_lb_ceiling`` (range of the ceilings: what zero
+        test errors certify at each pair's test sizes, status ``descriptive``; ``"–"`` for
+        certificates without it), ``n_positive`` and ``n_above_1`` (how many pairs certify
+        ε > 0 and ε > 1), ``n_at_ceiling`` (how many certificates equal their ceiling, i.e.
+        are limited by the test size, not the pipeline; see :func:`at_ceiling`) and
+        ``n_pairs``.
     """
     rows = []
     for name, cert in certificates.items():
@@ -154,6 +257,11 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
             or [np.asarray(cert["n_a"].values)]
         )
         auc = np.asarray(cert[auc_name].values, dtype=np.float64) if auc_name else np.array([])
+        ceiling = (
+            np.asarray(cert["epsilon_lb_ceiling"].values, dtype=np.float64)
+            if "epsilon_lb_ceiling" in cert
+            else np.array([])
+        )
         rows.append(
             {
                 "condition": name,
@@ -161,8 +269,10 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
                 "test_n_per_class": _range(sizes, "{:d}"),
                 "auc": _range(auc, "{:.3f}"),
                 "epsilon_lb": _range(lb, "{:.3f}"),
+                "epsilon_lb_ceiling": _range(ceiling, "{:.3f}"),
                 "n_positive": int((lb > 0).sum()),
                 "n_above_1": int((lb > 1).sum()),
+                "n_at_ceiling": int(at_ceiling(cert).sum()) if ceiling.size else "–",
                 "n_pairs": int(lb.size),
             }
         )
@@ -175,6 +285,7 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
     ]
     frame.attrs["status"] = {
         "epsilon_lb": min(lb_status, key=EPSILON_STATUSES.index, default="certified_lower_bound"),
+        "epsilon_lb_ceiling": "descriptive",
         "auc": "sample_estimate",
     }
     return frame

@@ -132,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         MMDTVAuditor,
         ROCHTAuditor,
         audit_pairs,
+        discordant_routes,
         summarize,
     )
     from idaudit.data import sample_pairs
@@ -215,7 +216,9 @@ def run(args: argparse.Namespace) -> int:
     ds.attrs.update(input_provenance(args.embeddings))
     results = write_netcdf(ds, out / "results.nc")
     write_csv(pair_frame(ds), out / "pairs.csv")
-    text = _summary_markdown(summary, args.embeddings, read, n_pairs, m, min_rows, small)
+    text = _summary_markdown(
+        summary, args.embeddings, read, n_pairs, m, min_rows, small, discordant_routes(ds)
+    )
     report = write_text(text, out / "summary.md")
     say(repr(summary))
     say(f"wrote:\n  {results}\n  {out / 'pairs.csv'}\n  {report}")
@@ -230,9 +233,23 @@ def _summary_markdown(
     n_identities: int,
     min_rows: int,
     small: dict[Any, int],
+    warnings_: list[str],
 ) -> str:
+    from idaudit.audits import ROUTE_GUIDE, conclusion
+
     lines = [
         "# idaudit audit",
+        "",
+        "## Conclusion",
+        "",
+        conclusion({"": summary}),
+        "",
+        *_warning_lines(warnings_),
+        "## What each route answers",
+        "",
+        ROUTE_GUIDE,
+        "",
+        "## Summary",
         "",
         f"Input `{source}`: {describe(read)}.",
         "",
@@ -263,6 +280,13 @@ def _summary_markdown(
         "",
     ]
     return "\n".join(lines)
+
+
+def _warning_lines(sentences: list[str]) -> list[str]:
+    """Return the "Warnings" section of a report: one bullet per sentence, none when none."""
+    if not sentences:
+        return []
+    return ["## Warnings", "", "Warnings:", "", *(f"- {s}" for s in sentences), ""]
 
 
 _SUFFIXES = (".csv", ".npz", ".parquet", ".pq")
@@ -371,10 +395,13 @@ def _run_conditions(
     t1 = table1(stacked)
     files.append(write_csv(t1, out / "table1.csv"))
     files.append(write_text(markdown(t1), out / "table1.md"))
+    t2 = None
     if certs:
         t2 = table2(certs)
         files.append(write_csv(t2, out / "table2.csv"))
         files.append(write_text(markdown(t2), out / "table2.md"))
+    text = _conditions_markdown(results, certs, t1, t2, n_pairs)
+    files.append(write_text(text, out / "summary.md"))
     if h0 and "rocht_auc" in stacked:
         fig = plot_figure3(stacked, median_auc_rocs(stacked, sets, rng=args.seed), h0)
         path = out / "figure3.png"
@@ -385,6 +412,64 @@ def _run_conditions(
         say(f"note: embedding dimensions differ between conditions: {dims}")
     say("wrote:\n" + "\n".join(f"  {f}" for f in files))
     return 0
+
+
+def _conditions_markdown(
+    results: dict[str, Any], certs: dict[str, Any], t1: Any, t2: Any, n_pairs: int
+) -> str:
+    """summary.md of several conditions: conclusion, warnings, Table 1, Table 2, certificates."""
+    from idaudit.audits import (
+        CEILING_SENTENCE,
+        ROUTE_GUIDE,
+        certificate_markdown,
+        conclusion,
+        discordant_routes,
+        markdown,
+        summarize,
+    )
+
+    summaries = {name: summarize(ds) for name, ds in results.items()}
+    warned = [
+        f"Condition {name}: {sentence}"
+        for name, ds in results.items()
+        for sentence in discordant_routes(ds, certificates=certs.get(name))
+    ]
+    lines = [
+        "# idaudit audit",
+        "",
+        "## Conclusion",
+        "",
+        conclusion(summaries, certs),
+        "",
+        *_warning_lines(warned),
+        "## What each route answers",
+        "",
+        ROUTE_GUIDE,
+        "",
+        "## Table 1: audits",
+        "",
+        f"Medians over the pairs (at most {n_pairs} per condition) where every method has a "
+        "value; the second header row gives each column's status.",
+        "",
+        markdown(t1),
+    ]
+    if t2 is not None:
+        lines += [
+            "## Table 2: reserved-test certificates",
+            "",
+            "`epsilon_lb_ceiling` is what zero test errors certify at the test sizes; "
+            "`n_at_ceiling` counts the certificates equal to it. " + CEILING_SENTENCE,
+            "",
+            markdown(t2),
+        ]
+        for name, cert in certs.items():
+            lines += [f"## Certificates: {name}", "", certificate_markdown(cert)]
+    else:
+        lines += [
+            "No certificate was computed (`--no-certify`); nothing above carries a guarantee.",
+            "",
+        ]
+    return "\n".join(lines)
 
 
 def _certify(es: Any, pairs: list[Any], n_families: int, seed: int, name: str) -> Any:

@@ -193,35 +193,84 @@ def run(args: argparse.Namespace) -> int:
 def _certificate_markdown(
     c: Any, controls: Any, source: str, read: Any, min_rows_line: str, notes: list[str]
 ) -> str:
+    from idaudit.audits import CEILING_SENTENCE, at_ceiling
+
     a = c.attrs
+    lb = c["epsilon_lb"].values
+    flags = at_ceiling(c)
+    has_ceiling = "epsilon_lb_ceiling" in c
+    n_at = int(flags.sum())
+    largest = int(lb.argmax()) if lb.size else 0
+    if not lb.size:
+        verdict = "No pair was certified."
+    else:
+        verdict = (
+            f"The largest certified lower bound on epsilon is **{a['epsilon_lb']:.3f}** "
+            f"({c['identity_a'].values[largest]} vs {c['identity_b'].values[largest]})"
+        )
+        if has_ceiling:
+            ceiling = float(c["epsilon_lb_ceiling"].values[largest])
+            verdict += f", against a ceiling of {ceiling:.4f} at that pair's test sizes" + (
+                ": it is **at its ceiling**, so the test size, not the pipeline, limits "
+                "it and a larger test could certify more."
+                if flags[largest]
+                else ": below its ceiling, so test errors, not only the test size, limit it."
+            )
+        else:
+            verdict += "."
+        verdict += (
+            f" {n_at} of the {lb.size} certificates sit at their ceiling. It is the only "
+            "statement here with a guarantee: with the stated confidence the pipeline's "
+            "epsilon is at least this; a small value is absence of evidence, not evidence of "
+            "privacy."
+        )
     lines = [
         "# idaudit certify",
+        "",
+        "## Conclusion",
+        "",
+        verdict,
+        "",
+        "## Input",
         "",
         f"Input `{source}`: {describe(read)}.",
         "",
         min_rows_line,
         "",
+        "## Certificates",
+        "",
         f"Status **certified_lower_bound**: {a['confidence']}. Each error-rate bound is a "
         f"one-sided Clopper-Pearson bound at {a['alpha_per_bound']:.3g}; delta = {a['delta']:g}. "
         f"Even an error-free test certifies 0 below {a['min_test_rows_for_nonzero']} test rows "
-        "per identity.",
+        "per identity. The *ceiling* (status descriptive) is what zero test errors certify at "
+        "the pair's test sizes: no data can certify more.",
         "",
         "| identity_a | identity_b | test n (a, b) | test errors (fp, fn) | UFPR | UFNR | "
-        "test AUC | epsilon_lb |",
-        "|---|---|---|---|---|---|---|---|",
+        "test AUC | epsilon_lb | ceiling | at ceiling |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i in range(c.sizes["pair"]):
         row = c.isel(pair=i)
+        ceiling_cell = (
+            f"{float(row['epsilon_lb_ceiling']):.4f} | {'**yes**' if flags[i] else 'no'}"
+            if has_ceiling
+            else "– | –"
+        )
         lines.append(
             f"| {row['identity_a'].item()} | {row['identity_b'].item()} | "
             f"{int(row['n_test_a'])}, {int(row['n_test_b'])} | "
             f"{int(row['test_fp'])}, {int(row['test_fn'])} | {float(row['ufpr']):.4f} | "
             f"{float(row['ufnr']):.4f} | {float(row['test_auc']):.3f} | "
-            f"{float(row['epsilon_lb']):.3f} |"
+            f"{float(row['epsilon_lb']):.4f} | {ceiling_cell} |"
         )
     lines += ["", f"Largest certified lower bound: **{a['epsilon_lb']:.3f}**.", ""]
+    if n_at:
+        lines += [
+            f"{n_at} of the {lb.size} certificates are at their ceiling. " + CEILING_SENTENCE,
+            "",
+        ]
     if notes:
-        lines += ["## Warnings", "", *(f"- {note}" for note in notes), ""]
+        lines += ["## Warnings", "", "Warnings:", "", *(f"- {note}" for note in notes), ""]
     if controls is not None:
         ca = controls.attrs
         lines += [

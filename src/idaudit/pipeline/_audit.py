@@ -128,6 +128,125 @@ class GeneratorAudit:
 
         return pair_frame(self.results)
 
+    def to_markdown(self) -> str:
+        """Return a markdown report of the audit: what the numbers say and how sure they are.
+
+        Returns
+        -------
+        str
+            One ``#`` title and ``##`` sections: *Conclusion* (one paragraph: the measures
+            that rank leakage, MMD-TV, the ROC AUC and the certificate, and their statuses),
+            *Warnings* (the sentences of :func:`idaudit.audits.discordant_routes`, when there
+            are any), *What each route answers*, *Audit summary* (the
+            :func:`idaudit.summarize` row of ``results`` with each column's status),
+            *Certificates* (when certified: each ``epsilon_lb`` beside its
+            ``epsilon_lb_ceiling`` and whether it is at that ceiling, i.e. limited by the test
+            size rather than by the pipeline), *Controls* (when run) and *Lost faces* (draws
+            without a usable row, per status and per identity).
+
+        Notes
+        -----
+        Nothing is recomputed except the summary's medians; the numbers are those of
+        ``results``, ``certificates`` and ``controls``.
+
+        Examples
+        --------
+        >>> text = run.to_markdown()  # doctest: +SKIP
+        >>> print(text.splitlines()[0])  # doctest: +SKIP
+        # idaudit audit_generator
+        """
+        from idaudit.audits import (
+            ROUTE_GUIDE,
+            certificate_markdown,
+            conclusion,
+            discordant_routes,
+            summarize,
+        )
+
+        lines = ["# idaudit audit_generator", ""]
+        name = str(self.results.attrs.get("generator", ""))
+        try:
+            summary = summarize(self.results)
+        except InvalidInputError as err:  # e.g. no pair with every epsilon
+            summary = None
+            reason = str(err)
+        certs = {name: self.certificates} if self.certificates is not None else None
+        lines += ["## Conclusion", ""]
+        if summary is None:
+            lines += [f"No audit summary: {reason}", ""]
+            warned: list[str] = []
+        else:
+            lines += [conclusion({name: summary}, certs), ""]
+            warned = discordant_routes(summary, certificates=self.certificates)
+        if warned:
+            lines += ["## Warnings", "", "Warnings:", "", *(f"- {w}" for w in warned), ""]
+        lines += ["## What each route answers", "", ROUTE_GUIDE, ""]
+        if summary is not None:
+            lines += [
+                "## Audit summary",
+                "",
+                f"Generator `{name}`; medians over the {summary.n_pairs} pairs where every "
+                "method has a value.",
+                "",
+                "| column | value | status |",
+                "|---|---|---|",
+            ]
+            for column, value, status in zip(
+                summary.columns, summary.values, summary.statuses, strict=True
+            ):
+                text = value if isinstance(value, str) else f"{value:.6g}"
+                lines.append(f"| {column} | {text} | {status} |")
+            lines.append("")
+        if self.certificates is not None:
+            c = self.certificates
+            lines += [
+                "## Certificates",
+                "",
+                f"Status **certified_lower_bound**: {c.attrs.get('confidence', '')}.",
+                "",
+                certificate_markdown(c),
+            ]
+        if self.controls is not None:
+            ca = self.controls.attrs
+            lines += [
+                "## Controls",
+                "",
+                "Same-identity split-half controls: MMD² permutation tests rejecting at "
+                f"{ca.get('alpha', float('nan')):g}: {ca.get('n_rejected', '?')} of "
+                f"{ca.get('n_identities', '?')} (about {ca.get('alpha', float('nan')):g} of "
+                "them is expected with no artefact); mean split-half ROC AUC "
+                f"{float(ca.get('mean_auc', float('nan'))):.3f} (at or below 0.5 with no "
+                "signal; only a mean well above 0.5 points at an artefact).",
+                "",
+            ]
+        counts = self.embeddings.counts
+        lost_cols = [s for s in _LOST if s in counts.columns]
+        lines += [
+            "## Lost faces",
+            "",
+            f"{self.embeddings.n_lost} of {int(counts['n_draws'].sum())} draws have no usable "
+            "row (" + ", ".join(f"{s}: {int(counts[s].sum())}" for s in lost_cols) + "). "
+            "A lost face is an output of the pipeline: the certificate counts it as one, the "
+            "estimates report the per-identity rates.",
+            "",
+        ]
+        lost = counts[counts["n_lost"] > 0]
+        if len(lost):
+            lines += ["| identity | draws | lost |", "|---|---|---|"]
+            lines += [
+                f"| {label} | {int(row['n_draws'])} | {int(row['n_lost'])} |"
+                for label, row in lost.iterrows()
+            ]
+            lines.append("")
+        if self.embeddings.excluded:
+            lines += [
+                f"Excluded (too few usable rows): {', '.join(map(str, self.embeddings.excluded))}.",
+                "",
+            ]
+        if self.dropped_pairs:
+            lines += [f"Pairs dropped with them: {len(self.dropped_pairs)}.", ""]
+        return "\n".join(lines)
+
 
 def _default_pipeline() -> FacePipeline:
     from idaudit.faces import DlibEncoder, FacePipeline, MTCNNDetector

@@ -146,3 +146,70 @@ def test_median_auc_rocs_names_what_is_missing() -> None:
         median_auc_rocs(ds, {"near": sets["near"]})
     with pytest.raises(InvalidInputError, match="no 'rocht_auc' variable"):
         median_auc_rocs(ds.drop_vars("rocht_auc"), sets)
+
+
+def _audit(shift: float) -> xr.Dataset:
+    from idaudit import GaussMechAuditor, KDELRAuditor, ROCHTAuditor, audit_pairs
+
+    gen = np.random.default_rng(0)
+    k, n, d = 6, 20, 6
+    x = gen.normal(size=(k * n, d)) + shift * np.repeat(np.eye(d)[:k], n, axis=0)
+    es = EmbeddingSet(x, np.repeat([f"p{i}" for i in range(k)], n))
+    auditors = [GaussMechAuditor(), KDELRAuditor(), ROCHTAuditor(rng=0)]
+    return audit_pairs(es, "all", auditors, progress=False)
+
+
+def test_discordant_routes_fire_only_when_identities_are_indistinguishable() -> None:
+    from idaudit.audits import discordant_routes
+
+    same = _audit(0.0)  # every identity drawn from one distribution
+    s = summarize(same)
+    assert abs(float(s["rocht_auc (median)"]) - 0.5) < 0.1
+    got = discordant_routes(same)
+    assert got, "large diagnostics beside an AUC near 0.5 must be flagged"
+    assert all("not identity leakage" in g for g in got)
+    # which sentences fire follows the stated thresholds on the summary's own numbers
+    assert any(g.startswith("GaussMech") for g in got) == (
+        float(s["gaussmech_epsilon (median)"]) > 1
+    )
+    assert any(g.startswith("KDE-LR") for g in got) == (float(s["kdelr_epsilon (median)"]) > 10)
+    k, n = map(int, str(s["rocht_epsilon (+inf count)"]).split("/"))
+    assert any(g.startswith("ROC-HT") for g in got) == (k / n >= 0.5)
+    # the summary row gives the same sentences as the Dataset
+    assert discordant_routes(s) == got
+    # well-separated identities: the classifier tells them apart, nothing is flagged
+    apart = _audit(6.0)
+    assert float(summarize(apart)["rocht_auc (median)"]) > 0.9
+    assert discordant_routes(apart) == []
+    with pytest.raises(TypeError, match=r"`result` must be an xarray\.Dataset"):
+        discordant_routes("nope")  # type: ignore[arg-type]
+
+
+def test_discordant_routes_use_the_certificate_test_auc_without_rocht() -> None:
+    from idaudit.audits import AuditSummary, discordant_routes
+
+    s = AuditSummary(10, ("gaussmech_epsilon (median)",), (4.0,), ("diagnostic",))
+    assert discordant_routes(s) == []  # no AUC known: nothing to compare
+    cert = xr.Dataset({"test_auc": ("pair", [0.45, 0.55, 0.52])})
+    (sentence,) = discordant_routes(s, certificates=cert)
+    assert "median test AUC is 0.520" in sentence
+    cert["test_auc"][:] = [0.9, 0.95, 1.0]
+    assert discordant_routes(s, certificates=cert) == []
+
+
+def test_conclusion_names_the_least_leaking_condition_per_measure() -> None:
+    from idaudit.audits import AuditSummary, conclusion
+
+    def row(mmd: float, auc: float) -> AuditSummary:
+        cols = ("mmdtv_epsilon (median)", "rocht_auc (median)")
+        return AuditSummary(5, cols, (mmd, auc), ("sample_estimate", "sample_estimate"))
+
+    text = conclusion({"A": row(0.1, 0.9), "B": row(0.4, 0.52)})
+    assert "**A** leaks least by MMD-TV" in text
+    assert "**B** by the classifier" in text
+    assert "disagree" in text
+    assert "nothing here carries a guarantee" in text
+    cert = xr.Dataset({"epsilon_lb": ("pair", [0.0185]), "epsilon_lb_ceiling": ("pair", [0.0185])})
+    text = conclusion({"A": row(0.1, 0.9)}, {"A": cert})
+    assert "1 of the 1 certificates sit at their ceiling" in text
+    assert "Only the certificates carry a guarantee" in text

@@ -84,3 +84,53 @@ def test_table2_ranges() -> None:
     # bounds that each hold alone: their range over 3 pairs is not
     cert["epsilon_lb"].attrs["n_simultaneous"] = 1
     assert table2({"a_b_c": cert}).attrs["status"]["epsilon_lb"] == "sample_estimate"
+
+
+def _eq16_zero_errors(m_a: int, m_b: int, alpha: float, delta: float = 0.0) -> float:
+    """Eq. 16 at zero test errors, from scipy's beta quantile (Clopper-Pearson, independently)."""
+    from scipy.stats import beta
+
+    u_a, u_b = beta.ppf(1 - alpha, 1, m_a), beta.ppf(1 - alpha, 1, m_b)
+    return max(0.0, np.log((1 - delta - u_a) / u_b), np.log((1 - delta - u_b) / u_a))
+
+
+def test_table2_and_certificate_markdown_report_ceilings_and_flag_them() -> None:
+    from idaudit import EmbeddingSet, ReservedTestCertifier
+    from idaudit.audits import CEILING_SENTENCE, at_ceiling, certificate_markdown
+
+    gen = np.random.default_rng(0)
+    x = np.repeat(gen.normal(size=(6, 5)) * 4, 24, axis=0) + gen.normal(size=(144, 5))
+    es = EmbeddingSet(x, np.repeat([f"p{i}" for i in range(6)], 24))
+    cert = ReservedTestCertifier(n_candidates=15, n_select=3, rng=0, progress=False)
+    c = cert.fit(es).certificates_
+    alpha = float(c.attrs["alpha_per_bound"])
+    expected = [
+        _eq16_zero_errors(int(a), int(b), alpha)
+        for a, b in zip(c["n_test_a"].values, c["n_test_b"].values, strict=True)
+    ]
+    # the ceiling equals Eq. 16 on scipy's zero-error Clopper-Pearson bounds (rtol: rounding)
+    np.testing.assert_allclose(c["epsilon_lb_ceiling"].values, expected, rtol=1e-9)
+    assert c["epsilon_lb_ceiling"].attrs["status"] == "descriptive"
+    flags = at_ceiling(c)
+    errors = c["test_fp"].values + c["test_fn"].values
+    assert flags.any()
+    # every error-free pair certifies its ceiling; a pair with errors certifies less
+    assert (flags[errors == 0]).all()
+    text = certificate_markdown(c)
+    for i, ceiling in enumerate(expected):
+        assert f"| {ceiling:.4f} | {'**yes**' if flags[i] else 'no'} |" in text
+    assert CEILING_SENTENCE in text
+    t2 = table2({"a_b_c": c})
+    lo, hi = min(expected), max(expected)
+    want = f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}–{hi:.3f}"
+    assert t2.loc[0, "epsilon_lb_ceiling"] == want
+    assert t2.loc[0, "n_at_ceiling"] == int(flags.sum())
+    assert t2.attrs["status"]["epsilon_lb_ceiling"] == "descriptive"
+    # the existing columns stay, in their order
+    cols = list(t2.columns)
+    old = ["test_n_per_class", "auc", "epsilon_lb", "n_positive", "n_above_1", "n_pairs"]
+    assert [col for col in cols if col in old] == old
+    # one pair pushed below its ceiling loses its flag
+    moved = c.copy(deep=True)
+    moved["epsilon_lb"].values[0] = moved["epsilon_lb_ceiling"].values[0] - 1e-9
+    assert not at_ceiling(moved)[0]

@@ -206,7 +206,34 @@ def test_audit_of_several_files_writes_table1_table2_and_figure3(
         assert dict(res.sizes)["condition"] == 2
         assert list(res["encoder"].values) == ["arcface", "facenet"]
     assert "*certified_lower_bound*" in (out / "table2.md").read_text(encoding="utf-8")
+    assert "epsilon_lb_ceiling" in pd.read_csv(out / "table2.csv").columns
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    headings = [line for line in summary.splitlines() if line.startswith("#")]
+    assert headings[:2] == ["# idaudit audit", "## Conclusion"]
+    assert sum(h.startswith("# ") for h in headings) == 1
+    assert "leaks least by MMD-TV" in summary
+    assert "## Table 2: reserved-test certificates" in summary
+    assert "| epsilon_lb | ceiling | at ceiling |" in summary
+    assert "only statement with a guarantee" in summary
     assert len(pd.read_csv(out / "pairs.csv")) == 12  # 2 conditions x 6 pairs, one row each
+
+
+def test_single_condition_summary_concludes_and_warns_on_indistinguishable_identities(
+    tmp_path: Path,
+) -> None:
+    gen = np.random.default_rng(0)
+    x = gen.normal(size=(160, 6))  # eight identities drawn from one distribution
+    path = tmp_path / "null.npz"
+    np.savez(path, embeddings=x, labels=np.repeat([f"p{i}" for i in range(8)], 20))
+    out = tmp_path / "out"
+    assert main(["audit", str(path), "--out", str(out), "--quiet"]) == 0
+    md = (out / "summary.md").read_text(encoding="utf-8")
+    headings = [line for line in md.splitlines() if line.startswith("#")]
+    assert headings[:3] == ["# idaudit audit", "## Conclusion", "## Warnings"]
+    assert "One condition, so no ranking" in md
+    assert "\nWarnings:\n" in md
+    assert "not identity leakage" in md
+    assert "not on the ε scale of a bound" in md
 
 
 def test_manifest_names_the_conditions(tmp_path: Path) -> None:

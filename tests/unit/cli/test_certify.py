@@ -148,3 +148,29 @@ def test_certify_collapse_reports_identities_dropped_for_too_few_distinct_rows(
     with xr.open_dataset(tmp_path / "out" / "certificates.nc") as ds:
         assert ds.attrs["n_identities_dropped_min_rows"] == 1
         assert ds.attrs["n_rows_dropped_min_rows"] == 20
+
+
+def test_certificates_md_states_each_ceiling_and_flags_those_at_it(
+    tmp_path: Path, embedding_files: dict[str, Path]
+) -> None:
+    from scipy.stats import beta
+
+    out = tmp_path / "cert"
+    argv = ["certify", str(embedding_files["npz"]), "--out", str(out), "--n-select", "3"]
+    assert main([*argv, "--n-candidates", "8", "--quiet"]) == 0
+    md = (out / "certificates.md").read_text(encoding="utf-8")
+    assert md.startswith("# idaudit certify\n\n## Conclusion\n")
+    assert "| epsilon_lb | ceiling | at ceiling |" in md
+    with xr.open_dataset(out / "certificates.nc") as c:
+        alpha = float(c.attrs["alpha_per_bound"])
+        for a, b, lb in zip(
+            c["n_test_a"].values, c["n_test_b"].values, c["epsilon_lb"].values, strict=True
+        ):
+            u_a, u_b = beta.ppf(1 - alpha, 1, int(a)), beta.ppf(1 - alpha, 1, int(b))
+            ceiling = max(0.0, np.log((1 - u_a) / u_b), np.log((1 - u_b) / u_a))  # Eq. 16
+            flag = "**yes**" if abs(lb - ceiling) <= 1e-9 else "no"
+            assert f"| {lb:.4f} | {ceiling:.4f} | {flag} |" in md
+        n_at = int((abs(c["epsilon_lb"] - c["epsilon_lb_ceiling"]) <= 1e-12).sum())
+    if n_at:
+        assert f"{n_at} of the 3 certificates are at their ceiling" in md
+        assert "more test rows per identity" in md

@@ -712,3 +712,36 @@ def test_identity_dependent_no_face_rates_reach_the_audit_and_the_certificate() 
     # the certificate's counts include the failed draws: every test row of both identities
     test_rows = int(run.certificates["n_test_a"][0] + run.certificates["n_test_b"][0])
     assert test_rows == round(0.3 * 20) * 2
+
+
+def test_generator_audit_to_markdown_reports_ceilings_controls_and_losses() -> None:
+    from idaudit import ReservedTestCertifier
+    from idaudit.audits import at_ceiling
+
+    people = _marked_people({"id0": 0, "id1": 3}, n_images=20)
+    pipe = FacePipeline(_MarkedDetector(), _ColourEncoder(), progress=False)
+    cert = ReservedTestCertifier(n_candidates=1, n_select=1, rng=0, progress=False)
+    with pytest.warns(IdauditWarning):
+        run = audit_generator(
+            lambda im: im,
+            people,
+            pipeline=pipe,
+            pairs=[("id0", "id1")],
+            auditors=[MMDTVAuditor()],
+            certifier=cert,
+            controls=True,
+            progress=False,
+        )
+    md = run.to_markdown()
+    headings = [line for line in md.splitlines() if line.startswith("#")]
+    assert headings[:2] == ["# idaudit audit_generator", "## Conclusion"]
+    for section in ("## Audit summary", "## Certificates", "## Controls", "## Lost faces"):
+        assert section in headings
+    c = run.certificates
+    assert c is not None
+    lb, ceiling = float(c["epsilon_lb"][0]), float(c["epsilon_lb_ceiling"][0])
+    flag = "**yes**" if at_ceiling(c)[0] else "no"
+    assert f"| {lb:.4f} | {ceiling:.4f} | {flag} |" in md
+    assert f"{run.embeddings.n_lost} of 40 draws have no usable row" in md
+    assert "| id1 | 20 | 3 |" in md
+    assert "mmdtv_epsilon (median)" in md
