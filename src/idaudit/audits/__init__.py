@@ -16,10 +16,10 @@
 :func:`table1`, :func:`table2`     Table 1's and Table 2's layouts over conditions
 :func:`discordant_routes`          warnings when diagnostics are large but the classifier
                                    cannot tell the identities apart
-:func:`mmd_bandwidth_sweep`,       the sensitivity analyses of Section 4.4
-:func:`shapiro_residuals`,
-:func:`classifier_sensitivity`,
-:func:`tv_witness_ratio`
+:func:`mmd_bandwidth_sweep`        sensitivity of MMD-TV to the bandwidth (Section 4.4)
+:func:`shapiro_residuals`          normality of the residuals GaussMech assumes (Section 4.4)
+:func:`classifier_sensitivity`     ROC-HT with logistic regression vs random forest (§4.4)
+:func:`tv_witness_ratio`           classifier TV witness against MMD / 2 on the same pairs (§4.4)
 :func:`check_auditor`              the contract suite every auditor passes
 :class:`BaseAuditor`               base class for new auditors
 =================================  ============================================================
