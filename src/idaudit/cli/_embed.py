@@ -255,47 +255,10 @@ def _embed(args: argparse.Namespace) -> int:
         raise
     if cache is not None and cache.hits:
         say(f"resumed: {cache.hits} of {len(paths)} images came from the cache")
-    outcomes.insert(0, "identity", [labels[i] for i in outcomes["input_index"]])
-    if skipped:
-        import pandas as pd
-
-        extra = pd.DataFrame(
-            {
-                "identity": [p.parent.name if p.parent != root else "" for p in skipped],
-                "input_index": pd.array([None] * len(skipped), dtype="Int64"),
-                "source": [str(p) for p in skipped],
-                "status": "skipped",
-                "n_faces": pd.array([0] * len(skipped), dtype="Int64"),
-                "message": [f"not an image file ({p.suffix or 'no suffix'})" for p in skipped],
-            }
-        )
-        outcomes = pd.concat([outcomes, extra], ignore_index=True)
+    outcomes = _with_skipped(outcomes, labels, skipped, root)
     write_atomic(outcomes_path, lambda tmp: outcomes.to_csv(tmp, index=False))
-
     kept = outcomes[outcomes["status"] == "ok"].sort_values("embedding_row")
-    per_input = outcomes.drop_duplicates("input_index")
-    counts = per_input["status"].value_counts()
-    several = int((kept.drop_duplicates("input_index")["n_faces"] > 1).sum())
-    dropped = {
-        status: int(counts.get(status, 0)) for status in ("no_face", "unreadable", "bad_format")
-    }
-    say(
-        f"kept {len(kept)} faces from {int(counts.get('ok', 0))} images; dropped "
-        f"{sum(dropped.values())} images ("
-        + ", ".join(f"{k}: {v}" for k, v in dropped.items())
-        + f"); images with several faces ({'all kept' if args.all_faces else 'largest kept'}): "
-        f"{several}"
-    )
-    missing = sorted(set(labels) - set(kept["identity"]))
-    if missing:
-        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
-        say(f"identities without any kept face: {len(missing)} ({shown})")
-    n_kept_ids = int(kept["identity"].nunique())
-    if n_kept_ids == 1:
-        say(
-            "note: only one identity has a kept face; `idaudit audit` and `idaudit certify` "
-            "compare identities and need at least 2 (add a folder per identity)"
-        )
+    _say_kept(outcomes, kept, labels, all_faces=args.all_faces)
     if len(kept) == 0:
         raise ValueError(
             f"no face was embedded from the {len(paths)} images, so {str(out)!r} was not "
@@ -306,3 +269,48 @@ def _embed(args: argparse.Namespace) -> int:
     write_atomic(out, write)
     say(f"wrote:\n  {out}\n  {outcomes_path}")
     return 0
+
+
+def _with_skipped(outcomes: Any, labels: list[str], skipped: list[Path], root: Path) -> Any:
+    """Return the outcome table with identities and a ``skipped`` row per non-image file."""
+    import pandas as pd
+
+    outcomes.insert(0, "identity", [labels[i] for i in outcomes["input_index"]])
+    if not skipped:
+        return outcomes
+    extra = pd.DataFrame(
+        {
+            "identity": [p.parent.name if p.parent != root else "" for p in skipped],
+            "input_index": pd.array([None] * len(skipped), dtype="Int64"),
+            "source": [str(p) for p in skipped],
+            "status": "skipped",
+            "n_faces": pd.array([0] * len(skipped), dtype="Int64"),
+            "message": [f"not an image file ({p.suffix or 'no suffix'})" for p in skipped],
+        }
+    )
+    return pd.concat([outcomes, extra], ignore_index=True)
+
+
+def _say_kept(outcomes: Any, kept: Any, labels: list[str], *, all_faces: bool) -> None:
+    """Print what was kept and dropped, identities left without a face, and a lone identity."""
+    counts = outcomes.drop_duplicates("input_index")["status"].value_counts()
+    several = int((kept.drop_duplicates("input_index")["n_faces"] > 1).sum())
+    dropped = {
+        status: int(counts.get(status, 0)) for status in ("no_face", "unreadable", "bad_format")
+    }
+    say(
+        f"kept {len(kept)} faces from {int(counts.get('ok', 0))} images; dropped "
+        f"{sum(dropped.values())} images ("
+        + ", ".join(f"{k}: {v}" for k, v in dropped.items())
+        + f"); images with several faces ({'all kept' if all_faces else 'largest kept'}): "
+        f"{several}"
+    )
+    missing = sorted(set(labels) - set(kept["identity"]))
+    if missing:
+        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
+        say(f"identities without any kept face: {len(missing)} ({shown})")
+    if int(kept["identity"].nunique()) == 1:
+        say(
+            "note: only one identity has a kept face; `idaudit audit` and `idaudit certify` "
+            "compare identities and need at least 2 (add a folder per identity)"
+        )
