@@ -230,86 +230,101 @@ def conclusion(
     cert_max = {
         n: float(np.max(c["epsilon_lb"].values)) for n, c in certificates.items() if c.sizes["pair"]
     }
-    several = len(summaries) > 1
-    said: list[str] = []
-    if several:
-        said.append(f"Of the {len(summaries)} conditions,")
-        measures = []
-        if mmd:
-            best = min(mmd, key=mmd.__getitem__)
-            measures.append(
-                f"**{best}** leaks least by MMD-TV (lowest median ε, {_fmt(mmd[best])}; a "
-                "sample estimate of a lower bound)"
+    if len(summaries) > 1:
+        said = _ranking(len(summaries), mmd, auc, cert_max)
+    else:
+        said = [_one_condition(next(iter(summaries)), mmd, auc, cert_max)]
+    said.append(_how_sure(certificates))
+    return " ".join(said)
+
+
+def _ranking(
+    n: int, mmd: dict[str, float], auc: dict[str, float], cert_max: dict[str, float]
+) -> list[str]:
+    """Which of several conditions leaks least by each measure, and whether they agree."""
+    said = [f"Of the {n} conditions,"]
+    measures = []
+    if mmd:
+        best = min(mmd, key=mmd.__getitem__)
+        measures.append(
+            f"**{best}** leaks least by MMD-TV (lowest median ε, {_fmt(mmd[best])}; a "
+            "sample estimate of a lower bound)"
+        )
+    if cert_max:
+        best = min(cert_max, key=cert_max.__getitem__)
+        tied = [k for k, v in cert_max.items() if abs(v - cert_max[best]) <= 1e-12]
+        if len(tied) == len(cert_max) > 1:  # nothing to rank: say so, name no winner
+            said.append(
+                f"every condition's largest certificate is {cert_max[best]:.4f}, so the "
+                "certificates do not rank them;"
             )
-        if cert_max:
-            best = min(cert_max, key=cert_max.__getitem__)
-            tied = [n for n, v in cert_max.items() if abs(v - cert_max[best]) <= 1e-12]
-            if len(tied) == len(cert_max) > 1:  # nothing to rank: say so, name no winner
-                said.append(
-                    f"every condition's largest certificate is {cert_max[best]:.4f}, so the "
-                    "certificates do not rank them;"
-                )
-            else:
-                measures.append(
-                    f"**{best}** by the certificate (lowest largest certified ε, "
-                    f"{cert_max[best]:.4f}; a certified lower bound)"
-                )
-        if auc:
-            best = min(auc, key=lambda n: abs(auc[n] - 0.5))
-            measures.append(
-                f"**{best}** by the classifier (median ROC AUC {auc[best]:.3f}, nearest 0.5; a "
-                "sample estimate)"
-            )
-        if not measures:
-            said.append("no measure that ranks leakage (MMD-TV, ROC AUC, certificate) was run.")
         else:
-            said.append("; ".join(measures) + ".")
-            winners = {m.split("**")[1] for m in measures}
-            if len(measures) > 1:
-                said.append(
-                    "The measures agree."
-                    if len(winners) == 1
-                    else "The measures disagree, so no condition leaks least on every reading."
-                )
-    else:
-        name = next(iter(summaries))
-        facts = []
-        if mmd:
-            facts.append(f"median MMD-TV ε {_fmt(mmd[name])} (sample estimate of a lower bound)")
-        if auc:
-            near = "within" if abs(auc[name] - 0.5) < AUC_BAND else "not within"
-            facts.append(
-                f"median ROC AUC {auc[name]:.3f} ({near} {AUC_BAND:g} of 0.5, where a "
-                "classifier cannot tell identities apart)"
+            measures.append(
+                f"**{best}** by the certificate (lowest largest certified ε, "
+                f"{cert_max[best]:.4f}; a certified lower bound)"
             )
-        if name in cert_max:
-            facts.append(f"largest certified ε {cert_max[name]:.4f} (certified lower bound)")
-        label = f"condition {name}" if name else "this condition"
-        said.append(
-            f"One condition, so no ranking: {label} has "
-            + ("; ".join(facts) if facts else "only diagnostics")
-            + "."
+    if auc:
+        best = min(auc, key=lambda k: abs(auc[k] - 0.5))
+        measures.append(
+            f"**{best}** by the classifier (median ROC AUC {auc[best]:.3f}, nearest 0.5; a "
+            "sample estimate)"
         )
-    # how sure
-    if certificates:
-        n_at = {n: int(at_ceiling(c).sum()) for n, c in certificates.items()}
-        total = sum(c.sizes["pair"] for c in certificates.values())
-        sure = (
-            "Only the certificates carry a guarantee (a lower bound that holds with the stated "
-            "confidence); the other numbers are estimates or diagnostics."
-        )
-        if sum(n_at.values()):
-            sure += (
-                f" {sum(n_at.values())} of the {total} certificates sit at their ceiling (what "
-                "zero test errors certify): there the test size, not the pipeline, sets the "
-                "number, so a ranking by certificate ranks test sizes; more test rows per "
-                "identity lift the ceiling."
-            )
-        said.append(sure)
-    else:
+    if not measures:
+        said.append("no measure that ranks leakage (MMD-TV, ROC AUC, certificate) was run.")
+        return said
+    said.append("; ".join(measures) + ".")
+    winners = {m.split("**")[1] for m in measures}
+    if len(measures) > 1:
         said.append(
+            "The measures agree."
+            if len(winners) == 1
+            else "The measures disagree, so no condition leaks least on every reading."
+        )
+    return said
+
+
+def _one_condition(
+    name: str, mmd: dict[str, float], auc: dict[str, float], cert_max: dict[str, float]
+) -> str:
+    """Say what one condition's numbers are, with their statuses (nothing to rank)."""
+    facts = []
+    if mmd:
+        facts.append(f"median MMD-TV ε {_fmt(mmd[name])} (sample estimate of a lower bound)")
+    if auc:
+        near = "within" if abs(auc[name] - 0.5) < AUC_BAND else "not within"
+        facts.append(
+            f"median ROC AUC {auc[name]:.3f} ({near} {AUC_BAND:g} of 0.5, where a "
+            "classifier cannot tell identities apart)"
+        )
+    if name in cert_max:
+        facts.append(f"largest certified ε {cert_max[name]:.4f} (certified lower bound)")
+    label = f"condition {name}" if name else "this condition"
+    return (
+        f"One condition, so no ranking: {label} has "
+        + ("; ".join(facts) if facts else "only diagnostics")
+        + "."
+    )
+
+
+def _how_sure(certificates: dict[str, Any]) -> str:
+    """Which numbers carry a guarantee, and whether the certificates sit at their ceilings."""
+    if not certificates:
+        return (
             "No certificate was computed, so nothing here carries a guarantee: MMD-TV and the "
             "ROC AUC are sample estimates, the rest diagnostics (run `idaudit certify` for a "
             "certified lower bound)."
         )
-    return " ".join(said)
+    n_at = sum(int(at_ceiling(c).sum()) for c in certificates.values())
+    total = sum(c.sizes["pair"] for c in certificates.values())
+    sure = (
+        "Only the certificates carry a guarantee (a lower bound that holds with the stated "
+        "confidence); the other numbers are estimates or diagnostics."
+    )
+    if n_at:
+        sure += (
+            f" {n_at} of the {total} certificates sit at their ceiling (what "
+            "zero test errors certify): there the test size, not the pipeline, sets the "
+            "number, so a ranking by certificate ranks test sizes; more test rows per "
+            "identity lift the ceiling."
+        )
+    return sure

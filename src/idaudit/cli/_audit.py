@@ -322,7 +322,6 @@ def _run_conditions(
         condition_fields,
         markdown,
         median_auc_rocs,
-        read_manifest,
         table1,
         table2,
     )
@@ -330,18 +329,7 @@ def _run_conditions(
     from idaudit.data import sample_pairs
     from idaudit.plotting import plot_figure3
 
-    names: dict[Path, str] = {p: p.stem for p in paths}
-    if args.manifest:
-        mapping = read_manifest(args.manifest)
-        missing = [p.name for p in paths if p.name not in mapping]
-        if missing:
-            raise InvalidInputError(f"`--manifest` names no condition for {', '.join(missing)}.")
-        names = {p: mapping[p.name] for p in paths}
-    if len(set(names.values())) < len(names):
-        raise InvalidInputError(
-            "`embeddings` must give each condition once; two inputs share the name "
-            f"{sorted(n for n in names.values() if list(names.values()).count(n) > 1)[0]!r}."
-        )
+    names = _condition_names(args, paths)
     out = out_dir(args.out)  # before any input is read: an unusable --out fails in seconds
     sets: dict[str, Any] = {}
     for path, name in names.items():
@@ -412,6 +400,25 @@ def _run_conditions(
         say(f"note: embedding dimensions differ between conditions: {dims}")
     say("wrote:\n" + "\n".join(f"  {f}" for f in files))
     return 0
+
+
+def _condition_names(args: argparse.Namespace, paths: list[Path]) -> dict[Path, str]:
+    """Each input's condition name: its file stem, or the ``--manifest`` entry; all distinct."""
+    from idaudit.audits import read_manifest
+
+    names: dict[Path, str] = {p: p.stem for p in paths}
+    if args.manifest:
+        mapping = read_manifest(args.manifest)
+        missing = [p.name for p in paths if p.name not in mapping]
+        if missing:
+            raise InvalidInputError(f"`--manifest` names no condition for {', '.join(missing)}.")
+        names = {p: mapping[p.name] for p in paths}
+    if len(set(names.values())) < len(names):
+        raise InvalidInputError(
+            "`embeddings` must give each condition once; two inputs share the name "
+            f"{sorted(n for n in names.values() if list(names.values()).count(n) > 1)[0]!r}."
+        )
+    return names
 
 
 def _conditions_markdown(
