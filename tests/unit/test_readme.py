@@ -1,24 +1,454 @@
-"""The README's first Python example runs as written and reports labelled numbers."""
+"""Every command and snippet of the README runs as written, and says what the README says.
+
+The ```python blocks run in order in one namespace, as a reader pastes them, inside a temporary
+working directory; the placeholders a reader supplies come from the harness: two real face
+photos ``a.jpg`` and ``b.jpg`` (scikit-image's astronaut, and its mirror image) and
+``images_by_identity`` from the shipped DCGAN's synthetic identities. The ```bash blocks'
+``idaudit`` commands run in-process through ``idaudit.cli.main`` on small inputs the harness
+writes where the README's paths point (``photos/``, ``conditions/``, ``train/`` ...); the
+install and test lines are checked against what CI runs; ```text blocks are not run.
+"""
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib
+import inspect
 import io
 import re
+import runpy
+import shlex
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+import numpy as np
+import pytest
+
+from idaudit.exceptions import IdauditWarning
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+CI_RUN = ROOT / ".ci" / "run"
+#: The README's (and CI's) test command; CI runs exactly this line in a fresh environment.
+TEST_COMMAND = "scripts/install.sh test && python -m pytest"
+SEED = 0
+
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.S | re.M)
 
 
-def test_readme_python_example_runs():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
-    assert blocks, "README has no python example"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(blocks[0], str(README), "exec"), {"__name__": "__readme__"})
-    text = out.getvalue()
+def fenced_blocks(path: Path) -> list[tuple[str, str]]:
+    """``(language, code)`` of every fenced block of ``path``, in order."""
+    return _FENCE.findall(path.read_text(encoding="utf-8"))
+
+
+def blocks_of(path: Path, language: str) -> list[str]:
+    return [code for lang, code in fenced_blocks(path) if lang == language]
+
+
+@dataclass
+class BlockRun:
+    """What running one block printed and warned."""
+
+    stdout: str
+    warnings: list[str]
+
+
+@dataclass
+class SnippetSession:
+    """A reader pasting ``blocks`` in order into one interpreter (blocks run at most once)."""
+
+    blocks: list[str]
+    source: Path
+    namespace: dict[str, Any]
+    runs: list[BlockRun] = field(default_factory=list)
+
+    def run_through(self, index: int) -> BlockRun:
+        """Run every block up to ``index`` not yet run; the record of block ``index``."""
+        while len(self.runs) <= index:
+            i = len(self.runs)
+            out = io.StringIO()
+            # warnings are recorded, not raised: each test asserts the ones its block may give
+            with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                code = compile(self.blocks[i], f"{self.source.name} python block {i}", "exec")
+                exec(code, self.namespace)
+            self.runs.append(BlockRun(out.getvalue(), [str(w.message) for w in caught]))
+        return self.runs[index]
+
+
+def write_face_photos(folder: Path) -> None:
+    """``a.jpg`` and ``b.jpg``: a real photographed face and its mirror image."""
+    from PIL import Image
+    from skimage import data
+
+    astronaut = data.astronaut()  # (512, 512, 3) uint8, one frontal face
+    Image.fromarray(astronaut).save(folder / "a.jpg", quality=95)
+    Image.fromarray(np.ascontiguousarray(astronaut[:, ::-1])).save(folder / "b.jpg", quality=95)
+
+
+def synthetic_images_by_identity(n_identities: int, n_per_identity: int) -> dict[str, list[Any]]:
+    """``{"id0": [uint8 (64, 64, 3), ...], ...}`` from the shipped DCGAN (made-up people)."""
+    from idaudit.faces import synthetic_identities
+
+    ids = synthetic_identities(n_identities, n_per_identity, rng=SEED)
+    return {f"id{k}": list(ids.images[ids.labels == k]) for k in range(n_identities)}
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """MTCNN and dlib on one torch thread: on a loaded two-core machine two threads are ~8x
+    slower per frame (README, "idaudit embed"); restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# --------------------------------------------------------------------------- python blocks
+
+#: Identities x images the harness supplies as ``images_by_identity``: 4 identities give 6
+#: pairs (``pairs=100`` audits all of them, as documented), 8 images each are enough rows for
+#: ROC-HT's 5 folds.
+N_IDENTITIES, N_PER_IDENTITY = 4, 8
+
+
+@pytest.fixture(scope="module")
+def readme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SnippetSession]:
+    work = tmp_path_factory.mktemp("readme")
+    write_face_photos(work)
+    namespace = {
+        "__name__": "__readme__",
+        "images_by_identity": synthetic_images_by_identity(N_IDENTITIES, N_PER_IDENTITY),
+    }
+    with pytest.MonkeyPatch.context() as mp, one_torch_thread():
+        mp.chdir(work)
+        yield SnippetSession(blocks_of(README, "python"), README, namespace)
+
+
+def test_readme_python_blocks_are_the_ones_tested() -> None:
+    # a new block needs its own test below (and its placeholders, if any)
+    assert len(blocks_of(README, "python")) == 4
+
+
+@pytest.mark.slow  # block 0: 20 identities x 60 rows, all 190 pairs
+def test_readme_python_example_runs(readme: SnippetSession) -> None:
+    run = readme.run_through(0)
+    assert run.warnings == []
+    text = run.stdout
     # the summary names every status, and the certificate line prints a finite bound
     for status in ("[diagnostic]", "[sample_estimate]"):
         assert status in text
+    assert "AuditSummary over 50 common pairs" in text
     bound = float(re.search(r"certified lower bound on epsilon: (\S+)", text).group(1))
     assert 0.0 < bound < float("inf")
+    ns = readme.namespace
+    assert ns["ds"].sizes["pair"] == 50
+    assert ns["cert"].certificates_.sizes["pair"] == 5
+    # "largest MMD-TV over all 190 pairs", printed on the line after the summary
+    assert ns["every"].attrs["n_pairs"] == 190
+    largest = float(ns["every"]["mmdtv_epsilon_max"])
+    assert f"\n{largest!r}\n" in text
+    assert 0.0 < largest < float("inf")
+
+
+@pytest.mark.slow  # needs block 0's names
+def test_readme_certified_routes_run(readme: SnippetSession) -> None:
+    run = readme.run_through(1)
+    assert run.warnings == []
+    lines = run.stdout.splitlines()
+    # "0: 60 rows are too few for it"
+    assert lines[0] == "classifier-free certificate: 0.0"
+    eps, reason, n_used = lines[1].split()
+    assert float(eps) > 0.0
+    assert reason in {"target_reached", "max_samples"}
+    assert 0 < int(n_used) <= 2000
+    assert lines[2].startswith("ComposedPrivacy(")
+    assert "k=100" in lines[2]
+    assert readme.namespace["seq"].stop_reason_ == reason
+
+
+@pytest.mark.slow
+def test_readme_faces_to_embeddings_runs(readme: SnippetSession) -> None:
+    run = readme.run_through(2)
+    assert run.warnings == []
+    emb, outcomes = readme.namespace["emb"], readme.namespace["outcomes"]
+    assert list(outcomes["status"]) == ["ok", "ok"]  # one face in each photo
+    assert np.asarray(emb).shape == (2, 128)  # dlib's 128-d descriptors
+
+
+@pytest.mark.slow
+def test_readme_audit_generator_runs(readme: SnippetSession) -> None:
+    run = readme.run_through(3)
+    assert run.warnings == []
+    result = readme.namespace["run"]
+    # pairs=100 asks for more than the 6 pairs of 4 identities: all of them are audited
+    assert result.results.sizes["pair"] == N_IDENTITIES * (N_IDENTITIES - 1) // 2
+    statuses = {
+        name: result.results[name].attrs["status"]
+        for name in ("gaussmech_epsilon", "kdelr_epsilon", "mmdtv_epsilon", "rocht_epsilon")
+    }
+    assert statuses == {
+        "gaussmech_epsilon": "diagnostic",
+        "kdelr_epsilon": "diagnostic",
+        "mmdtv_epsilon": "sample_estimate",
+        "rocht_epsilon": "diagnostic",
+    }
+    counts = result.embeddings.counts
+    assert len(counts) == N_IDENTITIES
+    assert (counts["ok"] == N_PER_IDENTITY).all()  # paired mode loses no blurred face
+    assert any(Path("embeddings-cache").iterdir())  # relative to the reader's folder
+
+
+def test_readme_text_blocks_are_the_inversion_example() -> None:
+    """The one ```text block is not run (a 1000-latent bank and 100 APGD steps take far longer
+    than a test); it is still Python whose imports and keyword arguments exist."""
+    texts = blocks_of(README, "text")
+    assert len(texts) == 1
+    tree = ast.parse(texts[0])
+    names: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = importlib.import_module(node.module)
+            names.update({a.asname or a.name: getattr(module, a.name) for a in node.names})
+    assert {"RankedAdversary", "LatentBank", "TorchDlibEncoder"} <= set(names)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        target = _resolve(node.func, names)
+        if target is None:
+            continue
+        params = inspect.signature(target).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            continue
+        for kw in node.keywords:
+            assert kw.arg in params, f"{ast.unparse(node.func)} takes no {kw.arg}="
+    # what it prints exists on the result of RankedAdversary.invert
+    from idaudit.inversion import InversionResult
+
+    fields = set(getattr(InversionResult, "__dataclass_fields__", {})) | set(dir(InversionResult))
+    for attribute in ("similarity", "initial_similarity", "rank", "queries"):
+        assert f"res.{attribute}" in texts[0]
+        assert attribute in fields, attribute
+
+
+def _resolve(func: ast.expr, names: dict[str, Any]) -> Any:
+    """The object ``func`` names when it is an imported name or an attribute of one."""
+    if isinstance(func, ast.Name):
+        return names.get(func.id)
+    if isinstance(func, ast.Attribute):
+        owner = _resolve(func.value, names)
+        return getattr(owner, func.attr, None) if owner is not None else None
+    return None
+
+
+def test_readme_has_only_python_bash_and_text_blocks() -> None:
+    assert {lang for lang, _ in fenced_blocks(README)} == {"python", "bash", "text"}
+
+
+# ----------------------------------------------------------------------------- bash blocks
+
+
+def commands(path: Path) -> list[list[str]]:
+    """Every command of every ```bash block: lines split on ``&&``, comments stripped."""
+    found = []
+    for code in blocks_of(path, "bash"):
+        for line in code.splitlines():
+            words = shlex.split(line, comments=True)
+            while words:
+                cut = words.index("&&") if "&&" in words else len(words)
+                found.append(words[:cut])
+                words = words[cut + 1 :]
+    return found
+
+
+def _kind(words: list[str]) -> str:
+    if words[0] == "idaudit":
+        return "idaudit"
+    if words[0] == "scripts/install.sh":
+        return "install"
+    if words[:3] == ["python3", "-m", "venv"] or (
+        words[0] == "." and words[1].endswith("activate")
+    ):
+        return "venv"
+    if words[:3] == ["python", "-m", "pytest"]:
+        return "test"
+    if words[0] == "python" and words[1].startswith("examples/"):
+        return "example"
+    return "unknown"
+
+
+def test_readme_bash_commands_are_all_handled() -> None:
+    kinds = [_kind(c) for c in commands(README)]
+    assert "unknown" not in kinds, commands(README)[kinds.index("unknown")]
+    idaudit = [c[1] for c in commands(README) if c[0] == "idaudit"]
+    # one test below per command (audit twice: one file, a folder of conditions)
+    assert idaudit == ["demo", "embed", "audit", "certify", "audit", "privacy"]
+
+
+def test_readme_install_and_test_lines_are_what_ci_runs() -> None:
+    readme = README.read_text(encoding="utf-8")
+    ci = CI_RUN.read_text(encoding="utf-8")
+    # the README's test line is CI's last line, verbatim
+    assert TEST_COMMAND in readme
+    assert ci.rstrip().splitlines()[-1] == TEST_COMMAND
+    not_run = [c for c in commands(README) if _kind(c) in {"install", "venv", "test"}]
+    assert not_run == [
+        ["python3", "-m", "venv", ".venv"],
+        [".", ".venv/bin/activate"],
+        ["scripts/install.sh"],
+        ["scripts/install.sh", "test"],
+        ["python", "-m", "pytest"],
+    ]
+    # CI does the same steps: a fresh venv made with python3 -m venv, then activated
+    assert re.search(r"^python3 -m venv ", ci, flags=re.M)
+    assert re.search(r'^source "?\S+/bin/activate"?$', ci, flags=re.M)
+    assert (ROOT / "scripts" / "install.sh").is_file()
+
+
+def _idaudit_commands(name: str) -> list[list[str]]:
+    return [c[1:] for c in commands(README) if c[:2] == ["idaudit", name]]
+
+
+def _main(argv: list[str]) -> int:
+    from idaudit.cli import main
+
+    return main(argv)
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _save_faces(folder: Path, images: list[Any], size: int = 160) -> None:
+    """PNG photos, enlarged from the DCGAN's 64 x 64 to a photo-like size."""
+    from PIL import Image
+
+    folder.mkdir(parents=True)
+    for i, image in enumerate(images):
+        Image.fromarray(image).resize((size, size), Image.BICUBIC).save(folder / f"{i:02d}.png")
+
+
+@pytest.mark.slow
+def test_readme_demo_command(in_tmp: Path) -> None:
+    (argv,) = _idaudit_commands("demo")
+    assert argv == ["demo", "--out", "idaudit-demo"]
+    # the full demo takes minutes of wall-clock time; --quick is its test-sized configuration
+    with one_torch_thread():
+        assert _main([*argv, "--quick", "--quiet"]) == 0
+    out = in_tmp / "idaudit-demo"
+    # the files "What `idaudit demo` does" lists
+    for name in ("report.md", "epsilon_vs_strength.png", "contact_sheet.png", "noise_sweep.png"):
+        assert (out / name).is_file(), name
+    assert list(out.glob("*.nc"))
+    assert list(out.glob("*.csv"))
+    assert (out / ".cache").is_dir()
+
+
+@pytest.mark.slow
+def test_readme_embed_audit_certify_commands(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # photos/: two identities, one sub-folder each, 8 photos (certify needs 7 rows)
+    faces = synthetic_images_by_identity(2, 8)
+    for identity, images in faces.items():
+        _save_faces(in_tmp / "photos" / identity, images)
+    (embed,) = _idaudit_commands("embed")
+    audit, _ = _idaudit_commands("audit")
+    (certify,) = _idaudit_commands("certify")
+    assert embed == ["embed", "photos/", "--out", "embeddings.npz"]
+    with one_torch_thread():
+        assert _main(embed) == 0
+    assert (in_tmp / "embeddings.npz").is_file()
+    assert (in_tmp / "embeddings.outcomes.csv").is_file()
+    assert (in_tmp / "embeddings.cache").is_dir()  # the checkpoint cache beside --out
+    with np.load(in_tmp / "embeddings.npz") as npz:
+        assert npz["embeddings"].shape == (16, 128)
+        assert sorted(set(npz["labels"].tolist())) == ["id0", "id1"]
+
+    assert audit == ["audit", "embeddings.npz", "--out", "audit/"]
+    assert _main(audit) == 0
+    for name in ("results.nc", "pairs.csv", "summary.md"):
+        assert (in_tmp / "audit" / name).is_file(), name
+    summary = (in_tmp / "audit" / "summary.md").read_text(encoding="utf-8")
+    assert "| mmdtv_epsilon (median) |" in summary
+    assert "| sample_estimate |" in summary
+
+    assert certify == ["certify", "embeddings.npz", "--out", "certificates/"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _main(certify) == 0
+    for name in ("certificates.nc", "candidates.nc", "certificates.md"):
+        assert (in_tmp / "certificates" / name).is_file(), name
+    assert not [w for w in caught if issubclass(w.category, IdauditWarning)]
+    capsys.readouterr()
+
+
+@pytest.mark.slow
+def test_readme_audit_conditions_command(in_tmp: Path) -> None:
+    """``conditions/``: one CSV of embeddings per condition, named encoder_dataset_generator."""
+    import pandas as pd
+
+    rng = np.random.default_rng(SEED)
+    (in_tmp / "conditions").mkdir()
+    centres = rng.normal(size=(6, 16))
+    labels = np.repeat([f"id{i}" for i in range(6)], 20)
+    for name, noise in (("dlib_synthetic_blur", 1.0), ("dlib_synthetic_none", 0.3)):
+        emb = centres[np.repeat(np.arange(6), 20)] + noise * rng.normal(size=(120, 16))
+        frame = pd.DataFrame(emb, columns=[f"e{j}" for j in range(16)])
+        frame.insert(0, "identity", labels)
+        frame.to_csv(in_tmp / "conditions" / f"{name}.csv", index=False)
+    _, argv = _idaudit_commands("audit")
+    assert argv == ["audit", "conditions/", "--out", "paper/"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _main(argv) == 0
+    assert [str(w.message) for w in caught] == []
+    # "Table 1, Table 2, Figure 3"
+    for name in ("results.nc", "table1.md", "table1.csv", "table2.md", "table2.csv", "figure3.png"):
+        assert (in_tmp / "paper" / name).is_file(), name
+    table1 = (in_tmp / "paper" / "table1.md").read_text()
+    assert "blur" in table1
+    assert "none" in table1
+
+
+@pytest.mark.slow
+def test_readme_privacy_command_and_example(in_tmp: Path) -> None:
+    (argv,) = _idaudit_commands("privacy")
+    assert argv == ["privacy", "train/", "heldout/", "synthetic/", "--out", "results/"]
+    example = ROOT / "examples" / "memorization_demo.py"
+    build_folders = runpy.run_path(str(example), run_name="memorization_demo")["build_folders"]
+    # one cohort "dcgan" in each root; the memorising generator's near-copies as synthetic/
+    roots = build_folders(in_tmp / "images", 12, SEED)
+    for name, root in (("train", "train"), ("heldout", "heldout"), ("synthetic", "memorising")):
+        roots[root].rename(in_tmp / name)
+    with one_torch_thread(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _main(argv) == 0
+    assert [str(w.message) for w in caught] == []
+    out = in_tmp / "results"
+    for name in (
+        "flagging.csv",
+        "nnaa.csv",
+        "privacy_results.json",
+        "below_threshold.png",
+        "nnaa.png",
+        "report.md",
+    ):
+        assert (out / name).is_file(), name
+    assert (out / "cache").is_dir()
+    # the example line: its default run (4 x 40 DCGAN faces through MTCNN and dlib, twice
+    # the privacy check) takes minutes here, so it is checked to exist and run as documented
+    (line,) = [c for c in commands(README) if _kind(c) == "example"]
+    assert line == ["python", "examples/memorization_demo.py"]
+    assert example.is_file()
+    assert 'if __name__ == "__main__":' in example.read_text(encoding="utf-8")
