@@ -186,7 +186,7 @@ class GeneratorAudit:
                 "## Audit summary",
                 "",
                 f"Generator `{name}`; medians over the {summary.n_pairs} pairs where every "
-                "method has a value.",
+                "method has a value." + _pairs_asked(self.results),
                 "",
                 "| column | value | status |",
                 "|---|---|---|",
@@ -246,6 +246,15 @@ class GeneratorAudit:
         if self.dropped_pairs:
             lines += [f"Pairs dropped with them: {len(self.dropped_pairs)}.", ""]
         return "\n".join(lines)
+
+
+def _pairs_asked(results: xr.Dataset) -> str:
+    """Return a sentence when ``pairs=n`` asked for more pairs than the identities have."""
+    asked = results.attrs.get("n_pairs_requested")
+    n = int(results.sizes["pair"])
+    if asked is None or int(asked) <= n:
+        return ""
+    return f" All {n} pairs of the identities were audited (`pairs={int(asked)}` asked for more)."
 
 
 def _default_pipeline() -> FacePipeline:
@@ -739,7 +748,8 @@ def audit_generator(
         pixels and edge-padded before detection, as ``ShippedFaceGenerator.crops`` does.
     pairs : int, "all" or sequence of (label, label), default 100
         An int audits that many pairs of a seeded shuffle of all pairs of the kept
-        identities (all, if there are fewer); a list is filtered: pairs with an excluded
+        identities (all, if there are fewer: the results attr ``n_pairs_requested`` keeps the
+        number asked for and ``to_markdown`` says so); a list is filtered: pairs with an excluded
         identity are dropped and returned in ``dropped_pairs``.
     auditors : sequence of auditors, optional
         Default: GaussMech, KDE-LR (α = 0), MMD-TV and ROC-HT (5 folds).
@@ -879,6 +889,9 @@ def _audit(
     extra = provenance(title="idaudit.pipeline.audit_generator", seeds={"pairs": seed})
     ds.attrs.update({k: attr_value(v) for k, v in {**extra, **coded.attrs}.items()})
     ds.attrs["n_dropped_pairs"] = len(dropped)
+    if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
+        # an int asks for up to that many pairs: record what was asked beside what exists
+        ds.attrs["n_pairs_requested"] = int(pairs)
     certs = None
     if certifier is not None:
         fitted = clone(certifier).fit(es, pair_list)
