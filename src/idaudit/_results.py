@@ -778,6 +778,8 @@ def pair_frame(ds: xr.Dataset) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
+        One row per pair; ``frame.attrs["status"]`` maps each variable's column to its
+        formal status.
 
     Examples
     --------
@@ -793,4 +795,7 @@ def pair_frame(ds: xr.Dataset) -> pd.DataFrame:
         raise ValueError("`ds` has no 'pair' dimension; it is not a per-pair result.")
     keep = {"pair", "condition"}
     names = [v for v in ds.data_vars if set(ds[v].dims) <= keep and "pair" in ds[v].dims]
-    return ds[names].to_dataframe().reset_index()
+    frame = ds[names].to_dataframe().reset_index()
+    # each column's formal status travels with the table (pandas keeps attrs on copies)
+    frame.attrs["status"] = {str(v): ds[v].attrs.get("status", "") for v in names}
+    return frame

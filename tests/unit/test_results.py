@@ -482,6 +482,7 @@ def test_certifiers_record_how_many_bounds_hold_jointly() -> None:
 # functions that read a status without deriving a new number from several values
 _READS_ONLY = {
     ("_results.py", "check_result_dataset"): "validates the schema",
+    ("_results.py", "pair_frame"): "copies each variable's own status beside its column",
     ("audits/_tables.py", "markdown"): "prints the statuses a table builder derived",
     ("demo/_report.py", "_noise_table"): "prints certified_epsilon_max's status (derived)",
     ("memorization/_report.py", "to_dict"): "copies frame statuses into the JSON report",
@@ -640,3 +641,18 @@ def test_counts_of_a_certificate_are_descriptive(es: ida.EmbeddingSet) -> None:
         assert cert.certificates_[name].attrs["status"] == "descriptive", name
     assert cert.certificates_["ufpr"].attrs["status"] == "certified_upper_bound"
     assert cert.candidates_["n_test_a"].attrs["status"] == "descriptive"
+
+
+def test_pair_frame_is_one_row_per_pair_and_carries_the_statuses() -> None:
+    gen = np.random.default_rng(0)
+    es = ida.EmbeddingSet(gen.normal(size=(60, 8)), np.repeat([0, 1, 2], 20))
+    auditors = [ida.GaussMechAuditor(), ida.KDELRAuditor(), ida.MMDTVAuditor()]
+    ds = ida.audit_pairs(es, [(0, 1), (0, 2), (1, 2)], auditors, progress=False)
+    frame = ds.idaudit.pairs()
+    assert len(frame) == 3
+    assert len(ds.to_dataframe()) == 3 * 8  # the per-coordinate KDE-LR terms repeat each pair
+    assert "kdelr_epsilon_per_dim" not in frame.columns
+    assert frame.attrs["status"]["gaussmech_epsilon"] == "diagnostic"
+    assert frame.attrs["status"]["mmdtv_epsilon"] == "sample_estimate"
+    for name, status in frame.attrs["status"].items():
+        assert status == ds[name].attrs["status"]
