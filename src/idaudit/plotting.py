@@ -14,7 +14,8 @@ Save it with ``fig.savefig(path)``.
 :func:`plot_rocs`          several ROC curves, e.g. each condition's median-AUC pair
                            (Figure 3 right; :func:`idaudit.audits.median_auc_rocs`)
 :func:`plot_figure3`       Figure 3's two panels side by side
-:func:`plot_strength`      ε against the strength of each anonymiser, one panel per method
+:func:`plot_strength`      ε against the strength of each anonymiser, one column per method
+                           (rates in [0, 1] on a second row, with chance levels)
 :func:`plot_certificates`  certified lower bounds as one-sided intervals, per condition
 :func:`contact_sheet`      a grid of images with titles (what each mechanism does)
 :func:`plot_flagging`      synthetic and held-out flagging rates against ``p`` (seed 003,
@@ -102,6 +103,7 @@ def plot_noise_sweep(
     methods: Sequence[str] | None = None,
     axes: Sequence[Axes] | None = None,
     title: str | None = None,
+    legend: bool = True,
 ) -> Figure:
     """Each audit's ε against the noise scale, with the mechanism's guarantee.
 
@@ -117,6 +119,10 @@ def plot_noise_sweep(
         Default: a new figure with both.
     title : str, optional
         Title of the ε panel.
+    legend : bool, default True
+        Draw the legend, outside the ε panel on its right so that it covers no line or band
+        (pass False to draw one legend for several panels, from
+        ``axes[0].get_legend_handles_labels()``).
 
     Returns
     -------
@@ -195,7 +201,10 @@ def plot_noise_sweep(
     ax_eps.set_ylim(bottom=0.0)
     ax_eps.set_ylabel("ε (▲ = infinite median)")
     ax_eps.grid(True, which="major", alpha=0.3)
-    ax_eps.legend(fontsize="small", loc="lower left")
+    if legend:
+        ax_eps.legend(
+            fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0
+        )
     if title is not None:
         ax_eps.set_title(title)
     x_label = str(ds.attrs.get("scale_name", "noise scale"))
@@ -225,8 +234,9 @@ def plot_certified_routes(
     ds : xarray.Dataset
         A :func:`idaudit.benchmark.noise_sweep` result. Every ε variable (name containing
         ``epsilon``) whose ``status`` is ``certified_lower_bound`` is drawn: per-pair ones
-        (``(scale, pair)``, e.g. ``mmdtv_epsilon_hs_lb`` of ``MMDTVAuditor(confidence_level=...)``) as
-        their maximum over the pairs, per-scale ones (``certified_epsilon_max``,
+        (``(scale, pair)``, e.g. ``mmdtv_epsilon_hs_lb`` of
+        ``MMDTVAuditor(confidence_level=...)``) as their maximum over the pairs, per-scale
+        ones (``certified_epsilon_max``,
         ``sequential_epsilon_max``) as they are; a per-pair variable whose ``<name>_max`` is
         present is skipped.
     ax : matplotlib Axes, optional
@@ -444,6 +454,9 @@ def plot_rocs(
 def plot_figure3(ds: xr.Dataset, rocs: Mapping[str, Any], h0: npt.ArrayLike) -> Figure:
     """Seed 000's Figure 3: MMD² H0 (split-half) vs H1 histograms, and the ROC curves.
 
+    The H1 histogram pools the pairs of every condition of ``ds`` (its title says how many);
+    both legends sit below their panels, off the histograms and the curves.
+
     Parameters
     ----------
     ds : xarray.Dataset
@@ -460,58 +473,140 @@ def plot_figure3(ds: xr.Dataset, rocs: Mapping[str, Any], h0: npt.ArrayLike) -> 
     """
     fig, grid = _new_axes(1, 2, figsize=(10.0, 4.4))
     h1 = np.asarray(ds["mmdtv_mmd2"].values, dtype=np.float64).ravel()
-    plot_mmd_null(h0, h1[np.isfinite(h1)], ax=grid[0, 0])
-    grid[0, 0].set_title("MMD²: same identity (H0) vs different identities (H1)")
-    plot_rocs(rocs, ax=grid[0, 1])
+    ax_mmd, ax_roc = grid[0, 0], grid[0, 1]
+    plot_mmd_null(h0, h1[np.isfinite(h1)], ax=ax_mmd)
+    n_conditions = int(ds.sizes.get("condition", 1))
+    pooled = f"pooled over all {n_conditions} conditions" if n_conditions > 1 else "one condition"
+    ax_mmd.set_title(f"MMD²: same identity (H0) vs different identities (H1)\n{pooled}")
+    plot_rocs(rocs, ax=ax_roc)
+    below = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.16), "fontsize": "small"}
+    ax_mmd.legend(**below)  # type: ignore[arg-type]
+    if ax_roc.get_legend() is not None:
+        ax_roc.legend(**below)  # type: ignore[arg-type]
     return fig
 
 
 def plot_strength(
     table: Any,
     *,
-    columns: dict[str, str] | None = None,
-    baseline: dict[str, float] | None = None,
+    columns: Mapping[str, str] | None = None,
+    baseline: Mapping[str, float] | None = None,
+    rates: Mapping[str, str] | None = None,
+    chance: Mapping[str, tuple[float, str]] | None = None,
+    ceilings: Mapping[str, str] | None = None,
 ) -> Figure:
-    """ε (and other per-condition numbers) against the strength of each anonymiser.
+    """ε (and rates in [0, 1]) against the strength of each anonymiser, one column per method.
 
     Parameters
     ----------
     table : pandas.DataFrame
         One row per condition with columns ``method``, ``strength`` and the values to draw.
-    columns : dict of column to label, optional
-        What to draw (default: every numeric column but ``strength``).
-    baseline : dict of column to value, optional
+    columns : mapping of column to label, optional
+        ε values, drawn on a symmetric-log ε axis (so 0 stays visible). Default: every numeric
+        column but ``strength`` and those in ``rates`` and ``ceilings``.
+    baseline : mapping of column to value, optional
         Values without anonymisation, drawn as dashed horizontal lines.
+    rates : mapping of column to label, optional
+        Values in [0, 1] (AUCs, identification rates), drawn on a second row of panels with a
+        linear [0, 1] axis. Default: none (one row).
+    chance : mapping of column to (value, label), optional
+        Chance level of a column of ``rates`` (e.g. top-1 identification among ``n``
+        identities: ``1 / n``), drawn as a dotted line in that column's colour.
+    ceilings : mapping of column to column, optional
+        For a column of ``columns``, the column holding the most it can reach (e.g. what zero
+        test errors certify). The ceiling is drawn dotted; values within 1e-12 of it are
+        ringed.
 
     Returns
     -------
     matplotlib.figure.Figure
-        One panel per method, sharing the y axis (symmetric-log, so 0 stays visible).
+        One column of panels per method (rows share their y axis); the legend sits outside
+        the panels, below them.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from idaudit.plotting import plot_strength
+    >>> table = pd.DataFrame({"method": ["blur", "blur"], "strength": [1.0, 3.0],
+    ...                       "eps": [0.9, 0.4], "top1": [0.8, 0.3]})
+    >>> fig = plot_strength(table, columns={"eps": "ε"}, rates={"top1": "top-1 rate"},
+    ...                     chance={"top1": (0.25, "chance (1/4)")})
+    >>> len(fig.axes), fig.axes[1].get_ylim()
+    (2, (0.0, 1.02))
     """
     methods = list(dict.fromkeys(table["method"].tolist()))
+    rates = dict(rates or {})
+    ceilings = dict(ceilings or {})
     if columns is None:
+        skip = {"method", "strength", *rates, *ceilings.values()}
         columns = {
             str(c): str(c)
             for c in table.columns
-            if c not in ("method", "strength") and np.issubdtype(table[c].dtype, np.number)
+            if c not in skip and np.issubdtype(table[c].dtype, np.number)
         }
-    fig, grid = _new_axes(1, len(methods), figsize=(4.2 * len(methods), 3.8), sharey=True)
-    colours = [f"C{i}" for i in range(len(columns))]
+    rows = [dict(columns)] + ([rates] if rates else [])
+    fig, grid = _new_axes(
+        len(rows),
+        len(methods),
+        figsize=(4.2 * len(methods), 3.4 * len(rows) + 1.4),
+        sharey="row",
+        sharex="col",
+    )
+    colours = {col: f"C{i}" for i, col in enumerate([*columns, *rates])}
     for col_i, method in enumerate(methods):
-        ax = grid[0, col_i]
         part = table[table["method"] == method].sort_values("strength")
-        for (col, label), colour in zip(columns.items(), colours, strict=False):
-            y = np.asarray(part[col], dtype=np.float64)
-            x = np.asarray(part["strength"], dtype=np.float64)
-            ax.plot(x, np.where(np.isfinite(y), y, np.nan), marker="o", color=colour, label=label)
-            if baseline and col in baseline:
-                ax.axhline(baseline[col], color=colour, ls="--", lw=0.8)
-        ax.set_title(str(method))
-        ax.set_xlabel(_strength_name(part))
-        ax.set_yscale("symlog", linthresh=0.1)
-        ax.grid(True, alpha=0.3)
-    grid[0, 0].set_ylabel("value (dashed: no anonymisation)")
-    grid[0, 0].legend(fontsize="small")
+        x = np.asarray(part["strength"], dtype=np.float64)
+        for row_i, row in enumerate(rows):
+            ax = grid[row_i, col_i]
+            for col, label in row.items():
+                colour = colours[col]
+                y = np.asarray(part[col], dtype=np.float64)
+                ax.plot(x, np.where(np.isfinite(y), y, np.nan), marker="o", color=colour,
+                        label=label)  # fmt: skip
+                if baseline and col in baseline:
+                    ax.axhline(baseline[col], color=colour, ls="--", lw=0.8)
+                if col in ceilings:
+                    top = np.asarray(part[ceilings[col]], dtype=np.float64)
+                    name = f"{label}: " if len(ceilings) > 1 else ""
+                    ax.plot(x, top, color=colour, ls=":", lw=1.2,
+                            label=f"{name}ceiling (what zero test errors certify)")  # fmt: skip
+                    at = np.abs(y - top) <= 1e-12
+                    ax.plot(x[at], y[at], ls="none", marker="o", ms=13, mfc="none",
+                            mec=colour, label=f"{name}at the ceiling")  # fmt: skip
+                if chance and col in chance:
+                    level, text = chance[col]
+                    ax.axhline(level, color=colour, ls=":", lw=1.2, label=text)
+            ax.grid(True, alpha=0.3)
+            if row_i == 0:
+                ax.set_title(str(method))
+            if row_i == len(rows) - 1:
+                ax.set_xlabel(_strength_name(part))
+            if row is rates:
+                ax.set_ylim(0.0, 1.02)
+            else:
+                ax.set_yscale("symlog", linthresh=0.1)
+                drawn = table[[*row, *(ceilings[c] for c in row if c in ceilings)]]
+                values = np.asarray(drawn, dtype=np.float64)
+                values = values[np.isfinite(values)]
+                highest = float(values.max()) if values.size else 0.0
+                # headroom above the largest value, so a line at the top stays visible
+                ax.set_ylim(0.0, 2.0 * highest if highest > 0 else None)
+    grid[0, 0].set_ylabel("ε (dashed: no anonymisation)")
+    if rates:
+        grid[1, 0].set_ylabel("rate or AUC (dashed: no anonymisation)")
+    handles: dict[str, Any] = {}
+    for ax in grid.ravel():
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    title = (
+        "ringed: at the ceiling, the most that zero test errors certify at these test "
+        "sizes, so the test size, not the anonymiser, sets the value"
+        if ceilings
+        else None
+    )
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+               ncols=min(3, max(len(handles), 1)), fontsize="small", title=title,
+               title_fontsize="small")  # fmt: skip
     return fig
 
 

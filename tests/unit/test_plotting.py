@@ -268,3 +268,128 @@ def test_accessor_plots_epsilon_against_strength() -> None:
     assert [ax.get_title() for ax in fig.axes] == ["blur"]
     with pytest.raises(ValueError, match="'method' and 'strength'"):
         ds.drop_vars("method").idaudit.plot_epsilon()
+
+
+def _drawn(fig: Figure) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    return fig
+
+
+def _data_extents(ax: object) -> list[object]:
+    """Display-space bounding boxes of the finite points of every line of ``ax``."""
+    from matplotlib.transforms import Bbox
+
+    boxes = []
+    for line in ax.get_lines():  # type: ignore[attr-defined]
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        if len(xy):
+            boxes.append(Bbox([xy.min(axis=0), xy.max(axis=0)]))
+    return boxes
+
+
+def _legend_clear_of_data(fig: Figure, legend: object) -> None:
+    """Assert that ``legend`` overlaps neither the data lines nor the panels of ``fig``."""
+    box = legend.get_window_extent()  # type: ignore[attr-defined]
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent()), ax.get_title()
+        for extent in _data_extents(ax):
+            assert not box.overlaps(extent), ax.get_title()
+
+
+def _strength_table() -> object:
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "method": ["blur", "blur", "swap", "swap"],
+            "strength": [1.0, 3.0, 0.25, 0.75],
+            "eps": [0.9, 0.95, 0.7, 0.1],
+            "cert": [1.75, 1.75, 1.75, 0.8],
+            "ceiling": [1.75, 1.75, 1.75, 1.75],
+            "auc": [1.0, 1.0, 0.99, 0.7],
+            "top1": [0.9, 0.3, 0.8, 0.1],
+        }
+    )
+
+
+def test_strength_puts_epsilon_and_rates_on_separate_axes_with_chance_and_ceiling() -> None:
+    from idaudit.plotting import plot_strength
+
+    fig = _drawn(
+        plot_strength(
+            _strength_table(),
+            columns={"eps": "MMD-TV", "cert": "certified"},
+            rates={"auc": "AUC", "top1": "top-1"},
+            chance={"top1": (1 / 6, "chance of top-1 identification (1/6)")},
+            ceilings={"cert": "ceiling"},
+            baseline={"eps": 0.93, "top1": 1.0},
+        )
+    )
+    assert len(fig.axes) == 4  # (ε, rates) x (blur, swap)
+    eps_axes = [ax for ax in fig.axes if ax.get_yscale() == "symlog"]
+    rate_axes = [ax for ax in fig.axes if ax.get_yscale() == "linear"]
+    assert len(eps_axes) == len(rate_axes) == 2
+    assert eps_axes[0].get_ylabel().startswith("ε")
+    assert rate_axes[0].get_ylabel().startswith("rate or AUC")
+    for ax in rate_axes:
+        assert ax.get_ylim() == (0.0, 1.02)
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert labels.count("AUC") == labels.count("top-1") == 1
+        assert "MMD-TV" not in labels
+        assert "certified" not in labels
+        chance = [line for line in ax.get_lines() if line.get_label().startswith("chance")]
+        assert len(chance) == 1
+        np.testing.assert_allclose(chance[0].get_ydata(), [1 / 6, 1 / 6])
+    # the ceiling is drawn, and only the values at it are ringed (3 of 4 points)
+    rings = [
+        line for ax in eps_axes for line in ax.get_lines() if line.get_label().endswith("ceiling")
+    ]
+    assert sum(len(line.get_xdata()) for line in rings) == 3
+    assert [ax.get_title() for ax in eps_axes] == ["blur", "swap"]
+    (legend,) = fig.legends
+    assert "ceiling" in legend.get_title().get_text()
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "chance of top-1 identification (1/6)" in texts
+    assert len(texts) == len(set(texts))  # one entry per line, not one per panel
+    _legend_clear_of_data(fig, legend)
+
+
+def test_strength_without_rates_keeps_one_row() -> None:
+    from idaudit.plotting import plot_strength
+
+    fig = _drawn(plot_strength(_strength_table()[["method", "strength", "eps"]]))
+    assert len(fig.axes) == 2
+    assert all(ax.get_yscale() == "symlog" for ax in fig.axes)
+    (legend,) = fig.legends
+    _legend_clear_of_data(fig, legend)
+
+
+def test_noise_sweep_legend_is_off_the_data() -> None:
+    fig = _drawn(plot_noise_sweep(_sweep(), title="demo"))
+    ax_eps, _ = fig.axes
+    legend = ax_eps.get_legend()
+    assert legend is not None
+    _legend_clear_of_data(fig, legend)
+    assert not plot_noise_sweep(_sweep(), legend=False).axes[0].get_legend()
+
+
+def test_figure3_says_it_pools_the_conditions_and_keeps_legends_off_the_curves() -> None:
+    from idaudit.audits import median_auc_rocs
+    from idaudit.plotting import plot_figure3
+
+    ds, sets = _conditions()
+    fig = _drawn(
+        plot_figure3(ds, median_auc_rocs(ds, sets), np.random.default_rng(0).normal(0, 0.01, 30))
+    )
+    ax_mmd, ax_roc = fig.axes
+    assert "pooled over all 2 conditions" in ax_mmd.get_title()
+    assert ax_roc.get_xlabel() == "false-positive rate"
+    # the chance diagonal and one curve per condition
+    assert len(ax_roc.get_lines()) == 4
+    for ax in (ax_mmd, ax_roc):
+        _legend_clear_of_data(fig, ax.get_legend())
+    one = plot_figure3(ds.isel(condition=[0]), median_auc_rocs(ds, sets), [0.0, 0.01])
+    assert "one condition" in one.axes[0].get_title()

@@ -7,7 +7,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,10 +21,24 @@ from idaudit._results import (
     write_csv,
 )
 
-__all__ = ["FACES_QUICK", "FACE_SEED", "FaceDemoConfig", "FaceDemoResult", "run_face_demo"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "CEILING_TOL",
+    "FACES_QUICK",
+    "FACE_SEED",
+    "FaceDemoConfig",
+    "FaceDemoResult",
+    "run_face_demo",
+    "strength_figure",
+]
 
 #: Seed of everything the faces demo draws.
 FACE_SEED = 20260818
+
+#: A certificate within this of its zero-error ceiling is reported as at the ceiling.
+CEILING_TOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -33,38 +47,48 @@ class FaceDemoConfig:
 
     Parameters
     ----------
-    n_identities : int, default 10
+    n_identities : int, default 6
         Synthetic identities drawn from the shipped DCGAN.
-    n_per_identity : int, default 24
+    n_per_identity : int, default 60
         Images per identity.
-    n_pairs : int, default 20
-        Identity pairs audited (the same pairs under every anonymiser).
+    n_pairs : int, default 15
+        Identity pairs audited (the same pairs under every anonymiser; 15 is every pair of
+        six identities).
     blur_sigmas : tuple of float, default (1.5, 3.0)
         Gaussian blur strengths, in pixels of the 64-pixel face.
-    pixel_blocks : tuple of int, default (4, 8)
-        Pixelation block sizes, in pixels of the 64-pixel face.
+    pixel_blocks : tuple of int, default (4, 8, 16)
+        Pixelation block sizes, in pixels of the 64-pixel face (16: a 4 × 4 mosaic, the
+        one setting here whose test faces are misclassified often enough that its largest
+        certificate falls below the zero-error ceiling).
     swap_mixes : tuple of float, default (0.25, 0.5, 0.75)
         Fractions of the way to the donor face in the generator's latent space.
     n_select : int, default 3
         Vertex-disjoint pairs the reserved-test certifier certifies per anonymiser.
+    test_size : float, default 0.5
+        Share of each identity's faces the certifier reserves for its test. Zero test errors
+        on ``m`` test rows per identity certify at most ``log((1 - u) / u)`` with
+        ``u = 1 - (α / (2 n_select))^(1/m)``: 0.0185 at ``m = 7`` (10 identities × 24 faces,
+        30 % test), 1.75 at ``m = 30``. With too few test rows every condition stops at the
+        same small ceiling and the certificate cannot tell anonymisers apart.
     min_separation : float, default 0.4
         Least distance between identity centres in dlib's unit-norm embedding space.
     """
 
-    n_identities: int = 10
-    n_per_identity: int = 24
-    n_pairs: int = 20
+    n_identities: int = 6
+    n_per_identity: int = 60
+    n_pairs: int = 15
     blur_sigmas: tuple[float, ...] = (1.5, 3.0)
-    pixel_blocks: tuple[int, ...] = (4, 8)
+    pixel_blocks: tuple[int, ...] = (4, 8, 16)
     swap_mixes: tuple[float, ...] = (0.25, 0.5, 0.75)
     n_select: int = 3
+    test_size: float = 0.5
     min_separation: float = 0.4
 
 
 #: A small configuration for tests (``idaudit demo --quick``).
 FACES_QUICK = FaceDemoConfig(
-    n_identities=5,
-    n_per_identity=10,
+    n_identities=4,
+    n_per_identity=20,
     n_pairs=6,
     blur_sigmas=(3.0,),
     pixel_blocks=(8,),
@@ -83,8 +107,11 @@ class FaceDemoResult:
         Per condition and pair: every audit variable, faces lost per identity, coords
         ``method`` and ``strength`` (written as ``faces_results.nc``).
     table : pandas.DataFrame
-        One row per condition: losses, re-identification rates, audit medians and the largest
-        certificate; ``table.attrs["certified_max_status"]`` is the derived status of the
+        One row per condition: losses, re-identification rates, audit medians, the median
+        within-identity spread and between-centroid distance of the embeddings, the largest
+        certificate with its zero-error ceiling (``certified_ceiling``; ``certified_at_ceiling``
+        when within :data:`CEILING_TOL` of it) and how many certified pairs sit at their
+        ceiling; ``table.attrs["certified_max_status"]`` is the derived status of the
         ``certified_max`` column.
     certificates : dict of str to xarray.Dataset
         The reserved-test certificates of each condition.
@@ -205,7 +232,11 @@ def run_face_demo(
         conditions = _conditions(cfg, gen, ids)
         cache = EmbeddingCache(out / ".cache")
         certifier = ReservedTestCertifier(
-            n_candidates=cfg.n_pairs, n_select=cfg.n_select, rng=FACE_SEED, progress=False
+            n_candidates=cfg.n_pairs,
+            n_select=cfg.n_select,
+            test_size=cfg.test_size,
+            rng=FACE_SEED,
+            progress=False,
         )
         with warnings.catch_warnings():
             # at small sizes the certifier warns that it can only certify 0; the report's
@@ -233,7 +264,8 @@ def run_face_demo(
         "synthetic: synthetic_identities of the shipped DCGAN (made-up people), "
         f"seed {FACE_SEED}, min_separation {cfg.min_separation:g}"
     )
-    table = _table(ds, cmp.certificates, cmp.linkage, cmp.lost, names)
+    spreads = {name: _spread(cmp.embeddings[name].embeddings, cmp.identities) for name in names}
+    table = _table(ds, cmp.certificates, cmp.linkage, cmp.lost, names, spreads)
     n_encoded = sum(e.n_encoded for e in cmp.embeddings.values())
     files = _write(out, ds, table, cmp, controls, sheet, ["source", *names[1:]])
     return FaceDemoResult(
@@ -284,19 +316,55 @@ def _median(values: Any) -> float:
     return float(np.median(v)) if v.size else float("nan")
 
 
+def _spread(es: Any, identities: Any) -> tuple[float, float]:
+    """Median within-identity spread and median distance between identity centroids.
+
+    The spread of one identity is the mean Euclidean distance of its embeddings to their
+    centroid; the report compares the two to tell whether an anonymiser pulls each
+    identity's faces together faster than it pulls identities together.
+    """
+    from scipy.spatial.distance import pdist
+
+    groups = [np.asarray(es.get(k), dtype=np.float64) for k in identities if k in es]
+    groups = [g for g in groups if len(g)]
+    if len(groups) < 2:
+        return float("nan"), float("nan")
+    centres = np.stack([g.mean(axis=0) for g in groups])  # (identities, dim)
+    within = [
+        float(np.linalg.norm(g - c, axis=1).mean()) for g, c in zip(groups, centres, strict=True)
+    ]
+    return float(np.median(within)), float(np.median(pdist(centres)))
+
+
+def _certified(cert: xr.Dataset | None) -> tuple[float, float, int, int]:
+    """Largest certificate, its pair's zero-error ceiling, pairs at their ceiling, pairs."""
+    if cert is None or cert.sizes.get("pair", 0) == 0:
+        return float("nan"), float("nan"), 0, 0
+    lb = np.asarray(cert["epsilon_lb"].values, dtype=np.float64)
+    if "epsilon_lb_ceiling" in cert:
+        top = np.asarray(cert["epsilon_lb_ceiling"].values, dtype=np.float64)
+    else:
+        top = np.full_like(lb, np.nan)
+    best = int(np.nanargmax(lb))
+    at = int((np.abs(lb - top) <= CEILING_TOL).sum())
+    return float(lb[best]), float(top[best]), at, int(lb.size)
+
+
 def _table(
     ds: xr.Dataset,
     certs: dict[str, xr.Dataset],
     linkage: pd.DataFrame | None,
     lost: pd.DataFrame,
     names: list[str],
+    spreads: dict[str, tuple[float, float]] | None = None,
 ) -> pd.DataFrame:
     rows = []
     for name in names:
         part = ds.sel(condition=name)
         rocht = np.asarray(part["rocht_epsilon"].values, dtype=np.float64)
         link = linkage.loc[name] if linkage is not None else None
-        cert = certs.get(name)
+        cert_max, ceiling, n_at, n_certified = _certified(certs.get(name))
+        within, between = (spreads or {}).get(name, (np.nan, np.nan))
         rows.append(
             {
                 "condition": name,
@@ -316,9 +384,14 @@ def _table(
                 "rocht_auc_median": _median(part["rocht_auc"].values),
                 "rocht_inf": int(np.isposinf(rocht).sum()),
                 "n_pairs": int(rocht.size),
-                "certified_max": (
-                    float(np.nanmax(cert["epsilon_lb"].values)) if cert is not None else np.nan
-                ),
+                "mmdtv_bandwidth_median": _median(part["mmdtv_bandwidth"].values),
+                "within_spread": within,
+                "between_distance": between,
+                "certified_max": cert_max,
+                "certified_ceiling": ceiling,
+                "certified_at_ceiling": bool(abs(cert_max - ceiling) <= CEILING_TOL),
+                "n_certified": n_certified,
+                "n_certified_at_ceiling": n_at,
             }
         )
     frame = pd.DataFrame(rows)
@@ -338,6 +411,54 @@ def _certified_status(table: pd.DataFrame) -> str:
     return str(table.attrs.get("certified_max_status", "status unknown")).replace("_", " ")
 
 
+def strength_figure(table: pd.DataFrame, n_identities: int) -> Figure:
+    """Draw ``epsilon_vs_strength.png``: ε on one row of panels, AUC and rates on another.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :attr:`FaceDemoResult.table` (one row per condition, ``none`` among them).
+    n_identities : int
+        Identities the linkage searched: the top-1 chance level is ``1 / n_identities``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One column per anonymiser; top row the MMD-TV median and the largest certificate
+        (symmetric-log ε axis, the certificate's zero-error ceiling dotted and values at it
+        ringed), bottom row the median ROC AUC and the top-1 identification rate ([0, 1],
+        chance levels dotted); dashed lines are the values without anonymisation.
+    """
+    from idaudit.plotting import plot_strength
+
+    anonymised = table[table["method"] != "none"]
+    base = table[table["method"] == "none"].iloc[0]
+    eps = {
+        "mmdtv_median": "MMD-TV ε, median (sample estimate)",
+        "certified_max": f"certified ε, max ({_certified_status(table)})",
+    }
+    rates = {
+        "rocht_auc_median": "ROC AUC, median (sample estimate)",
+        "top1_rate": "top-1 identification rate (sample estimate)",
+    }
+    n = max(int(n_identities), 1)
+    return plot_strength(
+        anonymised.assign(
+            strength_name=anonymised["method"].map(
+                {"blur": "σ (pixels)", "pixelate": "block (pixels)", "swap": "donor mix"}
+            )
+        ),
+        columns=eps,
+        rates=rates,
+        baseline={c: float(base[c]) for c in [*eps, *rates]},
+        chance={
+            "top1_rate": (1 / n, f"chance of top-1 identification (1/{n})"),
+            "rocht_auc_median": (0.5, "chance AUC (0.5)"),
+        },
+        ceilings={"certified_max": "certified_ceiling"},
+    )
+
+
 def _write(
     out: Path,
     ds: xr.Dataset,
@@ -348,7 +469,7 @@ def _write(
     titles: list[str],
 ) -> dict[str, Path]:
     from idaudit._results import pair_frame, write_netcdf
-    from idaudit.plotting import contact_sheet, plot_strength
+    from idaudit.plotting import contact_sheet
 
     files = {
         "faces_results": out / "faces_results.nc",
@@ -372,23 +493,7 @@ def _write(
     ]
     if cert_rows:
         write_csv(pd.concat(cert_rows, ignore_index=True), files["certificates"])
-    anonymised = table[table["method"] != "none"]
-    base = table[table["method"] == "none"].iloc[0]
-    cols = {
-        "mmdtv_median": "MMD-TV ε, median (sample estimate)",
-        "certified_max": f"certified ε, max ({_certified_status(table)})",
-        "rocht_auc_median": "ROC AUC, median",
-        "top1_rate": "top-1 identification rate",
-    }
-    fig = plot_strength(
-        anonymised.assign(
-            strength_name=anonymised["method"].map(
-                {"blur": "σ (pixels)", "pixelate": "block (pixels)", "swap": "donor mix"}
-            )
-        ),
-        columns=cols,
-        baseline={c: float(base[c]) for c in cols},
-    )
+    fig = strength_figure(table, len(cmp.identities))
     write_atomic(files["epsilon_vs_strength"], lambda p: fig.savefig(p, format="png", dpi=110))
     sheet_fig = contact_sheet(sheet, titles)
     write_atomic(files["contact_sheet"], lambda p: sheet_fig.savefig(p, format="png", dpi=110))

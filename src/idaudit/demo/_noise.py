@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,17 @@ import xarray as xr
 from idaudit._results import variable, write_atomic
 from idaudit.data import EmbeddingSet
 
-__all__ = ["DEMO_SEED", "combine_sweeps", "demo_identities", "noise_sweeps", "write_noise_figure"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "DEMO_SEED",
+    "combine_sweeps",
+    "demo_identities",
+    "noise_figure",
+    "noise_sweeps",
+    "write_noise_figure",
+]
 
 #: Seed of everything the demo draws (the identity set, pairs, noise, folds).
 DEMO_SEED = 20260817
@@ -143,8 +153,41 @@ def combine_sweeps(sweeps: dict[str, xr.Dataset], sd: np.ndarray) -> xr.Dataset:
     return combined
 
 
+def noise_figure(sweeps: dict[str, xr.Dataset]) -> Figure:
+    """Draw each mechanism's sweep side by side (``noise_sweep.png``).
+
+    Parameters
+    ----------
+    sweeps : dict of str to xarray.Dataset
+        :func:`noise_sweeps`' output.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ε panels above ROC AUC panels, one column per mechanism, and one legend below all
+        panels (it covers no line or band).
+    """
+    from matplotlib.figure import Figure
+
+    from idaudit.plotting import plot_noise_sweep
+
+    fig = Figure(figsize=(12.0, 7.4), layout="constrained")
+    grid = fig.subplots(2, 2, sharex="col", height_ratios=[3, 1])
+    titles = {
+        "gaussian": "Gaussian noise: truth ε(δ=1e-5)",
+        "laplace": "Laplace noise: truth = pure ε",
+    }
+    for col, (name, ds) in enumerate(sweeps.items()):
+        plot_noise_sweep(
+            ds, axes=(grid[0, col], grid[1, col]), title=titles.get(name, name), legend=False
+        )
+    handles, labels = grid[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize="small")
+    return fig
+
+
 def write_noise_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
-    """Draw each mechanism's sweep side by side (``noise_sweep.png``) and write it atomically.
+    """Draw :func:`noise_figure` and write it atomically to ``path`` (PNG).
 
     Parameters
     ----------
@@ -153,16 +196,5 @@ def write_noise_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
     path : pathlib.Path
         The PNG file.
     """
-    from matplotlib.figure import Figure
-
-    from idaudit.plotting import plot_noise_sweep
-
-    fig = Figure(figsize=(12.0, 6.8), layout="constrained")
-    grid = fig.subplots(2, 2, sharex="col", height_ratios=[3, 1])
-    titles = {
-        "gaussian": "Gaussian noise: truth ε(δ=1e-5)",
-        "laplace": "Laplace noise: truth = pure ε",
-    }
-    for col, (name, ds) in enumerate(sweeps.items()):
-        plot_noise_sweep(ds, axes=(grid[0, col], grid[1, col]), title=titles[name])
+    fig = noise_figure(sweeps)
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
-from idaudit.demo._faces import FACE_SEED, FaceDemoResult, _certified_status, _median
+from idaudit.demo._faces import (
+    CEILING_TOL,
+    FACE_SEED,
+    FaceDemoResult,
+    _certified_status,
+    _median,
+)
 from idaudit.demo._noise import DEMO_SEED
 
 if TYPE_CHECKING:
@@ -16,7 +23,7 @@ if TYPE_CHECKING:
 
     from idaudit.demo._run import DemoConfig
 
-__all__ = ["METHOD_TEXT", "demo_report", "markdown_table"]
+__all__ = ["METHOD_TEXT", "at_ceiling", "conclusion", "demo_report", "markdown_table"]
 
 #: Plain-language reading of each method's numbers (report.md).
 METHOD_TEXT = {
@@ -108,7 +115,7 @@ def markdown_table(table: pd.DataFrame) -> list[str]:
         "MMD hockey-stick",
         "ROC AUC",
         "ROC-HT OOF = inf",
-        "certified ε (max)",
+        "certified ε (max) [zero-error ceiling]",
     ]
     status = [
         "",
@@ -143,12 +150,29 @@ def markdown_table(table: pd.DataFrame) -> list[str]:
                     _fmt(r.mmdtv_hs_median),
                     _fmt(r.rocht_auc_median),
                     f"{r.rocht_inf}/{r.n_pairs}",
-                    _fmt(r.certified_max),
+                    _certified_cell(
+                        float(r.certified_max), float(getattr(r, "certified_ceiling", np.nan))
+                    ),
                 ]
             )
             + " |"
         )
     return lines
+
+
+def at_ceiling(epsilon: float, ceiling: float) -> bool:
+    """Whether a certificate is at its zero-error ceiling (within :data:`CEILING_TOL`)."""
+    return bool(abs(epsilon - ceiling) <= CEILING_TOL)
+
+
+def _certified_cell(epsilon: float, ceiling: float) -> str:
+    """Format a certified value with its ceiling beside it, flagged (⚑) when at the ceiling."""
+    if np.isnan(epsilon):
+        return "–"
+    if np.isnan(ceiling):
+        return _fmt(epsilon)
+    flag = " ⚑ at ceiling" if at_ceiling(epsilon, ceiling) else ""
+    return f"{_fmt(epsilon)} [{_fmt(ceiling)}]{flag}"
 
 
 def _noise_table(ds: xr.Dataset) -> list[str]:
@@ -231,7 +255,7 @@ def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
     cert_over = sum(over for over, _ in counts)
     cert_total = sum(total for _, total in counts)
     lines = [
-        "# Part two — a calibrated-noise reference: every audit against a known ε",
+        "## Part two — a calibrated-noise reference: every audit against a known ε",
         "",
         "The four identity-level DP audits of seed 000 (GaussMech, KDE-LR, MMD-TV, ROC-HT) and the",
         "reserved-test certificate, run on a calibrated-noise benchmark (seed 000, Section 5.2)",
@@ -326,22 +350,300 @@ def _certified_over_truth(ds: xr.Dataset) -> tuple[int, int]:
     return int((cert[chosen] > truth[chosen]).sum()), int(chosen.sum())
 
 
-def _controls_lines(ctrl: xr.Dataset) -> list[str]:
+#: Where the sentences of :func:`idaudit.audits.discordant_routes` go in report.md (they say
+#: which pairs the routes rank in opposite orders). Kept as a marked place until that function
+#: is available to the demo.
+DISCORDANT_ROUTES_MARK = (
+    "<!-- discordant routes: the sentences of idaudit.audits.discordant_routes go here -->"
+)
+
+
+def _names(names: list[str]) -> str:
+    """Join names as ```a```, ```b``` and ```c``` (each in backticks)."""
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _least(table: pd.DataFrame, column: str) -> tuple[list[str], float]:
+    """Return the conditions with the smallest ``column`` (ties within 1e-12) and that value."""
+    values = np.asarray(table[column], dtype=np.float64)
+    if np.isnan(values).all():
+        return [], float("nan")
+    low = float(np.nanmin(values))
+    return [
+        str(c) for c, v in zip(table["condition"], values, strict=True) if abs(v - low) <= 1e-12
+    ], low
+
+
+def _rise(faces: FaceDemoResult, weaker: pd.Series, stronger: pd.Series) -> tuple[str, str]:
+    """Classify and describe a rise of the MMD-TV median from ``weaker`` to ``stronger``.
+
+    A paired sign test over the shared pairs tells sampling noise (pairs move both ways, or
+    too few move) from a systematic rise; for a systematic rise, the embeddings'
+    between-identity distance over within-identity spread and the median-heuristic bandwidth
+    say why. Returns the kind (``"noise"``, ``"spread"``, ``"bandwidth"`` or
+    ``"unexplained"``) and a fragment naming the step and its numbers.
+    """
+    from scipy.stats import binomtest
+
+    mmd = faces.results["mmdtv_epsilon"]
+    diff = np.asarray(
+        mmd.sel(condition=stronger["condition"]).values
+        - mmd.sel(condition=weaker["condition"]).values,
+        dtype=np.float64,
+    )
+    diff = diff[np.isfinite(diff) & (diff != 0.0)]
+    n_up, n = int((diff > 0).sum()), int(diff.size)
+    p = float(binomtest(n_up, n, 0.5).pvalue) if n else 1.0
+    step = (
+        f"`{weaker['condition']}` → `{stronger['condition']}` "
+        f"({_fmt(weaker['mmdtv_median'])} → {_fmt(stronger['mmdtv_median'])}, up on "
+        f"{n_up} of {n} pairs, sign test p = {p:.2g}"
+    )
+    if n == 0 or p >= 0.05 or n_up <= n - n_up:
+        return "noise", step + ")"
+    w0, w1 = float(weaker["within_spread"]), float(stronger["within_spread"])
+    b0, b1 = float(weaker["between_distance"]), float(stronger["between_distance"])
+    h0 = float(weaker["mmdtv_bandwidth_median"])
+    h1 = float(stronger["mmdtv_bandwidth_median"])
+    ratio = f"distance/spread {b0 / w0:.2f} → {b1 / w1:.2f}"
+    bandwidth = f"bandwidth {h0:.3g} → {h1:.3g}"
+    if np.isfinite([w0, w1, b0, b1]).all() and b1 / w1 > b0 / w0:
+        return "spread", f"{step}; {ratio}, {bandwidth})"
+    if np.isfinite([h0, h1]).all() and h1 < h0:
+        return "bandwidth", f"{step}; {ratio}, {bandwidth})"
+    return "unexplained", step + ")"
+
+
+_RISE_TEXT = {
+    "spread": (
+        "not sampling noise: nearly every pair rises, and the anonymiser shrinks the spread of "
+        "each identity's faces (mean distance to their centroid) more than the distance "
+        "between identities' centroids, so relative to their spread the identities stand "
+        "further apart, while the median-heuristic kernel bandwidth follows the shrinking "
+        "distances. The anonymiser removes variation within a person faster than the "
+        "differences between people: the released faces of two people stay as "
+        "distinguishable as before, or more, even where top-1 identification falls"
+    ),
+    "bandwidth": (
+        "not sampling noise: nearly every pair rises, but the identities do not stand "
+        "further apart relative to their spread; the median-heuristic bandwidth falls, and a "
+        "narrower kernel raises the MMD at equal separation, an effect of the bandwidth "
+        "heuristic rather than of more leakage"
+    ),
+    "noise": (
+        "the pairs move both ways and the sign test does not reject equal medians at level "
+        "0.05, so these rises are within the sampling noise of a median over the audited pairs "
+        "and no evidence that the stronger setting leaks more"
+    ),
+    "unexplained": (
+        "a systematic rise that neither the embeddings' spread nor the bandwidth accounts for"
+    ),
+}
+
+
+def conclusion(faces: FaceDemoResult) -> str:
+    """Return the conclusion paragraph of the faces part, worded from its numbers.
+
+    Parameters
+    ----------
+    faces : FaceDemoResult
+        Part one's result (its ``table`` needs the columns :func:`run_face_demo` writes).
+
+    Returns
+    -------
+    str
+        One markdown paragraph: which anonymiser leaks least by which measure, how sure the
+        statements are (certificates and their ceilings, estimates, diagnostics), which route
+        answers which question, and why MMD-TV rises where it does.
+    """
+    table = faces.table
+    anon = table[table["method"] != "none"]
+    base = table[table["method"] == "none"].iloc[0]
+    certs = list(faces.certificates.values())
+    alpha = float(certs[0].attrs.get("alpha", 0.05)) if certs else 0.05
+    out: list[str] = []
+
+    # 1. who leaks least, measure by measure
+    measures = [
+        ("top1_rate", "top-1 identification against the originals", "pct"),
+        ("mmdtv_median", "the MMD-TV median", "num"),
+        ("rocht_auc_median", "the median ROC AUC", "num"),
+        ("certified_max", "the largest certificate (least leakage proven)", "num"),
+    ]
+    parts = []
+    for col, what, kind in measures:
+        names, value = _least(anon, col)
+        if not names:
+            continue
+        shown = f"{value:.0%}" if kind == "pct" else _fmt(value)
+        ref = f"{base[col]:.0%}" if kind == "pct" else _fmt(float(base[col]))
+        extra = f", chance {faces.top1_chance:.0%}" if col == "top1_rate" else ""
+        tie = " (tied)" if len(names) > 1 else ""
+        parts.append(f"by {what}, {_names(names)}{tie} ({shown} against {ref} unanonymised{extra})")
+    low = anon[np.asarray(anon["top1_high"], dtype=np.float64) < faces.top1_chance]
+    if len(low):
+        parts[0] += (
+            f"; {_names(list(low['condition']))} even below chance (95% interval under "
+            f"{faces.top1_chance:.0%}): the anonymised faces are matched to other people's "
+            "originals systematically, not at random, which the top-1 rate reads as privacy "
+            "while the pairwise audits still tell the identities apart"
+        )
+    winners = {tuple(_least(anon, col)[0]) for col, _, _ in measures if _least(anon, col)[0]}
+    if len(winners) == 1:
+        (only,) = winners
+        out.append(f"{_names(list(only))} leaks least by every measure: " + "; ".join(parts) + ".")
+    elif parts:
+        out.append("Least leakage: " + "; ".join(parts) + ".")
+
+    # 2. how sure: the certificate and its ceiling
+    at = table[table["certified_at_ceiling"].astype(bool)]
+    below = table[~table["certified_at_ceiling"].astype(bool)]
+    ceilings = np.asarray(table["certified_ceiling"], dtype=np.float64)
+    ceiling = _fmt(float(np.nanmax(ceilings))) if np.isfinite(ceilings).any() else "–"
+    sure = (
+        f"Only the certificate is a guaranteed statement (confidence {1 - alpha:.0%} per "
+        "anonymiser): a positive certified ε proves the anonymiser is not ε-DP at any smaller "
+        "ε, and no number here is an upper bound, so none proves an anonymiser private."
+    )
+    if len(at):
+        which = (
+            f"All {len(table)} conditions"
+            if len(below) == 0
+            else f"All conditions but {_names(list(below['condition']))}"
+            if len(at) > len(below)
+            else f"{len(at)} of {len(table)} conditions ({_names(list(at['condition']))})"
+        )
+        sure += (
+            f" {which} certify exactly their zero-error ceiling ({ceiling}): their test faces "
+            "were all told apart, so the test size, not the anonymiser, sets that value and "
+            "the certificate cannot rank them."
+        )
+    positive = below[np.asarray(below["certified_max"], dtype=np.float64) > 0]
+    zero = below[np.asarray(below["certified_max"], dtype=np.float64) <= 0]
+    if len(positive):
+        sure += (
+            f" {_names(list(positive['condition']))} certif"
+            f"{'ies' if len(positive) == 1 else 'y'} less ("
+            + ", ".join(_fmt(float(v)) for v in positive["certified_max"])
+            + ") because test faces were misclassified: less leakage is proven, which is "
+            "not evidence of privacy."
+        )
+    if len(zero):
+        sure += (
+            f" {_names(list(zero['condition']))} certif{'ies' if len(zero) == 1 else 'y'} "
+            "nothing (0): no leakage is proven there, which again is not proof of privacy."
+        )
+    out.append(sure)
+
+    # 3. which route for which question
+    def span(col: str) -> str:
+        v = np.asarray(table[col], dtype=np.float64)
+        v = v[np.isfinite(v)]
+        return f"{_fmt(float(v.min()))}–{_fmt(float(v.max()))}" if v.size else "–"
+
+    out.append(
+        f"GaussMech (medians {span('gaussmech_median')}) and KDE-LR "
+        f"({span('kdelr_median')}) are diagnostics under modelling assumptions, not on any "
+        f"bound's ε scale: set them beside neither MMD-TV ({span('mmdtv_median')}) nor the "
+        "certificate, and compare them only across anonymisers within their own route. "
+        "MMD-TV is a sample estimate of a lower bound (no confidence correction, so it can "
+        "overshoot). Read the certificate for *is this anonymiser provably leaky, and by at "
+        "least how much*; MMD-TV and the ROC AUC for *can the released faces of two people "
+        "still be told apart*; top-1 identification for *can one anonymised face be matched "
+        "to its original*."
+    )
+
+    # 4. non-monotone MMD-TV: a rise as an anonymiser gets stronger, explained by the data
+    rises: dict[str, list[str]] = {}
+    for method in dict.fromkeys(anon["method"]):
+        steps = [base] + [
+            row for _, row in anon[anon["method"] == method].sort_values("strength").iterrows()
+        ]
+        for weaker, stronger in pairwise(steps):
+            if float(stronger["mmdtv_median"]) > float(weaker["mmdtv_median"]):
+                kind, step = _rise(faces, weaker, stronger)
+                rises.setdefault(kind, []).append(step)
+    if not rises:
+        out.append("MMD-TV falls or stays as each anonymiser gets stronger.")
+    for kind, steps in rises.items():
+        out.append(
+            f"MMD-TV rises with strength at {len(steps)} step{'s' if len(steps) > 1 else ''} "
+            f"({'; '.join(steps)}): {_RISE_TEXT[kind]}."
+        )
+    return " ".join(out)
+
+
+def _certificate_lines(faces: FaceDemoResult) -> list[str]:
+    """Return the section on the certificates: every certified pair with its ceiling."""
+    rows = []
+    m_values: set[int] = set()
+    for name, cert in faces.certificates.items():
+        for i in range(cert.sizes.get("pair", 0)):
+            c = cert.isel(pair=i)
+            eps = float(c["epsilon_lb"])
+            top = float(c["epsilon_lb_ceiling"]) if "epsilon_lb_ceiling" in c else np.nan
+            m_values.update({int(c["n_test_a"]), int(c["n_test_b"])})
+            rows.append(
+                f"| {name} | {c['identity_a'].item()} vs {c['identity_b'].item()} | "
+                f"{int(c['n_test_a'])} + {int(c['n_test_b'])} | "
+                f"{int(c['test_fp'])} + {int(c['test_fn'])} | "
+                f"{_certified_cell(eps, top)} |"
+            )
+    if not rows:
+        return []
+    sizes = ", ".join(str(m) for m in sorted(m_values))
+    return [
+        "### Certificates and their ceilings",
+        "",
+        "Each certificate turns the error rates of a classifier fitted on development faces, "
+        "measured once on reserved test faces, into ε through one-sided Clopper–Pearson "
+        "bounds. With no test error it reaches its *zero-error ceiling* (in brackets), the "
+        f"most that test faces of these sizes ({sizes} per identity) can certify at this level. "
+        "A value at the ceiling (⚑) says the anonymiser leaks at least that much and that the "
+        "test size, not the anonymiser, set the number: more test faces would certify more. "
+        "A value below it comes from test errors.",
+        "",
+        "| condition | pair | test faces | test errors (FP + FN) | certified ε [ceiling] |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def _controls_lines(ctrl: xr.Dataset, rows_per_half: int) -> list[str]:
     """Return the section of the faces report on the split-half sanity controls."""
+    auc = float(ctrl.attrs["mean_auc"])
+    bias = (
+        "a held-out row is missing from its own half's training rows, so the fitted "
+        "classifier's view of that half is pulled away from the held-out rows and out-of-fold "
+        "scores are anti-correlated with the labels: cross-validated AUC is biased below 0.5 "
+        "when there is no signal, the more so the fewer the rows (here about "
+        f"{rows_per_half} per half)"
+    )
+    if auc < 0.5:
+        reading = (
+            f'Under the null this sits *below* 0.5, not at it: {bias}. Read it as "no '
+            'separation found", not as a worse-than-chance classifier'
+        )
+    elif auc <= 0.6:
+        reading = (
+            f"That is close to 0.5, as under the null (where, if anything, it sits below 0.5: "
+            f'{bias}). Read it as "no separation found"'
+        )
+    else:
+        reading = (
+            "That is above what the null gives (where it sits at or below 0.5: "
+            f"{bias}): a classifier tells the two halves of an identity apart, so the halves "
+            "are not exchangeable; check the MMD² tests"
+        )
     return [
         "### Sanity controls (no anonymisation, each identity split in half)",
         "",
         f"{int(ctrl.attrs['n_rejected'])} of {int(ctrl.attrs['n_identities'])} split-half "
         f"MMD² tests rejected at level {float(ctrl.attrs['alpha']):g} (at most that share "
-        "is expected). Mean split-half out-of-fold ROC AUC: "
-        f"{float(ctrl.attrs['mean_auc']):.2f}. Under the null this sits *below* 0.5, not "
-        "at it: a held-out row is missing from its own half's training rows, so the "
-        "fitted classifier's view of that half is pulled away from the held-out rows and "
-        "out-of-fold scores are anti-correlated with the labels. Cross-validated AUC is "
-        "biased below 0.5 when there is no signal, the more so the fewer the rows (here "
-        'a few per half). Read it as "no separation found", not as a worse-than-chance '
-        "classifier; the split-half MMD² test, whose null level is exact, is the "
-        "calibrated check.",
+        f"is expected). Mean split-half out-of-fold ROC AUC: {auc:.2f}. {reading}; the "
+        "split-half MMD² test, whose null level is exact, is the calibrated check.",
         "",
     ]
 
@@ -359,6 +661,12 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "the reserved-test certificate, and the re-identification numbers an anonymiser study "
         "reports first. Part two runs the same audits on a calibrated-noise mechanism whose ε "
         "is known, as a reference for what the audit numbers can and cannot say.",
+        "",
+        "## Conclusion",
+        "",
+        conclusion(faces),
+        "",
+        DISCORDANT_ROUTES_MARK,
         "",
         "## Part one — anonymisers on synthetic faces",
         "",
@@ -381,7 +689,8 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "a fraction `mix` towards one fixed donor in the generator's latent space.",
         f"* **Pairs**: the same {int(base['n_pairs'])} identity pairs for every anonymiser "
         "(identities usable in all conditions). Certificates: reserved-test, "
-        f"{fc.n_select} vertex-disjoint pairs per anonymiser, α = 0.05 per anonymiser.",
+        f"{fc.n_select} vertex-disjoint pairs per anonymiser, {fc.test_size:.0%} of each "
+        "identity's faces reserved for the test, α = 0.05 per anonymiser.",
         "* **Each source image is used once** (`sampling='each'`): blur, the face swap and "
         "the identity map are deterministic, so drawing sources with replacement would repeat "
         "rows exactly (iid draws of the channel over these sources, but no new information "
@@ -404,9 +713,16 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "the match column saturates; on real faces it is the verification rate studies "
         "report.",
         "",
-        "`epsilon_vs_strength.png` draws the MMD-TV median, the largest certificate, the ROC "
-        "AUC and the top-1 rate against each anonymiser's strength (dashed: no anonymisation).",
+        "The certified column gives the largest certificate with its zero-error ceiling in "
+        "brackets (⚑: at the ceiling; see *Certificates and their ceilings*).",
         "",
+        "`epsilon_vs_strength.png` draws, against each anonymiser's strength, the MMD-TV "
+        "median and the largest certificate on an ε axis (the certificate's ceiling dotted, "
+        "values at it ringed) and the ROC AUC and the top-1 rate on a [0, 1] axis with their "
+        "chance levels (dotted; top-1: one over the identities searched). Dashed: no "
+        "anonymisation.",
+        "",
+        *_certificate_lines(faces),
         "### What each method's number means",
         "",
         *(f"* {METHOD_TEXT[m]}" for m in ("none", "blur", "pixelate", "swap")),
@@ -420,7 +736,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "",
     ]
     if ctrl is not None:
-        lines += _controls_lines(ctrl)
+        lines += _controls_lines(ctrl, fc.n_per_identity // 2)
     lines += [
         "### Files of part one",
         "",

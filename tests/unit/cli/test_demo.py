@@ -82,3 +82,14 @@ def test_demo_writes_report_results_and_figure(
     assert "Latent face swap" in report
     table = pd.read_csv(out / "faces_table.csv")
     assert table.loc[table["condition"] == "none", "top1_rate"].item() > 0.9
+    # one top heading, the conclusion first, every certified value beside its ceiling
+    heads = [line for line in report.splitlines() if line.startswith("#")]
+    assert [h for h in heads if h.startswith("# ")] == [heads[0]]
+    assert heads[1] == "## Conclusion"
+    assert "## Part two — a calibrated-noise reference" in report
+    assert "idaudit.audits.discordant_routes go here" in report
+    assert "### Certificates and their ceilings" in report
+    certs = pd.read_csv(out / "faces_certificates.csv")
+    assert len(certs) == 4 * 2  # 2 pairs per condition
+    at = (certs["epsilon_lb"] - certs["epsilon_lb_ceiling"]).abs() <= 1e-12
+    assert report.count("⚑ at ceiling") == int(at.sum()) + int(table["certified_at_ceiling"].sum())

@@ -1,0 +1,243 @@
+"""The demo report's conclusion and certificate columns, worded from the numbers given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from idaudit.demo import FaceDemoResult, markdown_table
+from idaudit.demo._report import DISCORDANT_ROUTES_MARK, at_ceiling, conclusion
+
+CEILING = 1.754338
+
+# condition -> (method, strength, top-1, MMD-TV, AUC, certified max, within, between, bandwidth)
+ROWS = {
+    "none": ("none", 0.0, 1.00, 0.93, 1.0, CEILING, 0.134, 0.445, 0.423),
+    "blur σ=3": ("blur", 3.0, 0.72, 0.98, 1.0, CEILING, 0.095, 0.367, 0.331),
+    "pixelate 8px": ("pixelate", 8.0, 0.11, 0.50, 0.95, 0.81, 0.095, 0.095, 0.150),
+    "swap mix=0.5": ("swap", 0.5, 0.63, 0.93, 1.0, 0.0, 0.117, 0.408, 0.388),
+}
+N_PAIRS = 15
+
+
+def _result(
+    rise: np.ndarray | None = None, *, ceiling: float = CEILING, top1_pixelate: float = 0.11
+) -> FaceDemoResult:
+    rows = []
+    for name, (method, strength, top1, mmd, auc, cert, within, between, bw) in ROWS.items():
+        if name == "pixelate 8px":
+            top1 = top1_pixelate
+        rows.append(
+            {
+                "condition": name,
+                "method": method,
+                "strength": strength,
+                "faces_lost": 0,
+                "top1_rate": top1,
+                "top1_low": top1,
+                "top1_high": top1,
+                "match_rate": 1.0,
+                "match_low": 1.0,
+                "match_high": 1.0,
+                "gaussmech_median": 150.0,
+                "kdelr_median": 3300.0,
+                "mmdtv_median": mmd,
+                "mmdtv_hs_median": mmd,
+                "rocht_auc_median": auc,
+                "rocht_inf": N_PAIRS,
+                "n_pairs": N_PAIRS,
+                "mmdtv_bandwidth_median": bw,
+                "within_spread": within,
+                "between_distance": between,
+                "certified_max": cert,
+                "certified_ceiling": ceiling,
+                "certified_at_ceiling": abs(cert - ceiling) <= 1e-12,
+                "n_certified": 3,
+                "n_certified_at_ceiling": 3 if abs(cert - ceiling) <= 1e-12 else 1,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table.attrs["certified_max_status"] = "certified_lower_bound"
+    names = list(ROWS)
+    base = np.linspace(0.8, 1.0, N_PAIRS)
+    mmd = np.stack([base + (ROWS[n][3] - 0.93) for n in names])  # (condition, pair)
+    if rise is not None:  # per-pair change of blur σ=3 against none
+        mmd[1] = mmd[0] + rise
+    results = xr.Dataset(
+        {"mmdtv_epsilon": (("condition", "pair"), mmd)}, coords={"condition": names}
+    )
+    certs = {
+        n: xr.Dataset(
+            {
+                "epsilon_lb": ("pair", [row["certified_max"], 0.0, 0.0]),
+                "epsilon_lb_ceiling": ("pair", [ceiling] * 3),
+                "n_test_a": ("pair", [30, 30, 30]),
+                "n_test_b": ("pair", [30, 30, 30]),
+                "test_fp": ("pair", [0, 1, 2]),
+                "test_fn": ("pair", [0, 3, 9]),
+            },
+            coords={"identity_a": ("pair", ["a", "c", "e"]), "identity_b": ("pair", list("bdf"))},
+            attrs={"alpha": 0.05},
+        )
+        for n, row in zip(names, rows, strict=True)
+    }
+    return FaceDemoResult(
+        results=results,
+        table=table,
+        certificates=certs,
+        linkage=pd.DataFrame({"chance": [1 / 6] * 4}, index=names),
+        lost=pd.DataFrame({n: [0] * 6 for n in names}),
+        controls=None,
+        n_encoded=0,
+        seconds=0.0,
+        files={"x": Path("x")},
+    )
+
+
+def test_certified_column_states_the_ceiling_and_flags_values_at_it() -> None:
+    lines = markdown_table(_result().table)
+    assert lines[0].endswith("certified ε (max) [zero-error ceiling] |")
+    by_name = {line.split(" | ")[0].lstrip("| "): line for line in lines[3:]}
+    assert by_name["none"].endswith("| 1.75 [1.75] ⚑ at ceiling |")
+    assert by_name["pixelate 8px"].endswith("| 0.81 [1.75] |")
+    assert by_name["swap mix=0.5"].endswith("| 0 [1.75] |")
+    assert at_ceiling(CEILING, CEILING + 1e-13)
+    assert not at_ceiling(CEILING, CEILING + 1e-11)
+
+
+def test_conclusion_names_the_least_leaky_and_how_sure() -> None:
+    text = conclusion(_result())
+    assert "\n" not in text  # one paragraph
+    # pixelation leaks least by top-1, MMD-TV and AUC; the swap has the smallest certificate
+    assert "by top-1 identification against the originals, `pixelate 8px` (11% against 100%" in (
+        text
+    )
+    assert "chance 17%" in text
+    # its interval lies below chance: said, with what it means
+    assert "`pixelate 8px` even below chance (95% interval under 17%)" in text
+    assert "below chance" not in conclusion(_result(top1_pixelate=0.2))
+    assert (
+        "by the largest certificate (least leakage proven), `swap mix=0.5` (0 against 1.75 "
+        "unanonymised)" in text
+    )
+    assert "leaks least by every measure" not in text
+    assert "2 of 4 conditions (`none` and `blur σ=3`) certify exactly their zero-error" in text
+    assert "`pixelate 8px` certifies less (0.81)" in text
+    assert "`swap mix=0.5` certifies nothing (0)" in text
+    assert "GaussMech (medians 150–150) and KDE-LR (3.3e+03–3.3e+03) are diagnostics" in text
+    assert "MMD-TV is a sample estimate of a lower bound" in text
+
+
+def test_conclusion_follows_the_numbers() -> None:
+    # make pixelation also the smallest certificate: one winner by every measure
+    result = _result()
+    table = result.table.copy()
+    table.loc[table["condition"] == "swap mix=0.5", "certified_max"] = 1.2
+    changed = FaceDemoResult(**{**result.__dict__, "table": table})
+    text = conclusion(changed)
+    assert text.startswith("`pixelate 8px` leaks least by every measure: ")
+    assert "`pixelate 8px` and `swap mix=0.5` certify less (0.81, 1.2)" in text
+
+
+def test_a_systematic_rise_of_mmdtv_is_explained_by_the_spread_not_noise() -> None:
+    # every pair rises from none to blur σ=3, and blur tightens each identity more than it
+    # pulls identities together (between / within: 3.32 -> 3.86)
+    text = conclusion(_result(rise=np.full(N_PAIRS, 0.05)))
+    assert (
+        "MMD-TV rises with strength at 1 step (`none` → `blur σ=3` (0.93 → 0.98, up on 15 of "
+        "15 pairs, sign test p = 6.1e-05; distance/spread 3.32 → 3.86, bandwidth 0.423 → "
+        "0.331)): not sampling noise" in text
+    )
+    assert "removes variation within a person faster than the differences" in text
+
+
+def test_a_mixed_rise_of_mmdtv_is_called_sampling_noise() -> None:
+    rise = np.where(np.arange(N_PAIRS) % 2 == 0, 0.02, -0.01)  # 8 up, 7 down
+    text = conclusion(_result(rise=rise))
+    assert "up on 8 of 15 pairs, sign test p = 1)): the pairs move both ways" in text
+    assert "within the sampling noise of a median over the audited pairs" in text
+    assert "not sampling noise" not in text
+
+
+def test_a_steady_decline_needs_no_explanation() -> None:
+    result = _result(rise=np.full(N_PAIRS, -0.2))
+    table = result.table.copy()
+    table.loc[table["condition"] == "blur σ=3", "mmdtv_median"] = 0.73
+    text = conclusion(FaceDemoResult(**{**result.__dict__, "table": table}))
+    assert "MMD-TV falls or stays as each anonymiser gets stronger." in text
+
+
+def test_report_leaves_a_marked_place_for_discordant_routes() -> None:
+    from idaudit.demo._report import _faces_report
+    from idaudit.demo._run import DemoConfig
+
+    report = _faces_report(_result(), DemoConfig())
+    assert DISCORDANT_ROUTES_MARK in report
+    heads = [line for line in report.splitlines() if line.startswith("#")]
+    assert heads[0].startswith("# ")
+    assert heads[1] == "## Conclusion"
+    assert sum(h.startswith("# ") for h in heads) == 1
+    assert "### Certificates and their ceilings" in heads
+    assert "| none | a vs b | 30 + 30 | 0 + 0 | 1.75 [1.75] ⚑ at ceiling |" in report
+
+
+@pytest.mark.parametrize("name", ["noise", "strength"])
+def test_demo_figures_keep_their_legend_off_the_data(name: str) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import Bbox
+
+    if name == "strength":
+        from idaudit.demo._faces import strength_figure
+
+        fig = strength_figure(_result().table, 6)
+        assert len(fig.axes) == 6  # (ε, rates) x (blur, pixelate, swap)
+        chance = [
+            line
+            for ax in fig.axes
+            for line in ax.get_lines()
+            if line.get_label() == "chance of top-1 identification (1/6)"
+        ]
+        assert len(chance) == 3
+        np.testing.assert_allclose(chance[0].get_ydata(), [1 / 6, 1 / 6])
+        assert {ax.get_yscale() for ax in fig.axes[:3]} == {"symlog"}
+        assert {ax.get_ylim() for ax in fig.axes[3:]} == {(0.0, 1.02)}
+    else:
+        from idaudit.demo._noise import demo_identities, noise_figure, noise_sweeps
+
+        sweeps = noise_sweeps(
+            demo_identities(6, 4), np.array([0.1, 1.0]), n_pairs=3, n_per_identity=20,
+            progress=False,
+        )  # fmt: skip
+        fig = noise_figure(sweeps)
+        assert len(fig.axes) == 4
+    FigureCanvasAgg(fig).draw()
+    (legend,) = fig.legends
+    box = legend.get_window_extent()
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent())
+        for line in ax.get_lines():
+            xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+            xy = xy[np.isfinite(xy).all(axis=1)]
+            if len(xy):
+                assert not box.overlaps(Bbox([xy.min(axis=0), xy.max(axis=0)]))
+
+
+@pytest.mark.parametrize(
+    ("auc", "says"),
+    [
+        (0.41, "Under the null this sits *below* 0.5"),
+        (0.51, "That is close to 0.5, as under the null"),
+        (0.8, "That is above what the null gives"),
+    ],
+)
+def test_sanity_control_reading_follows_the_auc(auc: float, says: str) -> None:
+    from idaudit.demo._report import _controls_lines
+
+    ctrl = xr.Dataset(attrs={"n_rejected": 0, "n_identities": 6, "alpha": 0.05, "mean_auc": auc})
+    (text,) = [line for line in _controls_lines(ctrl, 30) if line.startswith("0 of 6")]
+    assert f"Mean split-half out-of-fold ROC AUC: {auc:.2f}. {says}" in text
+    assert "(here about 30 per half)" in text
