@@ -41,7 +41,8 @@ private name is imported across packages); it may change without deprecation:
 * the table helpers the command line uses: ``markdown``, ``condition_fields``,
   ``read_manifest``;
 * the report helpers the command line and :class:`idaudit.pipeline.GeneratorAudit` use:
-  ``at_ceiling``, ``ceiling_note``, ``CEILING_SENTENCE``, ``certificate_markdown``
+  ``at_ceiling``, ``ceiling_reached``, ``zero_ceiling``, ``ceiling_note``, ``CEILING_SENTENCE``,
+  ``certificate_markdown``
   (certificates beside their ceilings), ``conclusion`` and ``ROUTE_GUIDE`` (what the routes answer);
 * ``QUANTILES``, the levels of ``audit_pairs(..., keep="summary")``'s ``quantile`` coordinate.
 """
@@ -79,11 +80,13 @@ from idaudit.audits._summary import AuditSummary, median_auc_rocs, summarize
 from idaudit.audits._tables import CEILING_SENTENCE as CEILING_SENTENCE
 from idaudit.audits._tables import at_ceiling as at_ceiling
 from idaudit.audits._tables import ceiling_note as ceiling_note
+from idaudit.audits._tables import ceiling_reached as ceiling_reached
 from idaudit.audits._tables import certificate_markdown as certificate_markdown
 from idaudit.audits._tables import condition_fields as condition_fields
 from idaudit.audits._tables import markdown as markdown
 from idaudit.audits._tables import read_manifest as read_manifest
 from idaudit.audits._tables import table1, table2
+from idaudit.audits._tables import zero_ceiling as zero_ceiling
 
 __all__ = [
     "AUDITOR_CHECKS",

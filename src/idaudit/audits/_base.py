@@ -460,6 +460,14 @@ class BaseAuditor(StatusEstimator, BaseEstimator, ABC):  # type: ignore[misc]
     def _default_label(self) -> str:
         return self._prefix
 
+    def recorded_params(self) -> dict[str, Any]:
+        """Return the parameters a result records (``<label>.<param>`` attributes).
+
+        ``get_params(deep=False)``, with a deprecated spelling resolved to its current name,
+        so results made with either spelling record the same settings.
+        """
+        return dict(self.get_params(deep=False))
+
     def _check_params(self) -> None:
         """Validate every parameter against :attr:`_parameter_constraints` (raise naming it)."""
         validate_params(self.get_params(deep=False), self._parameter_constraints)

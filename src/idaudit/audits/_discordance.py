@@ -6,7 +6,7 @@ identities apart; ``conclusion`` and ``ROUTE_GUIDE`` are the reports' reading of
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,10 @@ __all__ = ["discordant_routes"]
 #: Half-width of the band around 0.5 in which a median ROC AUC counts as "cannot tell the
 #: identities apart" (AUC in (0.4, 0.6)).
 AUC_BAND = 0.1
+
+#: Values this close are a tie: no condition is named best by that measure. Medians printed
+#: to three decimals that agree to 1e-9 are the same number for a reader.
+TIE_ATOL = 1e-9
 #: Median GaussMech ε above which the diagnostic is "large".
 GAUSSMECH_LARGE = 1.0
 #: Median KDE-LR ε above which the diagnostic is "large".
@@ -95,8 +99,10 @@ def discordant_routes(
         ``condition``: each is checked and its sentences start with its name), or its
         :func:`idaudit.summarize` row.
     certificates : xarray.Dataset, optional
-        A ``ReservedTestCertifier(...).fit(...).certificates_``; its median ``test_auc`` is
-        used when ``result`` has no ROC AUC (no ROC-HT auditor was run).
+        A ``ReservedTestCertifier(...).fit(...).certificates_``. When any certificate is
+        positive, leakage is proven and nothing is said (the diagnostics may be right). Its
+        median ``test_auc`` is used when ``result`` has no ROC AUC, or when it is further
+        from 0.5 than the result's (its classifier may be a stronger one).
 
     Returns
     -------
@@ -132,10 +138,13 @@ def discordant_routes(
     a few rows produce by chance; on a pair or two it can be real, on most pairs with an AUC
     near 0.5 it is an artefact of the finite curve.
 
-    These diagnostics are not on the ε scale of a bound; when they are large and the AUC is
-    near 0.5 they reflect estimation noise or endpoint artefacts, not identity leakage. The
-    warning does not change any number; the certificate remains the only guaranteed
-    statement.
+    These diagnostics are not on the ε scale of a bound. An AUC near 0.5 says only that *this*
+    classifier (logistic regression by default: a linear boundary) cannot separate the
+    identities; distributions that differ in shape or spread but not in mean defeat it while
+    MMD or KDE-LR see the difference. So the warning says the diagnostics *may* reflect
+    estimation noise or endpoint artefacts, or a difference the classifier does not see,
+    and never that there is no leakage; a positive certificate silences it. The warning
+    does not change any number; the certificate remains the only guaranteed statement.
 
     Examples
     --------
@@ -167,14 +176,22 @@ def discordant_routes(
         )
     parts = _parts(summary, ds)
     auc, source = parts["auc"], "median ROC AUC"
-    if auc is None and certificates is not None and "test_auc" in certificates:
-        auc, source = float(np.median(certificates["test_auc"].values)), "median test AUC"
+    if certificates is not None and certificates.sizes.get("pair", 0):
+        lb = certificates["epsilon_lb"].values if "epsilon_lb" in certificates else [0.0]
+        if float(np.nanmax(lb)) > 0:
+            return []  # leakage is proven: a large diagnostic may well be right
+        if "test_auc" in certificates:
+            test_auc = float(np.median(certificates["test_auc"].values))
+            if auc is None or abs(test_auc - 0.5) > abs(auc - 0.5):
+                auc, source = test_auc, "median test AUC of the certificates"
     if auc is None or not abs(auc - 0.5) < AUC_BAND:
         return []
     why = (
         f"while the {source} is {auc:.3f} (within {AUC_BAND:g} of 0.5: the classifier cannot "
-        "tell the identities apart), so this diagnostic reflects estimation noise or "
-        "endpoint artefacts, not identity leakage."
+        "separate these identities), so this diagnostic may reflect estimation noise or "
+        "endpoint artefacts, or a difference the classifier does not see (shape or spread "
+        "rather than mean); read it beside MMD-TV and a certificate before taking it as "
+        "leakage."
     )
     out = [
         f"GaussMech ({label}) has median ε {value:.3g} > {GAUSSMECH_LARGE:g} {why}"
@@ -241,46 +258,65 @@ def conclusion(
 def _ranking(
     n: int, mmd: dict[str, float], auc: dict[str, float], cert_max: dict[str, float]
 ) -> list[str]:
-    """Which of several conditions leaks least by each measure, and whether they agree."""
+    """Which of several conditions leaks least by each estimate, and what the certificates prove.
+
+    A measure names a condition only when its value is strictly best (ties within
+    :data:`TIE_ATOL` name none). The certificates are lower bounds, so they rank only upwards:
+    they say which condition is *proven* to leak at least how much, never which leaks least.
+    """
     said = [f"Of the {n} conditions,"]
     measures = []
     if mmd:
-        best = min(mmd, key=mmd.__getitem__)
-        measures.append(
-            f"**{best}** leaks least by MMD-TV (lowest median ε, {_fmt(mmd[best])}; a "
-            "sample estimate of a lower bound)"
-        )
-    if cert_max:
-        best = min(cert_max, key=cert_max.__getitem__)
-        tied = [k for k, v in cert_max.items() if abs(v - cert_max[best]) <= 1e-12]
-        if len(tied) == len(cert_max) > 1:  # nothing to rank: say so, name no winner
-            said.append(
-                f"every condition's largest certificate is {cert_max[best]:.4f}, so the "
-                "certificates do not rank them;"
-            )
+        best = _strict_best(mmd, key=lambda v: v)
+        if best is None:
+            said.append("MMD-TV does not rank them (the lowest medians tie);")
         else:
             measures.append(
-                f"**{best}** by the certificate (lowest largest certified ε, "
-                f"{cert_max[best]:.4f}; a certified lower bound)"
+                f"**{best}** leaks least by MMD-TV (lowest median ε, {_fmt(mmd[best])}; a "
+                "sample estimate of a lower bound, given without an interval)"
             )
     if auc:
-        best = min(auc, key=lambda k: abs(auc[k] - 0.5))
-        measures.append(
-            f"**{best}** by the classifier (median ROC AUC {auc[best]:.3f}, nearest 0.5; a "
-            "sample estimate)"
-        )
-    if not measures:
-        said.append("no measure that ranks leakage (MMD-TV, ROC AUC, certificate) was run.")
-        return said
-    said.append("; ".join(measures) + ".")
-    winners = {m.split("**")[1] for m in measures}
-    if len(measures) > 1:
-        said.append(
-            "The measures agree."
-            if len(winners) == 1
-            else "The measures disagree, so no condition leaks least on every reading."
-        )
+        best = _strict_best(auc, key=lambda v: abs(v - 0.5))
+        if best is None:
+            said.append("the ROC AUC does not rank them (the medians nearest 0.5 tie);")
+        else:
+            measures.append(
+                f"**{best}** by the classifier (median ROC AUC {auc[best]:.3f}, nearest 0.5; a "
+                "sample estimate)"
+            )
+    if measures:
+        said.append("; ".join(measures) + ".")
+        winners = {m.split("**")[1] for m in measures}
+        if len(measures) > 1:
+            said.append(
+                "The estimates agree."
+                if len(winners) == 1
+                else "The estimates disagree, so no condition leaks least on every reading."
+            )
+    elif not mmd and not auc:
+        said.append("no estimate that ranks leakage (MMD-TV, ROC AUC) was run.")
+    if cert_max:
+        top = max(cert_max, key=cert_max.__getitem__)
+        if cert_max[top] > 0:
+            said.append(
+                f"By the certificates, **{top}** is proven to leak the most: its largest "
+                f"certified lower bound is {cert_max[top]:.4f}. A lower bound only ranks "
+                "upwards: a smaller certificate elsewhere is not evidence of less leakage."
+            )
+        else:
+            said.append(
+                "No certificate exceeds 0: nothing is proven either way, and a bound of 0 is "
+                "not evidence of privacy."
+            )
     return said
+
+
+def _strict_best(values: dict[str, float], key: Callable[[float], float]) -> str | None:
+    """Return the condition with the smallest ``key(value)``, or None when that ties."""
+    order = sorted(values, key=lambda name: key(values[name]))
+    if len(order) > 1 and key(values[order[1]]) - key(values[order[0]]) <= TIE_ATOL:
+        return None
+    return order[0]
 
 
 def _one_condition(

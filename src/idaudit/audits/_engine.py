@@ -392,7 +392,7 @@ def _attributes(
     for aud, seed in zip(auditors, seeds, strict=True):
         attrs[f"{aud.label}.class"] = type(aud).__name__
         attrs[f"{aud.label}.status"] = aud.status
-        for key, value in aud.get_params(deep=False).items():
+        for key, value in aud.recorded_params().items():
             attrs[f"{aud.label}.{key}"] = attr_value(value)
         if seed is not None:
             attrs[f"{aud.label}.seed"] = int(seed)
@@ -405,7 +405,7 @@ def _parameters_sha256(auditors: Sequence[BaseAuditor], seeds: Sequence[int | No
         [
             aud.label,
             type(aud).__name__,
-            {k: attr_value(v) for k, v in sorted(aud.get_params(deep=False).items())},
+            {k: attr_value(v) for k, v in sorted(aud.recorded_params().items())},
             seed,
         ]
         for aud, seed in zip(auditors, seeds, strict=True)

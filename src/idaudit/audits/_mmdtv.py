@@ -289,6 +289,13 @@ class MMDTVAuditor(BaseAuditor):
         level = self.confidence_level if self.confidence is None else self.confidence
         return None if level is None else float(level)
 
+    def recorded_params(self) -> dict[str, Any]:
+        """Return the parameters a result records, the former ``confidence`` resolved."""
+        params = super().recorded_params()
+        params["confidence_level"] = self._level()
+        del params["confidence"]
+        return params
+
     def _check_params(self) -> None:
         super()._check_params()
         if self.confidence is not None:

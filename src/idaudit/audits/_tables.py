@@ -30,13 +30,44 @@ CEILING_ATOL = 1e-12
 CEILING_SENTENCE = (
     "A certificate *at its ceiling* equals what an error-free test certifies at its test "
     "sizes: the number of test rows, not the pipeline, limits it, so it says the audit could "
-    "not certify more, not that the pipeline is nearly private; reserve more test rows per "
-    "identity (more images per identity, or a larger `test_size`) to lift the ceiling."
+    "not certify more, not that the pipeline is nearly private; more test rows per identity "
+    "(more images per identity, or a larger `test_size`) lift the ceiling, and may let a "
+    "larger value be certified."
 )
 
 
+def ceiling_reached(epsilon_lb: npt.ArrayLike, ceiling: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+    """Whether certified values sit at a positive zero-error ceiling (elementwise).
+
+    A value is at its ceiling when it equals what an error-free test certifies at its test
+    sizes (within :data:`CEILING_ATOL`) *and* that ceiling is positive: then the test size,
+    not the pipeline, sets it (with a positive ceiling, any test error lowers Eq. 16, so
+    equality means no error). A ceiling of 0 is not "reached": such test sizes certify
+    nothing whatever the errors (:func:`zero_ceiling`).
+
+    Parameters
+    ----------
+    epsilon_lb, ceiling : array_like of float
+        Certified values and their ceilings (broadcast; NaN is never at a ceiling).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+    """
+    lb = np.asarray(epsilon_lb, dtype=np.float64)
+    top = np.asarray(ceiling, dtype=np.float64)
+    return np.asarray((top > 0) & (np.abs(lb - top) <= CEILING_ATOL), dtype=bool)
+
+
+def zero_ceiling(certificates: xr.Dataset) -> npt.NDArray[np.bool_]:
+    """Which certified pairs have test sizes that cannot certify anything (ceiling 0)."""
+    if "epsilon_lb_ceiling" not in certificates:
+        return np.zeros(certificates.sizes.get("pair", 0), dtype=bool)
+    return np.asarray(certificates["epsilon_lb_ceiling"].values <= 0.0, dtype=bool)
+
+
 def at_ceiling(certificates: xr.Dataset) -> npt.NDArray[np.bool_]:
-    """Which certified pairs sit at their ceiling (``epsilon_lb`` = ``epsilon_lb_ceiling``).
+    """Which certified pairs sit at their positive ceiling (:func:`ceiling_reached`).
 
     Parameters
     ----------
@@ -46,14 +77,13 @@ def at_ceiling(certificates: xr.Dataset) -> npt.NDArray[np.bool_]:
     Returns
     -------
     numpy.ndarray of bool, shape (n_pairs,)
-        ``abs(epsilon_lb - epsilon_lb_ceiling) <= CEILING_ATOL``; all ``False`` when the
-        Dataset has no ``epsilon_lb_ceiling`` (certificates saved before it existed).
+        All ``False`` when the Dataset has no ``epsilon_lb_ceiling`` (certificates saved
+        before it existed).
     """
     lb = np.asarray(certificates["epsilon_lb"].values, dtype=np.float64)
     if "epsilon_lb_ceiling" not in certificates:
         return np.zeros(lb.shape, dtype=bool)
-    ceiling = np.asarray(certificates["epsilon_lb_ceiling"].values, dtype=np.float64)
-    return np.asarray(np.abs(lb - ceiling) <= CEILING_ATOL, dtype=bool)
+    return ceiling_reached(lb, certificates["epsilon_lb_ceiling"].values)
 
 
 def ceiling_note(certificates: xr.Dataset) -> str:
@@ -64,15 +94,26 @@ def ceiling_note(certificates: xr.Dataset) -> str:
     if "epsilon_lb_ceiling" not in certificates:
         return ""
     flags = at_ceiling(certificates)
+    zero = zero_ceiling(certificates)
     n = int(flags.size)
-    if not flags.any():
-        return (
-            f"None of the {n} certificate(s) is at its ceiling: the test errors, not only "
-            "the test size, limit them."
+    said = []
+    if zero.any():
+        said.append(
+            f"{int(zero.sum())} of the {n} certificate(s) have a ceiling of 0: their test sizes "
+            "certify nothing whatever the test errors, so their 0 says nothing about the "
+            "pipeline; more test rows per identity are needed for any certificate."
         )
-    return f"{int(flags.sum())} of the {n} certificate(s) are at their ceiling. " + (
-        CEILING_SENTENCE
-    )
+    if flags.any():
+        said.append(
+            f"{int(flags.sum())} of the {n} certificate(s) are at their ceiling. "
+            + CEILING_SENTENCE
+        )
+    elif not zero.all():
+        said.append(
+            f"None of the {n} certificate(s) is at its ceiling: test errors, not only the test "
+            "size, limit them."
+        )
+    return " ".join(said)
 
 
 def certificate_markdown(certificates: xr.Dataset) -> str:

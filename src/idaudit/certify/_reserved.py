@@ -602,10 +602,10 @@ def _fit_n_select(p: dict[str, Any], n_candidates: int, n_identities: int) -> No
         return
     p["n_select"] = available
     warnings.warn(
-        f"certifying {available} vertex-disjoint pair(s), all that the {n_candidates} "
-        f"candidate pair(s) over {n_identities} identities allow; n_select={requested} asked "
-        "for more. The union bound is over the pairs certified (attrs n_select, "
-        "n_select_requested).",
+        f"the {n_candidates} candidate pair(s) over {n_identities} identities hold at most "
+        f"{available} vertex-disjoint pair(s); n_select={requested} asked for more, so at most "
+        f"{available} are certified (the pairs greedy selection finds). The union bound is over "
+        "the pairs certified (attrs n_select, n_select_requested).",
         IdauditWarning,
         stacklevel=4,  # _fit_n_select -> _fit -> fit -> the caller
     )

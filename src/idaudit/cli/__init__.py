@@ -33,8 +33,11 @@ import argparse
 import importlib
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["as_flags", "main"]
 
@@ -65,9 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         130 when interrupted, 141 (128 + SIGPIPE, as the shell reports a Unix tool the pipe
         closed on) when the reader of standard output went away, as in ``idaudit ... | head``;
         the files are complete either way, and nothing is printed about the closed pipe.
+        Stopped by SIGTERM or SIGHUP, it exits with 128 + the signal's number, like an
+        interrupt: folders it made and left empty are removed.
     """
     from idaudit.cli._common import remove_empty_outputs
 
+    previous = _handle_termination()
     try:
         return _main(argv)
     except BrokenPipeError:
@@ -75,6 +81,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     finally:
         remove_empty_outputs()  # a run that wrote nothing leaves no empty folder behind
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _handle_termination() -> dict[int, Any]:
+    """Turn SIGTERM and SIGHUP into SystemExit, so cleanup runs; return the old handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}  # handlers can only be set from the main thread
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None:
+            previous[signum] = signal.signal(signum, terminate)
+    return previous
 
 
 def _silence_stdout() -> None:

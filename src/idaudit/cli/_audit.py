@@ -286,7 +286,7 @@ def _warning_lines(sentences: list[str]) -> list[str]:
     """Return the "Warnings" section of a report: one bullet per sentence, none when none."""
     if not sentences:
         return []
-    return ["## Warnings", "", "Warnings:", "", *(f"- {s}" for s in sentences), ""]
+    return ["## Warnings", "", *(f"- {s}" for s in sentences), ""]
 
 
 _SUFFIXES = (".csv", ".npz", ".parquet", ".pq")

@@ -210,12 +210,19 @@ def _certificate_markdown(
         )
         if has_ceiling:
             ceiling = float(c["epsilon_lb_ceiling"].values[largest])
-            verdict += f", against a ceiling of {ceiling:.4f} at that pair's test sizes" + (
-                ": it is **at its ceiling**, so the test size, not the pipeline, limits "
-                "it and a larger test could certify more."
-                if flags[largest]
-                else ": below its ceiling, so test errors, not only the test size, limit it."
-            )
+            if ceiling <= 0:
+                reading = (
+                    ": these test sizes certify nothing whatever the test errors, so the 0 says "
+                    "nothing about the pipeline; more test rows per identity are needed."
+                )
+            elif flags[largest]:
+                reading = (
+                    ": it is **at its ceiling** (no test error), so the test size, not the "
+                    "pipeline, limits it; a larger test may certify more."
+                )
+            else:
+                reading = ": below its ceiling, so test errors, not only the test size, limit it."
+            verdict += f", against a ceiling of {ceiling:.4f} at that pair's test sizes{reading}"
         else:
             verdict += "."
         verdict += (
@@ -270,7 +277,7 @@ def _certificate_markdown(
             "",
         ]
     if notes:
-        lines += ["## Warnings", "", "Warnings:", "", *(f"- {note}" for note in notes), ""]
+        lines += ["## Warnings", "", *(f"- {note}" for note in notes), ""]
     if controls is not None:
         ca = controls.attrs
         lines += [

@@ -254,16 +254,13 @@ def _parse_frame(
             )
     labels = _check_labels(frame[label], label)
     if isinstance(vector_column, str) and vector_column not in columns:
-        vector_column = _matching_columns(columns, vector_column, label)
+        vector_column = [vector_column]  # a pattern or range: expanded with the lists below
 
     if isinstance(vector_column, str):
         _check_columns(columns, [vector_column], "vector_column")
         x, reasons = _parse_single_column(frame[vector_column])
     elif vector_column is not None:
-        cols = [str(c) for c in vector_column]
-        if not cols:
-            raise InvalidInputError("`vector_column` must name at least one column; got [].")
-        _check_columns(columns, cols, "vector_column")
+        cols = _expand_columns(columns, [str(c) for c in vector_column], label, frame)
         x, reasons = _parse_numeric_columns(frame, cols, explicit=True)
     else:
         cols = [c for c in columns if c != label]
@@ -276,11 +273,39 @@ def _parse_frame(
     return x, labels, reasons
 
 
-def _matching_columns(columns: list[str], spec: str, label: str) -> list[str]:
-    """Columns a ``vector_column`` pattern (``"f*"``) or inclusive range (``"f0:f127"``) names.
+def _expand_columns(
+    columns: list[str], specs: list[str], label: str, frame: pd.DataFrame
+) -> list[str]:
+    """Return the vector columns that a list of names, patterns and ranges names, checked.
 
-    Only called when ``spec`` is not itself a column name, so an exact name always wins.
+    Each entry is a column's name, a pattern (``"f*"``) or an inclusive range of columns in
+    file order (``"f0:f127"``); a column's own name always wins over the other readings.
+    Refused: a column named twice, and a column a pattern or range matched that holds only
+    text (a file name swept in by ``"f*"`` would otherwise fail every row as unparseable).
     """
+    if not specs:
+        raise InvalidInputError("`vector_column` must name at least one column; got [].")
+    cols: list[str] = []
+    for spec in specs:
+        if spec in columns:
+            cols.append(spec)
+            continue
+        matched = _matching_columns(columns, spec, label)
+        text = [c for c in matched if c in _text_columns(frame, matched)]
+        if text:
+            raise InvalidInputError(
+                f"`vector_column` {spec!r} matched column(s) {text} that hold text, not "
+                f"numbers (it matched {matched}); narrow the pattern or name the columns."
+            )
+        cols.extend(matched)
+    twice = sorted({c for c in cols if cols.count(c) > 1})
+    if twice:
+        raise InvalidInputError(f"`vector_column` names column(s) {twice} more than once.")
+    return cols
+
+
+def _matching_columns(columns: list[str], spec: str, label: str) -> list[str]:
+    """Columns a ``vector_column`` pattern (``"f*"``) or inclusive range (``"f0:f127"``) names."""
     others = [c for c in columns if c != label]
     if not any(ch in spec for ch in "*?[:"):
         _check_columns(columns, [spec], "vector_column")  # a name that is not there: say so
@@ -288,7 +313,12 @@ def _matching_columns(columns: list[str], spec: str, label: str) -> list[str]:
         chosen = [c for c in others if fnmatch.fnmatchcase(c, spec)]
     elif spec.count(":") == 1 and all(end in others for end in spec.split(":")):
         first, last = (others.index(end) for end in spec.split(":"))
-        chosen = others[first : last + 1] if first <= last else []
+        if first > last:
+            raise InvalidInputError(
+                f"`vector_column` range {spec!r} runs backwards: {spec.split(':')[1]!r} comes "
+                f"before {spec.split(':')[0]!r} in the file; write it first:last in file order."
+            )
+        chosen = others[first : last + 1]
     else:
         chosen = []
     if not chosen:
@@ -301,15 +331,8 @@ def _matching_columns(columns: list[str], spec: str, label: str) -> list[str]:
     return chosen
 
 
-def _numeric_columns(frame: pd.DataFrame, cols: list[str]) -> list[str]:
-    """Return the vector columns when none are named, leaving out columns of text only.
-
-    A column is text when none of its filled cells is a number (a file name, a note): such
-    a column cannot be a coordinate, so it is left out, with a warning naming it. A column
-    with some numbers and some text stays a coordinate (its text cells make their rows
-    unparseable). When no numeric column would remain, every column is kept, so the parser
-    reports what is wrong.
-    """
+def _text_columns(frame: pd.DataFrame, cols: list[str]) -> list[str]:
+    """Return the columns among ``cols`` none of whose filled cells is a number."""
     text = []
     for c in cols:
         col = frame[c]
@@ -319,6 +342,19 @@ def _numeric_columns(frame: pd.DataFrame, cols: list[str]) -> list[str]:
         numbers = pd.to_numeric(col, errors="coerce").notna().to_numpy()
         if filled.any() and not numbers[filled].any():
             text.append(c)
+    return text
+
+
+def _numeric_columns(frame: pd.DataFrame, cols: list[str]) -> list[str]:
+    """Return the vector columns when none are named, leaving out columns of text only.
+
+    A column is text when none of its filled cells is a number (a file name, a note): such
+    a column cannot be a coordinate, so it is left out, with a warning naming it. A column
+    with some numbers and some text stays a coordinate (its text cells make their rows
+    unparseable). When no numeric column would remain, every column is kept, so the parser
+    reports what is wrong.
+    """
+    text = _text_columns(frame, cols)
     kept = [c for c in cols if c not in text]
     if not text or not kept:
         return cols

@@ -20,12 +20,12 @@ from idaudit._results import (
     write_atomic,
     write_csv,
 )
+from idaudit.audits import ceiling_reached
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "CEILING_TOL",
     "FACES_QUICK",
     "FACE_SEED",
     "FaceDemoConfig",
@@ -36,9 +36,6 @@ __all__ = [
 
 #: Seed of everything the faces demo draws.
 FACE_SEED = 20260818
-
-#: A certificate within this of its zero-error ceiling is reported as at the ceiling.
-CEILING_TOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -110,7 +107,7 @@ class FaceDemoResult:
         One row per condition: losses, re-identification rates, audit medians, the median
         within-identity spread and between-centroid distance of the embeddings, the largest
         certificate with its zero-error ceiling (``certified_ceiling``; ``certified_at_ceiling``
-        when within :data:`CEILING_TOL` of it) and how many certified pairs sit at their
+        as :func:`idaudit.audits.ceiling_reached` decides) and how many certified pairs sit at their
         ceiling; ``table.attrs["certified_max_status"]`` is the derived status of the
         ``certified_max`` column.
     certificates : dict of str to xarray.Dataset
@@ -346,7 +343,7 @@ def _certified(cert: xr.Dataset | None) -> tuple[float, float, int, int]:
     else:
         top = np.full_like(lb, np.nan)
     best = int(np.nanargmax(lb))
-    at = int((np.abs(lb - top) <= CEILING_TOL).sum())
+    at = int(ceiling_reached(lb, top).sum())
     return float(lb[best]), float(top[best]), at, int(lb.size)
 
 
@@ -389,7 +386,7 @@ def _table(
                 "between_distance": between,
                 "certified_max": cert_max,
                 "certified_ceiling": ceiling,
-                "certified_at_ceiling": bool(abs(cert_max - ceiling) <= CEILING_TOL),
+                "certified_at_ceiling": bool(ceiling_reached(cert_max, ceiling)),
                 "n_certified": n_certified,
                 "n_certified_at_ceiling": n_at,
             }

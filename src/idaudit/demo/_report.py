@@ -9,8 +9,8 @@ import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
+from idaudit.audits import ceiling_reached
 from idaudit.demo._faces import (
-    CEILING_TOL,
     FACE_SEED,
     FaceDemoResult,
     _certified_status,
@@ -161,8 +161,8 @@ def markdown_table(table: pd.DataFrame) -> list[str]:
 
 
 def at_ceiling(epsilon: float, ceiling: float) -> bool:
-    """Whether a certificate is at its zero-error ceiling (within :data:`CEILING_TOL`)."""
-    return bool(abs(epsilon - ceiling) <= CEILING_TOL)
+    """Whether a certificate is at its positive zero-error ceiling (the audits' one rule)."""
+    return bool(ceiling_reached(epsilon, ceiling))
 
 
 def _certified_cell(epsilon: float, ceiling: float) -> str:

@@ -179,7 +179,7 @@ class GeneratorAudit:
             lines += [conclusion({name: summary}, certs), ""]
             warned = discordant_routes(summary, certificates=self.certificates)
         if warned:
-            lines += ["## Warnings", "", "Warnings:", "", *(f"- {w}" for w in warned), ""]
+            lines += ["## Warnings", "", *(f"- {w}" for w in warned), ""]
         lines += ["## What each route answers", "", ROUTE_GUIDE, ""]
         if summary is not None:
             lines += [
@@ -208,13 +208,15 @@ class GeneratorAudit:
             ]
         if self.controls is not None:
             ca = self.controls.attrs
+            alpha, n_ids = float(ca.get("alpha", float("nan"))), ca.get("n_identities")
+            expected = f"{alpha * int(n_ids):.2g}" if n_ids is not None else "a share α"
             lines += [
                 "## Controls",
                 "",
                 "Same-identity split-half controls: MMD² permutation tests rejecting at "
-                f"{ca.get('alpha', float('nan')):g}: {ca.get('n_rejected', '?')} of "
-                f"{ca.get('n_identities', '?')} (about {ca.get('alpha', float('nan')):g} of "
-                "them is expected with no artefact); mean split-half ROC AUC "
+                f"{alpha:g}: {ca.get('n_rejected', '?')} of {n_ids if n_ids is not None else '?'} "
+                f"(about {expected} expected by chance with no artefact, α × identities); "
+                "mean split-half ROC AUC "
                 f"{float(ca.get('mean_auc', float('nan'))):.3f} (at or below 0.5 with no "
                 "signal; only a mean well above 0.5 points at an artefact).",
                 "",

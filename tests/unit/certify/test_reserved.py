@@ -590,7 +590,7 @@ def test_fewer_disjoint_pairs_than_asked_certifies_those_there_are(es: Embedding
     # four identities allow two disjoint pairs: n_select=3 certifies two, as n_select=2 does
     candidates = [(0, 1), (2, 3), (0, 2)]
     with pytest.warns(
-        IdauditWarning, match=r"certifying 2 vertex-disjoint pair\(s\), all that the 3"
+        IdauditWarning, match=r"the 3 candidate pair\(s\) over 4 identities hold at most 2"
     ):
         lowered = ReservedTestCertifier(n_select=3, rng=0, progress=False).fit(es, candidates)
     asked = ReservedTestCertifier(n_select=2, rng=0, progress=False).fit(es, candidates)

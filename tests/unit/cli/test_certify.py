@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import xarray as xr
 
 from idaudit.cli import main
+from idaudit.exceptions import IdauditWarning
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +176,19 @@ def test_certificates_md_states_each_ceiling_and_flags_those_at_it(
     if n_at:
         assert f"{n_at} of the 3 certificates are at their ceiling" in md
         assert "more test rows per identity" in md
+
+
+def test_a_zero_ceiling_is_not_reported_as_reached(tmp_path: Path) -> None:
+    # eight identities of ten rows: three test rows each, too few to certify anything at this
+    # level, whatever the errors; no certificate is "at its ceiling", the report says why 0
+    gen = np.random.default_rng(0)
+    path = tmp_path / "same.npz"
+    np.savez(path, embeddings=gen.normal(size=(80, 4)), labels=np.repeat(list("abcdefgh"), 10))
+    out = tmp_path / "o"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)  # too few test rows: said in the report
+        assert main(["certify", str(path), "--out", str(out), "--quiet"]) == 0
+    md = (out / "certificates.md").read_text(encoding="utf-8")
+    assert "**yes**" not in md
+    assert "certify nothing whatever the test errors" in md
+    assert "at its ceiling**" not in md

@@ -177,3 +177,30 @@ def test_outside_the_command_importing_idaudit_registers_the_accessor() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
     assert proc.stdout.strip() == "True"
+
+
+def test_sigterm_exits_like_an_interrupt_and_leaves_no_empty_folder(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "made" / "out"
+    script = (
+        "import sys, time, idaudit.cli._certify as c\n"
+        "from idaudit.cli._common import out_dir\n"
+        "def run(args):\n"
+        f"    out_dir({str(out)!r})\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(60)\n"
+        "    return 0\n"
+        "c.run = run\n"
+        "from idaudit.cli import main\n"
+        f"sys.exit(main(['certify', 'x.npz', '--out', {str(out)!r}]))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    assert out.is_dir()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not (tmp_path / "made").exists()

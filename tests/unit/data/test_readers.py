@@ -100,8 +100,16 @@ def test_vector_column_selects_columns(tmp_path, table):
         InvalidInputError, match=r"`vector_column` 'z\*' is not a column, a pattern"
     ):
         EmbeddingSet.from_csv(path2, vector_column="z*")
-    with pytest.raises(InvalidInputError, match=r"`vector_column` 'c:b' is not a column"):
+    with pytest.raises(InvalidInputError, match=r"`vector_column` range 'c:b' runs backwards"):
         EmbeddingSet.from_csv(path2, vector_column="c:b")  # a range runs forwards
+    # patterns and ranges inside a list expand too; a column twice is refused
+    es6 = EmbeddingSet.from_csv(path2, vector_column=["a:b", "[cd]"])
+    np.testing.assert_allclose(es6.embeddings, sk_normalize(x), rtol=1e-15)
+    with pytest.raises(InvalidInputError, match=r"names column\(s\) \['b'\] more than once"):
+        EmbeddingSet.from_csv(path2, vector_column=["b", "a:c"])
+    # a pattern that sweeps in a text column is refused by name, not as unparseable rows
+    with pytest.raises(InvalidInputError, match=r"'\*' matched column\(s\) \['note'\] that hold"):
+        EmbeddingSet.from_csv(path2, vector_column="*")
     # a column with some numbers keeps its place: its text cells make their rows unparseable
     mixed = pd.DataFrame(x, columns=list("abcd")).assign(identity=labels)
     mixed["d"] = mixed["d"].astype(object)

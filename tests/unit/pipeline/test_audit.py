@@ -737,6 +737,9 @@ def test_generator_audit_to_markdown_reports_ceilings_controls_and_losses() -> N
     assert headings[:2] == ["# idaudit audit_generator", "## Conclusion"]
     for section in ("## Audit summary", "## Certificates", "## Controls", "## Lost faces"):
         assert section in headings
+    n_ids = run.controls.attrs["n_identities"]
+    alpha = run.controls.attrs["alpha"]
+    assert f"(about {alpha * n_ids:.2g} expected by chance" in md  # a count, not a level
     c = run.certificates
     assert c is not None
     lb, ceiling = float(c["epsilon_lb"][0]), float(c["epsilon_lb_ceiling"][0])
