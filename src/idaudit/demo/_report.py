@@ -350,12 +350,24 @@ def _certified_over_truth(ds: xr.Dataset) -> tuple[int, int]:
     return int((cert[chosen] > truth[chosen]).sum()), int(chosen.sum())
 
 
-#: Where the sentences of :func:`idaudit.audits.discordant_routes` go in report.md (they say
-#: which pairs the routes rank in opposite orders). Kept as a marked place until that function
-#: is available to the demo.
-DISCORDANT_ROUTES_MARK = (
-    "<!-- discordant routes: the sentences of idaudit.audits.discordant_routes go here -->"
-)
+def _discordance_lines(faces: FaceDemoResult) -> list[str]:
+    """Return the warnings of :func:`idaudit.audits.discordant_routes`, one condition at a time.
+
+    Each condition is checked with its own certificates, so a condition whose certificate is
+    positive (leakage proven) is never told its large diagnostics may be noise.
+    """
+    from idaudit.audits import discordant_routes
+
+    if "auditors" not in faces.results.attrs:  # not an audit_pairs result: nothing to check
+        return []
+    sentences = []
+    for name in faces.results["condition"].values:
+        one = faces.results.sel(condition=name)
+        for sentence in discordant_routes(one, certificates=faces.certificates.get(str(name))):
+            sentences.append(f"- `{name}`: {sentence}")
+    if not sentences:
+        return []
+    return ["### Warnings", "", *sentences, ""]
 
 
 def _names(names: list[str]) -> str:
@@ -666,8 +678,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "",
         conclusion(faces),
         "",
-        DISCORDANT_ROUTES_MARK,
-        "",
+        *_discordance_lines(faces),
         "## Part one — anonymisers on synthetic faces",
         "",
         "### What was run",

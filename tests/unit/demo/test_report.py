@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from idaudit.demo import FaceDemoResult, markdown_table
-from idaudit.demo._report import DISCORDANT_ROUTES_MARK, at_ceiling, conclusion
+from idaudit.demo._report import at_ceiling, conclusion
 
 CEILING = 1.754338
 
@@ -171,12 +171,12 @@ def test_a_steady_decline_needs_no_explanation() -> None:
     assert "MMD-TV falls or stays as each anonymiser gets stronger." in text
 
 
-def test_report_leaves_a_marked_place_for_discordant_routes() -> None:
+def test_report_headings_and_certificates_beside_their_ceilings() -> None:
     from idaudit.demo._report import _faces_report
     from idaudit.demo._run import DemoConfig
 
     report = _faces_report(_result(), DemoConfig())
-    assert DISCORDANT_ROUTES_MARK in report
+    assert "discordant routes" not in report  # no placeholder left in the report
     heads = [line for line in report.splitlines() if line.startswith("#")]
     assert heads[0].startswith("# ")
     assert heads[1] == "## Conclusion"
@@ -241,3 +241,31 @@ def test_sanity_control_reading_follows_the_auc(auc: float, says: str) -> None:
     (text,) = [line for line in _controls_lines(ctrl, 30) if line.startswith("0 of 6")]
     assert f"Mean split-half out-of-fold ROC AUC: {auc:.2f}. {says}" in text
     assert "(here about 30 per half)" in text
+
+
+def test_warnings_follow_each_conditions_own_certificates() -> None:
+    # two conditions whose identities cannot be told apart (one distribution): large
+    # diagnostics beside an AUC near 0.5 are flagged, except where a certificate proves leakage
+    from idaudit import EmbeddingSet, GaussMechAuditor, ROCHTAuditor, audit_pairs, concat_conditions
+    from idaudit.demo._report import _discordance_lines
+
+    gen = np.random.default_rng(0)
+    es = EmbeddingSet(gen.normal(size=(120, 6)), np.repeat([f"p{i}" for i in range(6)], 20))
+    one = audit_pairs(es, "all", [GaussMechAuditor(), ROCHTAuditor(rng=0)], progress=False)
+    stacked = concat_conditions({"none": one, "swap": one})
+
+    def cert(lb: float) -> xr.Dataset:
+        return xr.Dataset({"epsilon_lb": ("pair", [lb]), "test_auc": ("pair", [0.5])})
+
+    result = _result()
+    faces = FaceDemoResult(
+        **{
+            **result.__dict__,
+            "results": stacked,
+            "certificates": {"none": cert(0.0), "swap": cert(0.4)},
+        }
+    )
+    lines = _discordance_lines(faces)
+    assert lines[0] == "### Warnings"
+    assert any(line.startswith("- `none`:") for line in lines)
+    assert not any(line.startswith("- `swap`:") for line in lines)
