@@ -190,6 +190,42 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verdict(c: Any, flags: Any) -> str:
+    """Write the conclusion of certificates.md: the largest certificate against its ceiling."""
+    a = c.attrs
+    lb = c["epsilon_lb"].values
+    if not lb.size:
+        return "No pair was certified."
+    largest = int(lb.argmax())
+    verdict = (
+        f"The largest certified lower bound on epsilon is **{a['epsilon_lb']:.3f}** "
+        f"({c['identity_a'].values[largest]} vs {c['identity_b'].values[largest]})"
+    )
+    if "epsilon_lb_ceiling" in c:
+        ceiling = float(c["epsilon_lb_ceiling"].values[largest])
+        if ceiling <= 0:
+            reading = (
+                ": these test sizes certify nothing whatever the test errors, so the 0 says "
+                "nothing about the pipeline; more test rows per identity are needed."
+            )
+        elif flags[largest]:
+            reading = (
+                ": it is **at its ceiling** (no test error), so the test size, not the "
+                "pipeline, limits it; a larger test may certify more."
+            )
+        else:
+            reading = ": below its ceiling, so test errors, not only the test size, limit it."
+        verdict += f", against a ceiling of {ceiling:.4f} at that pair's test sizes{reading}"
+    else:
+        verdict += "."
+    return verdict + (
+        f" {int(flags.sum())} of the {lb.size} certificates sit at their ceiling. It is the "
+        "only statement here with a guarantee: with the stated confidence the pipeline's "
+        "epsilon is at least this; a small value is absence of evidence, not evidence of "
+        "privacy."
+    )
+
+
 def _certificate_markdown(
     c: Any, controls: Any, source: str, read: Any, min_rows_line: str, notes: list[str]
 ) -> str:
@@ -200,37 +236,7 @@ def _certificate_markdown(
     flags = at_ceiling(c)
     has_ceiling = "epsilon_lb_ceiling" in c
     n_at = int(flags.sum())
-    largest = int(lb.argmax()) if lb.size else 0
-    if not lb.size:
-        verdict = "No pair was certified."
-    else:
-        verdict = (
-            f"The largest certified lower bound on epsilon is **{a['epsilon_lb']:.3f}** "
-            f"({c['identity_a'].values[largest]} vs {c['identity_b'].values[largest]})"
-        )
-        if has_ceiling:
-            ceiling = float(c["epsilon_lb_ceiling"].values[largest])
-            if ceiling <= 0:
-                reading = (
-                    ": these test sizes certify nothing whatever the test errors, so the 0 says "
-                    "nothing about the pipeline; more test rows per identity are needed."
-                )
-            elif flags[largest]:
-                reading = (
-                    ": it is **at its ceiling** (no test error), so the test size, not the "
-                    "pipeline, limits it; a larger test may certify more."
-                )
-            else:
-                reading = ": below its ceiling, so test errors, not only the test size, limit it."
-            verdict += f", against a ceiling of {ceiling:.4f} at that pair's test sizes{reading}"
-        else:
-            verdict += "."
-        verdict += (
-            f" {n_at} of the {lb.size} certificates sit at their ceiling. It is the only "
-            "statement here with a guarantee: with the stated confidence the pipeline's "
-            "epsilon is at least this; a small value is absence of evidence, not evidence of "
-            "privacy."
-        )
+    verdict = _verdict(c, flags)
     lines = [
         "# idaudit certify",
         "",

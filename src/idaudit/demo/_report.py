@@ -474,17 +474,29 @@ def conclusion(faces: FaceDemoResult) -> str:
     base = table[table["method"] == "none"].iloc[0]
     certs = list(faces.certificates.values())
     alpha = float(certs[0].attrs.get("alpha", 0.05)) if certs else 0.05
-    out: list[str] = []
+    return " ".join(
+        [
+            *_least_leakage(faces, anon, base),
+            _how_sure(table, alpha),
+            _route_guide(table),
+            *_mmd_rises(faces, anon, base),
+        ]
+    )
 
-    # 1. who leaks least, measure by measure
-    measures = [
-        ("top1_rate", "top-1 identification against the originals", "pct"),
-        ("mmdtv_median", "the MMD-TV median", "num"),
-        ("rocht_auc_median", "the median ROC AUC", "num"),
-        ("certified_max", "the largest certificate (least leakage proven)", "num"),
-    ]
+
+#: The estimates that rank leakage, least first. The certificate is not among them: a lower
+#: bound ranks only upwards (proven to leak at least), so it is read in :func:`_how_sure`.
+_MEASURES = (
+    ("top1_rate", "top-1 identification against the originals", "pct"),
+    ("mmdtv_median", "the MMD-TV median", "num"),
+    ("rocht_auc_median", "the median ROC AUC", "num"),
+)
+
+
+def _least_leakage(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -> list[str]:
+    """Say which anonymiser leaks least by each estimate (ties named as such)."""
     parts = []
-    for col, what, kind in measures:
+    for col, what, kind in _MEASURES:
         names, value = _least(anon, col)
         if not names:
             continue
@@ -494,21 +506,22 @@ def conclusion(faces: FaceDemoResult) -> str:
         tie = " (tied)" if len(names) > 1 else ""
         parts.append(f"by {what}, {_names(names)}{tie} ({shown} against {ref} unanonymised{extra})")
     low = anon[np.asarray(anon["top1_high"], dtype=np.float64) < faces.top1_chance]
-    if len(low):
+    if len(low) and parts:
         parts[0] += (
             f"; {_names(list(low['condition']))} even below chance (95% interval under "
             f"{faces.top1_chance:.0%}): the anonymised faces are matched to other people's "
             "originals systematically, not at random, which the top-1 rate reads as privacy "
             "while the pairwise audits still tell the identities apart"
         )
-    winners = {tuple(_least(anon, col)[0]) for col, _, _ in measures if _least(anon, col)[0]}
+    winners = {tuple(_least(anon, col)[0]) for col, _, _ in _MEASURES if _least(anon, col)[0]}
     if len(winners) == 1:
         (only,) = winners
-        out.append(f"{_names(list(only))} leaks least by every measure: " + "; ".join(parts) + ".")
-    elif parts:
-        out.append("Least leakage: " + "; ".join(parts) + ".")
+        return [f"{_names(list(only))} leaks least by every estimate: " + "; ".join(parts) + "."]
+    return ["Least leakage: " + "; ".join(parts) + "."] if parts else []
 
-    # 2. how sure: the certificate and its ceiling
+
+def _how_sure(table: pd.DataFrame, alpha: float) -> str:
+    """Say what the certificates prove, and where their ceilings, not the data, set them."""
     at = table[table["certified_at_ceiling"].astype(bool)]
     below = table[~table["certified_at_ceiling"].astype(bool)]
     ceilings = np.asarray(table["certified_ceiling"], dtype=np.float64)
@@ -546,15 +559,18 @@ def conclusion(faces: FaceDemoResult) -> str:
             f" {_names(list(zero['condition']))} certif{'ies' if len(zero) == 1 else 'y'} "
             "nothing (0): no leakage is proven there, which again is not proof of privacy."
         )
-    out.append(sure)
+    return sure
 
-    # 3. which route for which question
+
+def _route_guide(table: pd.DataFrame) -> str:
+    """Say which route answers which question, with each route's range in this run."""
+
     def span(col: str) -> str:
         v = np.asarray(table[col], dtype=np.float64)
         v = v[np.isfinite(v)]
         return f"{_fmt(float(v.min()))}–{_fmt(float(v.max()))}" if v.size else "–"
 
-    out.append(
+    return (
         f"GaussMech (medians {span('gaussmech_median')}) and KDE-LR "
         f"({span('kdelr_median')}) are diagnostics under modelling assumptions, not on any "
         f"bound's ε scale: set them beside neither MMD-TV ({span('mmdtv_median')}) nor the "
@@ -566,7 +582,9 @@ def conclusion(faces: FaceDemoResult) -> str:
         "to its original*."
     )
 
-    # 4. non-monotone MMD-TV: a rise as an anonymiser gets stronger, explained by the data
+
+def _mmd_rises(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -> list[str]:
+    """Explain each rise of MMD-TV as an anonymiser gets stronger, from the data."""
     rises: dict[str, list[str]] = {}
     for method in dict.fromkeys(anon["method"]):
         steps = [base] + [
@@ -577,13 +595,12 @@ def conclusion(faces: FaceDemoResult) -> str:
                 kind, step = _rise(faces, weaker, stronger)
                 rises.setdefault(kind, []).append(step)
     if not rises:
-        out.append("MMD-TV falls or stays as each anonymiser gets stronger.")
-    for kind, steps in rises.items():
-        out.append(
-            f"MMD-TV rises with strength at {len(steps)} step{'s' if len(steps) > 1 else ''} "
-            f"({'; '.join(steps)}): {_RISE_TEXT[kind]}."
-        )
-    return " ".join(out)
+        return ["MMD-TV falls or stays as each anonymiser gets stronger."]
+    return [
+        f"MMD-TV rises with strength at {len(steps)} step{'s' if len(steps) > 1 else ''} "
+        f"({'; '.join(steps)}): {_RISE_TEXT[kind]}."
+        for kind, steps in rises.items()
+    ]
 
 
 def _certificate_lines(faces: FaceDemoResult) -> list[str]:
@@ -658,6 +675,21 @@ def _controls_lines(ctrl: xr.Dataset, rows_per_half: int) -> list[str]:
         "split-half MMD² test, whose null level is exact, is the calibrated check.",
         "",
     ]
+
+
+#: The closing section of part one: the files it wrote.
+_FACES_FILES = [
+    "### Files of part one",
+    "",
+    "* `faces_results.nc` — per condition and pair: every audit variable, faces lost per "
+    "identity, coords `method` and `strength`; provenance in the attributes (models and "
+    "their pinned weight digests, versions, settings, SHA-256 of the source images).",
+    "* `faces_pairs.csv` (one row per condition × pair), `faces_table.csv` (the table "
+    "above), `linkage.csv`, `faces_lost.csv`, `faces_certificates.csv`.",
+    "* `epsilon_vs_strength.png`, `contact_sheet.png` (one synthetic face through every "
+    "anonymiser).",
+    "",
+]
 
 
 def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
@@ -748,16 +780,5 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
     ]
     if ctrl is not None:
         lines += _controls_lines(ctrl, fc.n_per_identity // 2)
-    lines += [
-        "### Files of part one",
-        "",
-        "* `faces_results.nc` — per condition and pair: every audit variable, faces lost per "
-        "identity, coords `method` and `strength`; provenance in the attributes (models and "
-        "their pinned weight digests, versions, settings, SHA-256 of the source images).",
-        "* `faces_pairs.csv` (one row per condition × pair), `faces_table.csv` (the table "
-        "above), `linkage.csv`, `faces_lost.csv`, `faces_certificates.csv`.",
-        "* `epsilon_vs_strength.png`, `contact_sheet.png` (one synthetic face through every "
-        "anonymiser).",
-        "",
-    ]
+    lines += _FACES_FILES
     return "\n".join(lines)
