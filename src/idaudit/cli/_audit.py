@@ -125,19 +125,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from idaudit._results import pair_frame, write_csv, write_netcdf, write_text
-    from idaudit.audits import (
-        GaussMechAuditor,
-        KDELRAuditor,
-        MMDTVAuditor,
-        ROCHTAuditor,
-        audit_pairs,
-        discordant_routes,
-        summarize,
-    )
-    from idaudit.data import sample_pairs
-
-    # every flag is checked before the input is read
+    # every flag is checked before the input is read, and before the library loads
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     known = ("gaussmech", "kdelr", "mmdtv", "rocht")
     unknown = [m for m in methods if m not in known]
@@ -159,7 +147,20 @@ def run(args: argparse.Namespace) -> int:
     at_least(args.n_permutations, "--n-permutations", 0)
     if args.threads is not None:
         at_least(args.threads, "--threads", 1)
+    at_least(args.control_permutations, "--control-permutations", 1)
     check_device(args.device)
+    from idaudit._results import pair_frame, write_csv, write_netcdf, write_text
+    from idaudit.audits import (
+        GaussMechAuditor,
+        KDELRAuditor,
+        MMDTVAuditor,
+        ROCHTAuditor,
+        audit_pairs,
+        discordant_routes,
+        summarize,
+    )
+    from idaudit.data import sample_pairs
+
     auditors: list[Any] = []
     for method in methods:
         if method == "gaussmech":
@@ -174,7 +175,6 @@ def run(args: argparse.Namespace) -> int:
         args.min_rows, max(aud.min_rows() for aud in auditors), "the chosen audits need"
     )
 
-    at_least(args.control_permutations, "--control-permutations", 1)
     paths = _expand(args.embeddings)
     if len(paths) > 1 or args.manifest:
         return _run_conditions(args, paths, auditors, min_rows)

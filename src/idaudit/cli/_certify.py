@@ -107,10 +107,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from idaudit._results import write_netcdf, write_text
-    from idaudit.certify import ReservedTestCertifier, sanity_controls
-
-    # every flag is checked before the input is read
+    # every flag is checked before the input is read, and before the library loads
     inside(args.alpha, "--alpha", 0.0, 1.0)
     inside(args.delta, "--delta", 0.0, 1.0, closed="left")
     inside(args.test_size, "--test-size", 0.0, 1.0)
@@ -124,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
     ):
         at_least(value, flag, minimum)
     check_device(args.device)  # used by the controls only, but never ignored
+    from idaudit._results import write_netcdf, write_text
+    from idaudit.certify import ReservedTestCertifier, sanity_controls
+
     cert = ReservedTestCertifier(
         test_size=args.test_size,
         duplicates=args.duplicates,

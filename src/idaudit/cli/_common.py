@@ -54,6 +54,8 @@ def inside(value: float, flag: str, low: float, high: float, *, closed: str = "n
 
 def check_device(device: str) -> None:
     """Refuse a ``--device`` that cannot run here, before any input is read (no fallback)."""
+    if device == "cpu":
+        return  # always there: no need to load torch to say so
     import torch
 
     from idaudit._device import resolve_device

@@ -34,10 +34,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out = out_dir(args.out)  # an unusable --out fails before the library loads
     from idaudit.demo import QUICK, DemoConfig, run_demo
 
     config = QUICK if args.quick else DemoConfig()
-    out = out_dir(args.out)
     result = run_demo(out, config=config, progress=not args.quiet)
     say(f"idaudit demo finished in {result.seconds:.0f} s; wrote:")
     paths = [result.report, result.results, result.figure]

@@ -188,10 +188,15 @@ def _embeddings_writer(path: Path, emb: Any, labels: Any, sources: Any, encoder:
 
 def run(args: argparse.Namespace) -> int:
     """Embed ``IMAGES_DIR`` with torch and the BLAS pools on ``--threads`` threads throughout."""
-    from idaudit._device import default_threads, thread_limit
-
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"`--threads` must be >= 1; got {args.threads}.")
+    out = Path(args.out)
+    if out.suffix.lower() not in _EMBEDDING_SUFFIXES:
+        raise ValueError(f"`--out` must end in .npz, .csv, .parquet or .pq; got {out.name!r}.")
+    if args.batch_size < 1:
+        raise ValueError(f"`--batch-size` must be >= 1; got {args.batch_size}.")
+    from idaudit._device import default_threads, thread_limit
+
     if args.threads is None:
         args.threads = default_threads()
     with thread_limit(args.threads):
@@ -202,12 +207,8 @@ def _embed(args: argparse.Namespace) -> int:
     from idaudit._results import write_atomic
     from idaudit.faces import FacePipeline
 
-    out = Path(args.out)
-    if out.suffix.lower() not in _EMBEDDING_SUFFIXES:
-        raise ValueError(f"`--out` must end in .npz, .csv, .parquet or .pq; got {out.name!r}.")
+    out = Path(args.out)  # its suffix and --batch-size were checked by run()
     outcomes_path = Path(args.outcomes) if args.outcomes else out.with_suffix(".outcomes.csv")
-    if args.batch_size < 1:
-        raise ValueError(f"`--batch-size` must be >= 1; got {args.batch_size}.")
     root = Path(args.images_dir)
     paths, labels, n_folders, skipped = _find_images(root)
     n_ids = len(set(labels))

@@ -182,10 +182,10 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _check(args)  # before the library loads: a wrong flag answers at once
+    out = out_dir(args.out, "--out")
     from idaudit.memorization import run_privacy_check
 
-    _check(args)
-    out = out_dir(args.out, "--out")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", IdauditWarning)
         report = run_privacy_check(

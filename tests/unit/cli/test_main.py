@@ -144,10 +144,22 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path: Path) 
     assert "Exception ignored" not in err
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["certify", "--help"]])
-def test_help_and_version_load_no_heavy_library(argv: list[str]) -> None:
-    # the console script answers --help, --version and argument errors without importing
-    # pandas, xarray or torch (seconds on a loaded machine); a fresh process, as the shell runs
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--version"],
+        ["--help"],
+        ["certify", "--help"],
+        ["certify", "x.npz", "--alpha", "2"],
+        ["audit", "x.npz", "--n-pairs", "-3"],
+        ["embed", "photos", "--out", "emb.txt"],
+        ["privacy", "a", "b", "c", "--out", "d", "--confidence", "2"],
+        ["invert", "x.npy", "--out", "o", "--tau-a", "3"],
+    ],
+)
+def test_help_version_and_argument_errors_load_no_heavy_library(argv: list[str]) -> None:
+    # the console script answers --help, --version and a wrong flag without importing pandas,
+    # xarray or torch (seconds on a loaded machine); a fresh process, as the shell runs it
     import subprocess
     import sys
 
