@@ -514,8 +514,8 @@ def plot_strength(
         identities: ``1 / n``), drawn as a dotted line in that column's colour.
     ceilings : mapping of column to column, optional
         For a column of ``columns``, the column holding the most it can reach (e.g. what zero
-        test errors certify). The ceiling is drawn dotted; values within 1e-12 of it are
-        ringed.
+        test errors certify). The ceiling is drawn dotted; values at a positive ceiling
+        (within 1e-12, the rule of :func:`idaudit.audits.ceiling_reached`) are ringed.
 
     Returns
     -------
@@ -531,7 +531,7 @@ def plot_strength(
     ...                       "eps": [0.9, 0.4], "top1": [0.8, 0.3]})
     >>> fig = plot_strength(table, columns={"eps": "ε"}, rates={"top1": "top-1 rate"},
     ...                     chance={"top1": (0.25, "chance (1/4)")})
-    >>> len(fig.axes), fig.axes[1].get_ylim()
+    >>> len(fig.axes), tuple(float(v) for v in fig.axes[1].get_ylim())
     (2, (0.0, 1.02))
     """
     methods = list(dict.fromkeys(table["method"].tolist()))
@@ -570,7 +570,7 @@ def plot_strength(
                     name = f"{label}: " if len(ceilings) > 1 else ""
                     ax.plot(x, top, color=colour, ls=":", lw=1.2,
                             label=f"{name}ceiling (what zero test errors certify)")  # fmt: skip
-                    at = np.abs(y - top) <= 1e-12
+                    at = (top > 0) & (np.abs(y - top) <= 1e-12)  # a positive ceiling, reached
                     ax.plot(x[at], y[at], ls="none", marker="o", ms=13, mfc="none",
                             mec=colour, label=f"{name}at the ceiling")  # fmt: skip
                 if chance and col in chance:
