@@ -22,7 +22,7 @@ from idaudit._validation import (
     check_random_state,
 )
 from idaudit.exceptions import InvalidInputError
-from idaudit.inversion._attacks import APGD, AttackOutput, GreedyPixel
+from idaudit.inversion._attacks import APGD, AttackOutput, CoordinateSearch, GreedyPixel
 from idaudit.inversion._bank import LatentBank
 from idaudit.inversion._generators import LatentGenerator
 from idaudit.inversion._target import TargetModel, to_uint8
@@ -116,21 +116,32 @@ class RankedAdversary:
     top_n : int, default 3
         ``N``.
     t_max : int, default 100
-        Most updates (APGD) or queries (GreedyPixel) per code.
+        Most updates (APGD: ``t_max + 1`` queries with the start) or queries (GreedyPixel)
+        per code.
     tau_a : float, optional
         Attack threshold in [−1, 1] (Eq. 14, :func:`attack_threshold`); ``None``: no early
         stop, every code is attacked and the best kept (Tab. VIII, "NO").
-    attack : {"apgd", "greedypixel"}, default "apgd"
+    attack : {"apgd", "greedypixel", "coordinate"}, default "apgd"
+        ``"coordinate"``: :class:`CoordinateSearch`, the one-coordinate black-box search.
     norm : {"l2", "linf"}, default "l2"
+        APGD's and CoordinateSearch's ball; GreedyPixel is an L∞ attack by construction.
     eps : float, optional
-        Radius; default ``generator.default_radius[norm]``.
+        Radius; default ``generator.default_radius[norm]``, and for GreedyPixel its step
+        1.0 (the authors' setting).
     query_budget : int, optional
-        ``Q_max`` (black-box): ``t_max`` becomes ``min(t_max, ⌊(Q_max − V)/N⌋)`` (Eq. 18), so
-        the total never exceeds the budget.
+        ``Q_max``: each code gets ``q = ⌊(Q_max − V)/N⌋`` queries (Eq. 18), i.e.
+        ``min(t_max, q)`` GreedyPixel queries or ``min(t_max, q − 1)`` APGD updates (the
+        start's gradient is a query too), so the total never exceeds the budget.
+    query_split : {"eq18", "carry"}, default "eq18"
+        With ``query_budget``: ``"eq18"`` gives every code ``⌊(Q_max − V)/N⌋`` queries (the
+        paper); ``"carry"`` gives code ``j`` (0-based) ``⌊(Q_max − spent)/(N − j)⌋``, so the
+        queries earlier codes left unused go to later codes (DiffMI) and ``Q_max`` is spent
+        exactly when no code reaches ``tau_a``.
     sparsity : int, optional
-        GreedyPixel's limit on changed coordinates.
+        GreedyPixel: pixels cycled over (the head of the priority order); CoordinateSearch:
+        most coordinates changed.
     surrogate : Encoder, optional
-        A differentiable encoder whose gradient orders GreedyPixel's coordinates.
+        A differentiable encoder whose gradient orders the black-box attack's pixels.
     warp : FrameWarp, optional
         Generator frame → encoder crop; default a plain resize.
     rng : int, SeedSequence or Generator, default 0
@@ -158,10 +169,11 @@ class RankedAdversary:
         top_n: int = 3,
         t_max: int = 100,
         tau_a: float | None = None,
-        attack: Literal["apgd", "greedypixel"] = "apgd",
+        attack: Literal["apgd", "greedypixel", "coordinate"] = "apgd",
         norm: Literal["l2", "linf"] = "l2",
         eps: float | None = None,
         query_budget: int | None = None,
+        query_split: Literal["eq18", "carry"] = "eq18",
         sparsity: int | None = None,
         surrogate: Any = None,
         warp: FrameWarp | None = None,
@@ -178,6 +190,7 @@ class RankedAdversary:
         self.norm = norm
         self.eps = eps
         self.query_budget = query_budget
+        self.query_split = query_split
         self.sparsity = sparsity
         self.surrogate = surrogate
         self.warp = warp
@@ -194,7 +207,8 @@ class RankedAdversary:
                 f"`bank` codes have shape {self.bank.latents.shape[1:]} but the generator's "
                 f"latent shape is {tuple(self.generator.latent_shape)}."
             )
-        attack = check_option(self.attack, "attack", ("apgd", "greedypixel"))
+        attack = check_option(self.attack, "attack", ("apgd", "greedypixel", "coordinate"))
+        split = check_option(self.query_split, "query_split", ("eq18", "carry"))
         norm = check_option(self.norm, "norm", ("l2", "linf"))
         top_n = check_integer(self.top_n, "top_n", minimum=1)
         if top_n > self.bank.volume:
@@ -202,20 +216,36 @@ class RankedAdversary:
                 f"`top_n` must be <= the bank volume {self.bank.volume}; got {top_n}."
             )
         t_max = check_integer(self.t_max, "t_max", minimum=1)
+        start_query = int(attack == "apgd")  # APGD's gradient at the start is a query
         if self.query_budget is not None:
-            t_max = min(t_max, max_iterations(self.query_budget, self.bank.volume, top_n))
+            per_code = max_iterations(self.query_budget, self.bank.volume, top_n)
+            if per_code <= start_query:
+                raise InvalidInputError(
+                    f"`query_budget` must leave at least two queries per code for APGD (the "
+                    f"start and one update): >= {self.bank.volume + 2 * top_n} for "
+                    f"top_n = {top_n}; got {self.query_budget}."
+                )
+            t_max = min(t_max, per_code - start_query)
         tau_a = (
             None
             if self.tau_a is None
             else check_in_range(self.tau_a, "tau_a", -1.0, 1.0, closed="both")
         )
-        eps = self.generator.default_radius[norm] if self.eps is None else self.eps
+        if self.eps is not None:
+            eps = self.eps
+        elif attack == "greedypixel":
+            eps = 1.0
+        else:
+            eps = self.generator.default_radius[norm]
         eps = check_in_range(eps, "eps", 0.0, None)
         return {
             "attack": attack,
             "norm": norm,
             "top_n": top_n,
             "t_max": t_max,
+            "t_max_cap": self.t_max,
+            "start_query": start_query,
+            "query_split": split,
             "tau_a": tau_a,
             "eps": eps,
         }
@@ -331,6 +361,14 @@ class RankedAdversary:
             ) -> torch.Tensor:
                 return model.similarity(x, tz[sub.to(tz.device)])
 
+            if self.query_budget is not None and s["query_split"] == "carry":
+                # DiffMI: what earlier codes left goes to later ones; every active row has
+                # spent the same, the max keeps the rule safe
+                left = int(self.query_budget) - int(queries[rows].max())
+                s = {
+                    **s,
+                    "t_max": min(s["t_max_cap"], left // (s["top_n"] - r) - s["start_query"]),
+                }
             out = self._run_attack(s, objective, x0, top_sims[rows, r], seeds[rows, r], tz)
             vals = out.values.double().cpu().numpy()
             for j, t in enumerate(rows):
@@ -386,11 +424,21 @@ class RankedAdversary:
                 f = surrogate.similarity(x, targets)
                 (priority,) = torch.autograd.grad(f.sum(), x)
         # one random stream per (target, rank): a batched run equals the one-target runs
-        gp = GreedyPixel(
-            norm=s["norm"], eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"], sparsity=self.sparsity
-        )
+        attack: GreedyPixel | CoordinateSearch
+        if s["attack"] == "greedypixel":
+            attack = GreedyPixel(
+                eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"], sparsity=self.sparsity
+            )
+        else:
+            attack = CoordinateSearch(
+                norm=s["norm"],
+                eps=s["eps"],
+                t_max=s["t_max"],
+                tau=s["tau_a"],
+                sparsity=self.sparsity,
+            )
         initial_t = torch.as_tensor(initial, dtype=torch.float32, device=x0.device)
-        return gp.run(objective, x0, initial_t, priority, row_seeds=seeds)
+        return attack.run(objective, x0, initial_t, priority, row_seeds=seeds)
 
 
 def results_to_xarray(results: list[InversionResult], **attrs: Any) -> xr.Dataset:

@@ -25,7 +25,7 @@ from idaudit._validation import (
 )
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["APGD", "AttackOutput", "GreedyPixel", "apgd_checkpoints", "project"]
+__all__ = ["APGD", "AttackOutput", "CoordinateSearch", "GreedyPixel", "apgd_checkpoints", "project"]
 
 Norm = Literal["l2", "linf"]
 #: ``f(latents, rows) -> values``: the objective of the rows ``rows`` at ``latents`` (one per row).
@@ -122,9 +122,17 @@ class APGD:
     Start ``x⁰``, step ``η = 2ε``; ``x¹ = P(x⁰ + η s(∇f(x⁰)))`` and then
     ``z = P(xᵏ + η s(∇f(xᵏ)))``, ``xᵏ⁺¹ = P(xᵏ + α(z − xᵏ) + (1 − α)(xᵏ − xᵏ⁻¹))`` with
     ``s`` the sign (L∞) or the L2-normalised gradient (L2) and ``P`` the projection on the
-    ball. At each checkpoint (:func:`apgd_checkpoints`) the step is halved, and the iterate
-    reset to the best point, when too few steps improved or when neither the step nor the
-    best value changed since the previous checkpoint. The best iterate is returned.
+    ball. At each checkpoint ``w_j`` (:func:`apgd_checkpoints`) the step is halved, and the
+    iterate reset to the best point, when
+
+    1. fewer than ``ρ · (w_j − w_{j−1})`` of the steps since ``w_{j−1}`` increased ``f``, or
+    2. ``η^(w_{j−1}) = η^(w_j)`` and ``f_max^(w_{j−1}) = f_max^(w_j)``: the step was not
+       halved at ``w_{j−1}`` and the best value did not improve since (``η^(w_{j−1})`` is
+       the step *before* that checkpoint's halving).
+
+    A restart keeps the momentum: the next step's momentum term is ``x_max − xᵏ⁻¹``, as in
+    Croce's code. The best iterate is returned. Queries: the start and one per update,
+    ``t_max + 1`` per code without an early stop.
 
     References
     ----------
@@ -240,20 +248,22 @@ class APGD:
             if k + 1 in checkpoints:
                 span = (k + 1 - last_ckpt[rows]).float()
                 cond1 = n_better[rows] < self.rho * span
+                # condition 2 compares with the step and best value *at* the previous
+                # checkpoint, recorded before that checkpoint's halving (Croce & Hein, Sec. 3.2)
                 cond2 = (step_at_ckpt[rows] == step[rows]) & (best_at_ckpt[rows] == best_f[rows])
+                step_at_ckpt[rows] = step[rows]
+                best_at_ckpt[rows] = best_f[rows]
                 halve = rows[cond1 | cond2]
                 step[halve] /= 2.0
-                # restart the halved rows from their best point
+                # restart the halved rows from their best point; x_prev is kept, so the
+                # momentum term of the next step is x_best - x^(k-1), as in Croce's code
                 x_cur[halve], g_cur[halve], f_cur[halve] = (
                     best_x[halve],
                     best_g[halve],
                     best_f[halve],
                 )
-                x_prev[halve] = best_x[halve]
                 last_ckpt[rows] = k + 1
                 n_better[rows] = 0.0
-                step_at_ckpt[rows] = step[rows]
-                best_at_ckpt[rows] = best_f[rows]
             active = active & (best_f < tau)
         return AttackOutput(
             latents=best_x,
@@ -266,7 +276,208 @@ class APGD:
 
 
 class GreedyPixel:
-    """Query-only coordinate-wise greedy search over the latent (after Wang et al. 2025).
+    """GreedyPixel (Wang et al. 2025): a query-only greedy search, one latent pixel at a time.
+
+    Parameters
+    ----------
+    eps : float, default 1.0
+        Per-coordinate step and L∞ radius around the start (the authors' setting in DiffMI:
+        ``eps = 1`` on standard-normal diffusion latents).
+    t_max : int, default 100
+        Queries per code (one query = one evaluation; Eq. 15). Spent exactly unless ``tau``
+        is reached first.
+    sparsity : int, optional
+        Number of pixels cycled over: the first ``sparsity`` of the priority order (DiffMI:
+        1 % of the 256 × 256 pixels, 655); default: all pixels.
+    tau : float, optional
+        Early stop at the attack threshold.
+    rng : int, SeedSequence or Generator, default 0
+        Random pixel order when no priority is given.
+
+    Notes
+    -----
+    A latent ``(C, H, W)`` has ``H · W`` pixels of ``C`` channels; a flat latent ``(d,)`` has
+    ``d`` pixels of one channel. Pixels are visited in priority order, cyclically. At pixel
+    ``p`` the attack scores the ``2^C`` candidates that set the pixel to ``x⁰_p + ε s`` with
+    ``s ∈ {−1, +1}^C`` (8 for ``C = 3``), all other pixels as they are, in one batch of ``2^C``
+    queries, and moves the pixel to the best candidate — also when it is worse than the
+    current point (the candidates are centred on the start, so a revisit may undo a move).
+    The iterate therefore stays in the L∞ ball of radius ``ε`` and differs from ``x⁰`` by
+    exactly ``±ε`` on every channel of each visited pixel. The last visit scores only the
+    candidates the budget still pays for, so a row spends exactly ``t_max`` queries. The
+    best point seen is returned.
+
+    The priority of row ``i`` can come from a surrogate's gradient ``g_i``: pixels by
+    decreasing ``Σ_c |g_i[c, p]|``. Without one the order is a random permutation. The
+    start's value is not re-queried: it is the Top-N similarity already paid for (Eq. 13).
+
+    References
+    ----------
+    H. Wang et al., "GreedyPixel: fine-grained black-box adversarial attack via greedy
+    algorithm", IEEE TIFS 2025.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from idaudit.inversion import GreedyPixel
+    >>> c = torch.tensor([[1.0, 2.0, 3.0]])
+    >>> f = lambda x, rows: -(x - c[rows]).square().sum(dim=1)
+    >>> x0 = torch.zeros(1, 3)
+    >>> out = GreedyPixel(eps=1.0, t_max=6).run(f, x0, f(x0, torch.tensor([0])))
+    >>> out.latents, int(out.queries[0])
+    (tensor([[1., 1., 1.]]), 6)
+    """
+
+    def __init__(
+        self,
+        *,
+        eps: float = 1.0,
+        t_max: int = 100,
+        sparsity: int | None = None,
+        tau: float | None = None,
+        rng: RngLike = 0,
+    ) -> None:
+        self.eps = eps
+        self.t_max = t_max
+        self.sparsity = sparsity
+        self.tau = tau
+        self.rng = rng
+
+    def run(
+        self,
+        objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        x0: torch.Tensor,
+        initial: torch.Tensor,
+        priority: torch.Tensor | None = None,
+        *,
+        row_seeds: npt.ArrayLike | None = None,
+    ) -> AttackOutput:
+        """Greedy search from ``x0`` whose objective values ``initial`` are already known.
+
+        Parameters
+        ----------
+        objective : callable
+            ``objective(latents, rows) -> values``, evaluated without gradients.
+        x0 : torch.Tensor, shape (B, *latent_shape)
+        initial : torch.Tensor, shape (B,)
+            Finite objective values at ``x0``.
+        priority : torch.Tensor, shape (B, *latent_shape), optional
+            A surrogate gradient per row (see Notes).
+        row_seeds : array_like of int, shape (B,), optional
+            One seed per row for its random order (then a row's search does not depend on the
+            other rows of the batch); default: drawn from ``rng``.
+
+        Returns
+        -------
+        AttackOutput
+            ``queries`` counts every evaluation: exactly ``t_max`` per row unless ``tau`` was
+            reached; ``iterations`` counts pixel visits.
+        """
+        eps = check_in_range(self.eps, "eps", 0.0, None)
+        t_max = check_integer(self.t_max, "t_max", minimum=1)
+        tau = (
+            math.inf
+            if self.tau is None
+            else check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
+        )
+        b = x0.shape[0]
+        if initial.shape != (b,):
+            raise InvalidInputError(
+                f"`initial` must have shape ({b},); got {tuple(initial.shape)}."
+            )
+        bad = np.flatnonzero(~np.isfinite(initial.detach().double().cpu().numpy()))
+        if bad.size:
+            raise InvalidInputError(
+                f"`initial` must be finite (the objective at `x0`); got "
+                f"{initial[int(bad[0])].item()!r} at row {int(bad[0])}."
+            )
+        if not bool(torch.isfinite(x0).all()):
+            raise InvalidInputError("`x0` must be finite.")
+        n_ch = 1 if x0.ndim == 2 else int(x0.shape[1])
+        n_px = int(np.prod(x0.shape[1:])) // n_ch
+        if n_ch > 10:
+            raise InvalidInputError(
+                f"GreedyPixel scores 2^C candidates per pixel: `x0` must have at most 10 "
+                f"channels; got {n_ch}."
+            )
+        k = n_px if self.sparsity is None else check_integer(self.sparsity, "sparsity", minimum=1)
+        k = min(k, n_px)
+        gen = check_random_state(self.rng)
+        if priority is not None:
+            if priority.shape != x0.shape:
+                raise InvalidInputError(
+                    f"`priority` must have the shape of `x0`; got {tuple(priority.shape)} vs "
+                    f"{tuple(x0.shape)}."
+                )
+            score = priority.detach().reshape(b, n_ch, n_px).abs().sum(dim=1).cpu()  # (B, P)
+            order = torch.argsort(score, dim=1, descending=True, stable=True).numpy()
+        else:
+            seeds = (
+                gen.integers(0, 2**63 - 1, size=b)
+                if row_seeds is None
+                else np.asarray(row_seeds, dtype=np.int64).reshape(b)
+            )
+            order = np.stack([np.random.default_rng(int(s)).permutation(n_px) for s in seeds])
+        order = order[:, :k]  # (B, k): the pixels cycled over
+        # the 2^C sign patterns, in itertools.product order: (−,−,−), (−,−,+), ...
+        signs = torch.tensor(
+            [
+                [1.0 if (j >> (n_ch - 1 - c)) & 1 else -1.0 for c in range(n_ch)]
+                for j in range(2**n_ch)
+            ],
+            dtype=x0.dtype,
+            device=x0.device,
+        )  # (2^C, C)
+        n_cand = signs.shape[0]
+        start = x0.detach().reshape(b, n_ch, n_px)  # (B, C, P)
+        cur = start.clone()
+        best_x = start.clone()
+        best = initial.detach().float().clone()
+        queries = np.zeros(b, dtype=np.int64)
+        visits = np.zeros(b, dtype=np.int64)
+        history: list[list[float]] = [[float(v)] for v in best.cpu()]
+        while True:
+            act = np.flatnonzero((queries < t_max) & (best.cpu().numpy() < tau))
+            if act.size == 0:
+                break
+            sizes = np.minimum(n_cand, t_max - queries[act])  # a partial last visit
+            batch, owner = [], []
+            for r, m in zip(act.tolist(), sizes.tolist(), strict=True):
+                p = int(order[r, visits[r] % k])
+                cand = cur[r].expand(m, n_ch, n_px).clone()  # (m, C, P)
+                cand[:, :, p] = start[r, :, p] + eps * signs[:m]
+                batch.append(cand)
+                owner += [r] * m
+            cands = torch.cat(batch)  # (Σm, C, P)
+            rows = torch.as_tensor(owner, device=x0.device)
+            with torch.no_grad():
+                vals = objective(cands.reshape(len(owner), *x0.shape[1:]), rows)
+            vals = vals.detach().float().cpu()
+            at = 0
+            for r, m in zip(act.tolist(), sizes.tolist(), strict=True):
+                v = vals[at : at + m]
+                j = int(torch.argmax(v))  # first best: ties go to the earlier candidate
+                cur[r] = cands[at + j]  # always move (Wang et al.): revisits may undo it
+                for val in v.tolist():
+                    history[r].append(max(history[r][-1], val))
+                if v[j] > best[r]:
+                    best[r] = v[j]
+                    best_x[r] = cands[at + j]
+                at += m
+            queries[act] += sizes
+            visits[act] += 1
+        return AttackOutput(
+            latents=best_x.reshape(x0.shape),
+            values=best,
+            initial=initial.detach().float(),
+            iterations=visits,
+            queries=queries,
+            history=[np.asarray(h, dtype=np.float64) for h in history],
+        )
+
+
+class CoordinateSearch:
+    """Query-only coordinate-wise search over the latent (one coordinate, one sign at a time).
 
     Coordinates are visited in priority order; at each one the attack tries moving it to
     ``+step`` and, if that does not improve the objective, to ``−step`` (one query each), and

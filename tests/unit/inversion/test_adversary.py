@@ -106,6 +106,61 @@ def test_black_box_queries_are_exact_and_within_budget(
     assert all(r.queries == bank.volume + 3 * 7 for r in res)  # tau_a = 1 is never reached
 
 
+class _CountingEncoder(LinearEncoder):
+    """A white-box encoder that counts the images it embeds through ``forward``."""
+
+    def forward(self, x: torch.Tensor, *, normalize: bool = True) -> torch.Tensor:
+        self.n_encoded += int(x.shape[0])
+        return super().forward(x, normalize=normalize)
+
+
+def test_white_box_queries_are_exact_and_within_budget(
+    toy: dict[str, Any], bank: LatentBank
+) -> None:
+    enc = _CountingEncoder()
+    z = _targets(toy, 3)
+    budget = bank.volume + 3 * 7 + 2  # Eq. 18: 7 queries per code = the start + 6 updates
+    adv = RankedAdversary(
+        toy["generator"], enc, bank=bank, top_n=3, t_max=100, tau_a=1.0, query_budget=budget
+    )
+    adv.bank_embeddings()
+    before = enc.n_encoded
+    res = adv.invert_many(z)
+    spent = enc.n_encoded - before
+    assert sum(r.queries - bank.volume for r in res) == spent
+    assert all(r.queries == bank.volume + 3 * 7 for r in res)  # never more than Q
+    assert all(r.iterations == 3 * 6 for r in res)
+    with pytest.raises(InvalidInputError, match="at least two queries per code for APGD"):
+        RankedAdversary(
+            toy["generator"], enc, bank=bank, top_n=3, query_budget=bank.volume + 5
+        ).invert(z[0])
+
+
+@pytest.mark.parametrize("attack", ["apgd", "greedypixel"])
+def test_carry_split_hands_unused_queries_to_later_codes(
+    toy: dict[str, Any], bank: LatentBank, attack: str
+) -> None:
+    enc = _CountingEncoder(differentiable=attack == "apgd")
+    z = _targets(toy, 2)
+    budget = bank.volume + 3 * 7 + 2  # DiffMI: floor(23/3) = 7, floor(16/2) = 8, 8
+    adv = RankedAdversary(
+        toy["generator"],
+        enc,
+        bank=bank,
+        top_n=3,
+        t_max=100,
+        tau_a=1.0,
+        attack=attack,  # type: ignore[arg-type]
+        query_budget=budget,
+        query_split="carry",
+    )
+    res = adv.invert_many(z)
+    assert all(r.queries == budget for r in res)  # spent exactly
+    # history: one entry per query, plus the unqueried start for GreedyPixel
+    extra = int(attack == "greedypixel")
+    np.testing.assert_array_equal([len(h) for h in res[0].history], np.array([7, 8, 8]) + extra)
+
+
 def test_invert_many_equals_a_loop_of_invert_and_is_deterministic(
     toy: dict[str, Any], bank: LatentBank
 ) -> None:
