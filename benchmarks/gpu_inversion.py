@@ -2,6 +2,7 @@
 
     python benchmarks/gpu_inversion.py [--volume 1000] [--top-n 3] [--t-max 100] [--steps 20]
                                        [--dtype bf16|fp32] [--targets 2]
+                                       [--gradient full|shortcut] [--passes-only]
 
 The UNet is ``DiffusionGenerator.from_config("ddpm-celebahq-256")``: the published
 architecture with *random* weights (no pretrained weights exist offline), so the images are
@@ -13,6 +14,11 @@ attack runs APGD (L2, ε = 35) with no early stop, so every target costs the wor
 
 The seed reports 256 s per attack on an A100; the target here is under 60 s on an H200-class
 GPU. Record the printed figures with the device name.
+
+Before the attack it times one forward + backward pass of ``--top-n`` latents through DDIM with
+``gradient="full"`` (through the UNet) and ``gradient="shortcut"`` (DiffMI's no-grad sampling,
+``0.5 · ∂L/∂x̂ · 1[0 < x̂ < 1]``); the attack itself uses ``--gradient``. ``--passes-only`` stops
+after those timings.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ def main() -> int:
     parser.add_argument("--targets", type=int, default=2)
     parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
     parser.add_argument("--no-checkpointing", action="store_true")
+    parser.add_argument("--gradient", choices=("full", "shortcut"), default="full")
+    parser.add_argument("--passes-only", action="store_true")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print(
@@ -65,6 +73,27 @@ def main() -> int:
     enc = TorchDlibEncoder(device="cuda")
     print(f"models ready in {time.perf_counter() - t0:.1f} s")
 
+    x_t = gen.sample_latents(args.top_n, rng=0)
+    for mode in ("full", "shortcut"):
+        gen.gradient = mode
+        times = []
+        torch.cuda.reset_peak_memory_stats()
+        for _ in range(4):  # the first pass warms up kernels and is not counted
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            x = x_t.clone().requires_grad_(True)
+            gen.forward(x).square().mean().backward()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        print(
+            f"gradient={mode!r}: {min(times[1:]):.3f} s per forward + backward of "
+            f"{args.top_n} latents ({args.steps} DDIM steps), peak memory "
+            f"{torch.cuda.max_memory_allocated() / 2**30:.2f} GiB"
+        )
+    gen.gradient = args.gradient
+    if args.passes_only:
+        return 0
+
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     bank = LatentBank.build(
@@ -74,7 +103,6 @@ def main() -> int:
         tau_k=0.999,
         tau_d=0.0,
         rng=0,
-        batch_size=4096,
     )
     torch.cuda.synchronize()
     print(

@@ -8,7 +8,8 @@
   :class:`APGD` (white-box) and :class:`GreedyPixel` (black-box); :func:`max_iterations` (Eq. 18);
   :func:`calibrate_radius`.
 * Evaluation: :func:`eer_threshold`, :func:`attack_threshold` (Eq. 14), :func:`type_accuracy`
-  (Type I / II), :func:`joint_evaluation`, :func:`reference_bounds` and :class:`OODDetector`;
+  (Type I / II), :func:`identity_scores` (rank-1 identification and own-vs-other margins),
+  :func:`joint_evaluation`, :func:`reference_bounds` and :class:`OODDetector`;
   :func:`results_to_xarray` stacks :class:`InversionResult` objects into one Dataset.
 
 ``__all__`` lists these and the result classes they return (:class:`AttackOutput`,
@@ -16,7 +17,8 @@
 The building blocks they share stay importable from here, outside ``__all__``, as an internal
 API that may change without deprecation: ``TargetModel`` (generator, warp and encoder as one
 function of the latent), ``project``, ``apgd_checkpoints``, ``detection_scores``,
-``check_images``, and the generator settings ``DCGAN_RADIUS`` and ``DDPM_CELEBAHQ_256``.
+``check_images``, ``MIN_GENUINE_PAIRS``, and the generator settings ``DCGAN_RADIUS`` and
+``DDPM_CELEBAHQ_256``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from idaudit.inversion._attacks import project as project
 from idaudit.inversion._bank import LatentBank
 from idaudit.inversion._bank import detection_scores as detection_scores
 from idaudit.inversion._calibrate import RadiusCalibration, calibrate_radius
+from idaudit.inversion._evaluation import MIN_GENUINE_PAIRS as MIN_GENUINE_PAIRS
 from idaudit.inversion._evaluation import (
     EERResult,
     OODDetector,
@@ -40,6 +43,7 @@ from idaudit.inversion._evaluation import (
     TypeAccuracy,
     attack_threshold,
     eer_threshold,
+    identity_scores,
     joint_evaluation,
     reference_bounds,
     type_accuracy,
@@ -72,6 +76,7 @@ __all__ = [
     "calibrate_radius",
     "dagostino_k2",
     "eer_threshold",
+    "identity_scores",
     "joint_evaluation",
     "max_iterations",
     "reference_bounds",

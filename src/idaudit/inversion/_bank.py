@@ -22,6 +22,22 @@ __all__ = ["LatentBank", "detection_scores"]
 
 _FORMAT = "idaudit-latent-bank-1"
 
+# Bytes per latent value of one draw round at its peak: the float32 draw (4) and, inside
+# `dagostino_k2`, the float64 copy, the centred copy and one float64 power temporary (3 × 8).
+_ROUND_BYTES_PER_VALUE = 28
+# Codes per round when the latent is small (the DCGAN's 100 values: 11 MiB per round).
+_MAX_BATCH = 4096
+
+
+def draw_batch_size(latent_shape: tuple[int, ...], max_bytes: int) -> int:
+    """Codes per draw round so that the round's working memory stays within ``max_bytes``.
+
+    ``batch · 28 · prod(latent_shape) ≤ max_bytes`` (see ``_ROUND_BYTES_PER_VALUE``), at most
+    4096 codes and at least one (a single code larger than the bound is drawn alone).
+    """
+    per_code = _ROUND_BYTES_PER_VALUE * max(1, int(np.prod(latent_shape, dtype=np.int64)))
+    return int(max(1, min(_MAX_BATCH, max_bytes // per_code)))
+
 
 def detection_scores(detector: Any, images: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
     """Highest face score per ``(n, H, W, 3)`` uint8 image (0 where no face is found): ``p_D``."""
@@ -88,7 +104,8 @@ class LatentBank:
         tau_k: float = 0.999,
         tau_d: float = 0.999,
         rng: RngLike = 0,
-        batch_size: int = 4096,
+        batch_size: int | None = None,
+        max_bytes: int = 2**30,
         max_draws: int | None = None,
     ) -> LatentBank:
         """Draw Gaussian codes until ``volume`` pass both filters (seed 002, Fig. 14).
@@ -109,8 +126,14 @@ class LatentBank:
         rng : int, SeedSequence or Generator, default 0
             Seeds a ``torch.Generator`` on the generator's device (same ``rng`` and device type:
             same bank).
-        batch_size : int, default 4096
-            Codes drawn and tested per round.
+        batch_size : int, optional
+            Codes drawn and tested per round. Default: sized from ``max_bytes``.
+        max_bytes : int, default 2**30
+            Bound on a draw round's working memory when ``batch_size`` is not given: the
+            round holds its float32 codes and the K² test's float64 temporaries, 28 bytes per
+            latent value, so ``batch_size = min(4096, max_bytes // (28 · prod(latent_shape)))``
+            (at least 1). With the 1 GiB default: 4096 codes for the DCGAN's 100-value latent,
+            195 for a 3 × 256 × 256 diffusion latent (1.0 GiB, where 4096 would need 21 GiB).
         max_draws : int, optional
             Give up (raise) after this many draws; default ``1000 · volume / (1 − tau_k)``.
 
@@ -128,6 +151,10 @@ class LatentBank:
         volume = check_integer(volume, "volume", minimum=1)
         tau_k = check_in_range(tau_k, "tau_k", 0.0, 1.0, closed="both")
         tau_d = check_in_range(tau_d, "tau_d", 0.0, 1.0, closed="both")
+        max_bytes = check_integer(max_bytes, "max_bytes", minimum=1)
+        shape = tuple(generator.latent_shape)
+        if batch_size is None:
+            batch_size = draw_batch_size(shape, max_bytes)
         batch_size = check_integer(batch_size, "batch_size", minimum=1)
         if max_draws is None:
             max_draws = int(min(1000 * volume / max(1.0 - tau_k, 1e-6), 2**62))
@@ -140,7 +167,6 @@ class LatentBank:
         seed_int = int(check_random_state(rng).integers(0, 2**63 - 1))
         device = generator.device
         gen = torch.Generator(device=device).manual_seed(seed_int)
-        shape = tuple(generator.latent_shape)
 
         kept_z: list[torch.Tensor] = []
         kept_im: list[npt.NDArray[np.uint8]] = []
@@ -223,7 +249,13 @@ class LatentBank:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LatentBank:
-        """Read a bank written by :meth:`save` (``allow_pickle=False``)."""
+        """Read a bank written by :meth:`save` (``allow_pickle=False``).
+
+        Raises
+        ------
+        InvalidInputError
+            When the file is not a bank, or its codes, images and scores differ in count.
+        """
         with np.load(path, allow_pickle=False) as data:
             try:
                 header = json.loads(str(data["header"]))
@@ -233,6 +265,19 @@ class LatentBank:
         if header.get("format") != _FORMAT:
             raise InvalidInputError(
                 f"{os.fspath(path)!r} has format {header.get('format')!r}, not {_FORMAT!r}."
+            )
+        counts = {k: int(np.shape(v)[0]) if np.ndim(v) else 0 for k, v in arrays.items()}
+        if len(set(counts.values())) != 1:
+            # Step (b) pairs code i with image i: a file whose arrays disagree cannot be used.
+            found = ", ".join(f"{k} {n}" for k, n in counts.items())
+            raise InvalidInputError(
+                f"{os.fspath(path)!r} holds arrays of different lengths ({found}); every code "
+                "needs its stored image and its two scores."
+            )
+        if arrays["images"].ndim != 4 or arrays["images"].shape[-1] != 3:
+            raise InvalidInputError(
+                f"{os.fspath(path)!r} stores images of shape {arrays['images'].shape}; "
+                "expected (V, H, W, 3)."
             )
         return cls(
             latents=arrays["latents"].astype(np.float32),

@@ -2,29 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
 from idaudit._results import Status, provenance, variable
-from idaudit._validation import check_in_range
+from idaudit._validation import check_in_range, check_integer
+from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
+    "MIN_GENUINE_PAIRS",
     "EERResult",
     "OODDetector",
     "OODResult",
     "TypeAccuracy",
     "attack_threshold",
     "eer_threshold",
+    "identity_scores",
     "joint_evaluation",
     "reference_bounds",
     "type_accuracy",
 ]
+
+
+#: Fewest genuine pairs behind ``τ_F`` for which Type I / II are reported. With 30 genuine
+#: pairs and no observed error, the exact two-sided 95 % interval on the FRR still reaches
+#: 0.116 (``1 − 0.025^{1/30}``); with the demo's former 12 it reached 0.265.
+MIN_GENUINE_PAIRS = 30
 
 
 def _scores(x: Any, name: str) -> npt.NDArray[np.float64]:
@@ -53,17 +62,25 @@ def _unit_rows(x: Any, name: str, dim: int | None = None) -> npt.NDArray[np.floa
 
 @dataclass(frozen=True)
 class EERResult:
-    """The threshold at the minimum equal error rate.
+    """The threshold at the equal error rate, with its counts and an exact interval.
 
     Attributes
     ----------
     threshold : float
         ``τ_F``: pairs with similarity ``≥ τ_F`` are called the same person.
     eer : float
-        ``(FAR + FRR) / 2`` at ``τ_F`` (sample estimate).
+        The equal error rate (sample estimate; see :func:`eer_threshold` for the rule).
     far, frr : float
         False-accept rate of impostor pairs and false-reject rate of genuine pairs at ``τ_F``.
     n_genuine, n_impostor : int
+        Pairs behind the estimate.
+    eer_low, eer_high : float
+        Exact interval for ``(FAR + FRR) / 2`` at ``τ_F``: Clopper–Pearson intervals for the
+        two rates at level ``1 − (1 − confidence_level)/2`` each, averaged (Bonferroni). It
+        treats ``τ_F`` as fixed although it was chosen on the same scores: ``diagnostic``.
+    method : str
+        ``"interpolate"``, ``"midpoint"`` (zero-error range) or ``"empirical"``.
+    confidence_level : float
     """
 
     threshold: float
@@ -72,6 +89,10 @@ class EERResult:
     frr: float
     n_genuine: int
     n_impostor: int
+    eer_low: float = float("nan")
+    eer_high: float = float("nan")
+    method: str = "empirical"
+    confidence_level: float = 0.95
     STATUS: ClassVar[dict[str, Status]] = {
         "threshold": "sample_estimate",
         "eer": "sample_estimate",
@@ -79,11 +100,19 @@ class EERResult:
         "frr": "sample_estimate",
         "n_genuine": "descriptive",
         "n_impostor": "descriptive",
+        "eer_low": "diagnostic",
+        "eer_high": "diagnostic",
     }
 
 
-def eer_threshold(genuine: npt.ArrayLike, impostor: npt.ArrayLike) -> EERResult:
-    """``τ_F`` at the minimum equal error rate of genuine and impostor similarities.
+def eer_threshold(
+    genuine: npt.ArrayLike,
+    impostor: npt.ArrayLike,
+    *,
+    method: Literal["interpolate", "empirical"] = "interpolate",
+    confidence_level: float = 0.95,
+) -> EERResult:
+    """``τ_F`` at the equal error rate of genuine and impostor similarities.
 
     Parameters
     ----------
@@ -91,6 +120,10 @@ def eer_threshold(genuine: npt.ArrayLike, impostor: npt.ArrayLike) -> EERResult:
         Similarities of same-identity pairs.
     impostor : array_like
         Similarities of different-identity pairs.
+    method : {"interpolate", "empirical"}, default "interpolate"
+        How ``τ_F`` and the EER are read off the ROC (Notes).
+    confidence_level : float, default 0.95
+        Of the exact interval ``[eer_low, eer_high]``.
 
     Returns
     -------
@@ -98,35 +131,86 @@ def eer_threshold(genuine: npt.ArrayLike, impostor: npt.ArrayLike) -> EERResult:
 
     Notes
     -----
-    Every observed score (and +∞) is a candidate threshold ``τ``; with
-    ``FAR(τ) = #{impostor ≥ τ}/n_i`` and ``FRR(τ) = #{genuine < τ}/n_g`` the chosen ``τ``
-    minimises ``|FAR − FRR|`` (ties: the lowest ``FAR + FRR``, then the smallest ``τ``),
-    and the EER is the mean of the two there — the crossing point of the empirical ROC
-    (scikit-learn's ``roc_curve`` convention: positive when ``score ≥ threshold``).
+    With ``FAR(τ) = #{impostor ≥ τ}/n_i`` and ``FRR(τ) = #{genuine < τ}/n_g`` at every
+    observed score (and +∞), ``d(τ) = FAR − FRR`` rises as ``τ`` falls.
+
+    * ``"interpolate"`` (DiffMI's rule: the root of ``1 − x = TPR(x)`` on the piecewise-linear
+      ROC): between the last ROC point with ``d < 0`` and the first with ``d ≥ 0`` the point
+      ``s = −d₀/(d₁ − d₀)`` of the way along the segment gives the EER
+      ``FAR₀ + s(FAR₁ − FAR₀)`` and ``τ_F = τ₀ + s(τ₁ − τ₀)``. When genuine and impostor
+      scores separate (EER 0), every ``τ`` in ``(max impostor, min genuine]`` has no error
+      and ``τ_F`` is the midpoint of that range (method ``"midpoint"``), not its strict end.
+    * ``"empirical"``: the observed score minimising ``|FAR − FRR|`` (ties: the lowest
+      ``FAR + FRR``, then the smallest ``τ``); EER = their mean there (scikit-learn's
+      ``roc_curve`` convention).
+
+    ``far``/``frr`` are the observed rates at the returned ``τ_F``, and the interval is built
+    from those error counts.
 
     Examples
     --------
     >>> from idaudit.inversion import eer_threshold
-    >>> r = eer_threshold([0.9, 0.8, 0.7, 0.3], [0.1, 0.2, 0.4, 0.6])
+    >>> r = eer_threshold([0.9, 0.8, 0.7, 0.3], [0.1, 0.2, 0.4, 0.6], method="empirical")
     >>> r.threshold, r.eer
     (0.6, 0.25)
+    >>> eer_threshold([0.9, 0.8], [0.1, 0.2]).threshold  # zero-error range (0.2, 0.8]
+    0.5
     """
+    if method not in ("interpolate", "empirical"):
+        raise InvalidInputError(f"`method` must be 'interpolate' or 'empirical'; got {method!r}.")
+    level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
     g = _scores(genuine, "genuine")
     i = _scores(impostor, "impostor")
-    cand = np.unique(np.concatenate([g, i, [np.inf]]))  # ascending
     gs, is_ = np.sort(g), np.sort(i)
+
+    def rates(tau: float) -> tuple[int, int]:  # (impostors accepted, genuine rejected)
+        return (
+            int(i.size - np.searchsorted(is_, tau, side="left")),
+            int(np.searchsorted(gs, tau, side="left")),
+        )
+
+    cand = np.unique(np.concatenate([g, i, [np.inf]]))  # ascending
     frr = np.searchsorted(gs, cand, side="left") / g.size  # genuine < τ
     far = 1.0 - np.searchsorted(is_, cand, side="left") / i.size  # impostor ≥ τ
-    gap = np.abs(far - frr)
-    tied = np.flatnonzero(gap == gap.min())
-    k = int(tied[np.argmin(far[tied] + frr[tied])])  # first (smallest τ) of the lowest means
+    used: str = method
+    if method == "empirical":
+        gap = np.abs(far - frr)
+        tied = np.flatnonzero(gap == gap.min())
+        k = int(tied[np.argmin(far[tied] + frr[tied])])  # first (smallest τ) of the lowest means
+        tau, eer = float(cand[k]), float((far[k] + frr[k]) / 2.0)
+    elif gs[0] > is_[-1]:  # separated: the zero-error range (max impostor, min genuine]
+        tau, eer, used = float((gs[0] + is_[-1]) / 2.0), 0.0, "midpoint"
+    else:
+        d = (far - frr)[::-1]  # descending τ: rises from −1 (τ = +∞) to +1
+        tau_desc = cand[::-1]
+        k1 = int(np.argmax(d >= 0))  # first point at or past the crossing; k1 ≥ 1
+        k0 = k1 - 1
+        s_ = float(-d[k0] / (d[k1] - d[k0]))
+        far_desc = far[::-1]
+        eer = float(far_desc[k0] + s_ * (far_desc[k1] - far_desc[k0]))
+        t0 = tau_desc[k0] if np.isfinite(tau_desc[k0]) else tau_desc[k1]
+        tau = float(t0 + s_ * (tau_desc[k1] - t0))
+    n_fa, n_fr = rates(tau)
+    a = (1.0 - level) / 2.0  # per rate: Bonferroni over the two
+    lo = (
+        float(clopper_pearson_lower(n_fa, i.size, a / 2))
+        + float(clopper_pearson_lower(n_fr, g.size, a / 2))
+    ) / 2.0
+    hi = (
+        float(clopper_pearson_upper(n_fa, i.size, a / 2))
+        + float(clopper_pearson_upper(n_fr, g.size, a / 2))
+    ) / 2.0
     return EERResult(
-        threshold=float(cand[k]),
-        eer=float((far[k] + frr[k]) / 2.0),
-        far=float(far[k]),
-        frr=float(frr[k]),
+        threshold=tau,
+        eer=eer,
+        far=n_fa / i.size,
+        frr=n_fr / g.size,
         n_genuine=int(g.size),
         n_impostor=int(i.size),
+        eer_low=lo,
+        eer_high=hi,
+        method=used,
+        confidence_level=level,
     )
 
 
@@ -186,11 +270,26 @@ class TypeAccuracy:
     }
 
 
+def _threshold(threshold: float | EERResult, min_genuine: int) -> float:
+    min_genuine = check_integer(min_genuine, "min_genuine", minimum=1)
+    if isinstance(threshold, EERResult):
+        if threshold.n_genuine < min_genuine:
+            raise InvalidInputError(
+                f"`threshold` comes from {threshold.n_genuine} genuine pairs, fewer than "
+                f"`min_genuine` {min_genuine}: Type I / II at such a tau_F are not reported. "
+                "Use more images per identity to set tau_F."
+            )
+        threshold = threshold.threshold
+    return check_in_range(threshold, "threshold", -1.0, 1.0, closed="both")
+
+
 def type_accuracy(
     reconstructions: npt.ArrayLike,
     targets: npt.ArrayLike,
     others: Sequence[npt.ArrayLike],
-    threshold: float,
+    threshold: float | EERResult,
+    *,
+    min_genuine: int = MIN_GENUINE_PAIRS,
 ) -> TypeAccuracy:
     """Type I / II accuracy of reconstructions in one test model (seed 002, Eq. 22 and 34).
 
@@ -202,8 +301,11 @@ def type_accuracy(
         Test-model embeddings of the target images ``F(x^T_i)``.
     others : sequence of I array_like, each (J_i, dim)
         Embeddings of each identity's other images ``x^{j≠T}_i`` (``J_i`` may be 0).
-    threshold : float
-        ``τ_F`` of the test model, in [−1, 1].
+    threshold : float or EERResult
+        ``τ_F`` of the test model, in [−1, 1]. An :class:`EERResult` is refused when it rests
+        on fewer than ``min_genuine`` genuine pairs; a plain float is taken as given.
+    min_genuine : int, default MIN_GENUINE_PAIRS (30)
+        Fewest genuine pairs behind an :class:`EERResult` threshold.
 
     Returns
     -------
@@ -225,7 +327,7 @@ def type_accuracy(
     >>> acc.type_i, acc.type_ii
     (1.0, 0.25)
     """
-    tau = check_in_range(threshold, "threshold", -1.0, 1.0, closed="both")
+    tau = _threshold(threshold, min_genuine)
     rec = _unit_rows(reconstructions, "reconstructions")
     tgt = _unit_rows(targets, "targets", rec.shape[1])
     if tgt.shape[0] != rec.shape[0]:
@@ -255,13 +357,158 @@ def type_accuracy(
     )
 
 
+def identity_scores(
+    reconstructions: npt.ArrayLike,
+    targets: npt.ArrayLike,
+    others: Sequence[npt.ArrayLike],
+    *,
+    names: Sequence[str] | None = None,
+) -> xr.Dataset:
+    """Rank-1 identification and own-vs-other margins: does a reconstruction find *its* identity.
+
+    Parameters
+    ----------
+    reconstructions : array_like, shape (I, dim)
+        Embeddings ``F(x̂_i)`` of the reconstructions.
+    targets : array_like, shape (I, dim)
+        Embeddings of the target images ``F(x^T_j)``.
+    others : sequence of I array_like, each (J_j, dim)
+        The gallery: each identity's *other* images (for synthetic identities, held-out
+        images of each identity). ``J_j`` may be 0.
+    names : sequence of str, optional
+        Target names (default ``"0"``, ``"1"``, …).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``target`` (the reconstruction) and ``candidate`` (the identity compared with):
+
+        * ``similarity`` (target, candidate): ``S(F(x̂_i), F(x^T_j))``, the own-vs-other matrix.
+        * ``margin`` (target): own target minus the best other target,
+          ``S_ii − max_{j≠i} S_ij`` (> 0: closer to its own target than to any other).
+        * ``gallery_similarity`` (target, candidate): mean cosine of ``x̂_i`` to identity ``j``'s
+          other images (NaN when ``J_j = 0``); ``gallery_margin``: its own-minus-best-other.
+        * ``rank1`` (target): 1 when the nearest image of the gallery of all identities'
+          other images belongs to identity ``i`` (NaN when ``J_i = 0``: it cannot be found).
+        * ``rank1_rate``, ``mean_margin``, ``mean_gallery_margin``: means over the targets
+          where defined; ``n_gallery``: gallery images.
+
+    Notes
+    -----
+    Type I / II ask whether a reconstruction clears ``τ_F``; in a crowded embedding space a
+    reconstruction can clear it for several identities. Rank-1 identification and the margin
+    ask whether it is nearer its own identity than the others, with no threshold. Chance
+    rank-1 is about ``1/I`` when the identities have similar gallery sizes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.inversion import identity_scores
+    >>> e = np.eye(3)
+    >>> ds = identity_scores(e[:2], e[:2], [e[[0]], e[[2]]])
+    >>> ds.rank1.values.tolist(), float(ds.mean_margin)
+    ([1.0, 0.0], 1.0)
+    """
+    rec = _unit_rows(reconstructions, "reconstructions")
+    tgt = _unit_rows(targets, "targets", rec.shape[1])
+    n = rec.shape[0]
+    if tgt.shape[0] != n or len(others) != n:
+        raise InvalidInputError(
+            f"`targets` and `others` must have one entry per reconstruction; got "
+            f"{tgt.shape[0]} and {len(others)} vs {n}."
+        )
+    labels = [str(k) for k in range(n)] if names is None else [str(x) for x in names]
+    if len(labels) != n:
+        raise InvalidInputError(f"`names` must name every target; got {len(labels)} vs {n}.")
+    sim = rec @ tgt.T  # (I, I)
+    gal_sim = np.full((n, n), np.nan)
+    gallery, owner = [], []
+    for j, o in enumerate(others):
+        arr = np.asarray(o, dtype=np.float64)
+        if arr.size == 0:
+            continue
+        g = _unit_rows(arr, "others", rec.shape[1])  # (J_j, dim)
+        gal_sim[:, j] = (rec @ g.T).mean(axis=1)
+        gallery.append(g)
+        owner.extend([j] * g.shape[0])
+    rank1 = np.full(n, np.nan)
+    if gallery:
+        nearest = np.asarray(owner)[np.argmax(rec @ np.concatenate(gallery).T, axis=1)]  # (I,)
+        has = np.isfinite(gal_sim[np.arange(n), np.arange(n)])
+        rank1[has] = (nearest == np.arange(n))[has]
+
+    def margin(m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        off = np.where(np.eye(n, dtype=bool), np.nan, m)
+        out = np.full(n, np.nan)
+        if n > 1:
+            for t in range(n):
+                if np.isfinite(m[t, t]) and np.isfinite(off[t]).any():
+                    out[t] = m[t, t] - np.nanmax(off[t])
+        return out
+
+    def mean(x: npt.NDArray[np.float64]) -> float:
+        return float(np.nanmean(x)) if np.isfinite(x).any() else float("nan")
+
+    m_t, m_g = margin(sim), margin(gal_sim)
+    dims = ("target", "candidate")
+    return xr.Dataset(
+        {
+            "similarity": variable(
+                dims, sim, long_name="cosine of reconstruction to target", status="sample_estimate"
+            ),
+            "margin": variable(
+                "target",
+                m_t,
+                long_name="own-target minus best other-target similarity",
+                status="sample_estimate",
+            ),
+            "gallery_similarity": variable(
+                dims,
+                gal_sim,
+                long_name="mean cosine of reconstruction to the identity's other images",
+                status="sample_estimate",
+            ),
+            "gallery_margin": variable(
+                "target",
+                m_g,
+                long_name="own minus best other identity, over other images",
+                status="sample_estimate",
+            ),
+            "rank1": variable(
+                "target",
+                rank1,
+                long_name="rank-1 identification in the gallery of other images",
+                status="sample_estimate",
+            ),
+            "rank1_rate": variable(
+                (), mean(rank1), long_name="rank-1 identification rate", status="sample_estimate"
+            ),
+            "mean_margin": variable(
+                (), mean(m_t), long_name="mean own-vs-other margin", status="sample_estimate"
+            ),
+            "mean_gallery_margin": variable(
+                (),
+                mean(m_g),
+                long_name="mean own-vs-other margin over other images",
+                status="sample_estimate",
+            ),
+            "n_gallery": variable((), len(owner), long_name="gallery images", status="descriptive"),
+        },
+        coords={"target": labels, "candidate": labels},
+        attrs=provenance(title="identity_scores"),
+    )
+
+
 def joint_evaluation(
     reconstructions: Mapping[str, Mapping[str, npt.ArrayLike]],
     targets: Mapping[str, npt.ArrayLike],
     others: Mapping[str, Sequence[npt.ArrayLike]],
-    thresholds: Mapping[str, float],
+    thresholds: Mapping[str, float | EERResult],
+    *,
+    same_weights: Iterable[tuple[str, str]] = (),
+    min_genuine: int = MIN_GENUINE_PAIRS,
 ) -> xr.Dataset:
-    """Type I / II accuracy for every target model × test model (seed 002, Sec. IV, Tab. III).
+    """Type I / II and identification for every target model × test model (Sec. IV, Tab. III).
 
     Parameters
     ----------
@@ -271,60 +518,124 @@ def joint_evaluation(
     targets : mapping
         ``targets[test_model]``: ``(I, dim_test)`` embeddings of the target images.
     others : mapping
-        ``others[test_model]``: per target, the identity's other images' embeddings.
+        ``others[test_model]``: per target, the identity's other images' embeddings (the
+        gallery of :func:`identity_scores`; held-out images for synthetic identities).
     thresholds : mapping
-        ``thresholds[test_model]``: ``τ_F``.
+        ``thresholds[test_model]``: ``τ_F``, a float or an :class:`EERResult` (refused below
+        ``min_genuine`` genuine pairs, see :func:`type_accuracy`).
+    same_weights : iterable of (str, str), optional
+        ``(target_model, test_model)`` pairs that are the same network (for instance a torch
+        port and its C++ original). A model name shared by both axes counts too. Such a test
+        model is no independent check: it is recorded in ``same_weights`` and in the attrs.
+    min_genuine : int, default MIN_GENUINE_PAIRS (30)
 
     Returns
     -------
     xarray.Dataset
-        Dims ``target_model`` and ``test_model``; variables ``type_i``, ``type_ii`` (sample
-        estimates) and ``n_targets``; ``type_i_avg`` / ``type_ii_avg`` over test models
-        (the target model included: the joint evaluation's "Avg.").
+        Dims ``target_model`` and ``test_model``; variables ``type_i``, ``type_ii``,
+        ``rank1`` (rank-1 identification rate), ``margin`` and ``gallery_margin`` (mean
+        own-vs-other margins), all sample estimates; ``similarity`` with dims
+        ``(target_model, test_model, target, candidate)`` (the own-vs-other matrix);
+        ``same_weights`` (bool) and ``n_targets``; ``type_i_avg`` / ``type_ii_avg`` over test
+        models (the target model included: the joint evaluation's "Avg."). The attr
+        ``same_weights`` lists the shared-weight pairs as ``"target=test"`` (``"none"``).
     """
     target_models = list(reconstructions)
     test_models = list(thresholds)
     if not target_models or not test_models:
         raise InvalidInputError("`reconstructions` and `thresholds` must not be empty.")
+    shared = {(str(a), str(b)) for a, b in same_weights}
+    shared |= {(m, m) for m in target_models if m in test_models}
     t1 = np.full((len(target_models), len(test_models)), np.nan)
-    t2 = np.full_like(t1, np.nan)
+    t2, r1, mg, gm = (np.full_like(t1, np.nan) for _ in range(4))
     counts = np.zeros_like(t1, dtype=np.int64)
+    same = np.zeros_like(t1, dtype=bool)
+    n_i = None
+    mats: list[list[npt.NDArray[np.float64]]] = []
     for a, tm in enumerate(target_models):
+        row = []
         for b, sm in enumerate(test_models):
             if sm not in reconstructions[tm]:
                 raise InvalidInputError(
                     f"`reconstructions[{tm!r}]` has no embeddings for test model {sm!r}."
                 )
-            acc = type_accuracy(reconstructions[tm][sm], targets[sm], others[sm], thresholds[sm])
+            acc = type_accuracy(
+                reconstructions[tm][sm],
+                targets[sm],
+                others[sm],
+                thresholds[sm],
+                min_genuine=min_genuine,
+            )
+            ids = identity_scores(reconstructions[tm][sm], targets[sm], others[sm])
+            if n_i is not None and acc.n_targets != n_i:
+                raise InvalidInputError(
+                    f"every target and test model must hold the same targets; got "
+                    f"{acc.n_targets} vs {n_i}."
+                )
+            n_i = acc.n_targets
             t1[a, b], t2[a, b], counts[a, b] = acc.type_i, acc.type_ii, acc.n_targets
+            r1[a, b] = float(ids.rank1_rate)
+            mg[a, b] = float(ids.mean_margin)
+            gm[a, b] = float(ids.mean_gallery_margin)
+            same[a, b] = (tm, sm) in shared
+            row.append(ids.similarity.values)
+        mats.append(row)
     dims = ("target_model", "test_model")
+    kw: dict[str, Any] = {"status": "sample_estimate"}
     ds = xr.Dataset(
         {
-            "type_i": variable(dims, t1, long_name="Type I accuracy", status="sample_estimate"),
-            "type_ii": variable(dims, t2, long_name="Type II accuracy", status="sample_estimate"),
+            "type_i": variable(dims, t1, long_name="Type I accuracy", **kw),
+            "type_ii": variable(dims, t2, long_name="Type II accuracy", **kw),
+            "rank1": variable(
+                dims, r1, long_name="rank-1 identification rate among other images", **kw
+            ),
+            "margin": variable(
+                dims, mg, long_name="mean own-target minus best other-target similarity", **kw
+            ),
+            "gallery_margin": variable(
+                dims, gm, long_name="mean own minus best other identity, over other images", **kw
+            ),
+            "similarity": variable(
+                (*dims, "target", "candidate"),
+                np.asarray(mats),
+                long_name="cosine of each reconstruction to each target",
+                **kw,
+            ),
+            "same_weights": variable(
+                dims,
+                same,
+                long_name="test model has the target model's weights",
+                status="descriptive",
+            ),
             "n_targets": variable(dims, counts, long_name="targets", status="descriptive"),
             "type_i_avg": variable(
                 "target_model",
                 t1.mean(axis=1),
                 long_name="Type I accuracy averaged over test models",
-                status="sample_estimate",
+                **kw,
             ),
             "type_ii_avg": variable(
                 "target_model",
                 t2.mean(axis=1),
                 long_name="Type II accuracy averaged over test models",
-                status="sample_estimate",
+                **kw,
             ),
             "threshold": variable(
                 "test_model",
-                [float(thresholds[m]) for m in test_models],
+                [_threshold(thresholds[m], min_genuine) for m in test_models],
                 long_name="tau_F of the test model",
                 status="descriptive",
             ),
         },
-        coords={"target_model": target_models, "test_model": test_models},
+        coords={
+            "target_model": target_models,
+            "test_model": test_models,
+            "target": np.arange(n_i or 0),
+            "candidate": np.arange(n_i or 0),
+        },
         attrs=provenance(title="joint_evaluation"),
     )
+    ds.attrs["same_weights"] = ", ".join(f"{a}={b}" for a, b in sorted(shared)) or "none"
     return ds
 
 
@@ -332,7 +643,9 @@ def reference_bounds(
     targets: npt.ArrayLike,
     others: Sequence[npt.ArrayLike],
     random: npt.ArrayLike,
-    threshold: float,
+    threshold: float | EERResult,
+    *,
+    min_genuine: int = MIN_GENUINE_PAIRS,
 ) -> xr.Dataset:
     """Tab. IV's "Original" (upper) and "Random" (lower) rows in one model.
 
@@ -355,8 +668,9 @@ def reference_bounds(
     """
     tgt = _unit_rows(targets, "targets")
     rnd = _unit_rows(random, "random", tgt.shape[1])
-    orig = type_accuracy(tgt, tgt, others, threshold)
-    rand = type_accuracy(rnd, tgt, others, threshold)
+    tau = _threshold(threshold, min_genuine)
+    orig = type_accuracy(tgt, tgt, others, tau)
+    rand = type_accuracy(rnd, tgt, others, tau)
     sim = [1.0, float((rnd * tgt).sum(axis=1).mean())]
     return xr.Dataset(
         {
@@ -380,7 +694,7 @@ def reference_bounds(
             ),
         },
         coords={"row": ["original", "random"]},
-        attrs=provenance(title="reference_bounds", settings={"threshold": threshold}),
+        attrs=provenance(title="reference_bounds", settings={"threshold": tau}),
     )
 
 
@@ -457,6 +771,13 @@ class OODDetector:
         Returns
         -------
         OODResult
+
+        Raises
+        ------
+        InvalidInputError
+            When a similarity or a detection score is NaN or infinite. A NaN compares false
+            with every threshold and would be counted in-domain; it is refused instead of being
+            counted either way.
         """
         taus = np.asarray(
             [check_in_range(t, "thresholds", -1.0, 1.0, closed="both") for t in self.thresholds]
@@ -476,6 +797,18 @@ class OODDetector:
             )
         if s.shape[0] == 0:
             raise InvalidInputError("`similarities` must hold at least one input.")
+        # NaN compares False with every threshold, so it would count as in-domain: refuse it.
+        if not np.isfinite(s).all():
+            bad = int((~np.isfinite(s)).any(axis=1).sum())
+            raise InvalidInputError(
+                f"`similarities` must be finite; {bad} of {s.shape[0]} inputs hold NaN or inf."
+            )
+        if not np.isfinite(p).all():
+            bad = int((~np.isfinite(p)).sum())
+            raise InvalidInputError(
+                f"`detection` must be finite; {bad} of {p.shape[0]} scores are NaN or inf "
+                "(score 0 for an image where no face was found)."
+            )
         ood1: npt.NDArray[np.bool_] = np.asarray((s < taus[None, :]).all(axis=1))
         ood2: npt.NDArray[np.bool_] = np.asarray(p < tau_d)
         ood = ood1 | ood2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -165,6 +165,12 @@ class DiffusionGenerator(torch.nn.Module):
         DDIM steps.
     checkpointing : bool, default True
         Recompute each step in the backward pass instead of storing its activations.
+    gradient : {"full", "shortcut"}, default "full"
+        What the backward pass through :meth:`forward` computes. ``"full"``: the exact
+        gradient through every DDIM step and the UNet. ``"shortcut"``: DiffMI's gradient — the
+        chain is sampled without a graph and the image's gradient is carried straight to the
+        latent, ``∂L/∂x_T = 0.5 · ∂L/∂x̂ · 1[0 < x̂ < 1]`` (the UNet's Jacobian skipped); it
+        needs ``latent_shape == (3, H, W)``. The forward values are the same either way.
     device : str or torch.device, optional
         Default: the UNet's device. ``"cuda"`` without CUDA raises.
     dtype : torch.dtype, default torch.float32
@@ -221,6 +227,7 @@ class DiffusionGenerator(torch.nn.Module):
         num_inference_steps: int = 20,
         *,
         checkpointing: bool = True,
+        gradient: Literal["full", "shortcut"] = "full",
         device: str | torch.device | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> None:
@@ -237,6 +244,9 @@ class DiffusionGenerator(torch.nn.Module):
         if config is None or not hasattr(config, "sample_size"):
             raise TypeError(f"`unet` must be a diffusers UNet2DModel; got {type(unet).__name__}.")
         self.checkpointing = bool(checkpointing)
+        if gradient not in ("full", "shortcut"):
+            raise InvalidInputError(f"`gradient` must be 'full' or 'shortcut'; got {gradient!r}.")
+        self.gradient = gradient
         first = next(unet.parameters())
         self.device = resolve_device(first.device if device is None else device)
         self.dtype = dtype
@@ -249,6 +259,11 @@ class DiffusionGenerator(torch.nn.Module):
         size = int(size if isinstance(size, int) else size[0])
         self.image_size = size
         self.latent_shape = (int(config.in_channels), size, size)
+        if gradient == "shortcut" and self.latent_shape[0] != 3:
+            raise InvalidInputError(
+                "`gradient='shortcut'` carries the image gradient to the latent, so the latent "
+                f"must be an image: (3, H, W); got {self.latent_shape}."
+            )
         scheduler.set_timesteps(self.num_inference_steps)
         steps = torch.as_tensor(scheduler.timesteps).long().cpu()
         n_train = int(scheduler.config.num_train_timesteps)
@@ -269,7 +284,8 @@ class DiffusionGenerator(torch.nn.Module):
     def __repr__(self) -> str:
         return (
             f"DiffusionGenerator(latent_shape={self.latent_shape}, "
-            f"num_inference_steps={self.num_inference_steps}, device={str(self.device)!r})"
+            f"num_inference_steps={self.num_inference_steps}, gradient={self.gradient!r}, "
+            f"device={str(self.device)!r})"
         )
 
     @classmethod
@@ -292,7 +308,7 @@ class DiffusionGenerator(torch.nn.Module):
         num_inference_steps : int, default 20
         device : str or torch.device, default "cpu"
         **kwargs
-            Passed to the constructor (``checkpointing``, ``dtype``).
+            Passed to the constructor (``checkpointing``, ``gradient``, ``dtype``).
 
         Raises
         ------
@@ -373,10 +389,20 @@ class DiffusionGenerator(torch.nn.Module):
         Returns
         -------
         torch.Tensor, shape (n, 3, image_size, image_size)
+            The same values for either ``gradient``; only the backward pass differs.
         """
+        x = _check_tensor(latents, self.latent_shape).to(self.device, torch.float32)
+        if self.gradient == "shortcut" and torch.is_grad_enabled() and x.requires_grad:
+            with torch.no_grad():
+                image = self._sample(x)  # (n, 3, H, W), no graph
+            # straight-through: value `image`, gradient 0.5 · 1[0 < image < 1] to x (DiffMI)
+            inside = ((image > 0.0) & (image < 1.0)).to(x.dtype)
+            return image + 0.5 * inside * (x - x.detach())
+        return self._sample(x)
+
+    def _sample(self, x: torch.Tensor) -> torch.Tensor:
         from torch.utils.checkpoint import checkpoint
 
-        x = _check_tensor(latents, self.latent_shape).to(self.device, torch.float32)
         x0 = x
         for i in range(len(self.timesteps)):
             if self.checkpointing and torch.is_grad_enabled() and x.requires_grad:

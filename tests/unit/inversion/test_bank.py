@@ -12,6 +12,7 @@ import torch
 
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion import LatentBank
+from idaudit.inversion._bank import draw_batch_size
 
 
 def test_bank_filters_and_counts_every_draw(toy: dict[str, Any]) -> None:
@@ -72,3 +73,50 @@ def test_bank_gives_up_with_counts(toy: dict[str, Any]) -> None:
         LatentBank.build(toy["generator"], 5, detector=toy["detector"], tau_d=1.0, max_draws=100)
     with pytest.raises(InvalidInputError, match="tau_k"):
         LatentBank.build(toy["generator"], 5, detector=toy["detector"], tau_k=1.5)
+
+
+def test_bank_file_with_mismatched_counts_is_refused(toy: dict[str, Any], tmp_path: Path) -> None:
+    bank = LatentBank.build(toy["generator"], 4, detector=toy["detector"], tau_k=0.5, tau_d=0.4)
+    path = tmp_path / "bank.npz"
+    bank.save(path)
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["images"] = arrays["images"][:3]  # one image lost: code 3 would have none
+    np.savez(tmp_path / "short.npz", **arrays)
+    with pytest.raises(InvalidInputError, match="latents 4, images 3, p_k 4, p_d 4"):
+        LatentBank.load(tmp_path / "short.npz")
+    arrays["images"] = np.zeros((4, 8, 8), np.uint8)  # right count, no colour channel
+    np.savez(tmp_path / "gray.npz", **arrays)
+    with pytest.raises(InvalidInputError, match=r"expected \(V, H, W, 3\)"):
+        LatentBank.load(tmp_path / "gray.npz")
+
+
+def test_default_batch_is_sized_in_bytes_under_the_bound(
+    toy: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from idaudit.inversion import _bank
+
+    # a 3 × 256 × 256 diffusion latent: the old fixed 4096 codes needed 21 GiB per round
+    big = draw_batch_size((3, 256, 256), 2**30)
+    assert big == 195
+    assert big * 28 * 3 * 256 * 256 <= 2**30 < (big + 1) * 28 * 3 * 256 * 256
+    assert draw_batch_size((100,), 2**30) == 4096  # the DCGAN: capped, unchanged
+    assert draw_batch_size((3, 256, 256), 1) == 1  # never less than one code
+    # build draws rounds of that size: record what reaches the K² test
+    seen: list[int] = []
+    real = _bank.dagostino_k2
+
+    def spy(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        seen.append(int(z.shape[0]))
+        return real(z)
+
+    monkeypatch.setattr(_bank, "dagostino_k2", spy)
+    bound = 28 * 16 * 10  # ten 16-value codes
+    LatentBank.build(
+        toy["generator"], 3, detector=toy["detector"], tau_k=0.6, tau_d=0.5, max_bytes=bound
+    )
+    assert seen
+    assert max(seen) == 10
+    assert all(m * 28 * 16 <= bound for m in seen)
+    with pytest.raises(InvalidInputError, match="`max_bytes` must be"):
+        LatentBank.build(toy["generator"], 3, detector=toy["detector"], max_bytes=0)

@@ -6,9 +6,12 @@ from sklearn.metrics import roc_curve
 
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion import (
+    MIN_GENUINE_PAIRS,
+    EERResult,
     OODDetector,
     attack_threshold,
     eer_threshold,
+    identity_scores,
     joint_evaluation,
     reference_bounds,
     type_accuracy,
@@ -19,17 +22,18 @@ from idaudit.results import check_result_dataset
 def test_eer_on_a_hand_computed_case() -> None:
     # genuine 0.9 0.8 0.7 0.3, impostor 0.1 0.2 0.4 0.6. At τ = 0.6: FRR = 1/4 (0.3 rejected),
     # FAR = 1/4 (0.6 accepted): the only threshold where the two rates are equal.
-    r = eer_threshold([0.9, 0.8, 0.7, 0.3], [0.1, 0.2, 0.4, 0.6])
+    r = eer_threshold([0.9, 0.8, 0.7, 0.3], [0.1, 0.2, 0.4, 0.6], method="empirical")
     assert (r.threshold, r.eer, r.far, r.frr) == (0.6, 0.25, 0.25, 0.25)
     perfect = eer_threshold([0.9, 0.8], [0.1, 0.2])
-    assert perfect.eer == 0.0
-    assert 0.2 < perfect.threshold <= 0.8
+    # zero-error range (0.2, 0.8]: its midpoint, not the strict end 0.8
+    assert (perfect.eer, perfect.threshold, perfect.method) == (0.0, 0.5, "midpoint")
+    assert (perfect.n_genuine, perfect.n_impostor) == (2, 2)
 
 
 def test_eer_matches_sklearn_roc_curve(rng: np.random.Generator) -> None:
     genuine = rng.normal(0.6, 0.15, 300)
     impostor = rng.normal(0.2, 0.15, 500)
-    r = eer_threshold(genuine, impostor)
+    r = eer_threshold(genuine, impostor, method="empirical")
     y = np.r_[np.ones(300), np.zeros(500)]
     fpr, tpr, thr = roc_curve(y, np.r_[genuine, impostor], drop_intermediate=False)
     fnr = 1 - tpr
@@ -39,6 +43,76 @@ def test_eer_matches_sklearn_roc_curve(rng: np.random.Generator) -> None:
     assert r.eer == pytest.approx((fpr[k] + fnr[k]) / 2)
     assert (r.far, r.frr) == pytest.approx((fpr[k], fnr[k]))
     assert r.threshold == pytest.approx(thr[k])
+
+
+def test_interpolated_eer_is_the_roc_root(rng: np.random.Generator) -> None:
+    from scipy.interpolate import interp1d
+    from scipy.optimize import brentq
+
+    genuine = rng.normal(0.6, 0.15, 37)
+    impostor = rng.normal(0.3, 0.15, 53)
+    r = eer_threshold(genuine, impostor)
+    assert r.method == "interpolate"
+    # DiffMI's rule, independently: the root of 1 − x = TPR(x) on sklearn's ROC
+    y = np.r_[np.ones(37), np.zeros(53)]
+    fpr, tpr, _ = roc_curve(y, np.r_[genuine, impostor], drop_intermediate=False)
+    ref = brentq(lambda x: 1.0 - x - interp1d(fpr, tpr)(x), 0.0, 1.0)
+    assert r.eer == pytest.approx(ref, abs=1e-9)
+    # τ_F lies between the two scores that bracket the crossing; the rates are counted there
+    assert r.far == pytest.approx(np.mean(impostor >= r.threshold))
+    assert r.frr == pytest.approx(np.mean(genuine < r.threshold))
+    assert abs(r.far - r.eer) <= 1 / 53 + 1e-12
+    assert abs(r.frr - r.eer) <= 1 / 37 + 1e-12
+
+
+def test_eer_interval_is_exact_clopper_pearson() -> None:
+    from scipy.stats import binomtest
+
+    r = eer_threshold(np.linspace(0.8, 0.9, 12), np.linspace(0.1, 0.5, 66))
+    assert (r.eer, r.n_genuine, r.n_impostor) == (0.0, 12, 66)
+    # no error observed: each rate gets a two-sided exact 97.5 % interval (Bonferroni over 2)
+    frr_hi = binomtest(0, 12).proportion_ci(0.975, method="exact").high
+    far_hi = binomtest(0, 66).proportion_ci(0.975, method="exact").high
+    assert r.eer_low == 0.0
+    assert r.eer_high == pytest.approx((frr_hi + far_hi) / 2, rel=1e-9)
+    assert r.eer_high > 0.1  # 12 genuine pairs cannot show a small EER
+    assert EERResult.STATUS["eer_high"] == "diagnostic"
+
+
+def test_type_accuracy_refuses_a_threshold_from_too_few_genuine_pairs() -> None:
+    e = np.eye(3)
+    few = eer_threshold(np.linspace(0.8, 0.9, 12), np.linspace(0.1, 0.5, 66))
+    with pytest.raises(InvalidInputError, match="12 genuine pairs, fewer than `min_genuine` 30"):
+        type_accuracy(e[:2], e[:2], [e[[0]], e[[1]]], few)
+    assert MIN_GENUINE_PAIRS == 30
+    ok = type_accuracy(e[:2], e[:2], [e[[0]], e[[1]]], few, min_genuine=12)
+    assert ok.threshold == few.threshold
+    with pytest.raises(InvalidInputError, match="fewer than"):
+        joint_evaluation({"a": {"a": e[:2]}}, {"a": e[:2]}, {"a": [e[[0]], e[[1]]]}, {"a": few})
+
+
+def test_identity_scores_on_constructed_embeddings() -> None:
+    e = np.eye(4)
+    targets = e[:3]
+    # rec 0 is nearest its own target; rec 1 is nearer target 2 than its own; rec 2 own only
+    rec = np.array([e[0], 0.6 * e[1] + 0.8 * e[2], e[2]])
+    others = [np.array([e[0], e[3]]), np.array([e[1]]), np.zeros((0, 4))]
+    ds = identity_scores(rec, targets, others, names=["a", "b", "c"])
+    check_result_dataset(ds)
+    np.testing.assert_allclose(ds.similarity.values, rec @ targets.T)
+    np.testing.assert_allclose(ds.margin.values, [1.0, 0.6 - 0.8, 1.0])
+    # gallery: a → {e0, e3}, b → {e1}; c has no other image (NaN)
+    np.testing.assert_allclose(ds.gallery_similarity.sel(candidate="a").values, [0.5, 0.0, 0.0])
+    np.testing.assert_allclose(ds.gallery_similarity.sel(candidate="b").values, [0.0, 0.6, 0.0])
+    assert np.isnan(ds.gallery_similarity.sel(candidate="c").values).all()
+    np.testing.assert_allclose(ds.gallery_margin.values[:2], [0.5, 0.6], equal_nan=True)
+    # rank-1: rec a → e0 (a), rec b → e1 (b); rec c cannot be found (no gallery image)
+    np.testing.assert_array_equal(ds.rank1.values, [1.0, 1.0, np.nan])
+    assert float(ds.rank1_rate) == 1.0
+    assert int(ds.n_gallery) == 3
+    assert ds.rank1.attrs["status"] == "sample_estimate"
+    with pytest.raises(InvalidInputError, match="one entry per reconstruction"):
+        identity_scores(rec, targets[:2], others)
 
 
 def test_type_i_and_ii_on_constructed_embeddings() -> None:
@@ -75,6 +149,17 @@ def test_joint_evaluation_and_bounds_are_valid_results() -> None:
     # target b: test a matches 1 of 2 identities (0.5), test b both (1.0)
     assert ds["type_ii_avg"].sel(target_model="b") == pytest.approx((0.5 + 1.0) / 2)
     assert ds["type_i"].attrs["status"] == "sample_estimate"
+    # identification next to Type I / II; the same model on both axes is recorded
+    # rec e1's other images are {e2}: it is nearest neither identity, and loses the tie
+    assert ds["rank1"].sel(target_model="a", test_model="a") == 0.5
+    assert ds["similarity"].dims == ("target_model", "test_model", "target", "candidate")
+    assert ds["margin"].sel(target_model="a", test_model="a") == 1.0
+    assert bool(ds["same_weights"].sel(target_model="a", test_model="a"))
+    assert not bool(ds["same_weights"].sel(target_model="a", test_model="b"))
+    assert ds.attrs["same_weights"] == "a=a, b=b"
+    port = joint_evaluation(recs, targets, others, {"a": 0.5, "b": 0.5}, same_weights=[("a", "b")])
+    assert bool(port["same_weights"].sel(target_model="a", test_model="b"))
+    assert port.attrs["same_weights"] == "a=a, a=b, b=b"
     bounds = reference_bounds(e[:2], others["b"], e[[2, 2]], 0.5)
     check_result_dataset(bounds)
     assert bounds["type_ii"].sel(row="original") == 1.0
@@ -95,6 +180,15 @@ def test_ood_detector_logic() -> None:
         det.detect([[0.1, 0.2, 0.3]], [0.9])
     with pytest.raises(InvalidInputError, match="`thresholds` must be in"):
         OODDetector([1.2]).detect([[0.1]], [0.9])
+
+
+def test_ood_detector_refuses_nan_instead_of_calling_it_in_domain() -> None:
+    det = OODDetector([0.4, 0.3], tau_d=0.9)
+    # NaN < τ is False, so without the check these inputs would be in-domain
+    with pytest.raises(InvalidInputError, match="1 of 2 inputs hold NaN"):
+        det.detect([[np.nan, np.nan], [0.5, 0.5]], [0.95, 0.95])
+    with pytest.raises(InvalidInputError, match="1 of 2 scores are NaN"):
+        det.detect([[0.5, 0.5], [0.5, 0.5]], [np.nan, 0.95])
 
 
 def test_attack_threshold_is_the_largest_cross_similarity(rng: np.random.Generator) -> None:

@@ -73,6 +73,30 @@ def test_gradients_reach_the_latent_through_ddim_with_and_without_checkpointing(
     torch.testing.assert_close(grads[1], x.grad, atol=1e-6, rtol=1e-4)
 
 
+def test_shortcut_gradient_is_diffmis_closed_form() -> None:
+    x_t = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(4)) * 2.0
+    w = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(5))
+    full = DiffusionGenerator(_tiny_unet(), _scheduler(), num_inference_steps=3)
+    short = DiffusionGenerator(_tiny_unet(), _scheduler(), 3, gradient="shortcut")
+    x = x_t.clone().requires_grad_(True)
+    image = short.forward(x)  # (2, 3, 32, 32)
+    (image * w).sum().backward()  # L = <w, x̂>: ∂L/∂x̂ = w
+    with torch.no_grad():
+        ref_image = full.forward(x_t)
+    torch.testing.assert_close(image.detach(), ref_image, atol=0.0, rtol=0.0)  # same values
+    inside = (ref_image > 0) & (ref_image < 1)
+    assert 0 < int(inside.sum()) < inside.numel()  # clip_sample: both branches are exercised
+    assert x.grad is not None
+    # exactly 0.5 · ∂L/∂x̂ · 1[0 < x̂ < 1]: no UNet Jacobian
+    torch.testing.assert_close(x.grad, 0.5 * w * inside, atol=0.0, rtol=0.0)
+    xf = x_t.clone().requires_grad_(True)
+    (full.forward(xf) * w).sum().backward()
+    assert xf.grad is not None
+    assert not torch.allclose(xf.grad, x.grad)  # the full gradient is another quantity
+    with pytest.raises(InvalidInputError, match="`gradient` must be 'full' or 'shortcut'"):
+        DiffusionGenerator(_tiny_unet(), _scheduler(), 2, gradient="exact")  # type: ignore[arg-type]
+
+
 def test_from_pretrained_loads_a_local_folder_once_and_never_downloads(tmp_path: Path) -> None:
     unet = _tiny_unet(4)
     unet.save_pretrained(tmp_path)
