@@ -343,6 +343,31 @@ class GreedyPixel:
         self.tau = tau
         self.rng = rng
 
+    def _order(
+        self,
+        x0: torch.Tensor,
+        priority: torch.Tensor | None,
+        row_seeds: npt.ArrayLike | None,
+        n_ch: int,
+        n_px: int,
+    ) -> npt.NDArray[np.int64]:
+        """Each row's pixels in visiting order: by surrogate |gradient|, else seeded at random."""
+        b = x0.shape[0]
+        if priority is not None:
+            if priority.shape != x0.shape:
+                raise InvalidInputError(
+                    f"`priority` must have the shape of `x0`; got {tuple(priority.shape)} vs "
+                    f"{tuple(x0.shape)}."
+                )
+            score = priority.detach().reshape(b, n_ch, n_px).abs().sum(dim=1).cpu()  # (B, P)
+            return np.asarray(torch.argsort(score, dim=1, descending=True, stable=True).numpy())
+        seeds = (
+            check_random_state(self.rng).integers(0, 2**63 - 1, size=b)
+            if row_seeds is None
+            else np.asarray(row_seeds, dtype=np.int64).reshape(b)
+        )
+        return np.stack([np.random.default_rng(int(s)).permutation(n_px) for s in seeds])
+
     def run(
         self,
         objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
@@ -380,92 +405,14 @@ class GreedyPixel:
             if self.tau is None
             else check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
         )
-        b = x0.shape[0]
-        if initial.shape != (b,):
-            raise InvalidInputError(
-                f"`initial` must have shape ({b},); got {tuple(initial.shape)}."
-            )
-        bad = np.flatnonzero(~np.isfinite(initial.detach().double().cpu().numpy()))
-        if bad.size:
-            raise InvalidInputError(
-                f"`initial` must be finite (the objective at `x0`); got "
-                f"{initial[int(bad[0])].item()!r} at row {int(bad[0])}."
-            )
-        if not bool(torch.isfinite(x0).all()):
-            raise InvalidInputError("`x0` must be finite.")
-        n_ch = 1 if x0.ndim == 2 else int(x0.shape[1])
-        n_px = int(np.prod(x0.shape[1:])) // n_ch
-        if n_ch > 10:
-            raise InvalidInputError(
-                f"GreedyPixel scores 2^C candidates per pixel: `x0` must have at most 10 "
-                f"channels; got {n_ch}."
-            )
+        n_ch, n_px = _check_greedy_inputs(x0, initial)
         k = n_px if self.sparsity is None else check_integer(self.sparsity, "sparsity", minimum=1)
-        k = min(k, n_px)
-        gen = check_random_state(self.rng)
-        if priority is not None:
-            if priority.shape != x0.shape:
-                raise InvalidInputError(
-                    f"`priority` must have the shape of `x0`; got {tuple(priority.shape)} vs "
-                    f"{tuple(x0.shape)}."
-                )
-            score = priority.detach().reshape(b, n_ch, n_px).abs().sum(dim=1).cpu()  # (B, P)
-            order = torch.argsort(score, dim=1, descending=True, stable=True).numpy()
-        else:
-            seeds = (
-                gen.integers(0, 2**63 - 1, size=b)
-                if row_seeds is None
-                else np.asarray(row_seeds, dtype=np.int64).reshape(b)
-            )
-            order = np.stack([np.random.default_rng(int(s)).permutation(n_px) for s in seeds])
-        order = order[:, :k]  # (B, k): the pixels cycled over
-        # the 2^C sign patterns, in itertools.product order: (−,−,−), (−,−,+), ...
-        signs = torch.tensor(
-            [
-                [1.0 if (j >> (n_ch - 1 - c)) & 1 else -1.0 for c in range(n_ch)]
-                for j in range(2**n_ch)
-            ],
-            dtype=x0.dtype,
-            device=x0.device,
-        )  # (2^C, C)
-        n_cand = signs.shape[0]
+        order = self._order(x0, priority, row_seeds, n_ch, n_px)[:, : min(k, n_px)]  # (B, k)
+        b = x0.shape[0]
         start = x0.detach().reshape(b, n_ch, n_px)  # (B, C, P)
-        cur = start.clone()
-        best_x = start.clone()
-        best = initial.detach().float().clone()
-        queries = np.zeros(b, dtype=np.int64)
-        visits = np.zeros(b, dtype=np.int64)
-        history: list[list[float]] = [[float(v)] for v in best.cpu()]
-        while True:
-            act = np.flatnonzero((queries < t_max) & (best.cpu().numpy() < tau))
-            if act.size == 0:
-                break
-            sizes = np.minimum(n_cand, t_max - queries[act])  # a partial last visit
-            batch, owner = [], []
-            for r, m in zip(act.tolist(), sizes.tolist(), strict=True):
-                p = int(order[r, visits[r] % k])
-                cand = cur[r].expand(m, n_ch, n_px).clone()  # (m, C, P)
-                cand[:, :, p] = start[r, :, p] + eps * signs[:m]
-                batch.append(cand)
-                owner += [r] * m
-            cands = torch.cat(batch)  # (Σm, C, P)
-            rows = torch.as_tensor(owner, device=x0.device)
-            with torch.no_grad():
-                vals = objective(cands.reshape(len(owner), *x0.shape[1:]), rows)
-            vals = vals.detach().float().cpu()
-            at = 0
-            for r, m in zip(act.tolist(), sizes.tolist(), strict=True):
-                v = vals[at : at + m]
-                j = int(torch.argmax(v))  # first best: ties go to the earlier candidate
-                cur[r] = cands[at + j]  # always move (Wang et al.): revisits may undo it
-                for val in v.tolist():
-                    history[r].append(max(history[r][-1], val))
-                if v[j] > best[r]:
-                    best[r] = v[j]
-                    best_x[r] = cands[at + j]
-                at += m
-            queries[act] += sizes
-            visits[act] += 1
+        best_x, best, queries, visits, history = _greedy_search(
+            objective, x0, start, initial, order, eps, t_max, tau
+        )
         return AttackOutput(
             latents=best_x.reshape(x0.shape),
             values=best,
@@ -474,6 +421,89 @@ class GreedyPixel:
             queries=queries,
             history=[np.asarray(h, dtype=np.float64) for h in history],
         )
+
+
+def _check_greedy_inputs(x0: torch.Tensor, initial: torch.Tensor) -> tuple[int, int]:
+    """Check GreedyPixel's start; return (channels, pixels) of the latent shape."""
+    b = x0.shape[0]
+    if initial.shape != (b,):
+        raise InvalidInputError(f"`initial` must have shape ({b},); got {tuple(initial.shape)}.")
+    bad = np.flatnonzero(~np.isfinite(initial.detach().double().cpu().numpy()))
+    if bad.size:
+        raise InvalidInputError(
+            f"`initial` must be finite (the objective at `x0`); got "
+            f"{initial[int(bad[0])].item()!r} at row {int(bad[0])}."
+        )
+    if not bool(torch.isfinite(x0).all()):
+        raise InvalidInputError("`x0` must be finite.")
+    n_ch = 1 if x0.ndim == 2 else int(x0.shape[1])
+    if n_ch > 10:
+        raise InvalidInputError(
+            f"GreedyPixel scores 2^C candidates per pixel: `x0` must have at most 10 "
+            f"channels; got {n_ch}."
+        )
+    return n_ch, int(np.prod(x0.shape[1:])) // n_ch
+
+
+def _greedy_search(
+    objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x0: torch.Tensor,
+    start: torch.Tensor,
+    initial: torch.Tensor,
+    order: npt.NDArray[np.int64],
+    eps: float,
+    t_max: int,
+    tau: float,
+) -> tuple[
+    torch.Tensor, torch.Tensor, npt.NDArray[np.int64], npt.NDArray[np.int64], list[list[float]]
+]:
+    """Visit each row's pixels cyclically; score every sign pattern; always move to the best."""
+    b, n_ch, n_px = start.shape
+    k = order.shape[1]
+    # the 2^C sign patterns, in itertools.product order: (−,−,−), (−,−,+), ...
+    signs = torch.tensor(
+        [[1.0 if (j >> (n_ch - 1 - c)) & 1 else -1.0 for c in range(n_ch)] for j in range(2**n_ch)],
+        dtype=x0.dtype,
+        device=x0.device,
+    )  # (2^C, C)
+    n_cand = signs.shape[0]
+    cur = start.clone()
+    best_x = start.clone()
+    best = initial.detach().float().clone()
+    queries = np.zeros(b, dtype=np.int64)
+    visits = np.zeros(b, dtype=np.int64)
+    history: list[list[float]] = [[float(v)] for v in best.cpu()]
+    while True:
+        act = np.flatnonzero((queries < t_max) & (best.cpu().numpy() < tau))
+        if act.size == 0:
+            break
+        sizes = np.minimum(n_cand, t_max - queries[act])  # a partial last visit
+        batch, owner = [], []
+        for r, m in zip(act.tolist(), sizes.tolist(), strict=True):
+            p = int(order[r, visits[r] % k])
+            cand = cur[r].expand(m, n_ch, n_px).clone()  # (m, C, P)
+            cand[:, :, p] = start[r, :, p] + eps * signs[:m]
+            batch.append(cand)
+            owner += [r] * m
+        cands = torch.cat(batch)  # (Σm, C, P)
+        rows = torch.as_tensor(owner, device=x0.device)
+        with torch.no_grad():
+            vals = objective(cands.reshape(len(owner), *x0.shape[1:]), rows)
+        vals = vals.detach().float().cpu()
+        at = 0
+        for r, m in zip(act.tolist(), sizes.tolist(), strict=True):
+            v = vals[at : at + m]
+            j = int(torch.argmax(v))  # first best: ties go to the earlier candidate
+            cur[r] = cands[at + j]  # always move (Wang et al.): revisits may undo it
+            for val in v.tolist():
+                history[r].append(max(history[r][-1], val))
+            if v[j] > best[r]:
+                best[r] = v[j]
+                best_x[r] = cands[at + j]
+            at += m
+        queries[act] += sizes
+        visits[act] += 1
+    return best_x, best, queries, visits, history
 
 
 class CoordinateSearch:

@@ -580,6 +580,33 @@ def joint_evaluation(
             same[a, b] = (tm, sm) in shared
             row.append(ids.similarity.values)
         mats.append(row)
+    ds = _joint_dataset(
+        {"type_i": t1, "type_ii": t2, "rank1": r1, "margin": mg, "gallery_margin": gm},
+        np.asarray(mats),
+        same,
+        counts,
+        [_threshold(thresholds[m], min_genuine) for m in test_models],
+        target_models,
+        test_models,
+        n_i or 0,
+    )
+    ds.attrs["same_weights"] = ", ".join(f"{a}={b}" for a, b in sorted(shared)) or "none"
+    return ds
+
+
+def _joint_dataset(
+    rates: dict[str, npt.NDArray[np.float64]],
+    similarity: npt.NDArray[np.float64],
+    same: npt.NDArray[np.bool_],
+    counts: npt.NDArray[np.int64],
+    taus: list[float],
+    target_models: list[str],
+    test_models: list[str],
+    n_targets: int,
+) -> xr.Dataset:
+    """Assemble :func:`joint_evaluation`'s Dataset from its per-(target, test model) arrays."""
+    t1, t2 = rates["type_i"], rates["type_ii"]
+    r1, mg, gm = rates["rank1"], rates["margin"], rates["gallery_margin"]
     dims = ("target_model", "test_model")
     kw: dict[str, Any] = {"status": "sample_estimate"}
     ds = xr.Dataset(
@@ -597,7 +624,7 @@ def joint_evaluation(
             ),
             "similarity": variable(
                 (*dims, "target", "candidate"),
-                np.asarray(mats),
+                similarity,
                 long_name="cosine of each reconstruction to each target",
                 **kw,
             ),
@@ -622,7 +649,7 @@ def joint_evaluation(
             ),
             "threshold": variable(
                 "test_model",
-                [_threshold(thresholds[m], min_genuine) for m in test_models],
+                taus,
                 long_name="tau_F of the test model",
                 status="descriptive",
             ),
@@ -630,12 +657,11 @@ def joint_evaluation(
         coords={
             "target_model": target_models,
             "test_model": test_models,
-            "target": np.arange(n_i or 0),
-            "candidate": np.arange(n_i or 0),
+            "target": np.arange(n_targets),
+            "candidate": np.arange(n_targets),
         },
         attrs=provenance(title="joint_evaluation"),
     )
-    ds.attrs["same_weights"] = ", ".join(f"{a}={b}" for a, b in sorted(shared)) or "none"
     return ds
 
 
