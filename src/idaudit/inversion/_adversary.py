@@ -135,8 +135,11 @@ class RankedAdversary:
     query_split : {"eq18", "carry"}, default "eq18"
         With ``query_budget``: ``"eq18"`` gives every code ``⌊(Q_max − V)/N⌋`` queries (the
         paper); ``"carry"`` gives code ``j`` (0-based) ``⌊(Q_max − spent)/(N − j)⌋``, so the
-        queries earlier codes left unused go to later codes (DiffMI) and ``Q_max`` is spent
-        exactly when no code reaches ``tau_a``.
+        queries earlier codes left unused go to later codes (DiffMI). ``Q_max`` is then spent
+        exactly when no code reaches ``tau_a`` *and* ``t_max`` does not cap a code below its
+        share (``t_max`` still bounds every code; set it at least ``Q_max − V`` to let the
+        budget decide) and the attack can use its share (CoordinateSearch stops once its
+        ``sparsity`` is used up).
     sparsity : int, optional
         GreedyPixel: pixels cycled over (the head of the priority order); CoordinateSearch:
         most coordinates changed.

@@ -219,7 +219,9 @@ class APGD:
         checkpoints = set(apgd_checkpoints(t_max)) - {0}
         last_ckpt = torch.zeros(b, dtype=torch.long, device=x0.device)
         n_better = torch.zeros(b, device=x0.device)
-        step_at_ckpt = step.clone()
+        # condition 2 needs a previous checkpoint: off at the first (Croce's code starts
+        # with reduced_last_check true), so NaN never compares equal there
+        step_at_ckpt = torch.full_like(step, float("nan"))
         best_at_ckpt = best_f.clone()
         active = best_f < tau
         for k in range(t_max):

@@ -134,10 +134,12 @@ def eer_threshold(
     With ``FAR(τ) = #{impostor ≥ τ}/n_i`` and ``FRR(τ) = #{genuine < τ}/n_g`` at every
     observed score (and +∞), ``d(τ) = FAR − FRR`` rises as ``τ`` falls.
 
-    * ``"interpolate"`` (DiffMI's rule: the root of ``1 − x = TPR(x)`` on the piecewise-linear
-      ROC): between the last ROC point with ``d < 0`` and the first with ``d ≥ 0`` the point
-      ``s = −d₀/(d₁ − d₀)`` of the way along the segment gives the EER
-      ``FAR₀ + s(FAR₁ − FAR₀)`` and ``τ_F = τ₀ + s(τ₁ − τ₀)``. When genuine and impostor
+    * ``"interpolate"``: between the last ROC point with ``d < 0`` and the first with
+      ``d ≥ 0`` the point ``s = −d₀/(d₁ − d₀)`` of the way along the segment gives the EER
+      ``FAR₀ + s(FAR₁ − FAR₀)`` (DiffMI's EER: the root of ``1 − x = TPR(x)`` on the
+      piecewise-linear ROC) and ``τ_F = τ₀ + s(τ₁ − τ₀)`` (idaudit's rule; DiffMI
+      interpolates its thresholds over FPR instead, which on an untied ROC returns a
+      segment's end, so its τ_F can differ while the EER agrees). When genuine and impostor
       scores separate (EER 0), every ``τ`` in ``(max impostor, min genuine]`` has no error
       and ``τ_F`` is the midpoint of that range (method ``"midpoint"``), not its strict end.
     * ``"empirical"``: the observed score minimising ``|FAR − FRR|`` (ties: the lowest

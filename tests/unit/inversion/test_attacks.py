@@ -138,6 +138,30 @@ def test_apgd_step_rule_and_momentum_follow_a_hand_traced_schedule() -> None:
     assert int(out.queries[0]) == 101
 
 
+def test_apgd_condition_two_is_off_at_the_first_checkpoint() -> None:
+    # t_max = 30, first checkpoint 7. The start is the best value (1.0); updates 1..7 improve
+    # on each other (6 of 7) without beating it. Condition 1 is false (6 >= 0.75 * 7), and
+    # condition 2 needs a previous checkpoint (Croce's reduced_last_check starts true), so the
+    # step is not halved at 7 and update 8 continues from x_7 with step 2 eps, as traced here.
+    v = np.concatenate([[1.0, 0.0], 0.01 * np.arange(1, 30)])
+    eps, alpha, c = 1.0, 0.75, 0.1
+    xs, xc, xp = [0.0], 0.0, 0.0
+    for k in range(1, 9):
+        z = float(np.clip(xc + 2 * eps * np.sign(c - xc), -eps, eps))
+        xn = z if k == 1 else float(np.clip(xc + alpha * (z - xc) + (1 - alpha) * (xc - xp), -1, 1))
+        xp, xc = xc, xn
+        xs.append(xn)
+    seen: list[float] = []
+
+    def f(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        seen.append(float(x.detach()[0, 0]))
+        pull = -(x[:, 0] - c).abs()  # gradient sign(c - x); the value is prescribed
+        return torch.as_tensor(v[len(seen) - 1], dtype=x.dtype) + pull - pull.detach()
+
+    APGD(norm="l2", eps=eps, t_max=30, alpha=alpha).run(f, torch.zeros(1, 1, dtype=torch.float64))
+    np.testing.assert_allclose(seen[:9], xs, rtol=0, atol=1e-12)
+
+
 def test_greedypixel_spends_exactly_t_max_and_stays_in_its_box() -> None:
     g = torch.Generator().manual_seed(3)
     x0 = torch.randn(3, 20, generator=g)
