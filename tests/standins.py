@@ -238,3 +238,15 @@ def reference_ir_forward(x: torch.Tensor, state: dict[str, torch.Tensor], depth:
     y = reference_bn(y, state, "output_layer.4")
     norm = torch.linalg.vector_norm(y, dim=1, keepdim=True)
     return y / norm, norm
+
+
+def save_faces(folder: Path, images: Any, start: int = 0) -> list[Path]:
+    """Write face images as ``s<index>_<i>.png`` into ``folder`` (created); return the paths."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, im in enumerate(images):
+        paths.append(folder / f"s{start + i:02d}_{i}.png")
+        Image.fromarray(im).save(paths[-1])
+    return paths

@@ -5,6 +5,7 @@ stand-in weight files in the published formats (built once per session)."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from standins import lightning_checkpoint, random_ir_state, write_buffalo
+from standins import lightning_checkpoint, random_ir_state, save_faces, write_buffalo
 
 SHIPPED_PHOTOS_INSTALL = 'pip install --no-deps "insightface==2.1"'
 
@@ -119,3 +120,50 @@ def ir18_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     path = tmp_path_factory.mktemp("adaface18") / "adaface_ir18.ckpt"
     torch.save(lightning_checkpoint(state), path)
     return path, state
+
+
+#: Small, fast settings of the privacy check for tests (its statistics, not its defaults).
+PRIVACY_FAST = {"n_bootstrap": 50, "n_permutations": 199, "threads": 1, "progress": False}
+
+
+@pytest.fixture(scope="session")
+def privacy_roots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Train/heldout/synthetic roots of DCGAN faces for the privacy check.
+
+    Cohort a: synthetic = near-copies of training images; cohort b: fresh samples; plus a
+    cohort only in train, a blank image, a broken file, a text file and a duplicate.
+    """
+    from idaudit.faces import ShippedFaceGenerator
+
+    dcgan = ShippedFaceGenerator()
+    root = tmp_path_factory.mktemp("privacy")
+    z = dcgan.sample_latents(22, rng=3)
+    faces = dcgan.generate(z)
+    near = dcgan.generate(z[:5] + 0.05 * np.random.default_rng(4).standard_normal((5, 100)))
+    save_faces(root / "train" / "a", faces[:5])
+    save_faces(root / "heldout" / "a", faces[5:10], 5)
+    save_faces(root / "synthetic" / "a", near, 10)
+    save_faces(root / "train" / "b", faces[10:14], 20)
+    save_faces(root / "heldout" / "b", faces[14:18], 30)
+    save_faces(root / "synthetic" / "b", faces[18:22], 40)
+    save_faces(root / "train" / "only_train", faces[:1])
+    save_faces(root / "synthetic" / "b" / "blank", np.zeros((1, 64, 64, 3), np.uint8), 90)
+    (root / "heldout" / "b" / "broken.png").write_bytes(b"\x89PNG not really")
+    (root / "heldout" / "b" / "notes.txt").write_text("not an image")
+    shutil.copy(root / "heldout" / "a" / "s05_0.png", root / "heldout" / "a" / "copy.png")
+    return root
+
+
+@pytest.fixture(scope="session")
+def privacy_run(privacy_roots: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    """One privacy check on :func:`privacy_roots` (its report and output folder), run once."""
+    from idaudit.exceptions import IdauditWarning
+    from idaudit.memorization import run_privacy_check
+
+    out = tmp_path_factory.mktemp("out") / "privacy"
+    roots = privacy_roots
+    with pytest.warns(IdauditWarning, match=r"only_train \(missing from heldout and synthetic\)"):
+        report = run_privacy_check(
+            roots / "train", roots / "heldout", roots / "synthetic", out, **PRIVACY_FAST
+        )
+    return report, out
