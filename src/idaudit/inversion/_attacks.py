@@ -206,6 +206,8 @@ class APGD:
             with torch.enable_grad():
                 f = objective(x, rows)
                 (g,) = torch.autograd.grad(f.sum(), x)
+            if not bool(torch.isfinite(f).all()):
+                raise InvalidInputError(_NOT_FINITE)
             return f.detach().float(), g.detach()
 
         f0, g0 = value_and_grad(x0, all_rows)
@@ -361,12 +363,14 @@ class GreedyPixel:
                     f"`priority` must have the shape of `x0`; got {tuple(priority.shape)} vs "
                     f"{tuple(x0.shape)}."
                 )
+            if not bool(torch.isfinite(priority).all()):
+                raise InvalidInputError("`priority` must be finite (a surrogate gradient).")
             score = priority.detach().reshape(b, n_ch, n_px).abs().sum(dim=1).cpu()  # (B, P)
             return np.asarray(torch.argsort(score, dim=1, descending=True, stable=True).numpy())
         seeds = (
             check_random_state(self.rng).integers(0, 2**63 - 1, size=b)
             if row_seeds is None
-            else np.asarray(row_seeds, dtype=np.int64).reshape(b)
+            else _row_seeds(row_seeds, b)
         )
         return np.stack([np.random.default_rng(int(s)).permutation(n_px) for s in seeds])
 
@@ -425,8 +429,28 @@ class GreedyPixel:
         )
 
 
+#: The objective returned NaN or infinity: a search would silently move there or stand still.
+_NOT_FINITE = (
+    "the objective returned a non-finite value (NaN or inf); check the generator, the encoder "
+    "and the target for NaN."
+)
+
+
+def _row_seeds(row_seeds: npt.ArrayLike, b: int) -> npt.NDArray[np.int64]:
+    """Return one seed per row, refusing a list of the wrong length."""
+    seeds = np.asarray(row_seeds, dtype=np.int64).ravel()
+    if seeds.size != b:
+        raise InvalidInputError(f"`row_seeds` must hold one seed per row ({b}); got {seeds.size}.")
+    return seeds
+
+
 def _check_greedy_inputs(x0: torch.Tensor, initial: torch.Tensor) -> tuple[int, int]:
     """Check GreedyPixel's start; return (channels, pixels) of the latent shape."""
+    if x0.ndim < 2 or x0.shape[0] == 0:
+        raise InvalidInputError(
+            f"`x0` must be a batch of latents, shape (B, *latent_shape) with B >= 1; got "
+            f"{tuple(x0.shape)}."
+        )
     b = x0.shape[0]
     if initial.shape != (b,):
         raise InvalidInputError(f"`initial` must have shape ({b},); got {tuple(initial.shape)}.")
@@ -492,6 +516,8 @@ def _greedy_search(
         with torch.no_grad():
             vals = objective(cands.reshape(len(owner), *x0.shape[1:]), rows)
         vals = vals.detach().float().cpu()
+        if not bool(torch.isfinite(vals).all()):
+            raise InvalidInputError(_NOT_FINITE)
         at = 0
         for r, m in zip(act.tolist(), sizes.tolist(), strict=True):
             v = vals[at : at + m]

@@ -306,3 +306,24 @@ def test_attacks_refuse_bad_settings() -> None:
     with pytest.raises(InvalidInputError, match="`eps`"):
         GreedyPixel(eps=-1.0).run(f, torch.ones(1, 3), torch.zeros(1))
     assert math.isfinite(float(APGD(t_max=1).run(f, torch.ones(1, 3)).values[0]))
+
+
+def test_attacks_refuse_non_finite_values_and_malformed_starts() -> None:
+    x0 = torch.zeros(2, 3, 2, 2)
+    init = torch.zeros(2)
+    nan = lambda x, rows: torch.full((x.shape[0],), float("nan"))  # noqa: E731
+    with pytest.raises(InvalidInputError, match="objective returned a non-finite value"):
+        GreedyPixel(eps=0.5, t_max=4).run(nan, x0, init)
+    with pytest.raises(InvalidInputError, match="objective returned a non-finite value"):
+        APGD(norm="l2", eps=1.0, t_max=2).run(
+            lambda x, rows: x.sum(dim=(1, 2, 3)) * float("nan"), x0
+        )
+    ok = lambda x, rows: -x.square().sum(dim=(1, 2, 3))  # noqa: E731
+    with pytest.raises(InvalidInputError, match="`priority` must be finite"):
+        GreedyPixel(eps=0.5, t_max=4).run(ok, x0, init, torch.full_like(x0, float("nan")))
+    with pytest.raises(InvalidInputError, match=r"`x0` must be a batch of latents"):
+        GreedyPixel(eps=0.5, t_max=4).run(ok, torch.zeros(3), torch.zeros(3))
+    with pytest.raises(InvalidInputError, match=r"`x0` must be a batch of latents"):
+        GreedyPixel(eps=0.5, t_max=4).run(ok, torch.zeros(0, 4), torch.zeros(0))
+    with pytest.raises(InvalidInputError, match=r"`row_seeds` must hold one seed per row \(2\)"):
+        GreedyPixel(eps=0.5, t_max=4).run(ok, x0, init, row_seeds=[1, 2, 3])
