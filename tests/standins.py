@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -250,3 +251,68 @@ def save_faces(folder: Path, images: Any, start: int = 0) -> list[Path]:
         paths.append(folder / f"s{start + i:02d}_{i}.png")
         Image.fromarray(im).save(paths[-1])
     return paths
+
+
+class MeanColourEncoder:
+    """Stand-in encoder: mean RGB colour of the crop, L2-normalised (dim 3)."""
+
+    name = "mean-colour"
+    dim = 3
+    input_size = 8
+    differentiable = False
+
+    def __init__(self, out_dim: int = 3, poison: bool = False) -> None:
+        self.out_dim = out_dim
+        self.poison = poison
+        self.calls = 0
+
+    def encode(self, crops: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        assert crops.dtype == np.uint8
+        assert crops.shape[1:] == (8, 8, 3)
+        v = crops.reshape(len(crops), -1, 3).astype(float).mean(axis=1) + 1.0
+        v = v / np.linalg.norm(v, axis=1, keepdims=True)
+        if self.poison:
+            v[0, 0] = np.nan
+        return np.tile(v, (1, self.out_dim // 3 + 1))[:, : self.out_dim].astype(np.float32)
+
+
+def colour_images() -> dict[str, list[np.ndarray]]:
+    """Two identities of flat 8 x 8 frames: "r" (red) and "gb" (green, blue)."""
+    red = np.zeros((8, 8, 3), np.uint8)
+    red[..., 0] = 200
+    blue = np.zeros((8, 8, 3), np.uint8)
+    blue[..., 2] = 200
+    green = np.zeros((8, 8, 3), np.uint8)
+    green[..., 1] = 200
+    return {"r": [red], "gb": [green, blue]}
+
+
+def jitter(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Stand-in generator with internal randomness R: brighten by a random amount."""
+    return np.clip(image.astype(int) + int(rng.integers(0, 50)), 0, 255).astype(np.uint8)
+
+
+def uneven_embeddings(n_id: int = 9, dim: int = 5, seed: int = 0) -> Any:
+    """Identities of 8-12 rows (chunks need padding); identities 0 and 1 identical (ties)."""
+    from idaudit import EmbeddingSet
+
+    gen = np.random.default_rng(seed)
+    sizes = gen.integers(8, 13, size=n_id)  # unequal identities: chunks need padding
+    rows = [gen.normal(size=(n, dim)) + 0.9 * np.eye(dim)[k % dim] for k, n in enumerate(sizes)]
+    # two identical identities make exact ties (several pairs reach the same value)
+    rows[1] = rows[0].copy()
+    labels = [f"id{k:02d}" for k, r in enumerate(rows) for _ in range(len(r))]
+    return EmbeddingSet(np.vstack(rows), labels)
+
+
+def all_pairs_auditors() -> list[Any]:
+    """The four auditors, small and seeded, for runs over every pair."""
+    from idaudit import GaussMechAuditor, KDELRAuditor, MMDTVAuditor, ROCHTAuditor
+
+    return [
+        GaussMechAuditor(),
+        KDELRAuditor(n_grid=41),
+        MMDTVAuditor(n_permutations=40, rng=1),
+        ROCHTAuditor(n_folds=3, rng=2),
+    ]

@@ -12,40 +12,19 @@ import xarray as xr
 from idaudit import (
     EmbeddingSet,
     GaussMechAuditor,
-    KDELRAuditor,
-    MMDTVAuditor,
-    ROCHTAuditor,
     audit_pairs,
 )
-
-
-def make_es(n_id: int = 9, dim: int = 5, seed: int = 0) -> EmbeddingSet:
-    gen = np.random.default_rng(seed)
-    sizes = gen.integers(8, 13, size=n_id)  # unequal identities: chunks need padding
-    rows = [gen.normal(size=(n, dim)) + 0.9 * np.eye(dim)[k % dim] for k, n in enumerate(sizes)]
-    # two identical identities make exact ties (several pairs reach the same value)
-    rows[1] = rows[0].copy()
-    labels = [f"id{k:02d}" for k, r in enumerate(rows) for _ in range(len(r))]
-    return EmbeddingSet(np.vstack(rows), labels)
-
-
-def auditors() -> list:
-    return [
-        GaussMechAuditor(),
-        KDELRAuditor(n_grid=41),
-        MMDTVAuditor(n_permutations=40, rng=1),
-        ROCHTAuditor(n_folds=3, rng=2),
-    ]
+from standins import all_pairs_auditors, uneven_embeddings
 
 
 @pytest.fixture(scope="module")
 def es() -> EmbeddingSet:
-    return make_es()
+    return uneven_embeddings()
 
 
 @pytest.fixture(scope="module")
 def full(es: EmbeddingSet) -> xr.Dataset:
-    return audit_pairs(es, "all", auditors(), progress=False)
+    return audit_pairs(es, "all", all_pairs_auditors(), progress=False)
 
 
 @pytest.mark.parametrize(("batch_size", "n_threads"), [(1, 1), (4, 3), (7, 2), (None, None)])
@@ -53,7 +32,7 @@ def test_chunk_size_and_threads_do_not_change_numbers(
     full: xr.Dataset, es: EmbeddingSet, batch_size: int | None, n_threads: int | None
 ) -> None:
     other = audit_pairs(
-        es, "all", auditors(), batch_size=batch_size, n_threads=n_threads, progress=False
+        es, "all", all_pairs_auditors(), batch_size=batch_size, n_threads=n_threads, progress=False
     )
     xr.testing.assert_allclose(other, full, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(other["mmdtv_pvalue"], full["mmdtv_pvalue"])
@@ -77,11 +56,13 @@ def test_process_workers_give_the_local_numbers(
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
-        other = audit_pairs(es, "all", auditors(), backend="dask", client=client, progress=False)
+        other = audit_pairs(
+            es, "all", all_pairs_auditors(), backend="dask", client=client, progress=False
+        )
         stored = audit_pairs(
             es,
             "all",
-            auditors(),
+            all_pairs_auditors(),
             backend="dask",
             client=client,
             batch_size=6,

@@ -27,6 +27,7 @@ from idaudit import (
 from idaudit.audits import QUANTILES
 from idaudit.data import all_pairs
 from idaudit.results import check_result_dataset
+from standins import all_pairs_auditors, uneven_embeddings
 
 
 @pytest.fixture(scope="module")
@@ -259,28 +260,9 @@ def test_pairs_are_reported_with_the_stored_labels() -> None:
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 
-def make_es(n_id: int = 9, dim: int = 5, seed: int = 0) -> EmbeddingSet:
-    gen = np.random.default_rng(seed)
-    sizes = gen.integers(8, 13, size=n_id)  # unequal identities: chunks need padding
-    rows = [gen.normal(size=(n, dim)) + 0.9 * np.eye(dim)[k % dim] for k, n in enumerate(sizes)]
-    # two identical identities make exact ties (several pairs reach the same value)
-    rows[1] = rows[0].copy()
-    labels = [f"id{k:02d}" for k, r in enumerate(rows) for _ in range(len(r))]
-    return EmbeddingSet(np.vstack(rows), labels)
-
-
-def all_pairs_auditors() -> list:
-    return [
-        GaussMechAuditor(),
-        KDELRAuditor(n_grid=41),
-        MMDTVAuditor(n_permutations=40, rng=1),
-        ROCHTAuditor(n_folds=3, rng=2),
-    ]
-
-
 @pytest.fixture(scope="module")
 def uneven_es() -> EmbeddingSet:
-    return make_es()
+    return uneven_embeddings()
 
 
 @pytest.fixture(scope="module")

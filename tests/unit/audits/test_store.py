@@ -15,25 +15,15 @@ import pytest
 import xarray as xr
 
 from idaudit import (
-    EmbeddingSet,
     GaussMechAuditor,
     InvalidInputError,
     MMDTVAuditor,
     audit_pairs,
 )
 from idaudit.data import all_pairs
+from standins import uneven_embeddings
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
-
-
-def make_es(n_id: int = 9, dim: int = 5, seed: int = 0) -> EmbeddingSet:
-    gen = np.random.default_rng(seed)
-    sizes = gen.integers(8, 13, size=n_id)  # unequal identities: chunks need padding
-    rows = [gen.normal(size=(n, dim)) + 0.9 * np.eye(dim)[k % dim] for k, n in enumerate(sizes)]
-    # two identical identities make exact ties (several pairs reach the same value)
-    rows[1] = rows[0].copy()
-    labels = [f"id{k:02d}" for k, r in enumerate(rows) for _ in range(len(r))]
-    return EmbeddingSet(np.vstack(rows), labels)
 
 
 # ------------------------------------------------------------------------------ stores
@@ -60,11 +50,11 @@ def test_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) -> None:
         f"""
         import sys
         sys.path[:0] = [{SRC!r}, {str(tmp_path)!r}]
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_store import make_es
+        sys.path.insert(0, {str(Path(__file__).parents[2])!r})
+        from standins import uneven_embeddings
         from counting import CountingAuditor
         from idaudit import audit_pairs
-        audit_pairs(make_es(), "all", [CountingAuditor()], batch_size=3, n_threads=1,
+        audit_pairs(uneven_embeddings(), "all", [CountingAuditor()], batch_size=3, n_threads=1,
                     store={str(store)!r}, progress=False)
         """
     )
@@ -97,7 +87,7 @@ def test_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) -> None:
         from counting import CountingAuditor
     finally:
         sys.path.remove(str(tmp_path))
-    es = make_es()
+    es = uneven_embeddings()
     pairs = all_pairs(es.identities)
     aud = CountingAuditor()
     resumed = audit_pairs(es, "all", [aud], store=store, progress=False)
@@ -120,11 +110,13 @@ def test_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) -> None:
 
 
 def test_a_store_for_other_inputs_or_parameters_is_refused(tmp_path: Path) -> None:
-    es = make_es()
+    es = uneven_embeddings()
     store = tmp_path / "s.zarr"
     audit_pairs(es, "all", [GaussMechAuditor()], store=store, batch_size=4, progress=False)
     with pytest.raises(InvalidInputError, match="holds results for other embeddings"):
-        audit_pairs(make_es(seed=1), "all", [GaussMechAuditor()], store=store, progress=False)
+        audit_pairs(
+            uneven_embeddings(seed=1), "all", [GaussMechAuditor()], store=store, progress=False
+        )
     with pytest.raises(InvalidInputError, match="other auditors, parameters or seeds"):
         audit_pairs(es, "all", [GaussMechAuditor(delta=1e-3)], store=store, progress=False)
     with pytest.raises(InvalidInputError, match="other auditors, parameters or seeds"):

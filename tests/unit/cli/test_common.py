@@ -20,23 +20,6 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-@pytest.fixture(scope="module")
-def embedding_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    gen = np.random.default_rng(0)
-    k, n, d = 8, 30, 6
-    x = np.repeat(gen.normal(size=(k, d)), n, axis=0) + 0.6 * gen.normal(size=(k * n, d))
-    labels = np.repeat([f"p{i}" for i in range(k)], n)
-    folder = tmp_path_factory.mktemp("emb")
-    frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(d)])
-    frame.insert(0, "identity", labels)
-    # one row the reader must drop and count: a row without a label (a labelled row with a
-    # NaN value is a failed output of its identity, kept by EmbeddingSet's failures="keep")
-    frame.loc[3, "identity"] = np.nan
-    frame.to_csv(folder / "emb.csv", index=False)
-    np.savez(folder / "emb.npz", embeddings=x, labels=labels)
-    return {"csv": folder / "emb.csv", "npz": folder / "emb.npz"}
-
-
 # -- flags are checked before the input is read ------------------------------------------
 
 

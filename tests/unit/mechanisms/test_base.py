@@ -15,6 +15,7 @@ from idaudit.mechanisms import (
     LaplaceNoise,
     sample_embeddings,
 )
+from standins import MeanColourEncoder, colour_images, jitter
 
 
 @pytest.fixture
@@ -97,45 +98,6 @@ def test_sample_embeddings_rejects_unknown_identities(point_base: EmbeddingSet) 
 # -- EncodedGenerator -----------------------------------------------------------------------
 
 
-class _MeanColour:
-    """Stand-in encoder: mean RGB colour of the crop, L2-normalised (dim 3)."""
-
-    name = "mean-colour"
-    dim = 3
-    input_size = 8
-    differentiable = False
-
-    def __init__(self, out_dim: int = 3, poison: bool = False) -> None:
-        self.out_dim = out_dim
-        self.poison = poison
-        self.calls = 0
-
-    def encode(self, crops: np.ndarray) -> np.ndarray:
-        self.calls += 1
-        assert crops.dtype == np.uint8
-        assert crops.shape[1:] == (8, 8, 3)
-        v = crops.reshape(len(crops), -1, 3).astype(float).mean(axis=1) + 1.0
-        v = v / np.linalg.norm(v, axis=1, keepdims=True)
-        if self.poison:
-            v[0, 0] = np.nan
-        return np.tile(v, (1, self.out_dim // 3 + 1))[:, : self.out_dim].astype(np.float32)
-
-
-def _images() -> dict[str, list[np.ndarray]]:
-    red = np.zeros((8, 8, 3), np.uint8)
-    red[..., 0] = 200
-    blue = np.zeros((8, 8, 3), np.uint8)
-    blue[..., 2] = 200
-    green = np.zeros((8, 8, 3), np.uint8)
-    green[..., 1] = 200
-    return {"r": [red], "gb": [green, blue]}
-
-
-def _jitter(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Stand-in generator with internal randomness R: brighten by a random amount."""
-    return np.clip(image.astype(int) + int(rng.integers(0, 50)), 0, 255).astype(np.uint8)
-
-
 # -- audit_mechanism ------------------------------------------------------------------------
 
 
@@ -167,7 +129,7 @@ def test_audit_mechanism_runs_an_encoded_generator() -> None:
     from idaudit.audits import MMDTVAuditor
     from idaudit.mechanisms import audit_mechanism
 
-    mech = EncodedGenerator(_jitter, _MeanColour(), _images())
+    mech = EncodedGenerator(jitter, MeanColourEncoder(), colour_images())
     ds = audit_mechanism(mech, [("gb", "r")], [MMDTVAuditor()], 30, rng=0, progress=False)
     assert "true_epsilon" not in ds  # no known guarantee
     assert float(ds["mmdtv_mmd2"][0]) > 0.1  # red vs green/blue outputs differ
