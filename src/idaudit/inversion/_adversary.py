@@ -30,6 +30,8 @@ from idaudit.inversion._warp import FrameWarp
 
 __all__ = ["InversionResult", "RankedAdversary", "max_iterations"]
 
+_DEFAULT_T_MAX = 100  # updates per code when neither t_max nor a query budget is given
+
 
 def max_iterations(query_budget: int, volume: int, top_n: int) -> int:
     """``t_max = ⌊(Q_max − V) / N⌋`` (seed 002, Eq. 18): iterations per code under a budget.
@@ -115,9 +117,11 @@ class RankedAdversary:
         Step (a) codes of this ``generator``.
     top_n : int, default 3
         ``N``.
-    t_max : int, default 100
+    t_max : int, optional
         Most updates (APGD: ``t_max + 1`` queries with the start) or queries (GreedyPixel)
-        per code.
+        per code. Default: 100 without ``query_budget``; with one, the budget alone decides
+        (Eq. 18's ``⌊(Q_max − V)/N⌋``, or each code's carried share). A given ``t_max`` caps
+        every code as well.
     tau_a : float, optional
         Attack threshold in [−1, 1] (Eq. 14, :func:`attack_threshold`); ``None``: no early
         stop, every code is attacked and the best kept (Tab. VIII, "NO").
@@ -135,10 +139,10 @@ class RankedAdversary:
     query_split : {"eq18", "carry"}, default "eq18"
         With ``query_budget``: ``"eq18"`` gives every code ``⌊(Q_max − V)/N⌋`` queries (the
         paper); ``"carry"`` gives code ``j`` (0-based) ``⌊(Q_max − spent)/(N − j)⌋``, so the
-        queries earlier codes left unused go to later codes (DiffMI). ``Q_max`` is then spent
-        exactly when no code reaches ``tau_a`` *and* ``t_max`` does not cap a code below its
-        share (``t_max`` still bounds every code; set it at least ``Q_max − V`` to let the
-        budget decide) and the attack can use its share (CoordinateSearch stops once its
+        queries earlier codes left unused go to later codes (DiffMI). Shares are per target:
+        each target's next code gets what *that* target has left. ``Q_max`` is then spent
+        exactly when no code reaches ``tau_a``, no given ``t_max`` caps a code below its
+        share, and the attack can use its share (CoordinateSearch stops once its
         ``sparsity`` is used up).
     sparsity : int, optional
         GreedyPixel: pixels cycled over (the head of the priority order); CoordinateSearch:
@@ -149,6 +153,13 @@ class RankedAdversary:
         Generator frame → encoder crop; default a plain resize.
     rng : int, SeedSequence or Generator, default 0
     progress : bool, default False
+
+    Attributes
+    ----------
+    settings_ : dict
+        After :meth:`invert_many`: the resolved ``attack``, ``norm``, ``eps``, ``top_n``,
+        ``t_max`` (per code; under ``"carry"`` the first code's share), ``query_split`` and
+        ``tau_a``.
 
     Examples
     --------
@@ -170,7 +181,7 @@ class RankedAdversary:
         *,
         bank: LatentBank,
         top_n: int = 3,
-        t_max: int = 100,
+        t_max: int | None = None,
         tau_a: float | None = None,
         attack: Literal["apgd", "greedypixel", "coordinate"] = "apgd",
         norm: Literal["l2", "linf"] = "l2",
@@ -218,7 +229,8 @@ class RankedAdversary:
             raise InvalidInputError(
                 f"`top_n` must be <= the bank volume {self.bank.volume}; got {top_n}."
             )
-        t_max = check_integer(self.t_max, "t_max", minimum=1)
+        cap = None if self.t_max is None else check_integer(self.t_max, "t_max", minimum=1)
+        t_max = _DEFAULT_T_MAX if cap is None and self.query_budget is None else cap
         start_query = int(attack == "apgd")  # APGD's gradient at the start is a query
         if self.query_budget is not None:
             per_code = max_iterations(self.query_budget, self.bank.volume, top_n)
@@ -228,7 +240,7 @@ class RankedAdversary:
                     f"start and one update): >= {self.bank.volume + 2 * top_n} for "
                     f"top_n = {top_n}; got {self.query_budget}."
                 )
-            t_max = min(t_max, per_code - start_query)
+            t_max = per_code - start_query if cap is None else min(cap, per_code - start_query)
         tau_a = (
             None
             if self.tau_a is None
@@ -246,7 +258,7 @@ class RankedAdversary:
             "norm": norm,
             "top_n": top_n,
             "t_max": t_max,
-            "t_max_cap": self.t_max,
+            "t_max_cap": cap,
             "start_query": start_query,
             "query_split": split,
             "tau_a": tau_a,
@@ -336,6 +348,11 @@ class RankedAdversary:
         """
         start = time.perf_counter()
         s = self._settings()
+        self.settings_ = {
+            k: s[k] for k in ("attack", "norm", "eps", "top_n", "t_max", "query_split", "tau_a")
+        }
+        if s["attack"] == "greedypixel":
+            self.settings_["norm"] = "linf"  # an L∞ attack whatever `norm` says
         z = self._check_targets(targets, int(self.encoder.dim))
         n = z.shape[0]
         index, top_sims = self.top_n_codes(z.numpy())
@@ -353,36 +370,29 @@ class RankedAdversary:
         done = np.zeros(n, dtype=bool)
         bar = tqdm(range(s["top_n"]), desc="ranked adversary", disable=not self.progress)
         for r in bar:
-            rows = np.flatnonzero(~done)
-            if rows.size == 0:
+            active = np.flatnonzero(~done)
+            if active.size == 0:
                 break
-            x0 = torch.from_numpy(self.bank.latents[index[rows, r]]).to(device)
-            tz = z[rows].to(device)
+            for rows, s_r in self._code_groups(s, r, active, queries):
+                x0 = torch.from_numpy(self.bank.latents[index[rows, r]]).to(device)
+                tz = z[rows].to(device)
 
-            def objective(
-                x: torch.Tensor, sub: torch.Tensor, tz: torch.Tensor = tz
-            ) -> torch.Tensor:
-                return model.similarity(x, tz[sub.to(tz.device)])
+                def objective(
+                    x: torch.Tensor, sub: torch.Tensor, tz: torch.Tensor = tz
+                ) -> torch.Tensor:
+                    return model.similarity(x, tz[sub.to(tz.device)])
 
-            if self.query_budget is not None and s["query_split"] == "carry":
-                # DiffMI: what earlier codes left goes to later ones; every active row has
-                # spent the same, the max keeps the rule safe
-                left = int(self.query_budget) - int(queries[rows].max())
-                s = {
-                    **s,
-                    "t_max": min(s["t_max_cap"], left // (s["top_n"] - r) - s["start_query"]),
-                }
-            out = self._run_attack(s, objective, x0, top_sims[rows, r], seeds[rows, r], tz)
-            vals = out.values.double().cpu().numpy()
-            for j, t in enumerate(rows):
-                iterations[t] += int(out.iterations[j])
-                queries[t] += int(out.queries[j])
-                history[t].append(out.history[j])
-                if vals[j] > best_val[t]:
-                    best_val[t], best_rank[t] = vals[j], r + 1
-                    best_latent[t] = out.latents[j].detach().cpu()
-                if s["tau_a"] is not None and vals[j] >= tau:
-                    done[t] = True
+                out = self._run_attack(s_r, objective, x0, top_sims[rows, r], seeds[rows, r], tz)
+                vals = out.values.double().cpu().numpy()
+                for j, t in enumerate(rows):
+                    iterations[t] += int(out.iterations[j])
+                    queries[t] += int(out.queries[j])
+                    history[t].append(out.history[j])
+                    if vals[j] > best_val[t]:
+                        best_val[t], best_rank[t] = vals[j], r + 1
+                        best_latent[t] = out.latents[j].detach().cpu()
+                    if s["tau_a"] is not None and vals[j] >= tau:
+                        done[t] = True
         latents = torch.stack([x for x in best_latent if x is not None])
         with torch.no_grad():
             images = to_uint8(model.images(latents.to(device)))
@@ -402,6 +412,28 @@ class RankedAdversary:
             )
             for t in range(n)
         ]
+
+    def _code_groups(
+        self,
+        s: dict[str, Any],
+        r: int,
+        active: npt.NDArray[np.intp],
+        queries: npt.NDArray[np.int64],
+    ) -> list[tuple[npt.NDArray[np.intp], dict[str, Any]]]:
+        """Split the active targets into batches for code ``r``, each with its settings.
+
+        One batch, unless queries carry over (DiffMI's rule): then each target's code ``r``
+        gets ``⌊left / (N − r)⌋`` of what *that* target has left, so targets that have spent
+        different amounts run in separate batches.
+        """
+        if self.query_budget is None or s["query_split"] != "carry":
+            return [(active, s)]
+        groups = []
+        for spent in np.unique(queries[active]):
+            share = (int(self.query_budget) - int(spent)) // (s["top_n"] - r) - s["start_query"]
+            t_max = share if s["t_max_cap"] is None else min(s["t_max_cap"], share)
+            groups.append((active[queries[active] == spent], {**s, "t_max": t_max}))
+        return groups
 
     def _run_attack(
         self,

@@ -107,6 +107,7 @@ class LatentBank:
         batch_size: int | None = None,
         max_bytes: int = 2**30,
         max_draws: int | None = None,
+        generate_batch_size: int = 64,
     ) -> LatentBank:
         """Draw Gaussian codes until ``volume`` pass both filters (seed 002, Fig. 14).
 
@@ -136,6 +137,10 @@ class LatentBank:
             195 for a 3 × 256 × 256 diffusion latent (1.0 GiB, where 4096 would need 21 GiB).
         max_draws : int, optional
             Give up (raise) after this many draws; default ``1000 · volume / (1 − tau_k)``.
+        generate_batch_size : int, default 64
+            Codes that passed K² generated and scored by the detector at once. ``max_bytes``
+            does not bound this step: its memory is the generator's and the detector's (for a
+            256² diffusion model, lower it if a chunk of 64 images does not fit).
 
         Returns
         -------
@@ -159,6 +164,7 @@ class LatentBank:
         if max_draws is None:
             max_draws = int(min(1000 * volume / max(1.0 - tau_k, 1e-6), 2**62))
         max_draws = check_integer(max_draws, "max_draws", minimum=1)
+        chunk = check_integer(generate_batch_size, "generate_batch_size", minimum=1)
         if detector is None:
             from idaudit.faces import MTCNNDetector
 
@@ -185,8 +191,8 @@ class LatentBank:
             _, p = dagostino_k2(z)
             where = torch.nonzero(p >= tau_k).flatten().cpu().numpy()  # draws passing K²
             cut = m  # draws examined in this batch (less when the bank fills up in it)
-            for start in range(0, where.size, 64):
-                idx = torch.from_numpy(where[start : start + 64]).to(device)
+            for start in range(0, where.size, chunk):
+                idx = torch.from_numpy(where[start : start + chunk]).to(device)
                 with torch.no_grad():
                     images = to_uint8(check_images(generator.forward(z[idx]), generator))
                 scores = detection_scores(detector, images)

@@ -49,8 +49,8 @@ def _unit_rows(x: Any, name: str, dim: int | None = None) -> npt.NDArray[np.floa
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[None]
-    if arr.ndim != 2:
-        raise InvalidInputError(f"`{name}` must have shape (n, dim); got {arr.shape}.")
+    if arr.ndim != 2 or arr.shape[0] == 0:
+        raise InvalidInputError(f"`{name}` must have shape (n, dim) with n >= 1; got {arr.shape}.")
     if dim is not None and arr.shape[1] != dim:
         raise InvalidInputError(f"`{name}` must have dimension {dim}; got {arr.shape[1]} vs {dim}.")
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
@@ -139,7 +139,9 @@ def eer_threshold(
       ``FAR₀ + s(FAR₁ − FAR₀)`` (DiffMI's EER: the root of ``1 − x = TPR(x)`` on the
       piecewise-linear ROC) and ``τ_F = τ₀ + s(τ₁ − τ₀)`` (idaudit's rule; DiffMI
       interpolates its thresholds over FPR instead, which on an untied ROC returns a
-      segment's end, so its τ_F can differ while the EER agrees). When genuine and impostor
+      segment's end, so its τ_F can differ while the EER agrees). On the first segment
+      (from ``τ = +∞``) ``τ_F`` is the highest score: no finite ``τ`` above it decides
+      differently. When genuine and impostor
       scores separate (EER 0), every ``τ`` in ``(max impostor, min genuine]`` has no error
       and ``τ_F`` is the midpoint of that range (method ``"midpoint"``), not its strict end.
     * ``"empirical"``: the observed score minimising ``|FAR − FRR|`` (ties: the lowest
@@ -190,8 +192,12 @@ def eer_threshold(
         s_ = float(-d[k0] / (d[k1] - d[k0]))
         far_desc = far[::-1]
         eer = float(far_desc[k0] + s_ * (far_desc[k1] - far_desc[k0]))
-        t0 = tau_desc[k0] if np.isfinite(tau_desc[k0]) else tau_desc[k1]
-        tau = float(t0 + s_ * (tau_desc[k1] - t0))
+        if np.isfinite(tau_desc[k0]):
+            tau = float(tau_desc[k0] + s_ * (tau_desc[k1] - tau_desc[k0]))
+        else:
+            # Crossing on the first segment, from τ = +∞: every finite τ above the highest
+            # score makes the same decisions (reject all), so τ_F is that score.
+            tau = float(tau_desc[k1])
     n_fa, n_fr = rates(tau)
     a = (1.0 - level) / 2.0  # per rate: Bonferroni over the two
     lo = (
@@ -422,6 +428,9 @@ def identity_scores(
     labels = [str(k) for k in range(n)] if names is None else [str(x) for x in names]
     if len(labels) != n:
         raise InvalidInputError(f"`names` must name every target; got {len(labels)} vs {n}.")
+    if len(set(labels)) != n:
+        twice = sorted({x for x in labels if labels.count(x) > 1})
+        raise InvalidInputError(f"`names` must be distinct; repeated: {twice}.")
     sim = rec @ tgt.T  # (I, I)
     gal_sim = np.full((n, n), np.nan)
     gallery, owner = [], []
@@ -546,6 +555,13 @@ def joint_evaluation(
     test_models = list(thresholds)
     if not target_models or not test_models:
         raise InvalidInputError("`reconstructions` and `thresholds` must not be empty.")
+    for name, mapping in (("targets", targets), ("others", others)):
+        missing = [m for m in test_models if m not in mapping]
+        if missing:
+            raise InvalidInputError(
+                f"`{name}` has no entry for test model(s) {missing}; every test model in "
+                "`thresholds` needs its target embeddings and gallery."
+            )
     shared = {(str(a), str(b)) for a, b in same_weights}
     shared |= {(m, m) for m in target_models if m in test_models}
     t1 = np.full((len(target_models), len(test_models)), np.nan)

@@ -161,6 +161,51 @@ def test_carry_split_hands_unused_queries_to_later_codes(
     np.testing.assert_array_equal([len(h) for h in res[0].history], np.array([7, 8, 8]) + extra)
 
 
+def test_t_max_defaults_to_the_budget_share_and_to_100_without_a_budget(
+    toy: dict[str, Any], bank: LatentBank
+) -> None:
+    enc = LinearEncoder(differentiable=False)
+    z = _targets(toy, 2)
+    budget = bank.volume + 3 * 130 + 1  # Eq. 18: floor(391 / 3) = 130 queries per code > 100
+    kw: dict[str, Any] = {"top_n": 3, "tau_a": 1.0, "attack": "greedypixel"}
+    adv = RankedAdversary(toy["generator"], enc, bank=bank, query_budget=budget, **kw)
+    res = adv.invert_many(z)
+    assert adv.settings_["t_max"] == 130
+    assert all(r.queries == bank.volume + 3 * 130 for r in res)  # no hidden cap of 100
+    capped = RankedAdversary(toy["generator"], enc, bank=bank, query_budget=budget, t_max=20, **kw)
+    assert all(r.queries == bank.volume + 3 * 20 for r in capped.invert_many(z))
+    plain = RankedAdversary(
+        toy["generator"], enc, bank=bank, top_n=1, t_max=None, attack="greedypixel"
+    )
+    plain.invert_many(z[:1])
+    assert plain.settings_["t_max"] == 100
+
+
+def test_carry_shares_are_per_target(toy: dict[str, Any], bank: LatentBank) -> None:
+    # Q − V = 23, N = 3. Before code 2 (r = 1), target 0 has spent 7 and target 1 only 5 (a
+    # search that stopped early): their shares are floor(16 / 2) = 8 and floor(18 / 2) = 9.
+    adv = RankedAdversary(
+        toy["generator"],
+        LinearEncoder(differentiable=False),
+        bank=bank,
+        top_n=3,
+        attack="greedypixel",
+        query_budget=bank.volume + 23,
+        query_split="carry",
+    )
+    s = adv._settings()
+    spent = np.array([bank.volume + 7, bank.volume + 5])
+    groups = adv._code_groups(s, 1, np.array([0, 1]), spent)
+    got = sorted((rows.tolist(), s_r["t_max"]) for rows, s_r in groups)
+    assert got == [([0], 8), ([1], 9)]
+    eq18 = RankedAdversary(
+        toy["generator"], LinearEncoder(), bank=bank, top_n=3, query_budget=bank.volume + 23
+    )
+    ((rows, s_r),) = eq18._code_groups(eq18._settings(), 1, np.array([0, 1]), spent)
+    assert rows.tolist() == [0, 1]
+    assert s_r["t_max"] == 7 - 1  # APGD: the start is a query
+
+
 def test_invert_many_equals_a_loop_of_invert_and_is_deterministic(
     toy: dict[str, Any], bank: LatentBank
 ) -> None:

@@ -120,3 +120,31 @@ def test_default_batch_is_sized_in_bytes_under_the_bound(
     assert all(m * 28 * 16 <= bound for m in seen)
     with pytest.raises(InvalidInputError, match="`max_bytes` must be"):
         LatentBank.build(toy["generator"], 3, detector=toy["detector"], max_bytes=0)
+
+
+class _CountingMeanDetector:
+    """The toy detector, remembering how many images each batch call held."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.calls = inner, []
+
+    def detect_batch(self, images: np.ndarray) -> list[Any]:
+        self.calls.append(len(images))
+        return [self.inner.detect(im) for im in images]
+
+
+def test_generation_runs_in_chunks_of_the_stated_size(toy: dict[str, Any]) -> None:
+    kw = {"tau_k": 0.3, "tau_d": 0.3, "rng": 4, "batch_size": 40}
+    det = _CountingMeanDetector(toy["detector"])
+    small = LatentBank.build(toy["generator"], 9, detector=det, generate_batch_size=5, **kw)
+    assert max(det.calls) <= 5
+    # the chunk size changes memory, not the bank: the same draws are kept
+    whole = LatentBank.build(toy["generator"], 9, detector=toy["detector"], **kw)
+    np.testing.assert_array_equal(small.latents, whole.latents)
+    assert (small.n_drawn, small.n_rejected_k, small.n_rejected_d) == (
+        whole.n_drawn,
+        whole.n_rejected_k,
+        whole.n_rejected_d,
+    )
+    with pytest.raises(InvalidInputError, match="`generate_batch_size`"):
+        LatentBank.build(toy["generator"], 2, detector=det, generate_batch_size=0)

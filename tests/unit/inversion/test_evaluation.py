@@ -207,3 +207,34 @@ def test_attack_threshold_is_the_largest_cross_similarity(rng: np.random.Generat
     assert attack_threshold(Fixed(emb), crops) == pytest.approx(ref)
     with pytest.raises(InvalidInputError, match="at least 2"):
         attack_threshold(Fixed(emb), crops[:1])
+
+
+def test_eer_crossing_on_the_first_segment_keeps_the_highest_score() -> None:
+    # One impostor above every genuine score but one. From τ = +∞ (FAR 0, FRR 1) the next ROC
+    # point, τ = 0.9, accepts the impostor and one genuine pair: FAR 1, FRR 1/2, so
+    # d = FAR − FRR goes from −1 to +1/2 and the crossing lies 2/3 along that first segment.
+    r = eer_threshold([0.9, 0.5], [0.9])
+    assert r.eer == pytest.approx(2 / 3)  # 0 + (2/3)·(1 − 0)
+    # no finite τ above 0.9 decides differently from τ = +∞: τ_F is the highest score
+    assert (r.threshold, r.far, r.frr) == (0.9, 1.0, 0.5)
+
+
+def test_evaluation_refuses_empty_inputs_repeated_names_and_missing_models() -> None:
+    e = np.eye(3)
+    with pytest.raises(InvalidInputError, match=r"n >= 1; got \(0, 3\)"):
+        type_accuracy(np.zeros((0, 3)), np.zeros((0, 3)), [], 0.5)
+    with pytest.raises(InvalidInputError, match=r"`reconstructions` must have shape"):
+        identity_scores(np.zeros((0, 3)), e[:2], [e[[0]], e[[1]]])
+    with pytest.raises(InvalidInputError, match=r"`names` must be distinct; repeated: \['x'\]"):
+        identity_scores(e[:2], e[:2], [e[[0]], e[[1]]], names=["x", "x"])
+    recs = {"a": {"a": e[:2], "b": e[:2]}}
+    with pytest.raises(
+        InvalidInputError, match=r"`targets` has no entry for test model\(s\) \['b'\]"
+    ):
+        joint_evaluation(recs, {"a": e[:2]}, {"a": [e[[0]], e[[1]]]}, {"a": 0.5, "b": 0.5})
+    with pytest.raises(
+        InvalidInputError, match=r"`others` has no entry for test model\(s\) \['b'\]"
+    ):
+        joint_evaluation(
+            recs, {"a": e[:2], "b": e[:2]}, {"a": [e[[0]], e[[1]]]}, {"a": 0.5, "b": 0.5}
+        )
