@@ -13,9 +13,10 @@ Sections:
    ``--skip-attacks`` skips it.
 2. ``invert_many`` on ``--targets`` targets against the straightforward loop of ``invert``
    (same settings, identical results); the target is ≥ 5× at 32 targets.
-3. DDIM on a small random UNet (64×64, 10 steps): forward + backward with and without
-   gradient checkpointing — seconds, and the bytes autograd keeps for the backward pass
-   (summed over saved tensors, an exact count on any device).
+3. DDIM on a small random UNet (64×64, 10 steps): forward + backward through the whole chain
+   with and without gradient checkpointing, and DiffMI's shortcut gradient (sampled without
+   a graph) — seconds, and the bytes autograd keeps for the backward pass (summed over saved
+   tensors, an exact count on any device).
 
 Timings are single runs on whatever else the machine is doing; say so next to them.
 """
@@ -147,14 +148,21 @@ def main() -> None:
         up_block_types=("UpBlock2D", "AttnUpBlock2D", "UpBlock2D"),
     )
     x_t = torch.randn(2, 3, 64, 64)
-    for ckpt in (False, True):
-        ddim = DiffusionGenerator(unet, DDIMScheduler(), 10, checkpointing=ckpt)
+    runs = [("full", False), ("full", True), ("shortcut", False)]
+    seconds = {}
+    for gradient, ckpt in runs:
+        ddim = DiffusionGenerator(unet, DDIMScheduler(), 10, checkpointing=ckpt, gradient=gradient)
         x = x_t.clone().requires_grad_(True)
         sec, nbytes = saved_bytes(lambda ddim=ddim, x=x: ddim.forward(x).mean().backward())
+        seconds[gradient, ckpt] = sec
         print(
-            f"  checkpointing={ckpt!s:5s}  {sec:6.2f} s   "
+            f"  gradient={gradient:8s} checkpointing={ckpt!s:5s}  {sec:6.2f} s   "
             f"saved for backward {nbytes / 2**20:8.1f} MiB"
         )
+    print(
+        f"  shortcut / full (no checkpointing): "
+        f"{seconds['shortcut', False] / seconds['full', False]:.2f} of the time"
+    )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ is the largest similarity between a real photo and another real photo or mirror.
 "after (dlib)" re-embeds the reconstruction with the C++ dlib model through its own per-image
 alignment. That is the same network as the target model (the torch port's parity with dlib
 is tested to 1e-4), so it checks the port and the warp; it is not an independent recogniser.
+An independent one is used when available: ``--test-arcface PATH`` (a local InsightFace
+``w600k_r50.onnx`` or its ``buffalo_l`` folder; default ``$IDAUDIT_WEIGHTS/buffalo_l`` when
+it exists) repeats the identity measures and Type I / II in ArcFace, with its own τ_F.
 
 Reconstructions are biometric data: they are written (owner-only) only with ``--save DIR``.
 
@@ -49,7 +52,9 @@ import numpy as np
 import torch
 
 from idaudit._results import write_atomic
+from idaudit.exceptions import MissingWeightsError
 from idaudit.faces import (
+    ArcFaceEncoder,
     DlibEncoder,
     MTCNNDetector,
     TorchDlibEncoder,
@@ -102,6 +107,55 @@ def unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
+def arcface_or_none(path: Path | None) -> ArcFaceEncoder | None:
+    """The independent test model: ArcFace from ``path`` or the default weights folder."""
+    try:
+        return ArcFaceEncoder(path)
+    except MissingWeightsError:
+        if path is not None:
+            raise
+        return None
+
+
+def independent_check(
+    arc: ArcFaceEncoder, det: Any, gen: DCGANGenerator, recs: np.ndarray, args: Any, sets: Any
+) -> dict[str, Any]:
+    """Identity measures and Type I / II in ArcFace, a model sharing no weights with dlib."""
+    ids, ref, first = sets
+    targets = unit(
+        arc.encode(
+            np.concatenate(
+                [real_crops(det, arc, args.real), gen.generator.crops(ids.images[first], arc)]
+            )
+        )
+    )
+    rec = unit(arc.encode(gen.generator.crops(recs, arc)))
+    n_real = len(targets) - args.identities
+    syn = slice(n_real, None)
+    held_images = [
+        ids.images[i * args.per_identity + 1 : (i + 1) * args.per_identity]
+        for i in range(args.identities)
+    ]
+    others = [unit(arc.encode(gen.generator.crops(im, arc))) for im in held_images]
+    e = unit(arc.encode(gen.generator.crops(ref.images, arc)))
+    same = ref.labels[:, None] == ref.labels[None, :]
+    iu = np.triu_indices(len(e), 1)
+    sims = (e @ e.T)[iu]
+    tau_f = eer_threshold(sims[same[iu]], sims[~same[iu]])
+    empty = [np.zeros((0, rec.shape[1]))] * len(rec)
+    every = identity_scores(rec, targets, empty)
+    held = identity_scores(rec[syn], targets[syn], others)
+    acc = type_accuracy(rec[syn], targets[syn], others, tau_f)
+    print(
+        f"\nindependent test model {arc.name} (no weights shared with dlib): mean own-vs-other "
+        f"margin {float(every.mean_margin):+.4f}; synthetic identities: rank-1 "
+        f"{float(held.rank1_rate):.2f} (chance ≈ {1 / args.identities:.2f}), Type I "
+        f"{acc.type_i:.2f}, Type II {acc.type_ii:.2f} at τ_F = {tau_f.threshold:.3f} "
+        f"({tau_f.n_genuine} genuine pairs) [sample estimates]"
+    )
+    return {"identity": every, "identity_held_out": held, "accuracy": acc, "tau_f": tau_f}
+
+
 def save_pairs(folder: Path, names: list[str], targets: list[np.ndarray], recs: np.ndarray) -> None:
     from PIL import Image
 
@@ -129,6 +183,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--ref-identities", type=int, default=6, help="identities behind τ_F")
     parser.add_argument("--ref-per-identity", type=int, default=6, help="images per identity")
     parser.add_argument("--save", type=Path, default=None, help="write target|reconstruction PNGs")
+    parser.add_argument(
+        "--test-arcface",
+        type=Path,
+        default=None,
+        help="independent test model: w600k_r50.onnx or its buffalo_l folder "
+        "(default: $IDAUDIT_WEIGHTS/buffalo_l when present)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
 
@@ -258,6 +319,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"(random similarity {float(bounds.similarity.sel(row='random')):.3f})"
     )
     out["accuracy"], out["bounds"] = acc, bounds
+    arc = arcface_or_none(args.test_arcface)
+    if arc is None:
+        print(
+            "\nno independent test model (pass --test-arcface PATH to a local ArcFace): every "
+            "measure above uses dlib's weights, the target model's own"
+        )
+    else:
+        out["independent"] = independent_check(arc, det, gen, recs, args, (ids, ref, first))
 
     # black-box: GreedyPixel against dlib itself, under a query budget
     k = min(args.black_box, len(names))

@@ -35,7 +35,10 @@ def test_audit_anonymiser(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.faces
-def test_inversion_demo_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
+def test_inversion_demo_runs_small(
+    capsys: pytest.CaptureFixture[str], buffalo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("IDAUDIT_WEIGHTS", raising=False)
     ns = runpy.run_path(str(EXAMPLES / "inversion_demo.py"), run_name="inversion_demo")
     out = ns["main"](
         [
@@ -61,6 +64,8 @@ def test_inversion_demo_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
             "4",
             "--ref-identities",
             "3",
+            "--test-arcface",
+            str(buffalo_dir),
         ]
     )
     text = capsys.readouterr().out
@@ -73,3 +78,9 @@ def test_inversion_demo_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(r.queries <= 6 + 2 * 3 for r in white)
     assert out["black"][0].queries <= 6 + 2 * 2
     assert 0.0 <= out["accuracy"].type_ii <= 1.0
+    # the independent test model: its own τ_F (3 identities × 6 images: 45 genuine pairs)
+    assert "independent test model arcface-w600k-r50" in text
+    independent = out["independent"]
+    assert independent["tau_f"].n_genuine == 3 * 15
+    assert independent["identity"].sizes["target"] == 3
+    assert independent["accuracy"].n_targets == 2

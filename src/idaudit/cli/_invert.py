@@ -69,11 +69,28 @@ def add_parser(sub: Any) -> None:
     inv.add_argument("--eps", type=float, help="radius (default: the DCGAN's calibrated one)")
     inv.add_argument("--volume", type=int, default=256, help="bank volume V (default: 256)")
     inv.add_argument("--top-n", type=int, default=3, help="N (default: 3)")
-    inv.add_argument("--t-max", type=int, default=100, help="iterations per code (default: 100)")
+    inv.add_argument(
+        "--t-max",
+        type=int,
+        help="most iterations per code (default: 100, or what --query-budget leaves each code)",
+    )
     inv.add_argument("--tau-a", type=float, help="attack threshold in [-1, 1] (default: none)")
     inv.add_argument("--tau-k", type=float, default=0.999, help="K² threshold (default: 0.999)")
     inv.add_argument("--tau-d", type=float, default=0.999, help="detection threshold")
     inv.add_argument("--query-budget", type=int, help="Q_max for the black-box attack (Eq. 18)")
+    inv.add_argument(
+        "--query-split",
+        choices=("eq18", "carry"),
+        default="eq18",
+        help="with --query-budget: every code gets floor((Q_max - V)/N) queries (eq18, the "
+        "paper's rule, default), or queries a code leaves unused go to the next (carry)",
+    )
+    inv.add_argument(
+        "--test-arcface",
+        metavar="PATH",
+        help="an independent test model: a local InsightFace ArcFace (w600k_r50.onnx or its "
+        "buffalo_l folder) re-measures each reconstruction against the photo (needs --image)",
+    )
     inv.add_argument(
         "--warp-samples", type=int, default=32, help="DCGAN images the fixed warp is fit to"
     )
@@ -86,7 +103,13 @@ def add_parser(sub: Any) -> None:
 def _check(args: argparse.Namespace) -> None:
     at_least(args.volume, "--volume", 1)
     at_least(args.top_n, "--top-n", 1)
-    at_least(args.t_max, "--t-max", 1)
+    if args.t_max is not None:
+        at_least(args.t_max, "--t-max", 1)
+    if args.test_arcface is not None and args.image is None:
+        raise InvalidInputError(
+            "`--test-arcface` re-measures the reconstruction against the target photo: it "
+            "needs --image (an embedding file holds no image for another model to see)."
+        )
     at_least(args.seed, "--seed", 0)
     at_least(args.index, "--index", 0)
     at_least(args.warp_samples, "--warp-samples", 1)
@@ -102,8 +125,8 @@ def _check(args: argparse.Namespace) -> None:
         at_least(args.query_budget, "--query-budget", args.volume + args.top_n)
 
 
-def _photo_target(path: str, detector: Any, encoder: Any) -> np.ndarray:
-    """Encode the largest face of a photo: the target, shape (1, 128)."""
+def _photo_target(path: str, detector: Any, encoders: list[Any]) -> list[np.ndarray]:
+    """Encode the largest face of a photo with each encoder: one (1, dim) array each."""
     import numpy as np
 
     from idaudit.faces import load_image
@@ -113,7 +136,27 @@ def _photo_target(path: str, detector: Any, encoder: Any) -> np.ndarray:
     if not faces:
         raise InvalidInputError(f"`--image` {path!r}: no face found.")
     face = max(faces, key=lambda f: f.area)
-    return np.asarray(encoder.encode(encoder.align(photo, face)[None]), dtype=np.float32)
+    return [
+        np.asarray(enc.encode(enc.align(photo, face)[None]), dtype=np.float32) for enc in encoders
+    ]
+
+
+def _test_similarity(test: Any, gen: Any, target: np.ndarray, images: list[np.ndarray]) -> Any:
+    """Measure each reconstruction against the photo in the independent test model."""
+    import numpy as np
+
+    from idaudit._results import variable
+
+    rec = np.asarray(test.encode(gen.generator.crops(np.stack(images), test)), dtype=np.float64)
+    rec /= np.linalg.norm(rec, axis=1, keepdims=True)
+    tgt = np.asarray(target, dtype=np.float64).ravel()
+    cos = rec @ (tgt / np.linalg.norm(tgt))
+    return variable(
+        "target",
+        cos,
+        long_name=f"cosine of reconstruction to the photo in the test model ({test.name})",
+        status="sample_estimate",
+    )
 
 
 def _file_targets(args: argparse.Namespace) -> tuple[np.ndarray, dict[str, Any]]:
@@ -182,8 +225,14 @@ def run(args: argparse.Namespace) -> int:
     )
 
     detector, dlib = MTCNNDetector(), DlibEncoder()
+    test = None
+    if args.test_arcface is not None:
+        from idaudit.faces import ArcFaceEncoder
+
+        test = ArcFaceEncoder(args.test_arcface)
     if targets is None:
-        targets = _photo_target(args.image, detector, dlib)
+        found = _photo_target(args.image, detector, [dlib] + ([test] if test else []))
+        targets, test_target = found[0], found[-1]
     elif chosen:
         say(f"target: identity {chosen['target_identity']!r}, row {chosen['target_index']}")
     gen = DCGANGenerator()
@@ -205,25 +254,35 @@ def run(args: argparse.Namespace) -> int:
         norm=args.norm,
         eps=args.eps,
         query_budget=args.query_budget,
+        query_split=args.query_split,
         warp=warp,
         rng=args.seed,
         progress=not args.quiet,
     )
     results = adv.invert_many(targets)
+    used = adv.settings_
     ds = results_to_xarray(
         results,
-        attack=args.attack,
-        norm=args.norm,
-        eps=args.eps or gen.default_radius[args.norm],
+        attack=used["attack"],
+        norm=used["norm"],
+        eps=used["eps"],
         volume=bank.volume,
-        top_n=args.top_n,
-        t_max=args.t_max,
+        top_n=used["top_n"],
+        t_max=used["t_max"],
+        query_budget=args.query_budget if args.query_budget is not None else "none",
+        query_split=used["query_split"],
         seed=args.seed,
         n_drawn=bank.n_drawn,
         n_rejected_k=bank.n_rejected_k,
         n_rejected_d=bank.n_rejected_d,
         **chosen,
     )
+    if test is None:
+        ds.attrs["test_model"] = "none: similarities are the target model's own"
+    else:
+        images = [r.image for r in results]
+        ds["test_similarity"] = _test_similarity(test, gen, test_target, images)
+        ds.attrs["test_model"] = f"{test.name} (independent of the target model, dlib)"
     write_netcdf(ds, out / "results.nc")
     say(
         f"bank: {bank.volume} codes from {bank.n_drawn} draws ({bank.n_rejected_k} failed K², "
@@ -234,6 +293,10 @@ def run(args: argparse.Namespace) -> int:
             f"target {i}: similarity {r.initial_similarity:.4f} -> {r.similarity:.4f} "
             f"(rank {r.rank}, {r.iterations} iterations, {r.queries} queries, {r.seconds:.1f} s)"
         )
+    if test is None:
+        say("similarities are the target model's own (no independent test model given)")
+    else:
+        say(f"test model {test.name}: " + ", ".join(f"{c:.4f}" for c in ds.test_similarity.values))
     if args.save_images:
         from PIL import Image
 

@@ -84,6 +84,8 @@ def test_invert_refuses_bad_flags_before_any_work(
     np.save(bad, np.ones(64, np.float32))
     err = _fails(["invert", str(bad), "--out", str(tmp_path / "o2"), "--volume", "4"], capsys)
     assert "(128,) or (n, 128)" in err
+    err = _fails(["invert", str(emb), "--out", str(tmp_path / "o3"), "--test-arcface", "x"], capsys)
+    assert "`--test-arcface` re-measures the reconstruction against the target photo" in err
 
 
 def _labelled_npz(path: Path) -> np.ndarray:
@@ -145,3 +147,40 @@ def test_invert_npy_has_no_rows_to_choose(
         ["invert", str(tmp_path / "z.npy"), "--out", str(tmp_path / "o"), "--identity", "a"], capsys
     )
     assert "a .npy has no labels" in err
+
+
+def test_invert_an_independent_test_model_and_carried_queries(
+    tmp_path: Path, buffalo_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    skimage_data = pytest.importorskip("skimage.data")
+    from PIL import Image
+
+    from idaudit.faces import ArcFaceEncoder, MTCNNDetector, ShippedFaceGenerator
+
+    photo = tmp_path / "astronaut.png"
+    Image.fromarray(skimage_data.astronaut()).save(photo)
+    out = tmp_path / "out"
+    argv = ["invert", "--image", str(photo), "--out", str(out), *_SMALL[:4], "--warp-samples", "4"]
+    argv += ["--tau-k", "0.5", "--tau-d", "0.9", "--attack", "greedypixel", "--save-images"]
+    argv += ["--query-budget", "9", "--query-split", "carry", "--test-arcface", str(buffalo_dir)]
+    assert main(argv) == 0
+    ds = xr.open_dataset(out / "results.nc")
+    check_result_dataset(ds)
+    # no --t-max: the budget alone decides; carry spends Q_max = V + 5 exactly (2 + 3)
+    assert int(ds["queries"][0]) == 9
+    assert ds.attrs["setting.query_split"] == "carry"
+    assert ds.attrs["setting.t_max"] == 2  # the first code's share, floor(5 / 2)
+    # GreedyPixel's step and ball, not the DCGAN's APGD radius and the default norm
+    assert (ds.attrs["setting.eps"], ds.attrs["setting.norm"]) == (1.0, "linf")
+    assert ds.attrs["test_model"].startswith("arcface-w600k-r50 (independent")
+    # the test similarity, recomputed from the written reconstruction and the photo
+    arc = ArcFaceEncoder(buffalo_dir)
+    image = np.asarray(Image.open(out / "reconstruction_0.png"))
+    rec = arc.encode(ShippedFaceGenerator().crops(image[None], arc))[0]
+    pic = np.asarray(Image.open(photo).convert("RGB"))
+    face = max(MTCNNDetector().detect(pic), key=lambda f: f.area)
+    tgt = arc.encode(arc.align(pic, face)[None])[0]
+    expected = rec @ tgt / (np.linalg.norm(rec) * np.linalg.norm(tgt))
+    assert float(ds["test_similarity"][0]) == pytest.approx(expected, abs=1e-6)
+    assert ds["test_similarity"].attrs["status"] == "sample_estimate"
+    assert "test model arcface-w600k-r50" in capsys.readouterr().out
