@@ -7,6 +7,10 @@
 :class:`SequentialCertifier`        fixed tests on a development draw, test outputs drawn from a
                                     mechanism in batches; anytime-valid confidence sequences →
                                     ``certified_lower_bound`` ε valid at every sample size
+:func:`certify_scores`              scores of any two-class attack → certified trade-off
+                                    points and ε(δ) for every δ at once (threshold strategies
+                                    ``given``, ``split``, ``bonferroni``, ``band``) and a
+                                    certified GDP μ lower bound → :class:`ScoreCertificate`
 :func:`sanity_controls`             same-identity split-half MMD² tests and ROC AUCs:
                                     calibration of the audits (shuffled halves) and order
                                     artefacts in the data (ordered halves)
@@ -17,6 +21,13 @@ from __future__ import annotations
 
 from idaudit.certify._reserved import ReservedTestCertifier
 from idaudit.certify._sanity import sanity_controls
+from idaudit.certify._scores import ScoreCertificate, certify_scores
 from idaudit.certify._sequential import SequentialCertifier
 
-__all__ = ["ReservedTestCertifier", "SequentialCertifier", "sanity_controls"]
+__all__ = [
+    "ReservedTestCertifier",
+    "ScoreCertificate",
+    "SequentialCertifier",
+    "certify_scores",
+    "sanity_controls",
+]

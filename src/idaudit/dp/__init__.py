@@ -22,6 +22,15 @@ array_likes broadcast and give an ``ndarray``. Bad values raise
                                             advanced, PLD via dp-accounting): an *upper* bound
 :func:`compose_error_rates`                 per-query certified test → certified *lower* bound
                                             for k outputs
+:func:`score_error_counts`                  FP/FN counts of the tests "B when score ≥ t"
+:func:`simultaneous_rate_bounds`            upper bounds on a tail rate at every threshold at
+                                            once (exact band or Bonferroni)
+:func:`band_local_level`                    the band's calibrated per-count level
+:func:`noncrossing_probability`             P(uniform order statistics stay below a boundary)
+:func:`epsilon_from_tradeoff`               ε(δ) for many δ from certified trade-off points
+:func:`gdp_tradeoff`                        μ-GDP trade-off G_μ(x) = Φ(Φ⁻¹(1−x) − μ)
+:func:`gdp_delta`, :func:`gdp_epsilon`      μ-GDP ↔ (ε, δ) (Dong–Roth–Su Cor. 2.13)
+:func:`gdp_mu_lower_bound`                  μ lower bound from trade-off points
 ==========================================  =====================================================
 
 Each function's docstring states the formal status of what it returns: these are exact maps;
@@ -42,12 +51,24 @@ from idaudit.dp._confseq import (
 from idaudit.dp._gaussian import calibrate_gaussian_sigma, gaussian_delta, gaussian_epsilon
 from idaudit.dp._hypothesis import epsilon_from_error_rates, epsilon_from_roc, exact_corner
 from idaudit.dp._mmd import epsilon_from_mmd_hockey_stick
+from idaudit.dp._tradeoff import (
+    band_local_level,
+    epsilon_from_tradeoff,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu_lower_bound,
+    gdp_tradeoff,
+    noncrossing_probability,
+    score_error_counts,
+    simultaneous_rate_bounds,
+)
 from idaudit.dp._tv import epsilon_from_tv, tv_bound
 
 __all__ = [
     "ComposedPrivacy",
     "anytime_lower_bound",
     "anytime_upper_bound",
+    "band_local_level",
     "bernstein_mean_lower_bound",
     "betting_mean_lower_bound",
     "calibrate_gaussian_sigma",
@@ -58,9 +79,17 @@ __all__ = [
     "epsilon_from_error_rates",
     "epsilon_from_mmd_hockey_stick",
     "epsilon_from_roc",
+    "epsilon_from_tradeoff",
     "epsilon_from_tv",
     "exact_corner",
     "gaussian_delta",
     "gaussian_epsilon",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu_lower_bound",
+    "gdp_tradeoff",
+    "noncrossing_probability",
+    "score_error_counts",
+    "simultaneous_rate_bounds",
     "tv_bound",
 ]

@@ -1,0 +1,154 @@
+"""Trade-off maths: the exact band, ε from trade-off points and the μ-GDP conversions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from idaudit.dp import (
+    band_local_level,
+    clopper_pearson_upper,
+    epsilon_from_error_rates,
+    epsilon_from_tradeoff,
+    gaussian_epsilon,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu_lower_bound,
+    gdp_tradeoff,
+    noncrossing_probability,
+    score_error_counts,
+    simultaneous_rate_bounds,
+)
+from idaudit.exceptions import InvalidInputError
+
+
+def _multinomial_noncrossing(h: np.ndarray) -> float:
+    """Independent O(n³) reference: carry the exact binomial law of N(h_i) forward."""
+    n = h.size
+    q = np.zeros(n + 1)
+    q[0] = 1.0
+    prev = 0.0
+    for i, hi in enumerate(h):
+        p = 0.0 if prev >= 1.0 else (hi - prev) / (1.0 - prev)
+        new = np.zeros(n + 1)
+        for m in range(n + 1):
+            if q[m] > 0:
+                new[m:] += q[m] * stats.binom.pmf(np.arange(n + 1 - m), n - m, p)
+        new[: i + 1] = 0.0  # N(h_{i+1}) >= i + 1
+        q, prev = new, hi
+    return float(q.sum())
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 17, 40])
+def test_noncrossing_matches_multinomial_recursion(n: int) -> None:
+    gen = np.random.default_rng(n)
+    for _ in range(3):
+        h = np.sort(gen.uniform(0, 1, n)) ** 0.5
+        # both sum non-negative terms; agreement to 1e-12 absolute
+        assert noncrossing_probability(h) == pytest.approx(_multinomial_noncrossing(h), abs=1e-12)
+
+
+def test_noncrossing_closed_forms() -> None:
+    # one point: P(U <= h) = h; min of two below 1/2 (second bound 1): 1 - 1/4
+    assert noncrossing_probability([0.3]) == pytest.approx(0.3, abs=1e-14)
+    assert noncrossing_probability([0.5, 1.0]) == pytest.approx(0.75, abs=1e-14)
+    # all bounds 1: certain
+    assert noncrossing_probability(np.ones(50)) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_band_level_is_exact_and_between_bonferroni_and_pointwise() -> None:
+    for n in (10, 100, 1000):
+        a = band_local_level(n, 0.025)
+        assert 0.025 / n < a < 0.025
+        k = np.arange(n)
+        h = stats.beta.isf(a, k + 1, n - k)
+        assert noncrossing_probability(h) >= 1 - 0.025  # conservative side of the root
+        assert noncrossing_probability(h) == pytest.approx(1 - 0.025, abs=1e-5)  # and tight
+    assert band_local_level(1, 0.1) == 0.1
+
+
+def test_band_is_tighter_than_bonferroni_and_holds_by_simulation() -> None:
+    n, alpha = 40, 0.1
+    band = simultaneous_rate_bounds(n, alpha)
+    bonf = simultaneous_rate_bounds(n, alpha, method="bonferroni")
+    assert band.shape == (n + 1,)
+    assert band[-1] == 1.0
+    assert (band[:-1] < bonf[:-1]).all()
+    np.testing.assert_allclose(bonf[:-1], clopper_pearson_upper(np.arange(n), n, alpha / n))
+    # the (k+1)-th smallest uniform crosses u_k with probability alpha overall:
+    # 40000 draws, sd sqrt(0.1 * 0.9 / 40000) = 0.0015; 4 sd tolerance
+    u = np.sort(np.random.default_rng(0).random((40_000, n)), axis=1)
+    rate = np.mean((u > band[:-1]).any(axis=1))
+    assert rate == pytest.approx(alpha, abs=0.006)
+
+
+def test_score_error_counts_by_loops() -> None:
+    gen = np.random.default_rng(1)
+    a, b = gen.integers(0, 5, 30).astype(float), gen.integers(2, 8, 20).astype(float)
+    t, fp, fn = score_error_counts(a, b)
+    np.testing.assert_array_equal(t, np.unique(np.concatenate([a, b])))
+    np.testing.assert_array_equal(fp, [(a >= x).sum() for x in t])
+    np.testing.assert_array_equal(fn, [(b < x).sum() for x in t])
+    _, fp, fn = score_error_counts(a, b, [np.inf, -np.inf])
+    assert fp.tolist() == [0, 30]
+    assert fn.tolist() == [20, 0]
+
+
+def test_epsilon_from_tradeoff_is_the_max_over_points() -> None:
+    gen = np.random.default_rng(2)
+    x, y = gen.uniform(0, 0.6, 25), gen.uniform(0, 0.6, 25)
+    deltas = np.array([0.0, 1e-6, 0.01, 0.3])
+    got = epsilon_from_tradeoff(x, y, deltas)
+    pts = list(zip(x, y, strict=True))
+    ref = [max(epsilon_from_error_rates(xi, yi, d) for xi, yi in pts) for d in deltas]
+    np.testing.assert_allclose(got, ref, rtol=1e-13)
+    one = epsilon_from_tradeoff(x, y, 0.01, one_sided=True)
+    assert isinstance(one, float)
+    ref_one = max(max(0.0, math.log((1 - 0.01 - yi) / xi)) for xi, yi in zip(x, y, strict=True))
+    assert one == pytest.approx(ref_one, rel=1e-13)
+
+
+def test_gdp_functions_against_scipy_and_the_gaussian_mechanism() -> None:
+    x = np.linspace(0, 1, 11)
+    np.testing.assert_allclose(
+        gdp_tradeoff(x, 1.3), stats.norm.cdf(stats.norm.ppf(1 - x) - 1.3), atol=1e-15
+    )
+    for mu in (0.3, 1.0, 3.0):
+        for eps in (0.0, 0.5, 2.0):
+            direct = stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(
+                -eps / mu - mu / 2
+            )
+            assert gdp_delta(eps, mu) == pytest.approx(direct, rel=1e-10)
+        assert gdp_epsilon(1e-5, mu) == pytest.approx(gaussian_epsilon(1e-5, 1 / mu), rel=1e-14)
+        assert gdp_delta(gdp_epsilon(1e-4, mu), mu) == pytest.approx(1e-4, rel=1e-9)
+    assert gdp_epsilon(0.0, 1.0) == math.inf
+    assert gdp_epsilon(0.1, 0.0) == 0.0
+
+
+def test_mu_lower_bound_recovers_mu_on_exact_points() -> None:
+    x = np.array([0.01, 0.1, 0.5])
+    assert gdp_mu_lower_bound(x, gdp_tradeoff(x, 2.0)) == pytest.approx(2.0, rel=1e-12)
+    assert gdp_mu_lower_bound([0.0, 1.0], [1.0, 0.0]) == 0.0  # trivial tests: no evidence
+    assert gdp_mu_lower_bound([0.0], [0.5]) == math.inf
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: simultaneous_rate_bounds(0, 0.1), "`n` must be an integer >= 1"),
+        (lambda: simultaneous_rate_bounds(5, 1.0), r"`alpha` must be in \(0, 1\)"),
+        (lambda: simultaneous_rate_bounds(5, 0.1, method="dkw"), "`method` must be"),
+        (lambda: noncrossing_probability([0.5, 0.2]), "non-decreasing"),
+        (lambda: epsilon_from_tradeoff([0.1], [0.1, 0.2]), "same shape"),
+        (lambda: epsilon_from_tradeoff([0.1], [1.2]), r"`fnr_upper` must be in \[0, 1\]"),
+        (lambda: score_error_counts([], [1.0]), "`scores_a` must be a non-empty 1-D"),
+        (lambda: score_error_counts([np.nan], [1.0]), "must not contain NaN"),
+        (lambda: gdp_tradeoff(0.5, -1.0), r"`mu` must be in \[0, inf\]"),
+    ],
+)
+def test_errors(call, match) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidInputError, match=match):
+        call()
