@@ -113,6 +113,48 @@ def test_gaussian_certificates_are_sound() -> None:
     assert stats.binomtest(missed, reps, ALPHA, alternative="greater").pvalue > 0.01
 
 
+def test_band_certifies_the_whole_curve_of_the_fixed_classifier() -> None:
+    # Laplace in d = 1 (centres 0 and 1, scale 1): every test of the fixed linear classifier
+    # is a half-line, whose true error rates are closed-form. One event per repetition: some
+    # certified trade-off point's bound misses its test's true rate (which is what any
+    # violation of the certified epsilon(delta) curve at any delta would need).
+    from idaudit.certify import certify_scores
+
+    reps, n = 200, 120
+    base = EmbeddingSet(np.array([[0.0], [1.0]]), ["a", "b"], normalize=False)
+    mech = LaplaceNoise(base, scale=1.0)
+    truth = mech.pair_epsilon("a", "b")
+    events = above = 0
+    for r in range(reps):
+        es = sample_embeddings(mech, n, rng=r)
+        cert = ReservedTestCertifier(
+            n_select=1,
+            n_candidates=1,
+            n_folds=2,
+            alpha=ALPHA_SHARP,
+            test_thresholds="band",
+            rng=30_000 + r,
+            progress=False,
+        ).fit(es, [("a", "b")])
+        above += bool((cert.epsilon_lb_curve_.values > truth + 1e-12).any())
+        sa, sb = cert.test_scores_[0]
+        points = certify_scores(sa, sb, alpha=2 * cert.alpha_per_bound_, thresholds="band")
+        clf, sign = cert.classifiers_[0], float(cert.certificates_["direction"][0])
+        # oriented score sign * (w x + b) >= t  <=>  x >= cut (sign * w > 0) or x <= cut
+        slope = sign * float(clf.coef_[0][0])
+        cut = (points.thresholds - sign * float(clf.intercept_[0])) / slope
+        law_a, law_b = stats.laplace(0.0, 1.0), stats.laplace(1.0, 1.0)
+        fpr = law_a.sf(cut) if slope > 0 else law_a.cdf(cut)
+        fnr = law_b.cdf(cut) if slope > 0 else law_b.sf(cut)
+        events += bool(np.any(points.fpr_upper < fpr) or np.any(points.fnr_upper < fnr))
+    # Under a rate of exactly 0.2 the count has sd sqrt(200 * 0.2 * 0.8) = 5.7 around 40; the
+    # check fails when binomtest rejects "rate <= 0.2" at 0.01 (about 54 or more). The band's
+    # level is exact for continuous scores, so the count should sit near (but below) 40.
+    assert stats.binomtest(events, reps, ALPHA_SHARP, alternative="greater").pvalue > 0.01
+    assert above <= events  # the curve can only fail through a missed point
+    assert events > 0  # the band is not vacuous
+
+
 def test_split_half_controls_reject_at_the_nominal_rate() -> None:
     from idaudit.certify import sanity_controls
 

@@ -43,8 +43,14 @@ from idaudit.certify._base import (
     score,
     threshold_cuts,
 )
+from idaudit.certify._scores import certify_scores
 from idaudit.data import DUPLICATES, EmbeddingSet, all_pairs, sample_pairs, split_identities
-from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
+from idaudit.dp import (
+    clopper_pearson_upper,
+    epsilon_from_error_rates,
+    epsilon_from_tradeoff,
+    simultaneous_rate_bounds,
+)
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["ReservedTestCertifier"]
@@ -57,10 +63,37 @@ _THRESHOLD_RULE = (
     "their development estimates (k + 0.5)/(n + 1); both score directions; ties to the larger "
     "development TPR - FPR"
 )
+#: δ values of ``epsilon_lb_curve`` by default (the fit's own ``delta`` is added).
+DEFAULT_DELTAS: tuple[float, ...] = (0.0, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.05, 0.1)
+TEST_THRESHOLDS: tuple[str, ...] = ("dev", "bonferroni", "band")
+
 _RANKING_KEY = (
     "development-expected certified bound, then development out-of-fold AUC, then "
     "standardised development margin, then candidate order"
 )
+
+
+class _Deltas:
+    """Constraint: a non-empty sequence of δ values in [0, 1), or None (the default grid)."""
+
+    def check(self, value: Any, name: str) -> Any:
+        if value is None:
+            return None
+        try:
+            arr = np.asarray(value, dtype=np.float64).ravel()
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"`{name}` must be a sequence of numbers; got {value!r}."
+            ) from exc
+        if arr.size == 0 or not np.all((arr >= 0.0) & (arr < 1.0)):
+            raise InvalidInputError(
+                f"`{name}` must hold at least one delta, each in [0, 1); got {arr.tolist()!r}."
+            )
+        return tuple(float(v) for v in arr)
+
+    def invalid(self) -> tuple[Any, ...]:
+        """Values this constraint refuses."""
+        return ((), (1.0,), (-0.1,), "x")
 
 
 @dataclass(frozen=True)
@@ -122,6 +155,18 @@ class ReservedTestCertifier(BaseCertifier):
         \cdot 2)`.
     delta : float, default 0.0
         The δ of the guarantee being refuted, in [0, 1); 0 certifies pure DP.
+    test_thresholds : {"dev", "bonferroni", "band"}, default "dev"
+        Which thresholds of each selected pair's fixed classifier the test split certifies
+        (:func:`~idaudit.certify.certify_scores`). ``"dev"``: the one threshold chosen on
+        development data (seed 000; one trade-off point per pair). ``"bonferroni"``: every
+        threshold, Clopper–Pearson at a level divided by the test rows; ``"band"``: every
+        threshold, an exact simultaneous band on the two test-score distributions (tighter
+        than Bonferroni). The last two certify a trade-off curve per pair rather than a point,
+        at the same α per pair (α / (n_families · n_select)), and report the threshold that is
+        best at ``delta``.
+    deltas : sequence of float, optional
+        δ values of the ``epsilon_lb_curve`` variable, each in [0, 1). Default
+        :data:`DEFAULT_DELTAS`; ``delta`` is always added.
     classifier : {"logistic", "random_forest"} or estimator, default "logistic"
         ``"logistic"``: scikit-learn ``LogisticRegression(C=1.0, solver="lbfgs",
         max_iter=1000)``, as in the paper. ``"random_forest"``: ``RandomForestClassifier``
@@ -150,6 +195,13 @@ class ReservedTestCertifier(BaseCertifier):
         confidence :math:`1-\alpha` stated above (what the certificate says about the
         mechanism: identity-level DP must hold for every pair, so each pair's bound refutes
         any smaller mechanism-wide ε). It is 0 when no pair could be certified above 0.
+    epsilon_lb_curve_ : xarray.DataArray
+        Dim ``delta``: the largest certified ε at every δ of ``deltas`` — status
+        ``certified_lower_bound``, all δ and pairs at once (the same joint event: the
+        certified trade-off points of every pair hold together).
+    test_scores_ : list of (numpy.ndarray, numpy.ndarray)
+        Each selected pair's test scores, oriented so that a larger score means identity_b
+        (diagnostic; what the certificates were computed from).
     candidates_ : xarray.Dataset
         The development ranking of every candidate pair (diagnostic only).
     classifiers_ : list of estimators
@@ -229,7 +281,14 @@ class ReservedTestCertifier(BaseCertifier):
 
     _fitted = "certificates_"
     _fit_call = "fit(es)"
-    _fitted_names = ("certificates_", "epsilon_lb_", "candidates_", "classifiers_")
+    _fitted_names = (
+        "certificates_",
+        "epsilon_lb_",
+        "epsilon_lb_curve_",
+        "candidates_",
+        "classifiers_",
+        "test_scores_",
+    )
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "test_size": Interval(0.0, 1.0),
         "duplicates": Options(DUPLICATES),
@@ -238,6 +297,8 @@ class ReservedTestCertifier(BaseCertifier):
         "alpha": Interval(0.0, 1.0),
         "n_families": Interval(1, integer=True),
         "delta": Interval(0.0, 1.0, closed="left"),
+        "test_thresholds": Options(TEST_THRESHOLDS),
+        "deltas": _Deltas(),
         "classifier": Classifier(CLASSIFIERS),
         "n_folds": Interval(2, integer=True),
         "rng": RandomState(),
@@ -254,6 +315,8 @@ class ReservedTestCertifier(BaseCertifier):
         alpha: float = 0.05,
         n_families: int = 1,
         delta: float = 0.0,
+        test_thresholds: Literal["dev", "bonferroni", "band"] = "dev",
+        deltas: Sequence[float] | None = None,
         classifier: Any = "logistic",
         n_folds: int = 5,
         rng: RngLike = 0,
@@ -266,6 +329,8 @@ class ReservedTestCertifier(BaseCertifier):
         self.alpha = alpha
         self.n_families = n_families
         self.delta = delta
+        self.test_thresholds = test_thresholds
+        self.deltas = deltas
         self.classifier = classifier
         self.n_folds = n_folds
         self.rng = rng
@@ -434,7 +499,7 @@ class ReservedTestCertifier(BaseCertifier):
         )
         if len(chosen) < p["n_select"]:
             alpha_bound = _fewer_selected(p, len(chosen), len(candidates))
-        min_test = _min_test_rows(alpha_bound, p["delta"])
+        min_test = _min_test_rows(alpha_bound, p["delta"], p["test_thresholds"])
         self._warn_if_zero_ceiling(
             [(test.counts[candidates[i][0]], test.counts[candidates[i][1]]) for i in chosen],
             p,
@@ -442,6 +507,7 @@ class ReservedTestCertifier(BaseCertifier):
             min_test,
         )
         # evaluate: each selected pair's fixed classifier and threshold, once, on its test rows
+        deltas = np.unique(np.append(p["deltas"] or DEFAULT_DELTAS, p["delta"]))
         rows, fitted = _evaluate(
             [candidates[i] for i in chosen],
             [plans[i] for i in chosen],
@@ -451,8 +517,7 @@ class ReservedTestCertifier(BaseCertifier):
             dev,
             test,
             base,
-            alpha_bound,
-            p["delta"],
+            _TestRule(alpha_bound, p["delta"], p["test_thresholds"], deltas),
         )
         # assemble, and assign only now, so an error above never leaves partial results behind
         attrs = self._attrs(
@@ -462,11 +527,15 @@ class ReservedTestCertifier(BaseCertifier):
         if every:  # every pair of the condition, in lexicographic order
             attrs.update(candidate_pairs="all", n_candidates="all")
         # Bonferroni over n_select pairs (and n_families conditions): all hold jointly
-        certificates = _certificates_dataset(rows, attrs, p["n_select"] * p["n_families"])
+        certificates = _certificates_dataset(rows, attrs, p["n_select"] * p["n_families"], deltas)
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
+        curve = certificates["epsilon_lb_curve"].max("pair")
+        curve.attrs = dict(certificates["epsilon_lb_curve"].attrs)
         self.certificates_ = certificates
         self.epsilon_lb_ = epsilon_lb
+        self.epsilon_lb_curve_ = curve.rename("epsilon_lb_curve")
+        self.test_scores_ = [(r.pop("_scores_a"), r.pop("_scores_b")) for r in rows]
         self.candidates_ = _candidates_dataset(
             candidates, plans, order, chosen, es, dev, test, attrs
         )
@@ -513,7 +582,7 @@ class ReservedTestCertifier(BaseCertifier):
         capped = [
             (m_a, m_b)
             for m_a, m_b in sizes
-            if not _zero_error_bound(m_a, m_b, alpha_bound, p["delta"]) > 0
+            if not _zero_error_bound(m_a, m_b, alpha_bound, p["delta"], p["test_thresholds"]) > 0
         ]
         if not capped:
             return
@@ -525,7 +594,8 @@ class ReservedTestCertifier(BaseCertifier):
             f"{len(capped)} of the {len(sizes)} selected pairs can only certify epsilon_lb = 0, "
             f"whatever their test errors: their reserved test sizes (n_test_a, n_test_b) are "
             f"{shown}, and at alpha_per_bound = {alpha_bound:.3g} (alpha / (n_families * "
-            f"n_select * 2)) and delta = {p['delta']:g} even zero test errors certify 0 below "
+            f"n_select * 2)), test_thresholds = {p['test_thresholds']!r} and delta = "
+            f"{p['delta']:g} even zero test errors certify 0 below "
             f"{min_test} test rows per identity (about {rows} rows per identity at test_size = "
             f"{p['test_size']:g}). To certify above 0, use more rows per identity (or a larger "
             "test_size), fewer selected pairs or families, or a larger alpha.",
@@ -729,6 +799,16 @@ def _select(
     return plans, order, chosen
 
 
+@dataclass(frozen=True)
+class _TestRule:
+    """How the test split is certified: level per bound, δ, thresholds, and the δ grid."""
+
+    alpha_bound: float
+    delta: float
+    mode: Literal["dev", "bonferroni", "band"]
+    deltas: FloatArray
+
+
 def _evaluate(
     pairs: list[tuple[Any, Any]],
     plans: list[_Plan],
@@ -738,8 +818,7 @@ def _evaluate(
     dev: EmbeddingSet,
     test: EmbeddingSet,
     base: Any,
-    alpha_bound: float,
-    delta: float,
+    rule: _TestRule,
 ) -> tuple[list[dict[str, Any]], list[Any]]:
     """Fit each selected pair's classifier on its development rows and certify on its test rows.
 
@@ -750,14 +829,10 @@ def _evaluate(
     for (a, b), plan, seed, rank in zip(pairs, plans, seeds, ranks, strict=True):
         xa, xb = dev.get(a), dev.get(b)
         clf = fit_classifier(base, xa, xb, seed)
-        ta = plan.direction * score(clf, test.get(a))  # (m_a,)
+        ta = plan.direction * score(clf, test.get(a))  # (m_a,): larger means identity_b
         tb = plan.direction * score(clf, test.get(b))  # (m_b,)
-        tau = plan.direction * plan.threshold
         m_a, m_b = len(ta), len(tb)
-        fp = int(np.count_nonzero(ta >= tau))
-        fn = int(np.count_nonzero(tb < tau))
-        ufpr = float(clopper_pearson_upper(fp, m_a, alpha_bound))
-        ufnr = float(clopper_pearson_upper(fn, m_b, alpha_bound))
+        point = _certify_test(ta, tb, plan.direction * plan.threshold, rule)
         rows.append(
             {
                 "identity_a": a,
@@ -768,24 +843,62 @@ def _evaluate(
                 "n_dev_b": len(xb),
                 "n_test_a": m_a,
                 "n_test_b": m_b,
-                "test_fp": fp,
-                "test_fn": fn,
-                "test_fpr": fp / m_a,
-                "test_fnr": fn / m_b,
-                "ufpr": ufpr,
-                "ufnr": ufnr,
+                **point,
+                "threshold": plan.direction * point.pop("oriented_threshold"),
+                "test_fpr": point["test_fp"] / m_a,
+                "test_fnr": point["test_fn"] / m_b,
                 "test_auc": auc(ta, tb),
-                "epsilon_lb": float(epsilon_from_error_rates(ufpr, ufnr, delta)),
-                "epsilon_lb_ceiling": _zero_error_bound(m_a, m_b, alpha_bound, delta),
-                "threshold": plan.threshold,
+                "epsilon_lb_ceiling": _zero_error_bound(
+                    m_a, m_b, rule.alpha_bound, rule.delta, rule.mode
+                ),
                 "direction": int(plan.direction),
                 "dev_auc": plan.auc,
                 "dev_expected_epsilon": plan.expected_epsilon,
                 "rank": rank,
+                "_scores_a": ta,
+                "_scores_b": tb,
             }
         )
         fitted.append(clf)
     return rows, fitted
+
+
+def _certify_test(ta: FloatArray, tb: FloatArray, tau: float, rule: _TestRule) -> dict[str, Any]:
+    """Certify one pair's oriented test scores: the point at ``delta`` and the ε(δ) curve.
+
+    ``"dev"`` evaluates the development threshold ``tau`` (one point, two Clopper–Pearson
+    bounds at ``alpha_bound``); the other modes certify every threshold with
+    :func:`certify_scores` at ``2 · alpha_bound`` per pair (``alpha_bound`` per class), and the
+    point reported is the one certifying the most at ``delta``.
+    """
+    if rule.mode == "dev":
+        fp = int(np.count_nonzero(ta >= tau))
+        fn = int(np.count_nonzero(tb < tau))
+        fpr_u = np.array([clopper_pearson_upper(fp, len(ta), rule.alpha_bound)])
+        fnr_u = np.array([clopper_pearson_upper(fn, len(tb), rule.alpha_bound)])
+        fps, fns, taus, best = np.array([fp]), np.array([fn]), np.array([tau]), 0
+    else:
+        cert = certify_scores(
+            ta, tb, alpha=2.0 * rule.alpha_bound, delta=rule.delta, thresholds=rule.mode
+        )  # α/2 = alpha_bound per class, as the two Clopper–Pearson bounds of "dev"
+        fpr_u, fnr_u, fps, fns, taus = (
+            cert.fpr_upper,
+            cert.fnr_upper,
+            cert.fp,
+            cert.fn,
+            cert.thresholds,
+        )
+        best = int(np.argmax(epsilon_from_error_rates(fpr_u, fnr_u, rule.delta)))
+    curve = np.asarray(epsilon_from_tradeoff(fpr_u, fnr_u, rule.deltas), dtype=np.float64)
+    return {
+        "test_fp": int(fps[best]),
+        "test_fn": int(fns[best]),
+        "ufpr": float(fpr_u[best]),
+        "ufnr": float(fnr_u[best]),
+        "epsilon_lb": float(epsilon_from_error_rates(fpr_u[best], fnr_u[best], rule.delta)),
+        "epsilon_lb_curve": curve,
+        "oriented_threshold": float(taus[best]),
+    }
 
 
 # -- sizes ----------------------------------------------------------------------------------
@@ -810,22 +923,32 @@ def _smallest(holds: Callable[[int], bool], start: int) -> int:
     return low
 
 
-def _zero_error_bound(m_a: int, m_b: int, alpha_bound: float, delta: float) -> float:
-    """Eq. 16 for a test without errors on ``m_a``, ``m_b`` rows: the largest certificate."""
-    # the one-sided Clopper-Pearson upper bound at 0 errors in m trials is 1 - alpha'^(1/m)
-    u_a = -math.expm1(math.log(alpha_bound) / m_a)
-    u_b = -math.expm1(math.log(alpha_bound) / m_b)
+def _zero_error_bound(
+    m_a: int, m_b: int, alpha_bound: float, delta: float, mode: str = "dev"
+) -> float:
+    """Eq. 16 for a test without errors on ``m_a``, ``m_b`` rows: the largest certificate.
+
+    ``"dev"``: one Clopper–Pearson bound per rate at ``alpha_bound``; ``"bonferroni"`` and
+    ``"band"``: the count-0 bound of each class's simultaneous bounds at ``alpha_bound``.
+    """
+    if mode == "dev":
+        # the one-sided Clopper-Pearson upper bound at 0 errors in m trials is 1 - alpha'^(1/m)
+        u_a = -math.expm1(math.log(alpha_bound) / m_a)
+        u_b = -math.expm1(math.log(alpha_bound) / m_b)
+    else:
+        u_a = float(simultaneous_rate_bounds(m_a, alpha_bound, method=mode)[0])
+        u_b = float(simultaneous_rate_bounds(m_b, alpha_bound, method=mode)[0])
     return float(epsilon_from_error_rates(u_a, u_b, delta))
 
 
-def _min_test_rows(alpha_bound: float, delta: float) -> int:
+def _min_test_rows(alpha_bound: float, delta: float, mode: str = "dev") -> int:
     r"""Fewest test rows per identity (both sides equal) at which zero errors certify > 0.
 
     With zero errors both bounds are :math:`U = 1 - \alpha'^{1/m}`, and Eq. 16 exceeds 0 iff
     :math:`1 - \delta - U > U`, i.e. :math:`m > \ln\alpha' / \ln((1 + \delta)/2)`. The
     search evaluates the certificate's own formula, so rounding cannot put it off by one.
     """
-    return _smallest(lambda m: _zero_error_bound(m, m, alpha_bound, delta) > 0, start=1)
+    return _smallest(lambda m: _zero_error_bound(m, m, alpha_bound, delta, mode) > 0, start=1)
 
 
 # -- development-side computations ----------------------------------------------------------
@@ -926,14 +1049,14 @@ _CERT_VARS: dict[str, tuple[str, Status]] = {
 
 
 def _certificates_dataset(
-    rows: list[dict[str, Any]], attrs: dict[str, Any], n_simultaneous: int
+    rows: list[dict[str, Any]], attrs: dict[str, Any], n_simultaneous: int, deltas: FloatArray
 ) -> xr.Dataset:
     """Build the certificates; each certified variable says how many of its values hold jointly."""
 
     def joint(status: Status) -> dict[str, Any]:
         return {"n_simultaneous": n_simultaneous} if status in CERTIFIED_STATUSES else {}
 
-    return pair_dataset(
+    ds = pair_dataset(
         [(r["identity_a"], r["identity_b"]) for r in rows],
         {
             name: variable("pair", [r[name] for r in rows], long_name=ln, status=st, **joint(st))
@@ -943,6 +1066,16 @@ def _certificates_dataset(
         n_b=[r["n_b"] for r in rows],
         attrs=attrs,
     )
+    curves = np.stack([r["epsilon_lb_curve"] for r in rows]) if rows else np.zeros((0, 0))
+    ds["epsilon_lb_curve"] = variable(
+        ("pair", "delta"),
+        curves.reshape(len(rows), deltas.size),
+        long_name="certified lower bound on epsilon at each delta (all deltas at once)",
+        status="certified_lower_bound",
+        **joint("certified_lower_bound"),
+    )
+    ds = ds.assign_coords(delta=("delta", deltas, {"long_name": "delta of epsilon_lb_curve"}))
+    return ds
 
 
 def _candidates_dataset(

@@ -127,6 +127,64 @@ def test_certificates_match_an_independent_recomputation(
     assert cert.epsilon_lb_ == pytest.approx(float(c["epsilon_lb"].max()))
 
 
+def test_dev_curve_is_eq16_at_every_delta_of_the_one_certified_point(es: EmbeddingSet) -> None:
+    cert = ReservedTestCertifier(
+        n_select=3, n_candidates=10, delta=1e-3, deltas=[0.0, 0.2], rng=6, progress=False
+    ).fit(es)
+    c = cert.certificates_
+    assert c["delta"].values.tolist() == [0.0, 1e-3, 0.2]  # the fit's own delta is added
+    curve = c["epsilon_lb_curve"]
+    assert curve.dims == ("pair", "delta")
+    assert curve.attrs["status"] == "certified_lower_bound"
+    assert curve.attrs["n_simultaneous"] == 3
+    for i in range(c.sizes["pair"]):
+        u_a, u_b = float(c["ufpr"][i]), float(c["ufnr"][i])
+        for d in c["delta"].values:
+            terms = [0.0]  # Eq. 16 written out at each delta
+            for x, y in ((u_a, u_b), (u_b, u_a)):
+                if 1 - d - x > 0 and y > 0:
+                    terms.append(np.log((1 - d - x) / y))
+            assert float(curve.sel(delta=d)[i]) == pytest.approx(max(terms), rel=1e-12)
+    np.testing.assert_array_equal(curve.sel(delta=1e-3).values, c["epsilon_lb"].values)
+    np.testing.assert_array_equal(cert.epsilon_lb_curve_.values, curve.max("pair").values)
+    assert cert.epsilon_lb_curve_.attrs["status"] == "certified_lower_bound"
+
+
+@pytest.mark.parametrize("mode", ["bonferroni", "band"])
+def test_curve_modes_certify_every_test_threshold_of_the_fixed_classifier(
+    es: EmbeddingSet, captured: dict[str, Any], mode: str
+) -> None:
+    from idaudit.certify import certify_scores
+
+    cert = ReservedTestCertifier(
+        n_select=2, n_candidates=8, alpha=0.1, test_thresholds=mode, rng=3, progress=False
+    ).fit(es)
+    c, test = cert.certificates_, captured["test"]
+    alpha_bound = 0.1 / (2 * 2)
+    deltas = c["delta"].values
+    for i, clf in enumerate(cert.classifiers_):
+        a, b = c["identity_a"].values[i].item(), c["identity_b"].values[i].item()
+        sign = int(c["direction"][i])
+        # the fixed classifier's test scores, recomputed from the captured split
+        sa = sign * clf.decision_function(test.get(a))
+        sb = sign * clf.decision_function(test.get(b))
+        np.testing.assert_array_equal(cert.test_scores_[i][0], sa)
+        ref = certify_scores(sa, sb, alpha=2 * alpha_bound, thresholds=mode)
+        assert float(c["epsilon_lb"][i]) == pytest.approx(ref.epsilon_lb_, rel=1e-12)
+        np.testing.assert_allclose(
+            c["epsilon_lb_curve"][i].values, ref.epsilon_curve(deltas).values, rtol=1e-12
+        )
+        # the reported point: its counts at its threshold, and its bounds give epsilon_lb
+        t = sign * float(c["threshold"][i])
+        assert int(c["test_fp"][i]) == int(np.sum(sa >= t))
+        assert int(c["test_fn"][i]) == int(np.sum(sb < t))
+        assert float(c["epsilon_lb"][i]) <= float(c["epsilon_lb_ceiling"][i]) + 1e-12
+    dev = ReservedTestCertifier(n_select=2, n_candidates=8, alpha=0.1, rng=3, progress=False)
+    dev_ceiling = dev.fit(es).certificates_["epsilon_lb_ceiling"].values
+    # certifying every threshold costs level: an error-free test certifies less than "dev"
+    assert (c["epsilon_lb_ceiling"].values < dev_ceiling).all()
+
+
 def test_selection_never_sees_the_test_split(
     es: EmbeddingSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -544,6 +602,13 @@ def test_reading_results_before_fit_raises() -> None:
         ({"n_candidates": 2.5}, TypeError, "`n_candidates` must be an integer; got float."),
         ({"classifier": "svm"}, InvalidInputError, "`classifier` must be one of 'logistic'"),
         ({"classifier": object()}, TypeError, "`classifier` must be 'logistic'"),
+        (
+            {"test_thresholds": "all"},
+            InvalidInputError,
+            "`test_thresholds` must be one of 'dev', 'bonferroni', 'band'",
+        ),
+        ({"deltas": [0.5, 1.0]}, InvalidInputError, r"`deltas` must hold at least one delta"),
+        ({"deltas": []}, InvalidInputError, r"each in \[0, 1\); got \[\]"),
     ],
 )
 def test_bad_parameters(
