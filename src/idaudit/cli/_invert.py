@@ -66,7 +66,11 @@ def add_parser(sub: Any) -> None:
         default="l2",
         help="the norm of the perturbation ball of radius --eps around each code (default: l2)",
     )
-    inv.add_argument("--eps", type=float, help="radius (default: the DCGAN's calibrated one)")
+    inv.add_argument(
+        "--eps",
+        type=float,
+        help="radius, or GreedyPixel's per-pixel step (default: the DCGAN's calibrated one)",
+    )
     inv.add_argument("--volume", type=int, default=256, help="bank volume V (default: 256)")
     inv.add_argument("--top-n", type=int, default=3, help="N (default: 3)")
     inv.add_argument(
@@ -77,7 +81,12 @@ def add_parser(sub: Any) -> None:
     inv.add_argument("--tau-a", type=float, help="attack threshold in [-1, 1] (default: none)")
     inv.add_argument("--tau-k", type=float, default=0.999, help="K² threshold (default: 0.999)")
     inv.add_argument("--tau-d", type=float, default=0.999, help="detection threshold")
-    inv.add_argument("--query-budget", type=int, help="Q_max for the black-box attack (Eq. 18)")
+    inv.add_argument(
+        "--query-budget",
+        type=int,
+        help="Q_max, target-model queries in all, the bank's V included (Eq. 18): at least "
+        "V + N for greedypixel, V + 2N for apgd",
+    )
     inv.add_argument(
         "--query-split",
         choices=("eq18", "carry"),
@@ -122,7 +131,8 @@ def _check(args: argparse.Namespace) -> None:
     if args.eps is not None:
         inside(args.eps, "--eps", 0.0, float("inf"))
     if args.query_budget is not None:
-        at_least(args.query_budget, "--query-budget", args.volume + args.top_n)
+        per_code = 2 if args.attack == "apgd" else 1  # APGD: the start and one update
+        at_least(args.query_budget, "--query-budget", args.volume + per_code * args.top_n)
 
 
 def _photo_target(path: str, detector: Any, encoders: list[Any]) -> list[np.ndarray]:
@@ -204,6 +214,10 @@ def _file_targets(args: argparse.Namespace) -> tuple[np.ndarray, dict[str, Any]]
     if arr.ndim != 2 or arr.shape[1] != 128:
         raise InvalidInputError(
             f"`EMBEDDINGS` must hold dlib embeddings of shape (128,) or (n, 128); got {arr.shape}."
+        )
+    if arr.shape[0] == 0 or not np.isfinite(arr).all() or (np.abs(arr).sum(axis=1) == 0).any():
+        raise InvalidInputError(
+            "`EMBEDDINGS` must hold at least one target, each finite and non-zero."
         )
     return np.asarray(arr, dtype=np.float32), chosen
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -131,7 +132,8 @@ class RankedAdversary:
         APGD's and CoordinateSearch's ball; GreedyPixel is an L∞ attack by construction.
     eps : float, optional
         Radius; default ``generator.default_radius[norm]``, and for GreedyPixel its step
-        1.0 (the authors' setting).
+        ``generator.default_radius["greedypixel"]`` (1.0, the authors' setting, for the
+        diffusion prior; the calibrated L∞ radius 0.5 for the DCGAN; 1.0 when absent).
     query_budget : int, optional
         ``Q_max``: each code gets ``q = ⌊(Q_max − V)/N⌋`` queries (Eq. 18), i.e.
         ``min(t_max, q)`` GreedyPixel queries or ``min(t_max, q − 1)`` APGD updates (the
@@ -148,7 +150,10 @@ class RankedAdversary:
         GreedyPixel: pixels cycled over (the head of the priority order); CoordinateSearch:
         most coordinates changed.
     surrogate : Encoder, optional
-        A differentiable encoder whose gradient orders the black-box attack's pixels.
+        A differentiable encoder whose gradient orders the black-box attack's pixels. It
+        scores similarity to the target embedding, so it must embed into the target model's
+        space (the same dimension: a port or a copy of that model, as in the paper's
+        surrogate-guided setting), not an unrelated recogniser.
     warp : FrameWarp, optional
         Generator frame → encoder crop; default a plain resize.
     rng : int, SeedSequence or Generator, default 0
@@ -211,6 +216,7 @@ class RankedAdversary:
         self.rng = rng
         self.progress = progress
         self._bank_embeddings: torch.Tensor | None = None
+        self._bank_key: tuple[int, ...] = ()
 
     # -- checks --------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
@@ -223,6 +229,7 @@ class RankedAdversary:
             )
         attack = check_option(self.attack, "attack", ("apgd", "greedypixel", "coordinate"))
         split = check_option(self.query_split, "query_split", ("eq18", "carry"))
+        self._check_combination(attack, split)
         norm = check_option(self.norm, "norm", ("l2", "linf"))
         top_n = check_integer(self.top_n, "top_n", minimum=1)
         if top_n > self.bank.volume:
@@ -249,7 +256,7 @@ class RankedAdversary:
         if self.eps is not None:
             eps = self.eps
         elif attack == "greedypixel":
-            eps = 1.0
+            eps = self.generator.default_radius.get("greedypixel", 1.0)
         else:
             eps = self.generator.default_radius[norm]
         eps = check_in_range(eps, "eps", 0.0, None)
@@ -265,17 +272,46 @@ class RankedAdversary:
             "eps": eps,
         }
 
+    def _check_combination(self, attack: str, split: str) -> None:
+        """Refuse settings the chosen attack would ignore, and a bank of another generator."""
+        bank_of = str(getattr(self.generator, "name", type(self.generator).__name__))
+        if self.bank.generator != bank_of:
+            raise InvalidInputError(
+                f"`bank` was built with generator {self.bank.generator!r}, not {bank_of!r}: its "
+                "codes mean nothing to this generator."
+            )
+        if split == "carry" and self.query_budget is None:
+            raise InvalidInputError("`query_split='carry'` shares a budget: give `query_budget`.")
+        if attack == "apgd" and (self.sparsity is not None or self.surrogate is not None):
+            raise InvalidInputError(
+                "`sparsity` and `surrogate` steer the black-box attacks; APGD uses neither."
+            )
+        if self.surrogate is not None:
+            if not bool(getattr(self.surrogate, "differentiable", False)):
+                raise InvalidInputError(
+                    "`surrogate` must be differentiable: its gradient orders the pixels."
+                )
+            if int(self.surrogate.dim) != int(self.encoder.dim):
+                raise InvalidInputError(
+                    f"`surrogate` must embed into the target model's space (dimension "
+                    f"{self.encoder.dim}, the target embedding is scored by it); got "
+                    f"{self.surrogate.dim}."
+                )
+
     def _target_model(self, attack: str) -> TargetModel:
         return TargetModel(self.generator, self.encoder, self.warp, white_box=attack == "apgd")
 
     def _check_targets(self, z: Any, dim: int) -> torch.Tensor:
-        arr = np.asarray(z, dtype=np.float32)
+        try:
+            arr = np.asarray(z, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError("target embeddings must be an array of numbers.") from exc
         if arr.ndim == 1:
             arr = arr[None]
-        if arr.ndim != 2 or arr.shape[1] != dim:
-            got = arr.shape[-1] if arr.ndim else arr.shape
+        if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] != dim:
             raise InvalidInputError(
-                f"target embeddings must have the encoder's dimension; got {got} vs {dim}."
+                f"target embeddings must have shape (n, {dim}) with n >= 1 (the encoder's "
+                f"dimension); got {arr.shape}."
             )
         norms = np.linalg.norm(arr, axis=1)
         if not np.isfinite(arr).all() or (norms <= 1e-12).any():
@@ -284,14 +320,18 @@ class RankedAdversary:
 
     # -- Step (b) ------------------------------------------------------------------------
     def bank_embeddings(self) -> torch.Tensor:
-        """``F`` of every bank image, ``(V, dim)``, computed once and reused for every target."""
-        if self._bank_embeddings is None:
+        """``F`` of every bank image, ``(V, dim)``, computed once and reused for every target.
+
+        Recomputed when ``bank``, ``encoder``, ``generator`` or ``warp`` is replaced.
+        """
+        key = (id(self.bank), id(self.encoder), id(self.generator), id(self.warp))
+        if self._bank_embeddings is None or self._bank_key != key:
             model = self._target_model(self._settings()["attack"])
             chunks = [
                 model.embed_pixels(self.bank.images[s : s + 64])
                 for s in range(0, self.bank.volume, 64)
             ]
-            self._bank_embeddings = torch.cat(chunks)
+            self._bank_embeddings, self._bank_key = torch.cat(chunks), key
         return self._bank_embeddings
 
     def top_n_codes(
@@ -359,7 +399,7 @@ class RankedAdversary:
         model = self._target_model(s["attack"])
         device = self.generator.device
         tau = -math.inf if s["tau_a"] is None else s["tau_a"]
-        seeds = check_random_state(self.rng).integers(0, 2**63 - 1, size=(n, s["top_n"]))
+        seeds = _target_seeds(self.rng, z.numpy(), s["top_n"])
 
         best_val = np.full(n, -np.inf)
         best_latent: list[torch.Tensor | None] = [None] * n
@@ -474,6 +514,21 @@ class RankedAdversary:
             )
         initial_t = torch.as_tensor(initial, dtype=torch.float32, device=x0.device)
         return attack.run(objective, x0, initial_t, priority, row_seeds=seeds)
+
+
+def _target_seeds(rng: RngLike, z: npt.NDArray[np.float32], top_n: int) -> npt.NDArray[np.int64]:
+    """One seed per (target, rank), from ``rng`` and the target's own bytes.
+
+    A target's seeds do not depend on its position or on the other targets of the batch, so
+    ``invert_many(z)[k]`` equals ``invert(z[k])`` for the randomised black-box attacks too.
+    """
+    base = int(check_random_state(rng).integers(0, 2**63 - 1))
+    out = np.empty((z.shape[0], top_n), dtype=np.int64)
+    for t, row in enumerate(np.ascontiguousarray(z, dtype=np.float32)):
+        digest = int.from_bytes(hashlib.sha256(row.tobytes()).digest()[:8], "little")
+        state = np.random.SeedSequence([base, digest]).generate_state(top_n, np.uint64)
+        out[t] = (state >> np.uint64(1)).astype(np.int64)
+    return out
 
 
 def results_to_xarray(results: list[InversionResult], **attrs: Any) -> xr.Dataset:

@@ -90,6 +90,7 @@ def apgd_checkpoints(n_iter: int) -> list[int]:
     >>> apgd_checkpoints(100)
     [0, 22, 41, 57, 70, 80, 87, 93, 99]
     """
+    n_iter = check_integer(n_iter, "n_iter", minimum=1)
     p = [0.0, 0.22]
     while True:
         nxt = p[-1] + max(p[-1] - p[-2] - 0.03, 0.06)
@@ -462,6 +463,11 @@ def _check_greedy_inputs(x0: torch.Tensor, initial: torch.Tensor) -> tuple[int, 
         )
     if not bool(torch.isfinite(x0).all()):
         raise InvalidInputError("`x0` must be finite.")
+    if x0.ndim not in (2, 4):
+        raise InvalidInputError(
+            "GreedyPixel's latents must be flat, shape (B, D), or images, shape (B, C, H, W) "
+            f"(a one-channel (H, W) latent as (B, 1, H, W)); got {tuple(x0.shape)}."
+        )
     n_ch = 1 if x0.ndim == 2 else int(x0.shape[1])
     if n_ch > 10:
         raise InvalidInputError(
@@ -495,7 +501,7 @@ def _greedy_search(
     n_cand = signs.shape[0]
     cur = start.clone()
     best_x = start.clone()
-    best = initial.detach().float().clone()
+    best = initial.detach().double().clone()  # float64: small gains of a precise objective count
     queries = np.zeros(b, dtype=np.int64)
     visits = np.zeros(b, dtype=np.int64)
     history: list[list[float]] = [[float(v)] for v in best.cpu()]
@@ -515,7 +521,12 @@ def _greedy_search(
         rows = torch.as_tensor(owner, device=x0.device)
         with torch.no_grad():
             vals = objective(cands.reshape(len(owner), *x0.shape[1:]), rows)
-        vals = vals.detach().float().cpu()
+        if tuple(vals.shape) != (len(owner),):
+            raise InvalidInputError(
+                f"the objective must return one value per candidate, shape ({len(owner)},); "
+                f"got {tuple(vals.shape)}."
+            )
+        vals = vals.detach().double().cpu()
         if not bool(torch.isfinite(vals).all()):
             raise InvalidInputError(_NOT_FINITE)
         at = 0

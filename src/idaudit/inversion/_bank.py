@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,8 @@ _FORMAT = "idaudit-latent-bank-1"
 # Bytes per latent value of one draw round at its peak: the float32 draw (4) and, inside
 # `dagostino_k2`, the float64 copy, the centred copy and one float64 power temporary (3 × 8).
 _ROUND_BYTES_PER_VALUE = 28
+#: Fields every bank file's JSON header holds besides ``format``.
+_HEADER_KEYS = ("n_drawn", "n_rejected_k", "n_rejected_d", "tau_k", "tau_d", "generator", "seed")
 # Codes per round when the latent is small (the DCGAN's 100 values: 11 MiB per round).
 _MAX_BATCH = 4096
 
@@ -88,6 +91,34 @@ class LatentBank:
     tau_d: float
     generator: str
     seed: int | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse a bank whose arrays cannot be a bank: Step (b) pairs code i with image i."""
+        latents, images = np.asarray(self.latents), np.asarray(self.images)
+        if latents.ndim < 2 or latents.shape[0] == 0:
+            raise InvalidInputError(
+                f"a bank needs at least one code, `latents` of shape (V, *latent_shape); got "
+                f"{latents.shape}."
+            )
+        if not np.isfinite(latents).all():
+            raise InvalidInputError("`latents` must be finite; got NaN or inf.")
+        if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
+            raise InvalidInputError(
+                f"`images` must be uint8 of shape (V, H, W, 3) (what the generator's codes give "
+                f"rounded to 8 bits); got {images.dtype} {images.shape}."
+            )
+        counts = {
+            "latents": latents.shape[0],
+            "images": images.shape[0],
+            "p_k": int(np.size(self.p_k)),
+            "p_d": int(np.size(self.p_d)),
+        }
+        if len(set(counts.values())) != 1:
+            found = ", ".join(f"{k} {n}" for k, n in counts.items())
+            raise InvalidInputError(
+                f"a bank's arrays must have one entry per code; got {found}: every code needs "
+                "its stored image and its two scores."
+            )
 
     @property
     def volume(self) -> int:
@@ -262,28 +293,33 @@ class LatentBank:
         InvalidInputError
             When the file is not a bank, or its codes, images and scores differ in count.
         """
-        with np.load(path, allow_pickle=False) as data:
-            try:
+        name = repr(os.fspath(path))
+        try:
+            with np.load(path, allow_pickle=False) as data:
                 header = json.loads(str(data["header"]))
                 arrays = {k: data[k] for k in ("latents", "images", "p_k", "p_d")}
-            except KeyError as exc:
-                raise InvalidInputError(f"{os.fspath(path)!r} is not a latent bank file.") from exc
+        except KeyError as exc:
+            raise InvalidInputError(f"{name} is not a latent bank file.") from exc
+        except FileNotFoundError:
+            raise
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise InvalidInputError(f"{name} is not a latent bank file (.npz): {exc}") from exc
         if header.get("format") != _FORMAT:
+            raise InvalidInputError(f"{name} has format {header.get('format')!r}, not {_FORMAT!r}.")
+        missing = [k for k in _HEADER_KEYS if k not in header]
+        if missing:
+            raise InvalidInputError(f"{name} lacks the bank header fields {missing}.")
+        if arrays["images"].dtype != np.uint8:
             raise InvalidInputError(
-                f"{os.fspath(path)!r} has format {header.get('format')!r}, not {_FORMAT!r}."
+                f"{name} stores images of dtype {arrays['images'].dtype}; a bank stores uint8."
             )
         counts = {k: int(np.shape(v)[0]) if np.ndim(v) else 0 for k, v in arrays.items()}
         if len(set(counts.values())) != 1:
             # Step (b) pairs code i with image i: a file whose arrays disagree cannot be used.
             found = ", ".join(f"{k} {n}" for k, n in counts.items())
             raise InvalidInputError(
-                f"{os.fspath(path)!r} holds arrays of different lengths ({found}); every code "
+                f"{name} holds arrays of different lengths ({found}); every code "
                 "needs its stored image and its two scores."
-            )
-        if arrays["images"].ndim != 4 or arrays["images"].shape[-1] != 3:
-            raise InvalidInputError(
-                f"{os.fspath(path)!r} stores images of shape {arrays['images'].shape}; "
-                "expected (V, H, W, 3)."
             )
         return cls(
             latents=arrays["latents"].astype(np.float32),

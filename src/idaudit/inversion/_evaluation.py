@@ -37,7 +37,13 @@ MIN_GENUINE_PAIRS = 30
 
 
 def _scores(x: Any, name: str) -> npt.NDArray[np.float64]:
-    arr = np.asarray(x, dtype=np.float64).ravel()
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"`{name}` must hold numbers; got {x!r:.60}.") from exc
+    if arr.ndim > 1:
+        raise InvalidInputError(f"`{name}` must be one-dimensional; got shape {arr.shape}.")
+    arr = arr.ravel()
     if arr.size == 0:
         raise InvalidInputError(f"`{name}` must hold at least one score.")
     if not np.isfinite(arr).all():
@@ -278,6 +284,32 @@ class TypeAccuracy:
     }
 
 
+def _galleries(others: Any, n: int, dim: int) -> list[npt.NDArray[np.float64] | None]:
+    """Each identity's other images as unit rows (``None`` when it has none), checked."""
+    if isinstance(others, np.ndarray) and others.ndim != 3:
+        raise InvalidInputError(
+            f"`others` must hold one (J_i, dim) array per reconstruction; got an array of "
+            f"shape {others.shape}."
+        )
+    items = list(others)
+    if len(items) != n:
+        raise InvalidInputError(
+            f"`others` must hold one array per reconstruction; got {len(items)} vs {n}."
+        )
+    out: list[npt.NDArray[np.float64] | None] = []
+    for i, o in enumerate(items):
+        arr = np.asarray(o, dtype=np.float64)
+        if arr.size == 0:
+            if arr.ndim == 2 and arr.shape[1] != dim:
+                raise InvalidInputError(
+                    f"`others[{i}]` must have dimension {dim}; got an empty {arr.shape} array."
+                )
+            out.append(None)
+        else:
+            out.append(_unit_rows(arr, f"others[{i}]", dim))
+    return out
+
+
 def _threshold(threshold: float | EERResult, min_genuine: int) -> float:
     min_genuine = check_integer(min_genuine, "min_genuine", minimum=1)
     if isinstance(threshold, EERResult):
@@ -342,17 +374,12 @@ def type_accuracy(
         raise InvalidInputError(
             f"`targets` must have one row per reconstruction; got {tgt.shape[0]} vs {rec.shape[0]}."
         )
-    if len(others) != rec.shape[0]:
-        raise InvalidInputError(
-            f"`others` must hold one array per reconstruction; got {len(others)} vs {rec.shape[0]}."
-        )
+    galleries = _galleries(others, rec.shape[0], rec.shape[1])
     match_i = (rec * tgt).sum(axis=1) >= tau
     per_ii = np.full(rec.shape[0], np.nan)
-    for t, o in enumerate(others):
-        arr = np.asarray(o, dtype=np.float64)
-        if arr.size == 0:
-            continue
-        per_ii[t] = float(np.mean(_unit_rows(arr, "others", rec.shape[1]) @ rec[t] >= tau))
+    for t, g in enumerate(galleries):
+        if g is not None:
+            per_ii[t] = float(np.mean(g @ rec[t] >= tau))
     has = ~np.isnan(per_ii)
     return TypeAccuracy(
         type_i=float(match_i.mean()),
@@ -420,11 +447,11 @@ def identity_scores(
     rec = _unit_rows(reconstructions, "reconstructions")
     tgt = _unit_rows(targets, "targets", rec.shape[1])
     n = rec.shape[0]
-    if tgt.shape[0] != n or len(others) != n:
+    if tgt.shape[0] != n:
         raise InvalidInputError(
-            f"`targets` and `others` must have one entry per reconstruction; got "
-            f"{tgt.shape[0]} and {len(others)} vs {n}."
+            f"`targets` must have one row per reconstruction; got {tgt.shape[0]} vs {n}."
         )
+    galleries = _galleries(others, n, rec.shape[1])
     labels = [str(k) for k in range(n)] if names is None else [str(x) for x in names]
     if len(labels) != n:
         raise InvalidInputError(f"`names` must name every target; got {len(labels)} vs {n}.")
@@ -434,11 +461,9 @@ def identity_scores(
     sim = rec @ tgt.T  # (I, I)
     gal_sim = np.full((n, n), np.nan)
     gallery, owner = [], []
-    for j, o in enumerate(others):
-        arr = np.asarray(o, dtype=np.float64)
-        if arr.size == 0:
+    for j, g in enumerate(galleries):  # g: (J_j, dim) unit rows, or None
+        if g is None:
             continue
-        g = _unit_rows(arr, "others", rec.shape[1])  # (J_j, dim)
         gal_sim[:, j] = (rec @ g.T).mean(axis=1)
         gallery.append(g)
         owner.extend([j] * g.shape[0])
@@ -555,6 +580,7 @@ def joint_evaluation(
     test_models = list(thresholds)
     if not target_models or not test_models:
         raise InvalidInputError("`reconstructions` and `thresholds` must not be empty.")
+    _check_model_names(reconstructions, test_models, same_weights)
     for name, mapping in (("targets", targets), ("others", others)):
         missing = [m for m in test_models if m not in mapping]
         if missing:
@@ -610,6 +636,32 @@ def joint_evaluation(
     )
     ds.attrs["same_weights"] = ", ".join(f"{a}={b}" for a, b in sorted(shared)) or "none"
     return ds
+
+
+def _check_model_names(
+    reconstructions: Mapping[str, Mapping[str, Any]],
+    test_models: list[Any],
+    same_weights: Iterable[tuple[str, str]],
+) -> None:
+    """Model names are strings; every test model has a threshold; shared pairs exist."""
+    target_models = list(reconstructions)
+    bad = [m for m in (*target_models, *test_models) if not isinstance(m, str)]
+    if bad:
+        raise InvalidInputError(f"model names must be strings; got {bad[0]!r}.")
+    for tm in target_models:
+        extra = [m for m in reconstructions[tm] if m not in test_models]
+        if extra:
+            raise InvalidInputError(
+                f"`reconstructions[{tm!r}]` has test model(s) {extra} without a threshold in "
+                "`thresholds`: give one or drop them."
+            )
+    for pair in same_weights:
+        a, b = pair
+        if a not in target_models or b not in test_models:
+            raise InvalidInputError(
+                f"`same_weights` pair ({a!r}, {b!r}) must be (target model, test model) of "
+                f"{target_models} and {test_models}."
+            )
 
 
 def _joint_dataset(
@@ -799,7 +851,12 @@ class OODDetector:
     """
 
     def __init__(self, thresholds: Sequence[float], *, tau_d: float = 0.9933) -> None:
-        self.thresholds = thresholds
+        if isinstance(thresholds, str) or not isinstance(thresholds, Iterable):
+            raise TypeError(
+                f"`thresholds` must be a sequence of τ_F, one per test model; got "
+                f"{type(thresholds).__name__}."
+            )
+        self.thresholds = list(thresholds)
         self.tau_d = tau_d
 
     def detect(self, similarities: npt.ArrayLike, detection: npt.ArrayLike) -> OODResult:
@@ -829,12 +886,15 @@ class OODDetector:
         if taus.size == 0:
             raise InvalidInputError("`thresholds` must name at least one test model.")
         tau_d = check_in_range(self.tau_d, "tau_d", 0.0, 1.0, closed="both")
-        s = np.asarray(similarities, dtype=np.float64)
+        try:
+            s = np.asarray(similarities, dtype=np.float64)
+            p = np.asarray(detection, dtype=np.float64).ravel()
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError("`similarities` and `detection` must hold numbers.") from exc
         if s.ndim != 2 or s.shape[1] != taus.size:
             raise InvalidInputError(
                 f"`similarities` must have shape (n, {taus.size}); got {s.shape}."
             )
-        p = np.asarray(detection, dtype=np.float64).ravel()
         if p.shape[0] != s.shape[0]:
             raise InvalidInputError(
                 f"`detection` must have one score per input; got {p.shape[0]} vs {s.shape[0]}."
@@ -852,6 +912,12 @@ class OODDetector:
             raise InvalidInputError(
                 f"`detection` must be finite; {bad} of {p.shape[0]} scores are NaN or inf "
                 "(score 0 for an image where no face was found)."
+            )
+        if (np.abs(s) > 1.0 + 1e-6).any() or ((p < 0.0) | (p > 1.0)).any():
+            raise InvalidInputError(
+                "`similarities` must be cosines in [-1, 1] and `detection` probabilities in "
+                f"[0, 1]; got ranges [{s.min():.4g}, {s.max():.4g}] and [{p.min():.4g}, "
+                f"{p.max():.4g}]."
             )
         ood1: npt.NDArray[np.bool_] = np.asarray((s < taus[None, :]).all(axis=1))
         ood2: npt.NDArray[np.bool_] = np.asarray(p < tau_d)

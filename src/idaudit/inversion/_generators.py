@@ -47,7 +47,8 @@ class LatentGenerator(Protocol):
     device : torch.device
         Where ``forward`` runs.
     default_radius : dict of str to float
-        The attack radius per norm (``"l2"``, ``"linf"``) used when none is given.
+        The attack radius per norm (``"l2"``, ``"linf"``) used when none is given, and
+        optionally GreedyPixel's per-pixel step (``"greedypixel"``; 1.0 when absent).
     """
 
     name: str
@@ -184,7 +185,8 @@ class DiffusionGenerator(torch.nn.Module):
     timesteps : torch.Tensor
         The DDIM timesteps, from noisiest to cleanest.
     default_radius : dict
-        ``{"l2": 35.0, "linf": 0.15}`` for 3×256×256 latents (seed 002, Tab. II and Tab. X);
+        ``{"l2": 35.0, "linf": 0.15, "greedypixel": 1.0}`` for 3×256×256 latents (seed 002,
+        Tab. II and Tab. X; GreedyPixel's step is the authors' setting);
         for other latent sizes the L2 radius keeps the same per-coordinate RMS
         (``35 · sqrt(d / 196608)``) — a starting point only, calibrate it
         (:func:`~idaudit.inversion.calibrate_radius`).
@@ -279,7 +281,11 @@ class DiffusionGenerator(torch.nn.Module):
         self.clip_sample = bool(getattr(scheduler.config, "clip_sample", False))
         self.clip_sample_range = float(getattr(scheduler.config, "clip_sample_range", 1.0))
         d = int(np.prod(self.latent_shape))
-        self.default_radius = {"l2": 35.0 * float(np.sqrt(d / (3 * 256 * 256))), "linf": 0.15}
+        self.default_radius = {
+            "l2": 35.0 * float(np.sqrt(d / (3 * 256 * 256))),
+            "linf": 0.15,
+            "greedypixel": 1.0,
+        }
 
     def __repr__(self) -> str:
         return (
@@ -431,9 +437,11 @@ class DCGANGenerator:
     Attributes
     ----------
     default_radius : dict
-        ``{"l2": 2.5, "linf": 0.5}``, chosen from :func:`~idaudit.inversion.calibrate_radius`
-        tables (docs/inversion.md gives the runs and the reasoning); the seed's radius
-        rescaled to 100 dimensions (≈ 0.79) barely moves the images.
+        ``{"l2": 2.5, "linf": 0.5, "greedypixel": 0.5}``, chosen from
+        :func:`~idaudit.inversion.calibrate_radius` tables (docs/inversion.md gives the runs and
+        the reasoning); the seed's radius rescaled to 100 dimensions (≈ 0.79) barely moves the
+        images. GreedyPixel moves each coordinate by ±step, an L∞ ball, so its step is the
+        calibrated L∞ radius (at 1.0 only 0.625 of the codes stay detectable).
 
     Examples
     --------
@@ -476,7 +484,7 @@ class DCGANGenerator:
 
 
 #: Default radii of the DCGAN prior (see :func:`~idaudit.inversion.calibrate_radius`).
-DCGAN_RADIUS: dict[str, float] = {"l2": 2.5, "linf": 0.5}
+DCGAN_RADIUS: dict[str, float] = {"l2": 2.5, "linf": 0.5, "greedypixel": 0.5}
 
 
 def _check_tensor(latents: Any, shape: tuple[int, ...]) -> torch.Tensor:

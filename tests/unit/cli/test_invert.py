@@ -84,6 +84,24 @@ def test_invert_refuses_bad_flags_before_any_work(
     np.save(bad, np.ones(64, np.float32))
     err = _fails(["invert", str(bad), "--out", str(tmp_path / "o2"), "--volume", "4"], capsys)
     assert "(128,) or (n, 128)" in err
+    err = _fails(
+        [
+            "invert",
+            str(emb),
+            "--out",
+            str(tmp_path / "o"),
+            "--volume",
+            "10",
+            "--query-budget",
+            "13",
+        ],
+        capsys,
+    )
+    assert "`--query-budget` must be >= 16" in err  # APGD: V + 2N (a start and an update)
+    nan = tmp_path / "nan.npy"
+    np.save(nan, np.full(128, np.nan, np.float32))
+    err = _fails(["invert", str(nan), "--out", str(tmp_path / "o")], capsys)
+    assert "each finite and non-zero" in err
     err = _fails(["invert", str(emb), "--out", str(tmp_path / "o3"), "--test-arcface", "x"], capsys)
     assert "`--test-arcface` re-measures the reconstruction against the target photo" in err
 
@@ -170,8 +188,8 @@ def test_invert_an_independent_test_model_and_carried_queries(
     assert int(ds["queries"][0]) == 9
     assert ds.attrs["setting.query_split"] == "carry"
     assert ds.attrs["setting.t_max"] == 2  # the first code's share, floor(5 / 2)
-    # GreedyPixel's step and ball, not the DCGAN's APGD radius and the default norm
-    assert (ds.attrs["setting.eps"], ds.attrs["setting.norm"]) == (1.0, "linf")
+    # GreedyPixel's step (the DCGAN's calibrated L-inf radius) and ball, not the L2 radius
+    assert (ds.attrs["setting.eps"], ds.attrs["setting.norm"]) == (0.5, "linf")
     assert ds.attrs["test_model"].startswith("arcface-w600k-r50 (independent")
     # the test similarity, recomputed from the written reconstruction and the photo
     arc = ArcFaceEncoder(buffalo_dir)

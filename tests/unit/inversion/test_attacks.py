@@ -327,3 +327,26 @@ def test_attacks_refuse_non_finite_values_and_malformed_starts() -> None:
         GreedyPixel(eps=0.5, t_max=4).run(ok, torch.zeros(0, 4), torch.zeros(0))
     with pytest.raises(InvalidInputError, match=r"`row_seeds` must hold one seed per row \(2\)"):
         GreedyPixel(eps=0.5, t_max=4).run(ok, x0, init, row_seeds=[1, 2, 3])
+
+
+def test_attack_inputs_the_search_cannot_read_are_refused() -> None:
+    from idaudit.inversion import apgd_checkpoints
+
+    with pytest.raises(InvalidInputError, match="`n_iter` must be >= 1"):
+        apgd_checkpoints(-5)
+    gp = GreedyPixel(eps=0.5, t_max=4)
+    flat = torch.zeros(2, 6)
+    with pytest.raises(InvalidInputError, match=r"one value per candidate, shape \(4,\)"):
+        gp.run(lambda x, rows: x.sum(dim=1, keepdim=True), flat, torch.zeros(2))
+    with pytest.raises(InvalidInputError, match=r"as \(B, 1, H, W\)\); got \(2, 4, 5\)"):
+        gp.run(lambda x, rows: x.flatten(1).sum(1), torch.zeros(2, 4, 5), torch.zeros(2))
+
+
+def test_greedy_pixel_keeps_gains_below_float32_resolution() -> None:
+    # a float64 objective whose only gain is 3e-9 (float32 cannot tell it from 0.5)
+    def objective(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        return 0.5 + 3e-9 * x.double().flatten(1).sum(dim=1)
+
+    out = GreedyPixel(eps=1.0, t_max=2).run(objective, torch.zeros(1, 3), torch.tensor([0.5]))
+    assert float(out.latents.sum()) == 1.0  # the visited pixel moved to its gaining candidate
+    assert float(out.values[0]) == 0.5 + 3e-9

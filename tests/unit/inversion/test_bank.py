@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +89,33 @@ def test_bank_file_with_mismatched_counts_is_refused(toy: dict[str, Any], tmp_pa
         LatentBank.load(tmp_path / "short.npz")
     arrays["images"] = np.zeros((4, 8, 8), np.uint8)  # right count, no colour channel
     np.savez(tmp_path / "gray.npz", **arrays)
-    with pytest.raises(InvalidInputError, match=r"expected \(V, H, W, 3\)"):
+    with pytest.raises(InvalidInputError, match=r"uint8 of shape \(V, H, W, 3\)"):
         LatentBank.load(tmp_path / "gray.npz")
+    arrays["images"] = bank.images.astype(np.float64) / 255  # floats would all round to 0
+    np.savez(tmp_path / "float.npz", **arrays)
+    with pytest.raises(InvalidInputError, match="stores images of dtype float64"):
+        LatentBank.load(tmp_path / "float.npz")
+    arrays["images"] = bank.images
+    fmt = json.loads(str(arrays["header"]))["format"]
+    arrays["header"] = np.array(json.dumps({"format": fmt}))
+    np.savez(tmp_path / "bare.npz", **arrays)
+    with pytest.raises(InvalidInputError, match=r"lacks the bank header fields \['n_drawn'"):
+        LatentBank.load(tmp_path / "bare.npz")
+    (tmp_path / "text.npz").write_text("not an archive")
+    with pytest.raises(InvalidInputError, match="is not a latent bank file"):
+        LatentBank.load(tmp_path / "text.npz")
+
+
+def test_a_bank_that_cannot_pair_codes_with_images_is_refused(toy: dict[str, Any]) -> None:
+    bank = LatentBank.build(toy["generator"], 4, detector=toy["detector"], tau_k=0.5, tau_d=0.4)
+    with pytest.raises(InvalidInputError, match="latents 4, images 3, p_k 4, p_d 4"):
+        dataclasses.replace(bank, images=bank.images[:3])
+    nan = bank.latents.copy()
+    nan[0, 0] = np.nan
+    with pytest.raises(InvalidInputError, match="`latents` must be finite"):
+        dataclasses.replace(bank, latents=nan)
+    with pytest.raises(InvalidInputError, match="at least one code"):
+        dataclasses.replace(bank, latents=bank.latents[:0], images=bank.images[:0])
 
 
 def test_default_batch_is_sized_in_bytes_under_the_bound(

@@ -111,7 +111,9 @@ def test_identity_scores_on_constructed_embeddings() -> None:
     assert float(ds.rank1_rate) == 1.0
     assert int(ds.n_gallery) == 3
     assert ds.rank1.attrs["status"] == "sample_estimate"
-    with pytest.raises(InvalidInputError, match="one entry per reconstruction"):
+    with pytest.raises(
+        InvalidInputError, match="`targets` must have one row per reconstruction; got 2 vs 3"
+    ):
         identity_scores(rec, targets[:2], others)
 
 
@@ -238,3 +240,31 @@ def test_evaluation_refuses_empty_inputs_repeated_names_and_missing_models() -> 
         joint_evaluation(
             recs, {"a": e[:2], "b": e[:2]}, {"a": [e[[0]], e[[1]]]}, {"a": 0.5, "b": 0.5}
         )
+
+
+def test_more_bad_inputs_get_clear_errors() -> None:
+    e = np.eye(3)
+    # an empty gallery of the wrong dimension, and galleries given as a generator
+    with pytest.raises(InvalidInputError, match=r"`others\[1\]` must have dimension 3"):
+        type_accuracy(e[:2], e[:2], [e[[0]], np.zeros((0, 7))], 0.5)
+    acc = type_accuracy(e[:2], e[:2], (g for g in [e[[0, 1]], e[[2]]]), 0.5)
+    assert (acc.type_i, acc.type_ii) == (1.0, 0.25)
+    with pytest.raises(InvalidInputError, match="must be one-dimensional; got shape"):
+        eer_threshold(np.ones((2, 2)), [0.1])
+    with pytest.raises(InvalidInputError, match="`genuine` must hold numbers"):
+        eer_threshold(["high", "low"], [0.1])
+    with pytest.raises(TypeError, match="`thresholds` must be a sequence of τ_F"):
+        OODDetector(0.4)  # type: ignore[arg-type]
+    det = OODDetector([0.4], tau_d=0.9)
+    with pytest.raises(InvalidInputError, match=r"cosines in \[-1, 1\] and `detection`"):
+        det.detect([[0.5]], [1.5])
+    with pytest.raises(InvalidInputError, match=r"cosines in \[-1, 1\]"):
+        det.detect([[1.2]], [0.95])
+    recs = {"a": {"a": e[:2], "b": e[:2]}}
+    targets, others = {"a": e[:2], "b": e[:2]}, {"a": [e[[0]], e[[1]]], "b": [e[[0]], e[[1]]]}
+    with pytest.raises(InvalidInputError, match=r"has test model\(s\) \['b'\] without a threshold"):
+        joint_evaluation(recs, targets, others, {"a": 0.5})
+    with pytest.raises(InvalidInputError, match=r"`same_weights` pair \('a', 'B'\)"):
+        joint_evaluation(recs, targets, others, {"a": 0.5, "b": 0.5}, same_weights=[("a", "B")])
+    with pytest.raises(InvalidInputError, match="model names must be strings; got 0"):
+        joint_evaluation({0: {0: e[:2]}}, {0: e[:2]}, {0: [e[[0]], e[[1]]]}, {0: 0.5})  # type: ignore[dict-item]
