@@ -11,7 +11,10 @@ and by benchmarks/bench_tradeoff.py.
   the rates swapped (same bounds).
 * Bonferroni: thresholds = the pooled distinct scores and +inf, pruned to the vertices of the
   lower-left convex hull of the (FN count, TN count) points; s is divided by their number m,
-  so each bound is at s / (2m); ε is the best threshold's.
+  so each bound is at s / (2m); ε is the best threshold's. m is chosen by the data: the
+  bounds at those thresholds are not jointly valid (on identical classes they fail together
+  in 0.36 of reps at s = 0.2, n = 1000; tests/calibration/test_tradeoff_soundness.py), though
+  its single-δ ε was not seen above the truth (benchmarks/bench_tradeoff.py --validity).
 * GDP (Nasr et al. 2023): bounds at s / (2m) on the same pruned thresholds, points with
   max(FPR_u, FNR_u) >= 1 − δ dropped, μ = max(Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u)) (0 if <= 0),
   ε solves δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) on [0, 100] (log domain).
