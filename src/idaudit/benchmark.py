@@ -215,7 +215,7 @@ def noise_sweep(
         ds = add_guarantee(ds, mech, delta)
         if certify:
             cert = clone(certifier).fit(es, pairs)
-            ds = _attach_certificate(ds, cert.certificates_)
+            ds = _attach_certificate(ds, cert.certificates_, mech)
             cert_attrs = _certifier_attrs(cert.certificates_)
         if sequential is not None:
             ds = _attach_sequential(ds, clone(sequential).set_params(mechanism=mech, pairs=pairs))
@@ -394,8 +394,12 @@ def _always_selectable(pairs: Sequence[tuple[Any, Any]]) -> int:
     return max(1, (m + 1) // 2)
 
 
-def _attach_certificate(ds: xr.Dataset, certificates: xr.Dataset) -> xr.Dataset:
-    """Map the selected pairs' certified bounds onto the audited pair list (NaN elsewhere)."""
+def _attach_certificate(ds: xr.Dataset, certificates: xr.Dataset, mech: Any) -> xr.Dataset:
+    """Map the selected pairs' certified bounds onto the audited pair list (NaN elsewhere).
+
+    Also the certified ε(δ) curve (the largest over the certified pairs at each δ) and, beside
+    it, the truth it refers to: the largest true ε(δ) of those pairs.
+    """
     index = {
         (a, b): i
         for i, (a, b) in enumerate(
@@ -411,7 +415,40 @@ def _attach_certificate(ds: xr.Dataset, certificates: xr.Dataset) -> xr.Dataset:
     ):
         values[index[(a, b)]] = eps
     per_pair = certificates["epsilon_lb"]
+    curve = certificates["epsilon_lb_curve"]
+    deltas = certificates["delta"].values
+    certified_pairs = list(
+        zip(
+            certificates["identity_a"].values.tolist(),
+            certificates["identity_b"].values.tolist(),
+            strict=True,
+        )
+    )
+    truth = [
+        max((float(mech.pair_epsilon(a, b, float(d))) for a, b in certified_pairs), default=0.0)
+        for d in deltas
+    ]
+    ds = ds.assign_coords(delta=("delta", deltas, {"long_name": "delta of the epsilon curves"}))
     return ds.assign(
+        certified_epsilon_curve=variable(
+            "delta",
+            curve.max("pair").values if curve.sizes["pair"] else np.zeros(deltas.size),
+            long_name="largest certified lower bound at each delta (all deltas at once)",
+            **reduction_attrs(curve.attrs, max(curve.sizes["pair"], 1)),
+        ),
+        true_epsilon_curve=variable(
+            "delta",
+            np.asarray(truth),
+            long_name="largest true epsilon(delta) of the certified pairs (exact where "
+            "true_epsilon_curve_exact, else an upper bound)",
+            status="reference",
+        ),
+        true_epsilon_curve_exact=variable(
+            "delta",
+            [all(mech.is_exact(a, b, float(d)) for a, b in certified_pairs) for d in deltas],
+            long_name="whether true_epsilon_curve is exact at this delta",
+            status="descriptive",
+        ),
         certified_epsilon=variable(
             "pair",
             values,

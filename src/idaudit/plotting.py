@@ -17,6 +17,10 @@ Save it with ``fig.savefig(path)``.
 :func:`plot_strength`      ε against the strength of each anonymiser, one column per method
                            (rates in [0, 1] on a second row, with chance levels)
 :func:`plot_certificates`  certified lower bounds as one-sided intervals, per condition
+:func:`plot_epsilon_curve` the certified ε(δ) curve of a noise sweep against δ, with the
+                           true ε(δ) of the certified pairs
+:func:`plot_tradeoff`      a certified trade-off curve (:func:`idaudit.certify.certify_scores`)
+                           with the population truth of a benchmark mechanism
 :func:`contact_sheet`      a grid of images with titles (what each mechanism does)
 :func:`plot_flagging`      synthetic and held-out flagging rates against ``p`` (seed 003,
                            ``below_threshold.png``)
@@ -47,6 +51,7 @@ __all__ = [
     "contact_sheet",
     "plot_certificates",
     "plot_certified_routes",
+    "plot_epsilon_curve",
     "plot_figure3",
     "plot_flagging",
     "plot_mmd_null",
@@ -55,6 +60,7 @@ __all__ = [
     "plot_roc",
     "plot_rocs",
     "plot_strength",
+    "plot_tradeoff",
 ]
 
 # one fixed colour per route, so figures are comparable
@@ -764,3 +770,163 @@ def plot_nnaa(frame: pd.DataFrame) -> Figure:
     ax.set_ylabel("adversarial accuracy")
     ax.legend(fontsize="small", loc="lower right")
     return fig
+
+
+def plot_epsilon_curve(
+    ds: xr.Dataset,
+    *,
+    scales: Sequence[float] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Draw the certified ε(δ) curve of a noise sweep against δ, with the truth it refers to.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A :func:`idaudit.benchmark.noise_sweep` result (variables ``certified_epsilon_curve``
+        and ``true_epsilon_curve``, dims ``(scale, delta)``), or one mechanism of the demo's
+        combined sweep (dim ``noise_sd`` instead of ``scale``).
+    scales : sequence of float, optional
+        Which values of the scale dimension to draw (default: all).
+    ax : matplotlib Axes, optional
+        Where to draw (default: a new figure).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    Solid: the largest certified lower bound at each δ (all δ hold at once). Dashed, same
+    colour: the largest true ε(δ) of the certified pairs, hollow markers where it is only an
+    upper bound on the truth (``true_epsilon_curve_exact`` false, e.g. Laplace at δ > 0).
+    An infinite truth (Gaussian noise at δ = 0) is drawn at the top edge. δ is on a
+    symmetric-log axis, so δ = 0 is shown.
+    """
+    for name in ("certified_epsilon_curve", "true_epsilon_curve"):
+        if name not in ds:
+            raise KeyError(f"`ds` has no {name!r}: pass a noise_sweep result.")
+    dim = next(d for d in ds["certified_epsilon_curve"].dims if d != "delta")
+    values = np.asarray(ds[dim].values, dtype=np.float64)
+    chosen = values if scales is None else np.asarray(scales, dtype=np.float64)
+    if ax is None:
+        fig, grid = _new_axes(1, 1)
+        ax = grid[0, 0]
+    else:
+        fig = _figure_of(ax)
+    delta = np.asarray(ds["delta"].values, dtype=np.float64)
+    finite = np.asarray(ds["true_epsilon_curve"].values, dtype=np.float64)
+    top = float(np.nanmax(np.where(np.isfinite(finite), finite, np.nan), initial=1.0)) * 1.15
+    for k, value in enumerate(chosen):
+        row = ds.sel({dim: value})
+        colour = f"C{k % 10}"
+        cert = np.asarray(row["certified_epsilon_curve"].values, dtype=np.float64)
+        truth = np.asarray(row["true_epsilon_curve"].values, dtype=np.float64)
+        exact = (
+            np.asarray(row["true_epsilon_curve_exact"].values, dtype=bool)
+            if "true_epsilon_curve_exact" in row
+            else np.ones(delta.size, dtype=bool)
+        )
+        shown = np.where(np.isfinite(truth), truth, top)
+        ax.plot(delta, cert, "-o", ms=3, color=colour, label=f"certified, {dim} {value:g}")
+        ax.plot(delta, shown, "--", color=colour, label=f"true, {dim} {value:g}")
+        ax.plot(delta[exact], shown[exact], "s", ms=4, color=colour)
+        ax.plot(delta[~exact], shown[~exact], "s", ms=4, mfc="none", color=colour)
+    ax.set_xscale("symlog", linthresh=1e-8)
+    ax.set_ylim(0.0, top * 1.02)
+    ax.set_xlabel("δ")
+    ax.set_ylabel("ε(δ)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize="x-small", loc="upper right", ncols=2)
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+def plot_tradeoff(
+    certificate: Any,
+    *,
+    truth: Any = None,
+    truth_label: str = "population truth",
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Draw a certified trade-off curve: the true curve lies on or below it, at 1 − α.
+
+    Parameters
+    ----------
+    certificate : ScoreCertificate
+        A :func:`idaudit.certify.certify_scores` result.
+    truth : callable or (array_like, array_like), optional
+        The true trade-off function of a benchmark mechanism, as ``f(x)`` (e.g.
+        ``lambda x: idaudit.dp.gdp_tradeoff(x, mu)``) or as points ``(x, f(x))``.
+    truth_label : str, default "population truth"
+    ax : matplotlib Axes, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    Each certified point ``(FPR_u, FNR_u)`` bounds a test whose true rates are at most those
+    values, so the true trade-off function ``f`` (the least FNR at each FPR) has
+    ``f(FPR_u) ≤ FNR_u``; ``f`` is convex and non-increasing with ``f(0) ≤ 1`` and
+    ``f(1) = 0``, so it lies below the lower convex hull of the points with ``(0, 1)`` and
+    ``(1, 0)``: that hull is drawn as the certified curve (all points hold jointly). The
+    diagonal ``1 − x`` is perfect privacy.
+    """
+    x = np.concatenate(([0.0], np.asarray(certificate.fpr_upper, dtype=np.float64), [1.0]))
+    y = np.concatenate(([1.0], np.asarray(certificate.fnr_upper, dtype=np.float64), [0.0]))
+    hx, hy = _lower_hull(x, y)
+    if ax is None:
+        fig, grid = _new_axes(1, 1, figsize=(5.2, 5.0))
+        ax = grid[0, 0]
+    else:
+        fig = _figure_of(ax)
+    grid_x = np.linspace(0.0, 1.0, 401)
+    ax.plot(grid_x, 1.0 - grid_x, ":", color="0.5", label="perfect privacy (1 − x)")
+    ax.plot(
+        hx,
+        hy,
+        "-",
+        color="k",
+        lw=2,
+        label=f"certified ({certificate.strategy}, 1 − α = {1 - certificate.alpha:g})",
+    )
+    ax.plot(x[1:-1], y[1:-1], ".", ms=3, color="k", alpha=0.4, label="certified points")
+    if truth is not None:
+        tx, ty = (grid_x, truth(grid_x)) if callable(truth) else truth
+        ax.plot(np.asarray(tx), np.asarray(ty), "--", color="C3", lw=1.5, label=truth_label)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_aspect("equal")
+    ax.set_xlabel("false-positive rate (type I error)")
+    ax.set_ylabel("false-negative rate (type II error)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="upper right")
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+def _lower_hull(
+    x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Lower convex hull of the points (monotone chain), left to right."""
+    ux, first = np.unique(x, return_inverse=True)
+    uy = np.full(ux.size, np.inf)
+    np.minimum.at(uy, first, y)  # only the lowest point at each x can be on the lower hull
+    hull: list[tuple[float, float]] = []
+    for px, py in zip(ux.tolist(), uy.tolist(), strict=True):
+        while len(hull) >= 2:
+            (ax_, ay), (bx, by) = hull[-2], hull[-1]
+            if (bx - ax_) * (py - ay) - (by - ay) * (px - ax_) <= 0.0:  # not a left turn
+                hull.pop()
+            else:
+                break
+        hull.append((px, py))
+    return np.array([p[0] for p in hull]), np.array([p[1] for p in hull])

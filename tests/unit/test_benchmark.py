@@ -31,7 +31,7 @@ def sweep(base: EmbeddingSet) -> xr.Dataset:
 
 
 def test_schema(sweep: xr.Dataset) -> None:
-    assert dict(sweep.sizes) == {"scale": 3, "pair": 6}
+    assert dict(sweep.sizes) == {"scale": 3, "pair": 6, "delta": 9}
     np.testing.assert_allclose(sweep["scale"], [0.05, 0.5, 5.0])
     np.testing.assert_allclose(sweep["noise_sd"], np.sqrt(2) * np.array([0.05, 0.5, 5.0]))
     for name in ("gaussmech_epsilon", "mmdtv_epsilon", "rocht_auc", "true_epsilon"):
@@ -39,6 +39,9 @@ def test_schema(sweep: xr.Dataset) -> None:
     assert sweep["reference_epsilon"].dims == ("scale",)
     assert sweep["certified_epsilon_max"].dims == ("scale",)
     assert sweep["certified_epsilon"].attrs["status"] == "certified_lower_bound"
+    assert sweep["certified_epsilon_curve"].dims == ("scale", "delta")
+    assert sweep["certified_epsilon_curve"].attrs["status"] == "certified_lower_bound"
+    assert sweep["true_epsilon_curve"].attrs["status"] == "reference"
     for name, var in sweep.data_vars.items():
         assert {"long_name", "status"} <= set(var.attrs), name
     assert sweep.attrs["mechanism"] == "laplace"
@@ -232,3 +235,69 @@ def test_sequential_certificate_joins_the_sweep(base: EmbeddingSet) -> None:
         )
     with pytest.raises(TypeError, match="`sequential` must be"):
         noise_sweep(base, [1.0], n_pairs=2, sequential=object(), progress=False)
+
+
+def test_certified_curve_lies_under_the_truth_of_its_pairs(
+    base: EmbeddingSet, sweep: xr.Dataset
+) -> None:
+    # Laplace noise on a point base: a pair's pure epsilon is L1 / b exactly (seed 000,
+    # Section 5.2); at delta > 0 the same number is an upper bound on epsilon(delta), and the
+    # curve says so
+    cert = sweep["certified_epsilon"]
+    at_zero = sweep["certified_epsilon_curve"].sel(delta=0.0)
+    np.testing.assert_allclose(at_zero.values, sweep["certified_epsilon_max"].values)
+    for i, scale in enumerate(sweep["scale"].values):
+        chosen = np.flatnonzero(np.isfinite(cert[i].values))
+        eps0 = max(
+            np.abs(
+                base.get(sweep["identity_a"].values[j].item())
+                - base.get(sweep["identity_b"].values[j].item())
+            ).sum()
+            / scale
+            for j in chosen
+        )
+        np.testing.assert_allclose(sweep["true_epsilon_curve"][i].values, eps0, rtol=1e-12)
+        exact = sweep["true_epsilon_curve_exact"][i].values
+        assert exact.tolist() == (sweep["delta"].values == 0.0).tolist()
+        curve = sweep["certified_epsilon_curve"][i].values
+        assert (curve <= sweep["true_epsilon_curve"][i].values + 1e-12).all()
+        assert (np.diff(curve) <= 1e-12).all()  # non-increasing in delta
+
+
+def test_gaussian_true_curve_is_balle_wang_at_every_delta(base: EmbeddingSet) -> None:
+    from scipy import optimize, stats
+
+    ds = noise_sweep(
+        base,
+        [1.0],
+        mechanism="gaussian",
+        n_pairs=4,
+        n_per_identity=40,
+        auditors=[GaussMechAuditor()],
+        progress=False,
+    )
+    chosen = np.flatnonzero(np.isfinite(ds["certified_epsilon"][0].values))
+    l2 = max(
+        np.linalg.norm(
+            base.get(ds["identity_a"].values[j].item())
+            - base.get(ds["identity_b"].values[j].item())
+        )
+        for j in chosen
+    )
+
+    def delta_of(eps: float) -> float:  # Balle & Wang (2018), Theorem 8, written out here
+        r = l2 / 1.0
+        return stats.norm.cdf(r / 2 - eps / r) - np.exp(eps) * stats.norm.cdf(-r / 2 - eps / r)
+
+    for d in ds["delta"].values:
+        got = float(ds["true_epsilon_curve"].sel(delta=d)[0])
+        if d == 0.0:
+            assert got == np.inf  # Gaussian noise has no finite pure epsilon
+        elif delta_of(0.0) <= d:
+            assert got == 0.0
+        else:
+            ref = optimize.brentq(lambda e, d=d: delta_of(e) - d, 0.0, 200.0, xtol=1e-13)
+            assert got == pytest.approx(ref, rel=1e-7)
+    assert bool(ds["true_epsilon_curve_exact"].all())
+    curve = ds["certified_epsilon_curve"][0].values
+    assert (curve <= ds["true_epsilon_curve"][0].values + 1e-12).all()

@@ -393,3 +393,61 @@ def test_figure3_says_it_pools_the_conditions_and_keeps_legends_off_the_curves()
         _legend_clear_of_data(fig, ax.get_legend())
     one = plot_figure3(ds.isel(condition=[0]), median_auc_rocs(ds, sets), [0.0, 0.01])
     assert "one condition" in one.axes[0].get_title()
+
+
+def test_plot_tradeoff_draws_the_lower_hull_of_the_certified_points() -> None:
+    from scipy.spatial import ConvexHull
+
+    from idaudit.certify import certify_scores
+    from idaudit.dp import gdp_tradeoff
+    from idaudit.plotting import plot_tradeoff
+
+    gen = np.random.default_rng(3)
+    cert = certify_scores(gen.normal(0, 1, 400), gen.normal(1.5, 1, 400), thresholds="band")
+    fig = plot_tradeoff(cert, truth=lambda x: gdp_tradeoff(x, 1.5), truth_label="1.5-GDP")
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) >= {"perfect privacy (1 − x)", "certified points", "1.5-GDP"}
+    hull_line = next(v for k, v in lines.items() if k.startswith("certified (band"))
+    hx, hy = (np.asarray(v, dtype=float) for v in hull_line.get_data())
+    # scipy's hull of the same points: its vertices on or below the chord (0, 1)-(1, 0)
+    pts = np.c_[np.r_[0.0, cert.fpr_upper, 1.0], np.r_[1.0, cert.fnr_upper, 0.0]]
+    ref = pts[ConvexHull(pts).vertices]
+    lower = ref[ref[:, 1] <= 1.0 - ref[:, 0] + 1e-12]
+    np.testing.assert_allclose(np.sort(hx), np.sort(lower[:, 0]))
+    assert np.all(np.diff(hx) > 0)
+    assert np.all(np.diff(hy) <= 0)
+    # the certified curve lies above the true 1.5-GDP curve (a 95 % event, seeded here)
+    assert np.all(
+        np.interp(np.linspace(0, 1, 201), hx, hy)
+        >= gdp_tradeoff(np.linspace(0, 1, 201), 1.5) - 1e-12
+    )
+
+
+def test_plot_epsilon_curve_marks_upper_bound_truths() -> None:
+    from idaudit.plotting import plot_epsilon_curve
+
+    delta = np.array([0.0, 1e-5, 1e-3])
+    ds = xr.Dataset(
+        {
+            "certified_epsilon_curve": (("scale", "delta"), [[0.8, 0.7, 0.6], [0.2, 0.1, 0.0]]),
+            "true_epsilon_curve": (("scale", "delta"), [[1.0, 1.0, 1.0], [np.inf, 0.5, 0.3]]),
+            "true_epsilon_curve_exact": (
+                ("scale", "delta"),
+                [[True, False, False], [True, True, True]],
+            ),
+        },
+        coords={"scale": [1.0, 2.0], "delta": delta},
+    )
+    ax = plot_epsilon_curve(ds, title="t").axes[0]
+    assert ax.get_xscale() == "symlog"
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "certified, scale 1" in labels
+    assert "true, scale 2" in labels
+    hollow = [ln for ln in ax.get_lines() if ln.get_markerfacecolor() == "none"]
+    assert [len(ln.get_xdata()) for ln in hollow] == [2, 0]  # scale 1's two upper bounds
+    top = ax.get_ylim()[1]
+    true2 = next(ln for ln in ax.get_lines() if ln.get_label() == "true, scale 2")
+    assert float(np.asarray(true2.get_ydata())[0]) == pytest.approx(top / 1.02)  # inf at the top
+    with pytest.raises(KeyError, match="certified_epsilon_curve"):
+        plot_epsilon_curve(ds.drop_vars("certified_epsilon_curve"))
