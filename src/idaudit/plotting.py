@@ -803,7 +803,7 @@ def plot_epsilon_curve(
     colour: the largest true ε(δ) of the certified pairs, hollow markers where it is only an
     upper bound on the truth (``true_epsilon_curve_exact`` false, e.g. Laplace at δ > 0).
     An infinite truth (Gaussian noise at δ = 0) is drawn at the top edge. δ is on a
-    symmetric-log axis, so δ = 0 is shown.
+    symmetric-log axis, so δ = 0 is shown; ε on a symmetric-log axis (linear below 1).
     """
     for name in ("certified_epsilon_curve", "true_epsilon_curve"):
         if name not in ds:
@@ -822,6 +822,10 @@ def plot_epsilon_curve(
     for k, value in enumerate(chosen):
         row = ds.sel({dim: value})
         colour = f"C{k % 10}"
+        if "noise_sd" in row.coords and dim != "noise_sd":
+            name = f"noise sd {float(row['noise_sd']):.3g}"
+        else:
+            name = f"{dim} {value:.3g}"
         cert = np.asarray(row["certified_epsilon_curve"].values, dtype=np.float64)
         truth = np.asarray(row["true_epsilon_curve"].values, dtype=np.float64)
         exact = (
@@ -830,16 +834,18 @@ def plot_epsilon_curve(
             else np.ones(delta.size, dtype=bool)
         )
         shown = np.where(np.isfinite(truth), truth, top)
-        ax.plot(delta, cert, "-o", ms=3, color=colour, label=f"certified, {dim} {value:g}")
-        ax.plot(delta, shown, "--", color=colour, label=f"true, {dim} {value:g}")
+        ax.plot(delta, cert, "-o", ms=3, color=colour, label=f"certified, {name}")
+        ax.plot(delta, shown, "--", color=colour, label=f"true, {name}")
         ax.plot(delta[exact], shown[exact], "s", ms=4, color=colour)
         ax.plot(delta[~exact], shown[~exact], "s", ms=4, mfc="none", color=colour)
     ax.set_xscale("symlog", linthresh=1e-8)
+    ax.set_yscale("symlog", linthresh=1.0)  # certificates near 1 and truths near 100 both show
     ax.set_ylim(0.0, top * 1.02)
     ax.set_xlabel("δ")
-    ax.set_ylabel("ε(δ)")
+    ax.set_ylabel("ε(δ) (symmetric log)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="x-small", loc="upper right", ncols=2)
+    # below the axes: the curves fill the panel from corner to corner
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
     if title is not None:
         ax.set_title(title)
     return fig

@@ -347,7 +347,13 @@ def test_readme_demo_command(in_tmp: Path) -> None:
         assert _main([*argv, "--quick", "--quiet"]) == 0
     out = in_tmp / "idaudit-demo"
     # the files "What `idaudit demo` does" lists
-    for name in ("report.md", "epsilon_vs_strength.png", "contact_sheet.png", "noise_sweep.png"):
+    listed = (
+        "epsilon_vs_strength.png",
+        "contact_sheet.png",
+        "noise_sweep.png",
+        "epsilon_curve.png",
+    )
+    for name in ("report.md", *listed):
         assert (out / name).is_file(), name
     assert list(out.glob("*.nc"))
     assert list(out.glob("*.csv"))

@@ -22,9 +22,9 @@ def add_parser(sub: Any) -> None:
             "Gaussian blur at two strengths, pixelation and a latent face swap at three donor "
             "mixes. Part two: the calibrated-noise benchmark, where the true epsilon is "
             "known. Writes report.md with tables and figures (epsilon_vs_strength.png, "
-            "contact_sheet.png, noise_sweep.png), results as .nc and .csv; embeddings are "
-            "cached in OUT/.cache, so a re-run encodes nothing. Threads: one per CPU of this "
-            "process's affinity not already busy (load average)."
+            "contact_sheet.png, noise_sweep.png, epsilon_curve.png), results as .nc and "
+            ".csv; embeddings are cached in OUT/.cache, so a re-run encodes nothing. "
+            "Threads: one per CPU of this process's affinity not already busy (load average)."
         ),
     )
     demo.add_argument("--out", default="idaudit-demo", help="output folder (default: %(default)s)")
@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_demo(out, config=config, progress=not args.quiet)
     say(f"idaudit demo finished in {result.seconds:.0f} s; wrote:")
     paths = [result.report, result.results, result.figure]
+    if result.curve_figure is not None:
+        paths.append(result.curve_figure)
     if result.faces is not None:
         paths += list(result.faces.files.values())
     for path in paths:

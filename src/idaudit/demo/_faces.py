@@ -485,7 +485,7 @@ def _write(
         write_csv(cmp.linkage, files["linkage"], index=True)
     write_csv(cmp.lost, files["faces_lost"], index=True)
     cert_rows = [
-        c.to_dataframe().reset_index().assign(condition=name)
+        pair_frame(c).assign(condition=name)  # one row per pair (the ε(δ) curve stays in .nc)
         for name, c in cmp.certificates.items()
     ]
     if cert_rows:

@@ -23,9 +23,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEMO_SEED",
     "combine_sweeps",
+    "curve_figure",
     "demo_identities",
     "noise_figure",
     "noise_sweeps",
+    "write_curve_figure",
     "write_noise_figure",
 ]
 
@@ -197,4 +199,46 @@ def write_noise_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
         The PNG file.
     """
     fig = noise_figure(sweeps)
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+
+
+def curve_figure(sweeps: dict[str, xr.Dataset]) -> Figure:
+    """Draw each mechanism's certified ε(δ) curves against the truth (``epsilon_curve.png``).
+
+    Parameters
+    ----------
+    sweeps : dict of str to xarray.Dataset
+        :func:`noise_sweeps`' output.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per mechanism, one colour per noise level.
+    """
+    from matplotlib.figure import Figure
+
+    from idaudit.plotting import plot_epsilon_curve
+
+    fig = Figure(figsize=(12.0, 4.8), layout="constrained")
+    axes = fig.subplots(1, len(sweeps), squeeze=False)[0]
+    for ax, (name, ds) in zip(axes, sweeps.items(), strict=True):
+        plot_epsilon_curve(
+            ds,
+            ax=ax,
+            title=f"{name.capitalize()} noise: certified ε(δ) (solid) vs true (dashed)",
+        )
+    return fig
+
+
+def write_curve_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
+    """Draw :func:`curve_figure` and write it atomically to ``path`` (PNG).
+
+    Parameters
+    ----------
+    sweeps : dict of str to xarray.Dataset
+        :func:`noise_sweeps`' output.
+    path : pathlib.Path
+        The PNG file.
+    """
+    fig = curve_figure(sweeps)
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))

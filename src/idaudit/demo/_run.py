@@ -12,7 +12,13 @@ import xarray as xr
 
 from idaudit._results import private_dir, write_netcdf, write_text
 from idaudit.demo._faces import FACES_QUICK, FaceDemoConfig, FaceDemoResult, run_face_demo
-from idaudit.demo._noise import combine_sweeps, demo_identities, noise_sweeps, write_noise_figure
+from idaudit.demo._noise import (
+    combine_sweeps,
+    demo_identities,
+    noise_sweeps,
+    write_curve_figure,
+    write_noise_figure,
+)
 from idaudit.demo._report import demo_report
 
 __all__ = ["QUICK", "DemoConfig", "DemoResult", "run_demo"]
@@ -79,6 +85,8 @@ class DemoResult:
         What ``results.nc`` holds, dims (mechanism, noise_sd, pair).
     faces : FaceDemoResult or None
         The faces part (its files are in ``faces.files``).
+    curve_figure : pathlib.Path or None
+        ``epsilon_curve.png``: the certified ε(δ) curves of part two against the truth.
     """
 
     out_dir: Path
@@ -88,6 +96,7 @@ class DemoResult:
     seconds: float
     dataset: xr.Dataset = field(repr=False)
     faces: FaceDemoResult | None = field(default=None, repr=False)
+    curve_figure: Path | None = None
 
 
 def run_demo(
@@ -138,5 +147,7 @@ def run_demo(
     report = out / "report.md"
     write_netcdf(ds, results)
     write_noise_figure(sweeps, figure)
+    curve = out / "epsilon_curve.png"
+    write_curve_figure(sweeps, curve)
     write_text(demo_report(faces, ds, cfg, seconds), report)
-    return DemoResult(out, report, results, figure, seconds, ds, faces)
+    return DemoResult(out, report, results, figure, seconds, ds, faces, curve)

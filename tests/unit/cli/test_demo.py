@@ -24,7 +24,7 @@ def test_demo_writes_report_results_and_figure(
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--quick", "--quiet"]) == 0
     printed = capsys.readouterr().out
-    for name in ("report.md", "results.nc", "noise_sweep.png"):
+    for name in ("report.md", "results.nc", "noise_sweep.png", "epsilon_curve.png"):
         path = out / name
         assert path.is_file(), name
         assert str(path) in printed
@@ -34,7 +34,12 @@ def test_demo_writes_report_results_and_figure(
     with xr.open_dataset(out / "results.nc") as ds:
         ds = ds.load()
     check_result_dataset(ds)
-    assert dict(ds.sizes) == {"mechanism": 2, "noise_sd": 3, "pair": 6, "embedding_dim": 8}
+    sizes = {"mechanism": 2, "noise_sd": 3, "pair": 6, "embedding_dim": 8, "delta": 9}
+    assert dict(ds.sizes) == sizes
+    # the certified epsilon(delta) curve: all deltas at once, never above its pairs' truth
+    curve, true_curve = ds["certified_epsilon_curve"], ds["true_epsilon_curve"]
+    assert curve.attrs["status"] == "certified_lower_bound"
+    assert bool((curve <= true_curve).all())
     assert list(ds["mechanism"].values) == ["gaussian", "laplace"]
     assert ds["certified_epsilon"].attrs["status"] == "certified_lower_bound"
     assert ds["true_epsilon_exact"].dtype == bool
