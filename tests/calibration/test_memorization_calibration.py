@@ -93,20 +93,24 @@ def _nnaa_case(gen: np.random.Generator, n: int = 30):
     return t, h, np.vstack([copies, gen.standard_normal((n - n // 2, 2))])
 
 
-def test_nnaa_half_sampling_interval_covers_the_expected_aa() -> None:
+def test_nnaa_split_half_interval_covers_the_expected_aa() -> None:
     # Target: E[AA] at these set sizes, by an independent Monte Carlo over 1500 data sets
     # (its standard error, ~0.002, is small next to the intervals' half-width, ~0.1).
     gen = np.random.default_rng(20240)
     names = ("aa_train_synth", "aa_heldout_synth", "privacy_loss")
     mc = []
     for _ in range(1500):
-        r = nnaa(*_nnaa_case(gen), n_bootstrap=0, metric="euclidean")
+        r = nnaa(*_nnaa_case(gen), n_bootstrap=0, n_permutations=0, metric="euclidean")
         mc.append([getattr(r, name) for name in names])
     truth = np.mean(mc, axis=0)
     reps, covered, holds_point = 100, np.zeros(3, dtype=int), 0
     for k in range(reps):
         r = nnaa(
-            *_nnaa_case(np.random.default_rng([91, k])), n_bootstrap=100, rng=k, metric="euclidean"
+            *_nnaa_case(np.random.default_rng([91, k])),
+            n_bootstrap=100,
+            n_permutations=0,
+            rng=k,
+            metric="euclidean",
         )
         covered += [r.ci[name][0] <= truth[i] <= r.ci[name][1] for i, name in enumerate(names)]
         holds_point += r.ci["privacy_loss"][0] <= r.privacy_loss <= r.ci["privacy_loss"][1]

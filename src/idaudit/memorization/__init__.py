@@ -6,7 +6,7 @@ Array-level statistics, usable on any embeddings or distances:
 :func:`flagging`,                      rates at thresholds calibrated on held-out distances, a
 :func:`flagging_from_distances`        permutation p-value and an exact Clopper–Pearson interval
 :func:`nnaa`, :func:`nnaa_from_distances`  nearest-neighbour adversarial accuracy, privacy loss,
-                                       half-sampling intervals, neighbours recomputed per draw
+                                       exact permutation p-value, split-half intervals
 :func:`metric_sanity`                  same- vs different-subject distances: AUC, permutation test
 :func:`nearest_neighbour_distances`,   batched torch kernels, memory-bounded in blocks
 :func:`pairwise_distances`
@@ -27,7 +27,14 @@ from idaudit.memorization._flagging import (
     flagging_from_distances,
 )
 from idaudit.memorization._neighbours import nearest_neighbour_distances, pairwise_distances
-from idaudit.memorization._nnaa import NNAA_STATUS, NNAAResult, nnaa, nnaa_from_distances
+from idaudit.memorization._nnaa import (
+    MIN_INTERVAL_SIZE,
+    NNAA_STATUS,
+    NNAA_TEST_STATUS,
+    NNAAResult,
+    nnaa,
+    nnaa_from_distances,
+)
 from idaudit.memorization._report import (
     CacheUse,
     InputListing,
@@ -52,8 +59,10 @@ __all__ = [
     "DEFAULT_PERCENTILES",
     "FLAGGING_COLUMNS",
     "FLAGGING_STATUS",
+    "MIN_INTERVAL_SIZE",
     "NNAA_COLUMNS",
     "NNAA_STATUS",
+    "NNAA_TEST_STATUS",
     "OUTPUT_FILES",
     "SANITY_STATUS",
     "CacheUse",

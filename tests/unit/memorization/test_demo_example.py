@@ -3,6 +3,7 @@ fresh one is not (real DCGAN samples, dlib, MTCNN; every socket refused)."""
 
 from __future__ import annotations
 
+import math
 import runpy
 from pathlib import Path
 
@@ -29,7 +30,9 @@ def test_demo_flags_the_memorising_generator_only(tmp_path: Path) -> None:
     assert (m_flag["ci_lower"] > m_flag["percentile"]).all()
     assert (m_flag["p_value"] < 0.01).all()
     m_nnaa = memo.nnaa.set_index("metric").loc["dlib-resnet-v1"]
-    assert m_nnaa["ci_lower"] > 0.0  # the privacy-loss interval excludes 0
+    # 12 images per set: below MIN_INTERVAL_SIZE (20), so no interval is reported (NaN);
+    # the permutation p-value carries the verdict at this size
+    assert math.isnan(m_nnaa["ci_lower"])
     # fresh samples are exchangeable with the held-out faces: consistent with rate <= p
     f_flag = fresh.flagging[fresh.flagging["metric"] == "dlib-resnet-v1"]
     assert (f_flag["ci_lower"] <= f_flag["percentile"]).all()
