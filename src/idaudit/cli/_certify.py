@@ -64,6 +64,14 @@ def add_parser(sub: Any) -> None:
         "--test-size", type=float, default=0.3, help="test fraction per identity (default: 0.3)"
     )
     certify.add_argument(
+        "--test-thresholds",
+        choices=("dev", "bonferroni", "band"),
+        default="dev",
+        help="thresholds the test split certifies: the development one (dev, default), or "
+        "every threshold of the fixed classifier (bonferroni, or the exact band), giving a "
+        "certified trade-off curve per pair",
+    )
+    certify.add_argument(
         "--duplicates",
         choices=("keep", "collapse"),
         default="keep",
@@ -132,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         n_families=args.n_families,
         delta=args.delta,
+        test_thresholds=args.test_thresholds,
         classifier=args.classifier,
         n_folds=args.n_folds,
         rng=args.seed,

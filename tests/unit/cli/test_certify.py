@@ -161,3 +161,25 @@ def test_a_zero_ceiling_is_not_reported_as_reached(tmp_path: Path) -> None:
     assert "**yes**" not in md
     assert "certify nothing whatever the test errors" in md
     assert "at its ceiling**" not in md
+
+
+def test_certify_band_writes_each_pairs_certified_curve(
+    tmp_path: Path, embedding_files: dict[str, Path]
+) -> None:
+    from idaudit.certify import ReservedTestCertifier
+    from idaudit.data import EmbeddingSet
+
+    out = tmp_path / "band"
+    argv = ["certify", str(embedding_files["npz"]), "--out", str(out), "--n-select", "2"]
+    flags = ["--n-candidates", "6", "--test-thresholds", "band", "--test-size", "0.5", "--quiet"]
+    assert main([*argv, *flags]) == 0
+    with xr.open_dataset(out / "certificates.nc") as ds:
+        ds = ds.load()
+    # the same certifier in the library, on the same file and settings
+    es = EmbeddingSet.read(embedding_files["npz"])
+    ref = ReservedTestCertifier(
+        n_select=2, n_candidates=6, test_thresholds="band", test_size=0.5, rng=0, progress=False
+    ).fit(es)
+    np.testing.assert_allclose(ds["epsilon_lb"].values, ref.certificates_["epsilon_lb"].values)
+    assert ds["epsilon_lb_curve"].dims == ("pair", "delta")
+    assert ds["epsilon_lb_curve"].attrs["status"] == "certified_lower_bound"
