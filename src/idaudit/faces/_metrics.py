@@ -7,7 +7,10 @@ Identity encoders say whether two faces are the same person; these metrics say w
   setting that changes the values is in it (``"lpips-alex-v0.1"``, ``"lpips-alex-v0.1-128px"``,
   ``"ssim-gaussian1.5"``, ``"ssim-uniform7"``, ``"ssim-uniform7-samplecov"``);
 * ``distance(a, b)`` — one distance per row pair, ``(n,)``;
-* ``pairwise(a, b=None)`` — all pairs, ``(n_a, n_b)``.
+* ``pairwise(a, b=None)`` — all pairs, ``(n_a, n_b)`` (one triangle when ``b`` is omitted);
+* ``pair_distances(images, index_a, index_b)`` — a list of pairs of one image list,
+  ``(n_pairs,)``: what the privacy check's cache asks for, its missing pairs only, each image's
+  own statistics (SSIM) or network features (LPIPS) computed once however many pairs it is in.
 
 Images are RGB: one ``(H, W, 3)`` array, a stacked ``(n, H, W, 3)`` array, or a sequence of
 arrays (LPIPS resizes each to 256 px, so sizes may differ; SSIM needs equal sizes within a
@@ -18,7 +21,7 @@ rules as everywhere in :mod:`idaudit.faces`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -76,6 +79,29 @@ def _same_count(a: list[Any], b: list[Any]) -> None:
         raise InvalidInputError(
             f"`a` and `b` must hold the same number of images; got {len(a)} vs {len(b)}."
         )
+
+
+def _pair_indices(
+    index_a: Any, index_b: Any, n: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Check two equally long integer index arrays into ``n`` images."""
+    out = []
+    for value, label in ((index_a, "index_a"), (index_b, "index_b")):
+        arr = np.asarray(value)
+        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise InvalidInputError(f"`{label}` must be a 1-D array of integers; got {arr!r}.")
+        if arr.size and (arr.min() < 0 or arr.max() >= n):
+            raise InvalidInputError(
+                f"`{label}` must index the {n} images (0 to {n - 1}); got values from "
+                f"{arr.min()} to {arr.max()}."
+            )
+        out.append(arr.astype(np.intp))
+    if out[0].size != out[1].size:
+        raise InvalidInputError(
+            f"`index_a` and `index_b` must have the same length; got {out[0].size} vs "
+            f"{out[1].size}."
+        )
+    return out[0], out[1]
 
 
 def _progress(total: int, enabled: bool, desc: str) -> Any:
@@ -345,7 +371,6 @@ class LPIPSDistance:
         ia = _as_images(a, "a")
         symmetric = b is None
         ib = ia if symmetric else _as_images(b, "b")
-        weights = self._net.weights
         out = np.zeros((len(ia), len(ib)))
         with torch.inference_mode():
             feats_b = self._flat_taps(ib)  # per layer (n_b, C, h*w), float32
@@ -358,16 +383,7 @@ class LPIPSDistance:
                     feats_a = [f[start:stop] for f in feats_b]
                 else:
                     feats_a = self._flat_taps(ia[start:stop])
-                block = self._self_terms(feats_a)[:, None] + self_b[None, :]  # (n, n_b)
-                for fa, fb, w in zip(feats_a, feats_b, weights, strict=True):
-                    hw = fa.shape[2]
-                    weighted = (fa * w.view(1, -1, 1)).flatten(1).double()  # (n, C*h*w)
-                    # float64 products over b in chunks of bounded size: the cross term
-                    # cancels most of the squared terms, so float32 sums would lose ~1e-5.
-                    rows = max(1, _GRAM_CHUNK_BYTES // (8 * weighted.shape[1]))
-                    for j in range(0, len(ib), rows):
-                        chunk = fb[j : j + rows].flatten(1).double()  # (r, C*h*w)
-                        block[:, j : j + rows] -= 2.0 * (weighted @ chunk.T) / hw
+                block = self._block(feats_a, feats_b, self_b)  # (n, n_b)
                 out[start:stop] = block.clamp_min(0.0).cpu().numpy()
                 bar.update(stop - start)
             bar.close()
@@ -375,6 +391,84 @@ class LPIPSDistance:
             out = (out + out.T) / 2.0
             np.fill_diagonal(out, 0.0)
         return out
+
+    def pair_distances(
+        self,
+        images: Any,
+        index_a: Any,
+        index_b: Any,
+        *,
+        progress: bool = False,
+    ) -> npt.NDArray[np.float64]:
+        """LPIPS between ``images[index_a[k]]`` and ``images[index_b[k]]`` for every ``k``.
+
+        Each image goes through the network once, whatever the number of pairs it is in;
+        the pairs are then evaluated ``batch_size`` distinct first images at a time, by the
+        expanded square of :meth:`pairwise` against the second images they are paired with.
+
+        Parameters
+        ----------
+        images : image(s)
+            ``(n, H, W, 3)`` or a sequence of RGB arrays.
+        index_a, index_b : array-like of int, shape (n_pairs,)
+            Positions in ``images``.
+        progress : bool, default False
+            Show a progress bar over the distinct first images.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_pairs,)
+            Non-negative (rounding below zero is clipped).
+        """
+        import torch
+
+        items = _as_images(images, "images")
+        ia, ib = _pair_indices(index_a, index_b, len(items))
+        out = np.zeros(ia.size)
+        if not ia.size:
+            return out
+        used, inverse = np.unique(np.concatenate([ia, ib]), return_inverse=True)
+        ra, rb = inverse[: ia.size], inverse[ia.size :]
+        firsts = np.unique(ra)
+        bar = _progress(firsts.size, progress, "LPIPS pairs")
+        with torch.inference_mode():
+            feats = self._flat_taps([items[k] for k in used])  # per layer (m, C, h*w)
+            selfs = self._self_terms(feats)  # (m,) float64
+            for start in range(0, firsts.size, self.batch_size):
+                rows = firsts[start : start + self.batch_size]
+                which = np.flatnonzero(np.isin(ra, rows))
+                cols = np.unique(rb[which])
+                pick_r = torch.from_numpy(rows).to(self._device)
+                pick_c = torch.from_numpy(cols).to(self._device)
+                block = self._block(
+                    [f[pick_r] for f in feats], [f[pick_c] for f in feats], selfs[pick_c]
+                )  # (len(rows), len(cols))
+                r = torch.from_numpy(np.searchsorted(rows, ra[which])).to(self._device)
+                c = torch.from_numpy(np.searchsorted(cols, rb[which])).to(self._device)
+                out[which] = block[r, c].clamp_min(0.0).cpu().numpy()
+                bar.update(rows.size)
+        bar.close()
+        return out
+
+    def _block(
+        self, feats_a: list[torch.Tensor], feats_b: list[torch.Tensor], self_b: torch.Tensor
+    ) -> torch.Tensor:
+        """LPIPS between every ``a`` and every ``b`` from their taps, float64 ``(n_a, n_b)``.
+
+        The expanded square ``sum w a^2 + sum w b^2 - 2 sum w a b`` (unclipped).
+        """
+        block = self._self_terms(feats_a)[:, None] + self_b[None, :]  # (n_a, n_b)
+        n_b = self_b.shape[0]
+        for fa, fb, w in zip(feats_a, feats_b, self._net.weights, strict=True):
+            hw = fa.shape[2]
+            weighted = (fa * w.view(1, -1, 1)).flatten(1).double()  # (n_a, C*h*w)
+            # float64 products over b in chunks of bounded size: the cross term
+            # cancels most of the squared terms, so float32 sums would lose ~1e-5.
+            rows = max(1, _GRAM_CHUNK_BYTES // (8 * weighted.shape[1]))
+            for j in range(0, n_b, rows):
+                chunk = fb[j : j + rows].flatten(1).double()  # (r, C*h*w)
+                block[:, j : j + rows] -= 2.0 * (weighted @ chunk.T) / hw
+        return block
 
     def _self_terms(self, feats: list[torch.Tensor]) -> torch.Tensor:
         """``sum_k sum_c w_c mean_hw f^2`` per image, float64 ``(n,)``."""
@@ -405,7 +499,7 @@ class LPIPSDistance:
 
 
 class SSIMDistance:
-    r"""Structural dissimilarity ``1 - SSIM`` of RGB images (scikit-image; no weights).
+    r"""Structural dissimilarity ``1 - SSIM`` of RGB images, many pairs per batched torch call.
 
     Parameters
     ----------
@@ -422,6 +516,11 @@ class SSIMDistance:
     use_sample_covariance : bool, default False
         Normalise local covariances by ``N - 1`` instead of ``N``; ``False`` is Wang et al.'s
         definition.
+    device : str, default "cpu"
+        Where the batched computation runs (``"cpu"``, ``"cuda"``); no silent fallback.
+    batch_size : int, default 64
+        Image pairs per batched step, all sharing their first image (float64 temporaries of
+        about ``3 H W × 8`` bytes per pair).
 
     Attributes
     ----------
@@ -431,8 +530,9 @@ class SSIMDistance:
 
     Notes
     -----
-    Per image pair, :func:`skimage.metrics.structural_similarity` computes, over local
-    windows and averaged over the image and the three channels (``channel_axis=-1``),
+    The value is :func:`skimage.metrics.structural_similarity` with ``data_range=255``,
+    ``channel_axis=-1`` and the settings above: over local windows, averaged over the image
+    and the three channels,
 
     .. math:: \mathrm{SSIM}(x, y) = \frac{(2\mu_x\mu_y + C_1)(2\sigma_{xy} + C_2)}
               {(\mu_x^2 + \mu_y^2 + C_1)(\sigma_x^2 + \sigma_y^2 + C_2)},
@@ -441,6 +541,14 @@ class SSIMDistance:
     with ``data_range`` :math:`L = 255` (uint8 input). The distance is ``1 - SSIM``: 0 for
     identical images, up to 2. Both images of a pair must have the same size and be at least as
     large as the window.
+
+    It is computed in float64 with torch, not by calling scikit-image per pair: the local
+    filters are separable, so each is two matrix products with banded matrices holding the
+    normalised 1-D window (:math:`G_v X G_h^\top`). Only the pixels whose window lies inside
+    the image are kept (scikit-image filters with reflected borders and then crops exactly
+    those), so no border rule is needed. :math:`\mu` and :math:`\sigma^2` are computed once
+    per image; only the filtered product :math:`x y` is computed per pair. The values equal
+    scikit-image's to float64 rounding (tested to 1e-12 relative).
 
     References
     ----------
@@ -463,6 +571,8 @@ class SSIMDistance:
         sigma: float = 1.5,
         win_size: int | None = None,
         use_sample_covariance: bool = False,
+        device: str = "cpu",
+        batch_size: int = 64,
     ) -> None:
         if not float(sigma) > 0:
             raise InvalidInputError(f"`sigma` must be positive; got {sigma!r}.")
@@ -480,6 +590,9 @@ class SSIMDistance:
         self.sigma = float(sigma)
         self.win_size = win_size
         self.use_sample_covariance = bool(use_sample_covariance)
+        self._device = resolve_device(device)
+        self.device = device_name(self._device)
+        self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
 
     @property
     def name(self) -> str:
@@ -490,28 +603,136 @@ class SSIMDistance:
             base = f"ssim-uniform{self.win_size or 7}"
         return base + ("-samplecov" if self.use_sample_covariance else "")
 
-    def _one(self, x: npt.NDArray[np.uint8], y: npt.NDArray[np.uint8], where: str) -> float:
-        from skimage.metrics import structural_similarity
+    def _window(self) -> npt.NDArray[np.float64]:
+        """Return the normalised 1-D window scikit-image filters with (``scipy.ndimage``'s)."""
+        if self.gaussian_weights:
+            radius = int(3.5 * self.sigma + 0.5)  # truncate = 3.5, as scikit-image sets it
+            x = np.arange(-radius, radius + 1, dtype=np.float64)
+            phi: npt.NDArray[np.float64] = np.exp(-0.5 / self.sigma**2 * x**2)
+            return phi / float(phi.sum())
+        size = self.win_size or 7
+        return np.full(size, 1.0 / size)
 
-        if x.shape != y.shape:
-            raise InvalidInputError(
-                f"SSIM needs images of equal size; {where} are {x.shape} vs {y.shape}. "
-                "Resize them first."
-            )
-        try:
-            value = structural_similarity(  # type: ignore[no-untyped-call]
-                x,
-                y,
-                data_range=255.0,
-                channel_axis=-1,
-                gaussian_weights=self.gaussian_weights,
-                sigma=self.sigma,
-                win_size=self.win_size,  # None under Gaussian weights (see __init__)
-                use_sample_covariance=self.use_sample_covariance,
-            )
-        except ValueError as err:  # e.g. an image smaller than the window
-            raise InvalidInputError(f"SSIM failed for {where}: {err}") from err
-        return 1.0 - float(value)
+    def _filters(self, height: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Banded ``(H', H)`` and ``(W', W)`` matrices: the window at every valid position."""
+        import torch
+
+        window = self._window()
+        mats = []
+        for n in (height, width):
+            m = np.zeros((n - window.size + 1, n))
+            for row in range(m.shape[0]):
+                m[row, row : row + window.size] = window
+            mats.append(torch.from_numpy(m).to(self._device))
+        return mats[0], mats[1]
+
+    def pair_distances(
+        self,
+        images: Any,
+        index_a: Any,
+        index_b: Any,
+        *,
+        progress: bool = False,
+    ) -> npt.NDArray[np.float64]:
+        """``1 - SSIM`` between ``images[index_a[k]]`` and ``images[index_b[k]]`` for every ``k``.
+
+        Each image's local means and variances are computed once, whatever the number of
+        pairs it is in; pairs run ``batch_size`` at a time.
+
+        Parameters
+        ----------
+        images : image(s)
+            ``(n, H, W, 3)`` or a sequence of RGB arrays (sizes may differ between pairs).
+        index_a, index_b : array-like of int, shape (n_pairs,)
+            Positions in ``images``.
+        progress : bool, default False
+            Show a progress bar over batches of pairs.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_pairs,)
+        """
+        items = _as_images(images, "images")
+        ia, ib = _pair_indices(index_a, index_b, len(items))
+        return self._pairs(items, ia, ib, progress, lambda a, b: f"images[{a}], images[{b}]")
+
+    def _pairs(
+        self,
+        items: list[npt.NDArray[np.uint8]],
+        ia: npt.NDArray[np.intp],
+        ib: npt.NDArray[np.intp],
+        progress: bool,
+        where: Callable[[int, int], str],
+    ) -> npt.NDArray[np.float64]:
+        """Group the pairs by image size (checked: equal within a pair, window fits), then run."""
+        side = self._window().size
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for k, (a, b) in enumerate(zip(ia.tolist(), ib.tolist(), strict=True)):
+            shape = items[a].shape
+            if shape != items[b].shape:
+                raise InvalidInputError(
+                    f"SSIM needs images of equal size; {where(a, b)} are {shape} vs "
+                    f"{items[b].shape}. Resize them first."
+                )
+            if min(shape[:2]) < side:
+                raise InvalidInputError(
+                    f"SSIM failed for {where(a, b)}: the images ({shape[0]}×{shape[1]}) are "
+                    f"smaller than the {side}×{side} window."
+                )
+            groups.setdefault(shape, []).append(k)
+        out = np.zeros(ia.size)
+        for shape, which in groups.items():
+            pick = np.asarray(which, dtype=np.intp)
+            out[pick] = self._same_shape(items, shape, ia[pick], ib[pick], progress)
+        return out
+
+    def _same_shape(
+        self,
+        items: list[npt.NDArray[np.uint8]],
+        shape: tuple[int, ...],
+        ia: npt.NDArray[np.intp],
+        ib: npt.NDArray[np.intp],
+        progress: bool,
+    ) -> npt.NDArray[np.float64]:
+        """Distances of pairs of images that all have ``shape``."""
+        import torch
+
+        used, inverse = np.unique(np.concatenate([ia, ib]), return_inverse=True)
+        ra, rb = inverse[: ia.size], inverse[ia.size :]
+        gv, gh = self._filters(shape[0], shape[1])
+        stack = np.stack([items[k] for k in used]).transpose(0, 3, 1, 2)  # (m, 3, H, W)
+        x = torch.from_numpy(np.ascontiguousarray(stack)).to(self._device, torch.float64)
+        side = self._window().size
+        cov_norm = side**2 / (side**2 - 1) if self.use_sample_covariance else 1.0
+        c1, c2 = (0.01 * 255.0) ** 2, (0.03 * 255.0) ** 2
+        # pairs grouped by their first image, whose statistics then broadcast over a batch
+        order = np.argsort(ra, kind="stable")
+        cuts = np.flatnonzero(np.diff(ra[order])) + 1
+        out = np.zeros(ia.size)
+        bar = _progress(ia.size, progress, "SSIM pairs")
+        with torch.inference_mode():
+            steps = range(0, len(x), self.batch_size)
+            mu = torch.cat(
+                [gv @ x[s : s + self.batch_size] @ gh.T for s in steps]
+            )  # (m, 3, H', W')
+            mu_sq = mu * mu
+            second = torch.cat([gv @ (x[s : s + self.batch_size] ** 2) @ gh.T for s in steps])
+            var = cov_norm * (second - mu_sq)  # (m, 3, H', W')
+            for group in np.split(order, cuts):
+                a = int(ra[group[0]])
+                for start in range(0, group.size, self.batch_size):
+                    pos = group[start : start + self.batch_size]
+                    b = torch.from_numpy(rb[pos]).to(self._device)
+                    # in place on fresh gathers: this loop is memory-bound
+                    cov = gv @ x[b].mul_(x[a]) @ gh.T  # (k, 3, H', W')
+                    both = mu[b].mul_(mu[a])  # mu_a mu_b
+                    cov.sub_(both).mul_(2.0 * cov_norm).add_(c2)  # 2 sigma_ab + C2
+                    num = both.mul_(2.0).add_(c1).mul_(cov)
+                    den = (mu_sq[b].add_(mu_sq[a]).add_(c1)).mul_(var[b].add_(var[a]).add_(c2))
+                    out[pos] = num.div_(den).mean(dim=(1, 2, 3)).cpu().numpy()
+                    bar.update(pos.size)
+        bar.close()
+        return 1.0 - out
 
     def distance(self, a: Any, b: Any) -> npt.NDArray[np.float64]:
         """``1 - SSIM`` between ``a[i]`` and ``b[i]``.
@@ -528,11 +749,9 @@ class SSIMDistance:
         """
         ia, ib = _as_images(a, "a"), _as_images(b, "b")
         _same_count(ia, ib)
-        return np.array(
-            [
-                self._one(x, y, f"a[{i}], b[{i}]")
-                for i, (x, y) in enumerate(zip(ia, ib, strict=True))
-            ]
+        n = len(ia)
+        return self._pairs(
+            ia + ib, np.arange(n), np.arange(n, 2 * n), False, lambda i, j: f"a[{i}], b[{j - n}]"
         )
 
     def pairwise(self, a: Any, b: Any = None, *, progress: bool = True) -> npt.NDArray[np.float64]:
@@ -541,21 +760,23 @@ class SSIMDistance:
         Returns
         -------
         numpy.ndarray of float64, shape (n_a, n_b)
-            Symmetric when ``b`` is omitted (each pair is computed once).
+            Symmetric with a zero diagonal when ``b`` is omitted (each unordered pair is
+            computed once).
         """
         ia = _as_images(a, "a")
         symmetric = b is None
         ib = ia if symmetric else _as_images(b, "b")
-        out = np.zeros((len(ia), len(ib)))
-        bar = _progress(len(ia), progress, "SSIM pairs")
-        for i, x in enumerate(ia):
-            for j in range(i + 1 if symmetric else 0, len(ib)):
-                out[i, j] = self._one(x, ib[j], f"a[{i}], b[{j}]")
-                if symmetric:
-                    out[j, i] = out[i, j]
-            bar.update(1)
-        bar.close()
-        return out
+        if symmetric:
+            rows, cols = np.triu_indices(len(ia), k=1)
+            values = self._pairs(ia, rows, cols, progress, lambda i, j: f"a[{i}], a[{j}]")
+            out = np.zeros((len(ia), len(ia)))
+            out[rows, cols] = values
+            out[cols, rows] = values
+            return out
+        n = len(ia)
+        rows, cols = (g.ravel() for g in np.indices((n, len(ib))))
+        values = self._pairs(ia + ib, rows, cols + n, progress, lambda i, j: f"a[{i}], b[{j - n}]")
+        return values.reshape(n, len(ib))
 
     def __repr__(self) -> str:
         return f"SSIMDistance(name={self.name!r})"

@@ -212,7 +212,7 @@ class PrivacyCache:
         identity: Mapping[str, Any],
         rows: Sequence[str],
         cols: Sequence[str],
-        compute: Callable[[list[int], list[int]], npt.NDArray[np.float64]],
+        compute: Callable[[npt.NDArray[np.intp], npt.NDArray[np.intp]], npt.NDArray[np.float64]],
     ) -> npt.NDArray[np.float64]:
         """Return the ``(len(rows), len(cols))`` distances between images, computing only new pairs.
 
@@ -223,8 +223,9 @@ class PrivacyCache:
         rows, cols : sequence of str
             Image hashes.
         compute : callable
-            ``compute(row_indices, col_indices)`` → the distance block between
-            ``rows[row_indices]`` and ``cols[col_indices]``.
+            ``compute(row_positions, col_positions)`` → the distances between
+            ``rows[row_positions[k]]`` and ``cols[col_positions[k]]``, shape ``(n_pairs,)``.
+            It is called at most once per request, with every missing pair in one list.
 
         Returns
         -------
@@ -232,83 +233,71 @@ class PrivacyCache:
 
         Notes
         -----
-        The metric is symmetric with zero self-distance; a pair is stored once. Missing
-        pairs are computed as whole new rows (images never seen as rows), then whole new
-        columns, then one block for whatever is left, so a changed image costs its own
-        pairs only.
+        The metric is symmetric with zero self-distance: a pair is stored once, as the
+        unordered pair of image hashes, and two images with the same hash are at distance 0
+        (never computed). ``compute`` is asked for each distinct unordered pair that is not
+        stored, exactly once, through one cell of the request that holds it; a symmetric
+        request (``rows == cols``) thus computes one triangle, and a request that overlaps
+        stored pairs computes only the others. ``distances_computed`` counts the pairs asked
+        of ``compute``; ``distances_reused`` the other distinct pairs of the request.
         """
         path = self.appearance_path(identity)
         stored = self._load(path, identity, ("hashes", "i", "j", "values"))
         hashes: list[str] = [] if stored is None else [str(h) for h in stored["hashes"]]
         index = {h: k for k, h in enumerate(hashes)}
-        table: dict[tuple[int, int], float] = {}
-        if stored is not None:
-            table = dict(
-                zip(
-                    zip(stored["i"].tolist(), stored["j"].tolist(), strict=True),
-                    stored["values"].tolist(),
-                    strict=True,
-                )
-            )
         for h in (*rows, *cols):
             if h not in index:
                 index[h] = len(hashes)
                 hashes.append(h)
+        base = max(len(hashes), 1)  # a pair (x < y) of hash indices is the key x * base + y
         ri = np.array([index[h] for h in rows], dtype=np.int64)
         ci = np.array([index[h] for h in cols], dtype=np.int64)
-        same = ri[:, None] == ci[None, :]  # an image against itself: 0, never stored
-        out = np.full((ri.size, ci.size), np.nan)
-        out[same] = 0.0
-        n_before = len(table)
-
-        def refill() -> npt.NDArray[np.bool_]:
-            """Fill every cell whose pair is known; return the mask of those still missing."""
-            for a, b in zip(*np.nonzero(np.isnan(out)), strict=True):
-                x, y = int(ri[a]), int(ci[b])
-                value = table.get((min(x, y), max(x, y)))
-                if value is not None:
-                    out[a, b] = value
-            still: npt.NDArray[np.bool_] = np.isnan(out)
-            return still
-
-        def store(r: npt.NDArray[np.intp], c: npt.NDArray[np.intp]) -> None:
-            block = np.asarray(compute([int(v) for v in r], [int(v) for v in c]), np.float64)
-            for a_pos, a in enumerate(r):
-                for b_pos, b in enumerate(c):
-                    x, y = int(ri[a]), int(ci[b])
-                    if x != y:
-                        table[(min(x, y), max(x, y))] = float(block[a_pos, b_pos])
-
-        missing = refill()
-        requested = {
-            (min(int(ri[a]), int(ci[b])), max(int(ri[a]), int(ci[b])))
-            for a, b in zip(*np.nonzero(~same), strict=True)
-        }
-        if missing.any():
-            # whole new rows, then whole new columns, then one block for what is left, so a
-            # changed image costs its own pairs only (self-pairs do not count as known)
-            full_rows = np.flatnonzero((missing | same).all(axis=1))
-            if full_rows.size:
-                store(full_rows, np.arange(ci.size))
-                missing = refill()
-            full_cols = np.flatnonzero((missing | same).all(axis=0) & missing.any(axis=0))
-            if full_cols.size:
-                store(np.flatnonzero(missing.any(axis=1)), full_cols)
-                missing = refill()
-            if missing.any():
-                store(np.flatnonzero(missing.any(axis=1)), np.flatnonzero(missing.any(axis=0)))
-                missing = refill()
-        n_new = len(table) - n_before
-        self.counters["distances_computed"] += n_new
-        self.counters["distances_reused"] += len(requested) - n_new
-        if n_new:
-            pairs = np.array(list(table), dtype=np.int64).reshape(-1, 2)
+        low = np.minimum(ri[:, None], ci[None, :])  # (n_rows, n_cols)
+        high = np.maximum(ri[:, None], ci[None, :])
+        cell_keys = low * base + high
+        differ = (low != high).ravel()  # an image against itself: 0, never stored
+        old_keys = np.zeros(0, np.int64)
+        old_values = np.zeros(0, np.float64)
+        if stored is not None:
+            old_keys = stored["i"].astype(np.int64) * base + stored["j"].astype(np.int64)
+            old_values = stored["values"].astype(np.float64)
+            order = np.argsort(old_keys)
+            old_keys, old_values = old_keys[order], old_values[order]
+        flat = np.flatnonzero(differ)  # cells of distinct images, row-major
+        requested, first = np.unique(cell_keys.ravel()[flat], return_index=True)
+        missing = ~_sorted_contains(old_keys, requested)
+        cells = flat[first[missing]]  # one cell per missing unordered pair
+        new_values = np.zeros(0, np.float64)
+        if cells.size:
+            r, c = np.divmod(cells, ci.size)
+            new_values = np.asarray(compute(r, c), dtype=np.float64).reshape(cells.size)
+        keys = np.concatenate([old_keys, requested[missing]])
+        values = np.concatenate([old_values, new_values])
+        order = np.argsort(keys)
+        keys, values = keys[order], values[order]
+        self.counters["distances_computed"] += int(cells.size)
+        self.counters["distances_reused"] += int(requested.size - cells.size)
+        out = np.zeros(cell_keys.size)
+        if flat.size:
+            out[flat] = values[np.searchsorted(keys, cell_keys.ravel()[flat])]
+        if cells.size:
             _savez(
                 path,
                 hashes=np.asarray(hashes, dtype=_HASH_DTYPE),
-                i=pairs[:, 0],
-                j=pairs[:, 1],
-                values=np.fromiter(table.values(), dtype=np.float64, count=len(table)),
+                i=keys // base,
+                j=keys % base,
+                values=values,
                 identity=np.asarray(json.dumps(dict(identity), sort_keys=True)),
             )
-        return out
+        return out.reshape(ri.size, ci.size)
+
+
+def _sorted_contains(
+    haystack: npt.NDArray[np.int64], needles: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Whether each of ``needles`` is in the sorted ``haystack``."""
+    if haystack.size == 0:
+        return np.zeros(needles.size, dtype=bool)
+    pos = np.minimum(np.searchsorted(haystack, needles), haystack.size - 1)
+    found: npt.NDArray[np.bool_] = haystack[pos] == needles
+    return found

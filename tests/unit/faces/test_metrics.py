@@ -138,6 +138,76 @@ def test_ssim_input_errors() -> None:
         SSIMDistance(gaussian_weights=False, win_size=8)
 
 
+def _skimage_distance(x: np.ndarray, y: np.ndarray, **settings: object) -> float:
+    from skimage.metrics import structural_similarity
+
+    return 1.0 - float(structural_similarity(x, y, data_range=255, channel_axis=-1, **settings))
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        ({}, {"gaussian_weights": True, "sigma": 1.5, "use_sample_covariance": False}),
+        (
+            {"sigma": 2.0, "use_sample_covariance": True},
+            {"gaussian_weights": True, "sigma": 2.0, "use_sample_covariance": True},
+        ),
+        (
+            {"gaussian_weights": False, "win_size": 5},
+            {"win_size": 5, "use_sample_covariance": False},
+        ),
+    ],
+)
+def test_batched_ssim_pairs_match_scikit_image_pair_by_pair(ours: dict, theirs: dict) -> None:
+    # the batched torch computation against scikit-image called once per pair, the
+    # independent reference; both are float64, so only rounding differs (1e-12 relative on
+    # values near 1, far inside the 1e-6 the batching rule asks)
+    images = [*_images(7, 5, 64), *_images(8, 3, 40)]  # two sizes, grouped by the metric
+    ia = np.array([0, 0, 1, 2, 3, 4, 5, 6, 7, 5, 2])
+    ib = np.array([1, 4, 3, 2, 0, 1, 6, 7, 5, 5, 4])
+    got = SSIMDistance(batch_size=3, **ours).pair_distances(images, ia, ib)  # several batches
+    expected = [
+        _skimage_distance(images[a], images[b], **theirs) for a, b in zip(ia, ib, strict=True)
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got[[3, 9]], 0.0)  # an image against itself
+
+
+def test_batched_ssim_pairwise_is_one_triangle_of_skimage_values() -> None:
+    a = _images(9, 6, 32)
+    ssim = SSIMDistance(batch_size=4)
+    full = ssim.pairwise(a, progress=False)
+    rows, cols = np.triu_indices(6, k=1)
+    settings = {"gaussian_weights": True, "sigma": 1.5, "use_sample_covariance": False}
+    expected = [_skimage_distance(a[i], a[j], **settings) for i, j in zip(rows, cols, strict=True)]
+    np.testing.assert_allclose(full[rows, cols], expected, rtol=1e-12)
+    np.testing.assert_array_equal(full, full.T)
+
+
+def test_ssim_pair_distances_input_errors() -> None:
+    ssim = SSIMDistance()
+    images = [*_images(0, 2, 32), *_images(1, 1, 48)]
+    with pytest.raises(InvalidInputError, match=r"equal size; images\[1\], images\[2\]"):
+        ssim.pair_distances(images, [0, 1], [1, 2])
+    with pytest.raises(InvalidInputError, match="`index_b` must index the 3 images"):
+        ssim.pair_distances(images, [0], [3])
+    with pytest.raises(InvalidInputError, match="same length; got 2 vs 1"):
+        ssim.pair_distances(images, [0, 1], [1])
+    with pytest.raises(InvalidInputError, match="`index_a` must be a 1-D array of integers"):
+        ssim.pair_distances(images, [0.5], [1])
+    assert ssim.pair_distances(images, [], []).shape == (0,)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_batched_ssim_on_cuda_gives_the_cpu_values() -> None:
+    images = _images(10, 8, 64)
+    ia, ib = np.triu_indices(8, k=1)
+    cpu = SSIMDistance().pair_distances(images, ia, ib)
+    gpu = SSIMDistance(device="cuda").pair_distances(images, ia, ib)
+    np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-10)  # float64 on both
+
+
 def test_ssim_converts_grey_and_sequences() -> None:
     grey = np.random.default_rng(0).integers(0, 256, (40, 40), dtype=np.uint8)
     rgb = np.repeat(grey[:, :, None], 3, axis=2)
@@ -252,6 +322,16 @@ def test_lpips_pairwise_agrees_with_rowwise_distance(lpips_small: LPIPSDistance)
     np.testing.assert_array_equal(full, full.T)
     np.testing.assert_array_equal(np.diag(full), 0.0)
     np.testing.assert_allclose(full[0, 1:], lpips_small.distance([a[0]] * 4, a[1:]), rtol=1e-6)
+
+
+def test_lpips_pair_distances_agree_with_pairwise(lpips_small: LPIPSDistance) -> None:
+    images = [*_images(19, 5, 64), _images(20, 1, 80)[0]]
+    ia = np.array([0, 3, 1, 5, 0, 4, 2])
+    ib = np.array([1, 2, 5, 0, 4, 3, 2])
+    small = LPIPSDistance(lpips_small.backbone_path, verify=False, size=64, batch_size=2)
+    got = small.pair_distances(images, ia, ib)  # first images in groups of 2
+    full = lpips_small.pairwise(images, images, progress=False)
+    np.testing.assert_allclose(got, full[ia, ib], rtol=1e-10, atol=1e-12)
 
 
 def test_lpips_forward_is_differentiable(lpips_small: LPIPSDistance) -> None:
