@@ -18,6 +18,7 @@ from idaudit.faces import FRAME_PAD_FRACTION
 __all__ = [
     "ENLARGE_BELOW",
     "IMAGE_SUFFIXES",
+    "MIN_IMAGE_SIDE",
     "SPLITS",
     "CohortFiles",
     "FaceModels",
@@ -35,6 +36,12 @@ IMAGE_SUFFIXES = frozenset(
 )
 #: Images whose shorter side is below this many pixels are enlarged before detection.
 ENLARGE_BELOW = 160
+#: Images whose shorter side is below this many pixels are refused as ``"too_small"`` (not
+#: detected, not embedded): at 32 px the recognisers' 112-160 px inputs are already 3.5-5×
+#: interpolation, and below it there is no face left to recognise, only what enlarging
+#: makes up (an 8 × 8 image enlarged to 160 px was "detected" and embedded). 32 px is half
+#: the shipped DCGAN's 64-pixel faces, the smallest faces the privacy tests use.
+MIN_IMAGE_SIDE = 32
 #: Side an enlarged image's shorter side is brought to, and the edge padding added around it.
 _UPSCALE = 160
 
@@ -252,6 +259,7 @@ def build_models(
         "detector": getattr(detector, "name", type(detector).__name__),
         "detector_weights": {} if aligned else _digests(_weight_files(detector)),
         "enlarge_below": ENLARGE_BELOW,
+        "min_image_side": MIN_IMAGE_SIDE,
         "upscale": _UPSCALE,
         "pad_fraction": FRAME_PAD_FRACTION,
         "face": "largest",
@@ -273,7 +281,7 @@ def build_models(
         name = appearance.name
         weights = _digests(_weight_files(appearance))
     else:
-        appearance = faces.SSIMDistance()
+        appearance = faces.SSIMDistance(device=device)
         size = 64
         name = f"{appearance.name}-{size}px"
         weights = {}
@@ -291,9 +299,10 @@ def embed_images(
 ) -> tuple[list[str], npt.NDArray[np.float32], list[str]]:
     """Status, embedding (NaN unless ok) and message of each image, via :class:`FacePipeline`.
 
-    Images that decode are enlarged first when small (:func:`prepare_image`); files that do
-    not decode are handed to the pipeline as paths, which classifies them (unreadable or
-    bad_format) in its outcome table.
+    Images that decode are enlarged first when small (:func:`prepare_image`); an image whose
+    shorter side is below :data:`MIN_IMAGE_SIDE` is not detected nor embedded (status
+    ``"too_small"``); files that do not decode are handed to the pipeline as paths, which
+    classifies them (unreadable or bad_format) in its outcome table.
     """
     from PIL import Image
 
@@ -303,20 +312,33 @@ def embed_images(
     # to the pipeline as a path, which reads it again and files it as unreadable/bad_format
     read_errors = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
     items: list[Any] = []
-    for path in paths:
+    sent: list[int] = []  # positions of the inputs handed to the pipeline
+    statuses = ["too_small"] * len(paths)
+    messages = [""] * len(paths)
+    for i, path in enumerate(paths):
         try:
-            items.append(prepare_image(load_image(path), aligned=aligned))
+            image = load_image(path)
         except read_errors:
             items.append(path)
+            sent.append(i)
+            continue
+        if min(image.shape[:2]) < MIN_IMAGE_SIDE:
+            messages[i] = (
+                f"{image.shape[1]}×{image.shape[0]} px: shorter side below {MIN_IMAGE_SIDE} px"
+            )
+            continue
+        items.append(prepare_image(image, aligned=aligned))
+        sent.append(i)
+    out = np.full((len(paths), encoder.dim), np.nan, dtype=np.float32)
+    if not items:
+        return statuses, out, messages
     pipe = FacePipeline(detector, encoder, batch_size=batch_size, progress=False)
     emb, outcomes = pipe.encode(items)
     first = outcomes.drop_duplicates("input_index").set_index("input_index")
-    statuses, messages = [], []
-    out = np.full((len(paths), encoder.dim), np.nan, dtype=np.float32)
-    for i in range(len(paths)):
-        row = first.loc[i]
-        statuses.append(str(row["status"]))
-        messages.append(str(row["message"] or ""))
+    for k, i in enumerate(sent):
+        row = first.loc[k]
+        statuses[i] = str(row["status"])
+        messages[i] = str(row["message"] or "")
         if row["status"] == "ok":
             out[i] = emb[int(row["embedding_row"])]
     return statuses, out, messages

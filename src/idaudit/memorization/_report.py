@@ -255,7 +255,8 @@ class PrivacyReport:
         The metric sanity check per identity metric (with ``subject_pattern``).
     counts : pandas.DataFrame
         Per cohort and split: image files, other files, duplicates collapsed, and the
-        images kept (``ok``) or dropped (``no_face``, ``unreadable``, ``bad_format``).
+        images kept (``ok``) or dropped (``no_face``, ``too_small``, ``unreadable``,
+        ``bad_format``).
     cohorts : list of str
         Cohorts analysed.
     skipped : dict of str to str
@@ -274,6 +275,9 @@ class PrivacyReport:
         Versions, seed, settings and input hashes (scalars and strings only).
     files : dict of str to pathlib.Path
         The files written (empty without ``out``).
+    unreadable_files : dict of str to str
+        Every file that could not be read as an image, as ``"<split>/<path under that
+        root>"``, with its status (``unreadable`` or ``bad_format``); also in the notes.
     """
 
     flagging: pd.DataFrame
@@ -289,6 +293,7 @@ class PrivacyReport:
     cache: CacheUse = field(repr=False)
     provenance: dict[str, Any] = field(repr=False)
     files: dict[str, Path] = field(default_factory=dict)
+    unreadable_files: dict[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         metrics = ", ".join(dict.fromkeys(self.flagging["metric"]))
@@ -322,6 +327,7 @@ class PrivacyReport:
             "parameters": self.settings.to_dict(),
             "cache": self.cache.to_dict(),
             "notes": self.notes,
+            "unreadable_files": self.unreadable_files,
             "provenance": self.provenance,
         }
 

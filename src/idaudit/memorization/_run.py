@@ -45,6 +45,7 @@ from idaudit.memorization._flagging import (
     flagging_from_distances,
 )
 from idaudit.memorization._images import (
+    MIN_IMAGE_SIDE,
     SPLITS,
     CohortFiles,
     FaceModels,
@@ -115,7 +116,7 @@ OUTPUT_FILES: tuple[str, ...] = (
     "nnaa.png",
     "report.md",
 )
-_IMAGE_STATUSES = ("ok", "no_face", "unreadable", "bad_format")
+_IMAGE_STATUSES = ("ok", "no_face", "too_small", "unreadable", "bad_format")
 _COUNT_COLUMNS = ("n_files", "n_not_image", "n_duplicates", *_IMAGE_STATUSES)
 
 #: Key of one split and cohort, e.g. ``("train", "a")``.
@@ -282,8 +283,9 @@ def run_privacy_check(
     Raises
     ------
     InvalidInputError
-        Bad settings, an empty root, no cohort common to the three roots, or no cohort left
-        with usable faces in every split.
+        Bad settings, an empty root, no cohort common to the three roots, no cohort left
+        with usable faces in every split, or a cohort whose synthetic files are at least
+        half byte-identical copies of its training files (the same folder given twice).
     MissingWeightsError
         A model file that is not on disk (nothing is downloaded).
     """
@@ -390,6 +392,7 @@ def _run(
     """Run the steps from scanned folders to the report (nothing written yet)."""
     files = _hash_files(cohorts, settings.duplicates, notes)
     embedded = _embed(files, models, store, settings)
+    unreadable = _unreadable_files(embedded, cohorts, notes)
     usable, no_face = _usable_cohorts(embedded, cohorts.common, notes)
     with _stages(settings, 2 * len(models.encoders) + 2) as stage:
         identity = _identity_axis(embedded, usable, models, settings, notes, stage)
@@ -400,6 +403,7 @@ def _run(
         embedded,
         usable,
         skipped={**cohorts.missing, **no_face},
+        unreadable=unreadable,
         rows=_AxisRows(
             flagging=identity.flagging + appearance.flagging,
             nnaa=identity.nnaa + appearance.nnaa,
@@ -500,6 +504,35 @@ def _embed(
     return _Embedded(files=files, status=status, vectors=vectors)
 
 
+def _unreadable_files(embedded: _Embedded, cohorts: _Cohorts, notes: list[str]) -> dict[str, str]:
+    """Name the files that could not be read as images, and the images refused as too small.
+
+    Returns ``{"<split>/<path relative to that root>": status}`` for the unreadable and
+    bad-format files (every one, sorted); both kinds are also said in the notes (the first
+    20 names in each).
+    """
+    found: dict[str, dict[str, str]] = {"unreadable": {}, "too_small": {}}
+    for (split, cohort), cohort_files in embedded.files.items():
+        status = embedded.status[(split, cohort)]
+        for path, image_status in zip(cohort_files.paths, status.tolist(), strict=True):
+            kind = "too_small" if image_status == "too_small" else "unreadable"
+            if image_status in ("unreadable", "bad_format", "too_small"):
+                name = f"{split}/{path.relative_to(cohorts.roots[split]).as_posix()}"
+                found[kind][name] = image_status
+    for kind, what in (
+        ("unreadable", "could not be read as images (unreadable or bad_format) and were left out"),
+        (
+            "too_small",
+            f"have a shorter side below {MIN_IMAGE_SIDE} px and were refused (too_small)",
+        ),
+    ):
+        names = sorted(found[kind])
+        if names:
+            more = f", ... ({len(names) - 20} more)" if len(names) > 20 else ""
+            _say(notes, f"{len(names)} file(s) {what}: {', '.join(names[:20])}{more}.")
+    return dict(sorted(found["unreadable"].items()))
+
+
 def _usable_cohorts(
     embedded: _Embedded, common: list[str], notes: list[str]
 ) -> tuple[list[str], dict[str, str]]:
@@ -507,10 +540,10 @@ def _usable_cohorts(
     usable: list[str] = []
     no_face: dict[str, str] = {}
     for cohort in common:
-        empty = [split for split in SPLITS if embedded.n_usable(split, cohort) == 0]
-        if empty:
-            no_face[cohort] = f"no usable face in {' and '.join(empty)}"
-            _say(notes, f"cohort {cohort} skipped: {no_face[cohort]}.", warn=True)
+        why = _why_unusable(embedded, cohort)
+        if why:
+            no_face[cohort] = why
+            _say(notes, f"cohort {cohort} skipped: {why}.", warn=True)
             continue
         usable.append(cohort)
         single = [split for split in SPLITS if embedded.n_usable(split, cohort) == 1]
@@ -518,7 +551,9 @@ def _usable_cohorts(
             _say(notes, f"cohort {cohort} has a single usable image in {', '.join(single)}.")
     if not usable:
         raise InvalidInputError(
-            "no cohort has a usable face in all three splits; see the per-cohort counts: "
+            "no cohort has a usable face in all three splits ("
+            + "; ".join(f"{cohort}: {why}" for cohort, why in no_face.items())
+            + "); see the per-cohort counts: "
             + "; ".join(
                 f"{cohort}/{split}: {embedded.n_usable(split, cohort)} of "
                 f"{len(embedded.files[(split, cohort)].paths)}"
@@ -527,6 +562,22 @@ def _usable_cohorts(
             )
         )
     return usable, no_face
+
+
+def _why_unusable(embedded: _Embedded, cohort: str) -> str:
+    """Say why a cohort cannot be analysed (``""`` when it can): empty folders, no face."""
+    reasons = []
+    empty = [s for s in SPLITS if not embedded.files[(s, cohort)].n_files]
+    folders = [s for s in empty if not embedded.files[(s, cohort)].n_not_image]
+    if folders:
+        reasons.append(f"empty folder in {' and '.join(folders)}")
+    others = [s for s in empty if s not in folders]
+    if others:
+        reasons.append(f"no image file in {' and '.join(others)}")
+    no_face = [s for s in SPLITS if s not in empty and embedded.n_usable(s, cohort) == 0]
+    if no_face:
+        reasons.append(f"no usable face in {' and '.join(no_face)}")
+    return "; ".join(reasons)
 
 
 def _identity_axis(
@@ -678,6 +729,7 @@ def _report(
     usable: list[str],
     *,
     skipped: dict[str, str],
+    unreadable: dict[str, str],
     rows: _AxisRows,
     models: FaceModels,
     cache: CacheUse,
@@ -709,6 +761,7 @@ def _report(
         counts=_counts_frame(embedded, cohorts.common),
         cohorts=usable,
         skipped=skipped,
+        unreadable_files=unreadable,
         notes=notes,
         settings=settings,
         inputs=InputListing(
@@ -732,7 +785,10 @@ def _report(
 class _AppearanceDistances:
     """Appearance distances between two lists of images, through the cache.
 
-    Whole images are read once per run (resized for SSIM) and shared by both uses.
+    Whole images are read once per run (resized for SSIM) and shared by both uses. The
+    cache asks for each missing unordered pair once, in one list; the metric evaluates the
+    list in batches (:meth:`~idaudit.faces.SSIMDistance.pair_distances`, each image's own
+    statistics or network features computed once).
     """
 
     def __init__(self, models: FaceModels, store: PrivacyCache) -> None:
@@ -747,12 +803,19 @@ class _AppearanceDistances:
         row_paths, row_hashes = rows
         col_paths, col_hashes = cols
 
-        def compute(r: list[int], c: list[int]) -> npt.NDArray[np.float64]:
-            a = [self.loader(row_paths[i]) for i in r]
-            b = [self.loader(col_paths[j]) for j in c]
-            return np.asarray(
-                self.models.appearance.pairwise(a, b, progress=False), dtype=np.float64
-            )
+        def compute(r: npt.NDArray[np.intp], c: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+            # every image once: positions of rows and columns mapped to one list of paths
+            paths = list(dict.fromkeys([row_paths[i] for i in r] + [col_paths[j] for j in c]))
+            where = {p: k for k, p in enumerate(paths)}
+            images = [self.loader(p) for p in paths]
+            left = np.array([where[row_paths[i]] for i in r], dtype=np.intp)
+            right = np.array([where[col_paths[j]] for j in c], dtype=np.intp)
+            metric = self.models.appearance
+            if hasattr(metric, "pair_distances"):
+                values = metric.pair_distances(images, left, right, progress=False)
+            else:  # any AppearanceDistance: row-wise pairs
+                values = metric.distance([images[k] for k in left], [images[k] for k in right])
+            return np.asarray(values, dtype=np.float64)
 
         return self.store.distances(
             self.models.appearance_identity, row_hashes, col_hashes, compute
@@ -822,12 +885,36 @@ def _duplicate_notes(
                 "every threshold.",
                 warn=True,
             )
-        if copies:
-            _say(
-                notes,
-                f"synthetic/{cohort}: {len(copies)} file(s) byte-identical to training "
-                "files (exact copies of training images).",
-            )
+        _copies_rule(cohort, len(copies), len(files[("synthetic", cohort)].hashes), notes)
+
+
+def _copies_rule(cohort: str, n_copies: int, n_synthetic: int, notes: list[str]) -> None:
+    """Refuse a cohort whose synthetic files are mostly training files; warn about a few.
+
+    When at least half the synthetic files are byte-identical to training files, the likely
+    cause is the same folder given twice, and the distance statistics would compare images
+    with themselves (distance 0, intervals such as [-0.18, 1.08]): nothing they say would
+    mean anything, so the run stops. Fewer copies are a finding (verbatim memorisation),
+    reported loudly while the other samples are analysed.
+    """
+    if not n_copies:
+        return
+    if 2 * n_copies >= n_synthetic:
+        raise InvalidInputError(
+            f"synthetic/{cohort}: {n_copies} of {n_synthetic} files are byte-identical to "
+            f"training files of cohort {cohort}. The same images were given as training and "
+            "synthetic (check the paths), or the generator returns its training images "
+            "verbatim; either way the distance-based checks would compare images with "
+            "themselves, and their numbers would be meaningless. Remove the copies (verbatim "
+            "memorisation on their own) to test the other samples."
+        )
+    _say(
+        notes,
+        f"synthetic/{cohort}: {n_copies} of {n_synthetic} file(s) byte-identical to training "
+        "files (exact copies of training images: verbatim memorisation). They are kept, at "
+        "distance 0 from their training image.",
+        warn=True,
+    )
 
 
 def _counts_frame(embedded: _Embedded, common: list[str]) -> pd.DataFrame:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 import warnings
@@ -240,3 +241,186 @@ def test_every_statistics_stage_shows_progress(
     ):
         assert stage in err
     assert "statistics" in err
+
+
+# ------------------------------------------------------------ each distance computed once
+
+
+class _CountingMetric:
+    """Wraps the appearance metric; records every pair of images (by content) it is asked."""
+
+    def __init__(self, metric) -> None:
+        self.metric = metric
+        self.name = metric.name
+        self.pairs: list[frozenset[str]] = []
+
+    def pair_distances(self, images, index_a, index_b, *, progress: bool = False):
+        import hashlib
+
+        keys = [hashlib.sha256(np.ascontiguousarray(im).tobytes()).hexdigest() for im in images]
+        self.pairs += [frozenset((keys[a], keys[b])) for a, b in zip(index_a, index_b, strict=True)]
+        return self.metric.pair_distances(images, index_a, index_b, progress=progress)
+
+    def distance(self, a, b):  # pragma: no cover - the run must ask for pairs only
+        raise AssertionError("the run asked for row-wise distances")
+
+    def pairwise(self, a, b=None, *, progress: bool = True):  # pragma: no cover
+        raise AssertionError("the run asked for a whole block")
+
+
+@pytest.fixture(scope="module")
+def three_cohorts(tmp_path_factory: pytest.TempPathFactory, dcgan) -> Path:
+    """Three cohorts x three splits x four fresh DCGAN faces."""
+    root = tmp_path_factory.mktemp("three")
+    faces = dcgan.generate(dcgan.sample_latents(36, rng=11))
+    for c, cohort in enumerate(("x", "y", "z")):
+        for s, split in enumerate(("train", "heldout", "synthetic")):
+            k = 12 * c + 4 * s
+            save_faces(root / split / cohort, faces[k : k + 4], k)
+    return root
+
+
+def test_each_unordered_pair_is_computed_once_and_a_rerun_computes_none(
+    three_cohorts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from idaudit.memorization import _run
+
+    metrics: list[_CountingMetric] = []
+
+    def counting_models(**kwargs):
+        models = build_models(**kwargs)
+        metrics.append(_CountingMetric(models.appearance))
+        models.appearance = metrics[-1]
+        return models
+
+    build_models = _run.build_models
+    monkeypatch.setattr(_run, "build_models", counting_models)
+    cache = tmp_path / "cache"
+    report = run_privacy_check(*_args(three_cohorts), cache=cache, **FAST)
+    assert report.cohorts == ["x", "y", "z"]
+    n_kept = int(report.counts["ok"].sum())
+    assert n_kept >= 30  # at most a few DCGAN faces missed by the detector
+    # the NNAA union holds every kept image (under lpips_max_samples), the flagging blocks
+    # are among its pairs: every unordered pair of distinct kept images, each once
+    needed = n_kept * (n_kept - 1) // 2
+    asked = metrics[0].pairs
+    assert len(asked) == needed
+    assert len(set(asked)) == needed
+    assert all(len(pair) == 2 for pair in asked)  # never an image against itself
+    assert report.cache_counters["distances_computed"] == needed
+    # the flagging blocks (held-out and synthetic x training, per cohort), then the NNAA
+    # triangle: reused = the flagging pairs, met again in the NNAA request
+    counts = report.counts.set_index(["cohort", "split"])["ok"]
+    flag_pairs = sum(
+        counts[(c, "train")] * (counts[(c, "heldout")] + counts[(c, "synthetic")])
+        for c in ("x", "y", "z")
+    )
+    assert report.cache_counters["distances_reused"] == flag_pairs
+    again = run_privacy_check(*_args(three_cohorts), cache=cache, **FAST)
+    assert metrics[1].pairs == []
+    assert again.cache_counters["distances_computed"] == 0
+    assert again.cache_counters["distances_reused"] == needed + flag_pairs
+    pd.testing.assert_frame_equal(again.nnaa, report.nnaa)
+
+
+# ------------------------------------------------------------------------- bad input
+
+
+def _copy_with_cache(roots: Path, first, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the roots without the train-only cohort, and a copy of the warm cache."""
+    copy = tmp_path / "roots"
+    shutil.copytree(roots, copy)
+    shutil.rmtree(copy / "train" / "only_train")
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    return copy, tmp_path / "cache"
+
+
+def test_an_empty_cohort_folder_is_named_as_such(tmp_path: Path) -> None:
+    blank = np.zeros((2, 64, 64, 3), np.uint8)
+    save_faces(tmp_path / "train" / "c", blank)
+    (tmp_path / "heldout" / "c").mkdir(parents=True)
+    save_faces(tmp_path / "synthetic" / "c", blank + 1)
+    with (
+        pytest.warns(IdauditWarning, match="cohort c skipped: empty folder in heldout"),
+        pytest.raises(InvalidInputError, match=r"no cohort has a usable face .*c: empty folder"),
+    ):
+        run_privacy_check(*_args(tmp_path), **FAST)
+
+
+def test_unreadable_and_too_small_files_are_named(roots: Path, first, tmp_path: Path) -> None:
+    copy, cache = _copy_with_cache(roots, first, tmp_path)
+    (copy / "heldout" / "b" / "empty.png").write_bytes(b"")
+    (copy / "heldout" / "b" / "text.png").write_text("not an image at all")
+    face = Image.open(copy / "synthetic" / "b" / "s40_0.png")
+    face.resize((8, 8), Image.Resampling.LANCZOS).save(copy / "synthetic" / "b" / "tiny.png")
+    face.resize((40, 40), Image.Resampling.LANCZOS).save(copy / "synthetic" / "b" / "small.png")
+    out = tmp_path / "out"
+    report = run_privacy_check(*_args(copy), out, cache=cache, **FAST)
+    assert report.unreadable_files == {
+        "heldout/b/broken.png": "unreadable",
+        "heldout/b/empty.png": "unreadable",
+        "heldout/b/text.png": "unreadable",
+    }
+    counts = report.counts.set_index(["cohort", "split"])
+    assert counts.loc[("b", "heldout"), "unreadable"] == 3
+    assert counts.loc[("b", "synthetic"), "too_small"] == 1  # 8 px refused, 40 px kept
+    assert counts.loc[("b", "synthetic"), "ok"] == 5
+    written = json.loads((out / "privacy_results.json").read_text())
+    assert written["unreadable_files"] == report.unreadable_files
+    assert {r["too_small"] for r in written["counts"]} == {0, 1}
+    notes = "\n".join(report.notes)
+    assert re.search(
+        r"3 file\(s\) could not be read as images .*: heldout/b/broken\.png, "
+        r"heldout/b/empty\.png, heldout/b/text\.png\.",
+        notes,
+    )
+    assert re.search(
+        r"1 file\(s\) have a shorter side below 32 px .*: synthetic/b/tiny\.png", notes
+    )
+    assert "heldout/b/text.png" in (out / "report.md").read_text()
+
+
+def test_embed_images_refuses_images_below_the_minimum_side(roots: Path, tmp_path: Path) -> None:
+    from idaudit.faces import DlibEncoder
+    from idaudit.memorization._images import (
+        MIN_IMAGE_SIDE,
+        AlignedDetector,
+        MemoDetector,
+        embed_images,
+    )
+
+    face = Image.open(roots / "train" / "a" / "s00_0.png")
+    small = tmp_path
+    paths = []
+    for side in (8, MIN_IMAGE_SIDE - 1, MIN_IMAGE_SIDE):
+        paths.append(small / f"{side}.png")
+        face.resize((side, side)).save(paths[-1])
+    status, emb, messages = embed_images(
+        paths, MemoDetector(AlignedDetector()), DlibEncoder(), aligned=True
+    )
+    assert status == ["too_small", "too_small", "ok"]
+    assert np.isnan(emb[:2]).all()
+    assert np.isfinite(emb[2]).all()
+    assert messages[0] == "8×8 px: shorter side below 32 px"
+
+
+def test_the_same_images_as_train_and_synthetic_are_refused(roots: Path) -> None:
+    with (
+        pytest.warns(IdauditWarning, match="only_train"),
+        pytest.raises(
+            InvalidInputError,
+            match=r"synthetic/a: 5 of 5 files are byte-identical to training files of cohort a\. "
+            r"The same images were given as training and synthetic",
+        ),
+    ):
+        run_privacy_check(roots / "train", roots / "heldout", roots / "train", **FAST)
+
+
+def test_a_few_training_copies_among_the_samples_warn(roots: Path, first, tmp_path: Path) -> None:
+    copy, cache = _copy_with_cache(roots, first, tmp_path)
+    shutil.copy(copy / "train" / "a" / "s00_0.png", copy / "synthetic" / "a" / "copied.png")
+    with pytest.warns(
+        IdauditWarning, match=r"synthetic/a: 1 of 6 file\(s\) byte-identical to training files"
+    ):
+        report = run_privacy_check(*_args(copy), cache=cache, **FAST)
+    assert report.counts.set_index(["cohort", "split"]).loc[("a", "synthetic"), "ok"] == 6
