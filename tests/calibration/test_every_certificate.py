@@ -334,6 +334,64 @@ def _flagging_interval() -> None:
     _at_most_nominal(high_bad, n_reps)
 
 
+def _true_tradeoff_epsilon(deltas: np.ndarray) -> np.ndarray:
+    """ε(δ) of the A–B pair as a three-atom mechanism: δ(ε) = Σ (p_A − e^ε p_B)₊, both ways."""
+    from scipy.optimize import brentq
+
+    def delta_of(eps: float) -> float:
+        return max(
+            float(np.clip(LAW["A"] - np.exp(eps) * LAW["B"], 0, None).sum()),
+            float(np.clip(LAW["B"] - np.exp(eps) * LAW["A"], 0, None).sum()),
+        )
+
+    out = []
+    for d in deltas:
+        if d == 0.0:
+            out.append(TRUE_EPS)
+        elif delta_of(0.0) <= d:
+            out.append(0.0)
+        else:
+            out.append(brentq(lambda e, d=d: delta_of(e) - d, 0.0, TRUE_EPS, xtol=1e-13))
+    return np.asarray(out)
+
+
+def _true_mu() -> float:
+    """Smallest μ with the A–B trade-off curve above G_μ: sup over x of Φ⁻¹(1−x) − Φ⁻¹(T(x))."""
+    from scipy.stats import norm
+
+    # Neyman–Pearson tests "say B" on atoms by decreasing likelihood ratio p_B / p_A
+    order = np.argsort(-(LAW["B"] / LAW["A"]))
+    fpr = np.r_[0.0, np.cumsum(LAW["A"][order])]
+    tpr = np.r_[0.0, np.cumsum(LAW["B"][order])]
+    x = np.linspace(1e-9, 1 - 1e-9, 400_001)
+    t = np.clip(1.0 - np.interp(x, fpr, tpr), 1e-300, 1.0)
+    return float(np.max(norm.isf(x) - norm.ppf(t)))
+
+
+@simulates("ScoreCertificate")
+def _score_certificates() -> None:
+    from idaudit.certify import certify_scores
+
+    deltas = np.array([0.0, 1e-5, 1e-3, 0.05, 0.2])
+    truth, mu_star = _true_tradeoff_epsilon(deltas), _true_mu()
+    gen = np.random.default_rng(11)
+    n_reps = 200
+    bad = dict.fromkeys(("given", "split", "bonferroni", "band"), 0)
+    for rep in range(n_reps):
+        # scores are the atoms themselves (0 failure, 1 u, 2 v): three values, many ties
+        a = gen.choice(3, size=300, p=LAW["A"]).astype(float)
+        b = gen.choice(3, size=300, p=LAW["B"]).astype(float)
+        for strategy in bad:
+            kw: dict[str, Any] = {"threshold": [1.0, 2.0]} if strategy == "given" else {}
+            if strategy == "split":
+                kw["rng"] = rep
+            cert = certify_scores(a, b, alpha=ALPHA, thresholds=strategy, **kw)
+            over = np.asarray(cert.epsilon_curve(deltas).values) > truth + 1e-9
+            bad[strategy] += bool(over.any() or cert.mu_lb_ > mu_star + 1e-6)
+    for n_bad in bad.values():
+        _at_most_nominal(n_bad, n_reps)
+
+
 @pytest.mark.parametrize("path", sorted(set(SIMULATIONS.values()), key=lambda f: f.__name__))
 def test_certified_path_is_sound(path: Callable[[], None]) -> None:
     path()
