@@ -528,6 +528,10 @@ class ReservedTestCertifier(BaseCertifier):
             attrs.update(candidate_pairs="all", n_candidates="all")
         # Bonferroni over n_select pairs (and n_families conditions): all hold jointly
         certificates = _certificates_dataset(rows, attrs, p["n_select"] * p["n_families"], deltas)
+        if p["test_thresholds"] != "dev":  # the reported point is the test scores' best
+            for name, text in _CURVE_LONG_NAMES.items():
+                certificates[name].attrs["long_name"] = text.format(p["test_thresholds"])
+        certificates.attrs["test_thresholds"] = p["test_thresholds"]
         epsilon_lb = float(certificates["epsilon_lb"].max())
         certificates.attrs["epsilon_lb"] = epsilon_lb
         curve = certificates["epsilon_lb_curve"].max("pair")
@@ -1045,6 +1049,14 @@ _CERT_VARS: dict[str, tuple[str, Status]] = {
     "dev_auc": ("development out-of-fold ROC AUC", "diagnostic"),
     "dev_expected_epsilon": ("development-expected certified bound", "diagnostic"),
     "rank": ("position in the development ranking (0 = best)", "descriptive"),
+}
+
+
+#: Long names of the reported point's variables when every test threshold is certified.
+_CURVE_LONG_NAMES = {
+    "threshold": "test threshold whose certified point gives the most at delta ({} bounds)",
+    "ufpr": "simultaneous upper bound on the FPR at that threshold ({} over test counts)",
+    "ufnr": "simultaneous upper bound on the FNR at that threshold ({} over test counts)",
 }
 
 

@@ -316,6 +316,10 @@ def certify_scores(
     (True, 'certified_lower_bound')
     """
     a, b = _check_inputs(scores_a, scores_b, alpha, delta, thresholds, threshold)
+    if not isinstance(one_sided, bool | np.bool_):
+        raise InvalidInputError(f"`one_sided` must be True or False; got {one_sided!r}.")
+    one_sided = bool(one_sided)
+    delta = float(delta) + 0.0  # -0.0 becomes 0.0
     if thresholds == "split":
         seed = int(rng) if isinstance(rng, int | np.integer) and not isinstance(rng, bool) else None
         return _certify_split(a, b, alpha, delta, split_fraction, one_sided, rng, seed)
@@ -480,8 +484,16 @@ def _gdp_at_zero(mu: float) -> float:
     return np.inf if mu > 0 else 0.0
 
 
+def _numbers(x: Any, name: str) -> FloatArray:
+    """``x`` as a float64 array, refusing strings and complex numbers with a clear error."""
+    raw = np.asarray(x)
+    if raw.dtype.kind not in "biuf":
+        raise InvalidInputError(f"`{name}` must hold real numbers; got dtype {raw.dtype}.")
+    return np.asarray(raw, dtype=np.float64)
+
+
 def _check_deltas(deltas: npt.ArrayLike) -> FloatArray:
-    d = np.atleast_1d(np.asarray(deltas, dtype=np.float64))
+    d = np.atleast_1d(_numbers(deltas, "deltas"))
     if d.ndim != 1 or d.size == 0:
         raise InvalidInputError(f"`deltas` must be a non-empty 1-D array; got shape {d.shape}.")
     if np.isnan(d).any() or (d < 0).any() or (d >= 1).any():
@@ -508,10 +520,12 @@ def _check_inputs(
             f'`threshold` is only used with thresholds="given"; got thresholds={strategy!r}.'
         )
     if threshold is not None:
-        t = np.asarray(threshold, dtype=np.float64)
+        t = _numbers(threshold, "threshold")
+        if t.ndim > 1:
+            raise InvalidInputError(f"`threshold` must be a number or 1-D; got shape {t.shape}.")
         if t.size == 0 or np.isnan(t).any():
             raise InvalidInputError(f"`threshold` must be numbers, not NaN; got {threshold!r}.")
-    a, b = (np.asarray(s, dtype=np.float64) for s in (scores_a, scores_b))
+    a, b = _numbers(scores_a, "scores_a"), _numbers(scores_b, "scores_b")
     for name, s in (("scores_a", a), ("scores_b", b)):
         if s.ndim != 1 or s.size == 0:
             raise InvalidInputError(

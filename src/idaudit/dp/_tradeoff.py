@@ -34,6 +34,10 @@ _TAIL_SD = 12.0
 # moved down until the computed non-crossing probability is >= the target (conservative side)
 _LOG_XTOL = 1e-6
 _NEGLIGIBLE = 1e-300
+# below this simultaneous level the band falls back to Bonferroni (see _calibrated_level)
+_SMALLEST_CALIBRATED = 1e-9
+# epsilon_from_tradeoff evaluates at most this many (δ, point) terms at once
+_CHUNK_TERMS = 1 << 22
 
 
 def score_error_counts(
@@ -179,9 +183,15 @@ def _calibrated_level(n: int, alpha: float) -> float:
     def gap(log_level: float) -> float:
         return _noncrossing(_order_bounds(n, math.exp(log_level))) - (1.0 - alpha)
 
+    if alpha < _SMALLEST_CALIBRATED:
+        # 1 − α is then within the recursion's ~1e-13 accuracy of 1 (and equal to 1 below
+        # 1.1e-16): the joint level cannot be resolved, so take Bonferroni's, always valid
+        return alpha / n
     lo, hi = math.log(alpha / n), math.log(alpha)  # Bonferroni holds; one statistic cannot
     if gap(hi) >= 0.0:
         return alpha
+    if gap(lo) < 0.0:  # rounding at the Bonferroni end: no resolvable root, stay at α / n
+        return alpha / n
     root = optimize.brentq(gap, lo, hi, xtol=_LOG_XTOL, rtol=1e-12)
     while gap(root) < 0.0:  # land on the conservative side of the root
         root -= _LOG_XTOL
@@ -350,12 +360,26 @@ def epsilon_from_tradeoff(
     scalar = is_scalar(delta)
     d = as_float_array(delta, "delta")
     check_range(d, "delta", 0.0, 1.0)
-    dd = d.reshape(-1, 1)  # (n_deltas, 1) against (n_points,)
-    out = _log_ratio_term(1.0 - dd - y, x)  # (n_deltas, n_points)
-    if not one_sided:
-        out = np.maximum(out, _log_ratio_term(1.0 - dd - x, y))
-    eps = np.maximum(out.max(axis=1), 0.0)  # (n_deltas,)
+    x, y = _pareto(x, y)  # a point beaten in both rates by another never gives the maximum
+    flat = d.reshape(-1)
+    eps = np.empty(flat.size)
+    step = max(1, _CHUNK_TERMS // x.size)
+    for lo in range(0, flat.size, step):
+        dd = flat[lo : lo + step].reshape(-1, 1)  # (chunk, 1) against (n_points,)
+        out = _log_ratio_term(1.0 - dd - y, x)  # (chunk, n_points)
+        if not one_sided:
+            out = np.maximum(out, _log_ratio_term(1.0 - dd - x, y))
+        eps[lo : lo + step] = np.maximum(out.max(axis=1), 0.0)
     return finish(eps.reshape(d.shape), scalar)
+
+
+def _pareto(x: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Keep the points no other point beats in both rates (lower-left frontier), by FPR."""
+    order = np.lexsort((y, x))
+    xs, ys = x[order], y[order]
+    best_before = np.minimum.accumulate(np.r_[np.inf, ys[:-1]])
+    keep = ys < best_before  # strictly below every point with a smaller or equal FPR
+    return xs[keep], ys[keep]
 
 
 def gdp_tradeoff(x: npt.ArrayLike, mu: npt.ArrayLike) -> Any:

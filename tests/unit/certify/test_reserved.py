@@ -181,6 +181,8 @@ def test_curve_modes_certify_every_test_threshold_of_the_fixed_classifier(
         assert float(c["epsilon_lb"][i]) <= float(c["epsilon_lb_ceiling"][i]) + 1e-12
     dev = ReservedTestCertifier(n_select=2, n_candidates=8, alpha=0.1, rng=3, progress=False)
     dev_ceiling = dev.fit(es).certificates_["epsilon_lb_ceiling"].values
+    assert "simultaneous upper bound" in c["ufpr"].attrs["long_name"]
+    assert c.attrs["test_thresholds"] == mode
     # certifying every threshold costs level: an error-free test certifies less than "dev"
     assert (c["epsilon_lb_ceiling"].values < dev_ceiling).all()
 

@@ -118,3 +118,20 @@ def test_docs_snippet_runs() -> None:
     for code in blocks:
         exec(compile(code, "docs/certify.md", "exec"), namespace)
     assert namespace["cert"].status == "certified_lower_bound"  # type: ignore[attr-defined]
+
+
+def test_non_numeric_inputs_get_clear_errors() -> None:
+    a, b = np.arange(5.0), np.arange(5.0) + 1
+    with pytest.raises(InvalidInputError, match="`scores_a` must hold real numbers"):
+        certify_scores(["x", "y"], b)
+    with pytest.raises(InvalidInputError, match="`scores_b` must hold real numbers"):
+        certify_scores(a, b + 1j)
+    with pytest.raises(InvalidInputError, match="`threshold` must hold real numbers"):
+        certify_scores(a, b, thresholds="given", threshold="abc")
+    with pytest.raises(InvalidInputError, match=r"`threshold` must be a number or 1-D"):
+        certify_scores(a, b, thresholds="given", threshold=[[1.0, 2.0]])
+    with pytest.raises(InvalidInputError, match="`one_sided` must be True or False"):
+        certify_scores(a, b, one_sided="no")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="`deltas` must hold real numbers"):
+        certify_scores(a, b).epsilon_curve(["a"])
+    assert certify_scores(a, b, delta=-0.0).delta == 0.0

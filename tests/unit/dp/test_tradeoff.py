@@ -152,3 +152,28 @@ def test_mu_lower_bound_recovers_mu_on_exact_points() -> None:
 def test_errors(call, match) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InvalidInputError, match=match):
         call()
+
+
+def test_epsilon_from_tradeoff_equals_the_dense_maximum_in_chunks() -> None:
+    from idaudit.dp import epsilon_from_tradeoff
+
+    gen = np.random.default_rng(5)
+    x, y = gen.random(3000), gen.random(3000)
+    deltas = np.linspace(0.0, 0.5, 3001)  # more (delta, point) terms than one chunk holds
+    got = epsilon_from_tradeoff(x, y, deltas)
+    # the dense maximum of the two Kairouz-Oh-Viswanath forms, written out on a subset
+    for d in deltas[::500]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.r_[np.log((1 - d - y) / x), np.log((1 - d - x) / y), 0.0]
+        ref = np.nanmax(np.where(np.isfinite(terms) | (terms > 0), terms, np.nan))
+        assert got[np.searchsorted(deltas, d)] == pytest.approx(ref, rel=1e-12)
+
+
+def test_band_falls_back_to_bonferroni_below_a_resolvable_level() -> None:
+    from idaudit.dp import band_local_level, simultaneous_rate_bounds
+
+    for alpha in (1e-11, 1e-15, 1e-17):  # 1 - alpha within the recursion's rounding of 1
+        assert band_local_level(50, alpha) == pytest.approx(alpha / 50, rel=1e-12)
+        bonf = simultaneous_rate_bounds(50, alpha, method="bonferroni")
+        np.testing.assert_array_equal(simultaneous_rate_bounds(50, alpha), bonf)
+    assert band_local_level(50, 0.05) > 0.05 / 50  # the calibrated band above that
