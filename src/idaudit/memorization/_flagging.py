@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -14,7 +14,13 @@ import torch
 import xarray as xr
 
 from idaudit._results import Status, provenance, variable
-from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_option,
+    check_random_state,
+)
 from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization._neighbours import (
@@ -24,10 +30,12 @@ from idaudit.memorization._neighbours import (
     nearest_neighbour_distances,
     same_dim,
 )
+from idaudit.memorization._subjects import check_disjoint, check_subjects, unit_codes
 
 __all__ = [
     "DEFAULT_PERCENTILES",
     "FLAGGING_STATUS",
+    "PERCENTILE_METHODS",
     "FlaggingResult",
     "flagging",
     "flagging_from_distances",
@@ -35,6 +43,10 @@ __all__ = [
 
 #: Seed 003's operating points (``--percentiles``).
 DEFAULT_PERCENTILES: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 20.0)
+
+#: Definitions of the held-out percentile ``τ_p`` (``percentile_method``).
+PercentileMethod = Literal["order_statistic", "linear"]
+PERCENTILE_METHODS: tuple[str, ...] = ("order_statistic", "linear")
 
 #: Formal status of every column of :meth:`FlaggingResult.to_frame`.
 FLAGGING_STATUS: dict[str, Status] = {
@@ -225,23 +237,151 @@ def _check_distances(x: Any, name: str) -> npt.NDArray[np.float64]:
     return arr
 
 
-def _flag_counts(
-    is_heldout: npt.NDArray[np.bool_], tie_end: npt.NDArray[np.int64], ranks: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
-    """Synthetic values at or below the k-th held-out value, per labelling and rank k.
+def _kth(cum_h: npt.NDArray[np.int32], k: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+    """Position ``(b,)`` of the ``k[b]``-th held-out value (1-based) in each labelling."""
+    return np.argmax(cum_h >= k[:, None], axis=1)  # type: ignore[no-any-return]
 
-    ``is_heldout`` is ``(b, N)``: labels of the pooled values in ascending order. The k-th
-    held-out value sits at the first position where the running held-out count reaches k;
-    every value tied with it counts as at or below it, hence ``tie_end``.
+
+def _lerp(
+    a: npt.NDArray[np.float64], b: npt.NDArray[np.float64], t: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """NumPy's linear interpolation (``numpy.lib._function_base_impl._lerp``), bit for bit."""
+    diff = b - a
+    return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # type: ignore[no-any-return]
+
+
+def _flag_counts(
+    is_heldout: npt.NDArray[np.bool_],
+    sorted_values: npt.NDArray[np.float64],
+    percentiles: npt.NDArray[np.float64],
+    method: str,
+) -> npt.NDArray[np.int64]:
+    """Synthetic values at or below the held-out threshold, per labelling and percentile.
+
+    ``is_heldout`` is ``(b, N)``: labels of the pooled values in ascending order (the number
+    of held-out values may differ between labellings). The threshold is the ``k``-th held-out
+    value (``"order_statistic"``) or NumPy's linear interpolation between two of them
+    (``"linear"``); every value at or below it counts, ties included.
     """
     cum_h = np.cumsum(is_heldout, axis=1, dtype=np.int32)  # (b, N)
+    n_h = cum_h[:, -1].astype(np.int64)  # (b,)
     rows = np.arange(is_heldout.shape[0])
-    out = np.empty((is_heldout.shape[0], ranks.size), dtype=np.int64)
-    for j, k in enumerate(ranks):
-        pos = np.argmax(cum_h >= k, axis=1)  # (b,) position of the k-th held-out value
-        end = tie_end[pos]  # (b,) last position tied with it
-        out[:, j] = end + 1 - cum_h[rows, end]  # positions up to `end` that are synthetic
+    out = np.empty((is_heldout.shape[0], percentiles.size), dtype=np.int64)
+    for j, p in enumerate(percentiles):
+        if method == "order_statistic":
+            tau = sorted_values[_kth(cum_h, _ranks(p, n_h))]  # (b,)
+        else:  # numpy.percentile(method="linear"): virtual index (n - 1) q
+            virtual = (n_h - 1) * (p / 100.0)
+            lo = np.floor(virtual)
+            gamma = virtual - lo
+            below = np.minimum(lo.astype(np.int64), n_h - 1)
+            above = np.minimum(below + 1, n_h - 1)
+            gamma = np.where(virtual >= n_h - 1, 0.0, gamma)
+            tau = _lerp(
+                sorted_values[_kth(cum_h, below + 1)], sorted_values[_kth(cum_h, above + 1)], gamma
+            )
+        at_or_below = np.searchsorted(sorted_values, tau, side="right")  # (b,) pooled <= tau
+        out[:, j] = at_or_below - cum_h[rows, at_or_below - 1]
     return out
+
+
+def _ranks(percentile: float, n: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """:func:`threshold_rank` for many sample sizes at once."""
+    sizes, inverse = np.unique(n, return_inverse=True)
+    ranks = np.array([threshold_rank(percentile, int(m)) for m in sizes], dtype=np.int64)
+    return ranks[inverse.reshape(-1)]
+
+
+def heldout_thresholds(
+    heldout: npt.NDArray[np.float64], percentiles: npt.NDArray[np.float64], method: str
+) -> npt.NDArray[np.float64]:
+    """``τ_p`` of the held-out distances at each percentile, by ``percentile_method``."""
+    if method == "linear":
+        return np.percentile(heldout, percentiles, method="linear")  # type: ignore[no-any-return]
+    ranks = np.array([threshold_rank(p, heldout.size) for p in percentiles], dtype=np.int64)
+    return np.sort(heldout)[ranks - 1]  # type: ignore[no-any-return]
+
+
+def _pool_units(subjects: Any, n_h: int, n_s: int) -> tuple[npt.NDArray[np.int64], int] | None:
+    """Permutation unit of each pooled distance (held-out, then synthetic), or ``None``."""
+    if subjects is None:
+        return None
+    if not isinstance(subjects, tuple | list) or len(subjects) != 2:
+        raise InvalidInputError(
+            "`subjects` must be (heldout_subjects, synthetic_subjects), each None or one "
+            f"label per distance; got {type(subjects).__name__}."
+        )
+    checked = [
+        check_subjects(subjects[0], n_h, "subjects[0] (heldout)"),
+        check_subjects(subjects[1], n_s, "subjects[1] (synthetic)"),
+    ]
+    if checked[0] is None and checked[1] is None:
+        return None
+    return unit_codes(checked, (n_h, n_s))
+
+
+def _permutation_p_values(
+    d_h: npt.NDArray[np.float64],
+    d_s: npt.NDArray[np.float64],
+    strata: npt.NDArray[Any],
+    units: tuple[npt.NDArray[np.int64], int] | None,
+    percentiles: npt.NDArray[np.float64],
+    method: str,
+    n_permutations: int,
+    gen: np.random.Generator,
+) -> npt.NDArray[np.float64]:
+    """One-sided p-values of the synthetic flag rate under relabellings of whole units.
+
+    A unit is an image (``units`` None: the image-level test; unit ``j`` is the ``j``-th
+    smallest pooled value, so the draws are those of the test before subjects existed) or a
+    subject. Unit
+    labels are permuted within each stratum; the synthetic rate ``X* / n_S*`` is compared
+    with the observed one.
+    """
+    pooled = np.concatenate([d_h, d_s])
+    n = pooled.size
+    order = np.argsort(pooled, kind="stable")
+    sorted_values = pooled[order]
+    labels = np.concatenate([np.ones(d_h.size, bool), np.zeros(d_s.size, bool)])[order]
+    if units is None:
+        unit_of = np.arange(n)  # (N,) unit of each sorted position
+        unit_label, unit_stratum = labels, strata[order]
+    else:
+        unit_of = units[0][order]
+        unit_label = np.zeros(units[1], dtype=bool)
+        unit_label[unit_of] = labels
+        unit_stratum = np.empty(units[1], dtype=strata.dtype)
+        unit_stratum[unit_of] = strata[order]
+        _, s_codes = np.unique(strata[order], return_inverse=True)
+        per_unit = np.full(units[1], -1)
+        per_unit[unit_of] = s_codes.reshape(-1)
+        if np.any(per_unit[unit_of] != s_codes.reshape(-1)):
+            raise InvalidInputError(
+                "a subject has distances in two cohorts (strata); a subject belongs to one."
+            )
+    observed = _flag_counts(labels[None, :], sorted_values, percentiles, method)[0]
+    observed_rate = observed / d_s.size
+    _, stratum_of = np.unique(unit_stratum, return_inverse=True)
+    stratum_of = stratum_of.reshape(-1)
+    groups = [np.flatnonzero(stratum_of == g) for g in range(stratum_of.max() + 1)]
+    exceed = np.zeros(percentiles.size, dtype=np.int64)
+    for start in range(0, n_permutations, _PERMUTATION_BLOCK):
+        b = min(_PERMUTATION_BLOCK, n_permutations - start)
+        perm_units = np.empty((b, unit_label.size), dtype=bool)
+        for pos in groups:
+            perm_units[:, pos] = gen.permuted(
+                np.broadcast_to(unit_label[pos], (b, pos.size)), axis=1
+            )
+        perm = perm_units[:, unit_of]  # (b, N) labels of the sorted pooled values
+        counts = _flag_counts(perm, sorted_values, percentiles, method)  # (b, k)
+        n_s = n - perm.sum(axis=1)  # (b,) synthetic images in each relabelling
+        # rates of two fixed sizes differ by >= 1/n_S >> 1e-12: with fixed sizes this is
+        # exactly the count comparison X* >= X
+        exceed += (counts / n_s[:, None] >= observed_rate[None, :] - 1e-12).sum(axis=0)
+    p_values: npt.NDArray[np.float64] = np.asarray(
+        (1.0 + exceed) / (1.0 + n_permutations), dtype=np.float64
+    )
+    return p_values
 
 
 def flagging_from_distances(
@@ -250,7 +390,9 @@ def flagging_from_distances(
     *,
     heldout_strata: npt.ArrayLike | None = None,
     synthetic_strata: npt.ArrayLike | None = None,
+    subjects: tuple[npt.ArrayLike | None, npt.ArrayLike | None] | None = None,
     percentiles: Sequence[float] | npt.NDArray[np.float64] = DEFAULT_PERCENTILES,
+    percentile_method: PercentileMethod = "order_statistic",
     n_permutations: int = 9999,
     confidence_level: float = 0.95,
     rng: RngLike = 0,
@@ -266,8 +408,18 @@ def flagging_from_distances(
     heldout_strata, synthetic_strata : array_like, optional
         Cohort of each distance. The permutation test exchanges labels only within a
         cohort. Default: one cohort.
+    subjects : (array_like or None, array_like or None), optional
+        Subject of each held-out and of each synthetic distance. The permutation test then
+        moves whole subjects between the two pools (see Notes). ``None`` (the default, or
+        for one set) makes each image its own subject: images are assumed exchangeable.
     percentiles : sequence of float, default (1, 2, 5, 10, 20)
         Operating points ``p`` in (0, 100).
+    percentile_method : {"order_statistic", "linear"}, default "order_statistic"
+        Definition of the ``p``-th percentile ``τ_p`` of the held-out distances:
+        ``"order_statistic"`` is the ``⌈p n_H / 100⌉``-th smallest value (NumPy's
+        ``"inverted_cdf"``), so the held-out rate is ``⌈p n_H/100⌉/n_H >= p/100``;
+        ``"linear"`` is NumPy's default, ``numpy.percentile(heldout, p)``, interpolated
+        between two order statistics, so the held-out rate may fall below ``p/100``.
     n_permutations : int, default 9999
         Label permutations for the p-value; 0 skips it (p-values NaN).
     confidence_level : float, default 0.95
@@ -295,6 +447,18 @@ def flagging_from_distances(
     :math:`P(X = x) = \binom{x + k - 1}{x}\binom{N - x - k}{n_S - x} / \binom{N}{n_S}`
     (docs/memorization.md derives it).
 
+    **Subjects.** Several photos of one subject share the face, so their distances are
+    correlated and images are not exchangeable; the image-level test then rejects too often
+    (0.08 at a nominal 0.05 with 4 photos per held-out subject, docs/memorization.md). With
+    ``subjects``, the permuted units are subjects: within each cohort, the labels
+    held-out/synthetic of whole subjects are permuted, the number of held-out *subjects* kept.
+    The number of images in each pool then varies between relabellings; the threshold is
+    recomputed at each relabelling's own held-out size and the statistic is the synthetic
+    *rate* ``X_p / n_S`` (with fixed sizes this is the image-level test, numbers unchanged).
+    Under H0 "subjects are exchangeable between the pools within each cohort" every such
+    relabelling is equally likely, so the p-value is exact. A subject must stay in one
+    cohort; held-out and synthetic labels are separate name spaces.
+
     The interval: given ``τ_p`` (fixed by the training and held-out images, independent of
     the synthetic sample), each synthetic image is flagged independently with the
     generator's rate ``q(τ_p)``, so ``n_synthetic_flagged ~ Binomial(n_S, q)`` and the
@@ -314,42 +478,23 @@ def flagging_from_distances(
     d_s = _check_distances(synthetic, "synthetic")
     s_h = _strata(heldout_strata, d_h.size, "heldout_strata")
     s_s = _strata(synthetic_strata, d_s.size, "synthetic_strata")
+    units = _pool_units(subjects, d_h.size, d_s.size)
     values = check_percentiles(percentiles)
+    check_option(percentile_method, "percentile_method", PERCENTILE_METHODS)
     n_permutations = check_integer(n_permutations, "n_permutations", minimum=0)
     confidence_level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
     gen = check_random_state(rng)
 
-    ranks = np.array([threshold_rank(p, d_h.size) for p in values], dtype=np.int64)
-    sorted_h = np.sort(d_h)
-    thresholds = sorted_h[ranks - 1]
+    thresholds = heldout_thresholds(d_h, values, percentile_method)
     n_s_flagged = (d_s[None, :] <= thresholds[:, None]).sum(axis=1).astype(np.int64)
     n_h_flagged = (d_h[None, :] <= thresholds[:, None]).sum(axis=1).astype(np.int64)
 
     p_values = np.full(values.size, np.nan)
     if n_permutations:
-        pooled = np.concatenate([d_h, d_s])
-        strata = np.concatenate([s_h, s_s])
-        order = np.argsort(pooled, kind="stable")
-        sorted_values = pooled[order]
-        # last position of each run of equal values (ties count as "at or below")
-        n = pooled.size
-        is_last = np.append(sorted_values[1:] != sorted_values[:-1], True)
-        tie_end = np.flip(np.minimum.accumulate(np.flip(np.where(is_last, np.arange(n), n))))
-        labels = np.concatenate([np.ones(d_h.size, bool), np.zeros(d_s.size, bool)])[order]
-        observed = _flag_counts(labels[None, :], tie_end, ranks)[0]
-        assert np.array_equal(observed, n_s_flagged)  # the same count, two ways
-        _, stratum_of = np.unique(strata[order], return_inverse=True)
-        groups = [np.flatnonzero(stratum_of == g) for g in range(stratum_of.max() + 1)]
-        exceed = np.zeros(values.size, dtype=np.int64)
-        for start in range(0, n_permutations, _PERMUTATION_BLOCK):
-            b = min(_PERMUTATION_BLOCK, n_permutations - start)
-            perm = np.empty((b, n), dtype=bool)
-            for pos in groups:
-                perm[:, pos] = gen.permuted(np.broadcast_to(labels[pos], (b, pos.size)), axis=1)
-            counts = _flag_counts(perm, tie_end, ranks)  # (b, k)
-            exceed += (counts >= observed[None, :]).sum(axis=0)
-        p_values = (1.0 + exceed) / (1.0 + n_permutations)
-
+        p_values = _permutation_p_values(
+            d_h, d_s, np.concatenate([s_h, s_s]), units, values, percentile_method,
+            n_permutations, gen,
+        )  # fmt: skip
     alpha = (1.0 - confidence_level) / 2.0
     ci_lower = np.asarray(clopper_pearson_lower(n_s_flagged, d_s.size, alpha), dtype=np.float64)
     ci_upper = np.asarray(clopper_pearson_upper(n_s_flagged, d_s.size, alpha), dtype=np.float64)
@@ -373,6 +518,25 @@ def flagging_from_distances(
 def _plain(value: Any) -> Any:
     """Return a numpy scalar as its Python value (for messages)."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _train_subjects(
+    subjects: Any, sizes: tuple[int, int, int]
+) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None] | None:
+    """Check ``(train, heldout, synthetic)`` subjects; return the held-out and synthetic ones."""
+    if subjects is None:
+        return None
+    if not isinstance(subjects, tuple | list) or len(subjects) != 3:
+        raise InvalidInputError(
+            "`subjects` must be three label arrays or None (train, heldout, synthetic); "
+            f"got {subjects!r:.80}."
+        )
+    names = ("subjects[0] (train)", "subjects[1] (heldout)", "subjects[2] (synthetic)")
+    t, h, s = (
+        check_subjects(x, n, name) for x, n, name in zip(subjects, sizes, names, strict=True)
+    )
+    check_disjoint(t, h)
+    return h, s
 
 
 def nearest_training_distances(
@@ -407,8 +571,10 @@ def flagging(
     synthetic: npt.ArrayLike,
     *,
     cohorts: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike] | None = None,
+    subjects: tuple[npt.ArrayLike | None, npt.ArrayLike | None, npt.ArrayLike | None] | None = None,
     metric: Metric = "cosine",
     percentiles: Sequence[float] | npt.NDArray[np.float64] = DEFAULT_PERCENTILES,
+    percentile_method: PercentileMethod = "order_statistic",
     n_permutations: int = 9999,
     confidence_level: float = 0.95,
     rng: RngLike = 0,
@@ -424,8 +590,14 @@ def flagging(
         Cohort label of each row of ``train``, ``heldout`` and ``synthetic``: nearest
         neighbours are searched within the cohort, and the permutation test exchanges labels
         within it. Default: one cohort.
+    subjects : (array_like or None, array_like or None, array_like or None), optional
+        Subject of each row of ``train``, ``heldout`` and ``synthetic`` (``None`` for a set:
+        each image its own subject). A subject with rows in both ``train`` and ``heldout``
+        is refused (seed 003: the partitions are disjoint at the subject level); the
+        held-out and synthetic subjects are the permutation units
+        (:func:`flagging_from_distances`). Default: each image its own subject.
     metric : {"cosine", "euclidean"}, default "cosine"
-    percentiles, n_permutations, confidence_level, rng
+    percentiles, percentile_method, n_permutations, confidence_level, rng
         As in :func:`flagging_from_distances`.
     device : str or torch.device, default "cpu"
         Where the nearest-neighbour search runs.
@@ -462,6 +634,7 @@ def flagging(
             _strata(c, len(x), f"cohorts[{i}]")
             for i, (c, x) in enumerate(zip(cohorts, (t, h, s), strict=True))
         )
+    subj = _train_subjects(subjects, (len(t), len(h), len(s)))
     d_h = nearest_training_distances(t, h, c_t, c_h, metric=metric, device=device, what="heldout")
     d_s = nearest_training_distances(t, s, c_t, c_s, metric=metric, device=device, what="synthetic")
     return flagging_from_distances(
@@ -469,7 +642,9 @@ def flagging(
         d_s,
         heldout_strata=c_h,
         synthetic_strata=c_s,
+        subjects=subj,
         percentiles=percentiles,
+        percentile_method=percentile_method,
         n_permutations=n_permutations,
         confidence_level=confidence_level,
         rng=rng,

@@ -24,6 +24,7 @@ from idaudit.memorization._neighbours import (
     same_dim,
     small_work,
 )
+from idaudit.memorization._subjects import check_disjoint, check_subjects, unit_codes
 
 __all__ = [
     "INTERVAL_METHOD",
@@ -88,6 +89,48 @@ _FALLBACK_BYTES = 1 << 25
 _TIE_RTOL = 1e-12
 
 _NAMES = ("aa_train_synth", "aa_heldout_synth", "privacy_loss")
+
+#: Unit (subject code ``0..g-1``) of each image of train, held-out and synthetic; ``None`` for
+#: a set whose images are each their own unit.
+_Units = tuple[
+    npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None
+]
+
+
+def _n_units(units: npt.NDArray[np.int64] | None, n: int) -> int:
+    """Return the number of units of a set of ``n`` images."""
+    return n if units is None else int(units.max()) + 1
+
+
+def _subject_units(
+    subjects: Any, sizes: tuple[int, int, int]
+) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
+    """Check ``(train, heldout, synthetic)`` subjects, one label per row (or ``None``)."""
+    if subjects is None:
+        return None, None, None
+    if not isinstance(subjects, tuple | list) or len(subjects) != 3:
+        raise InvalidInputError(
+            "`subjects` must be three label arrays or None (train, heldout, synthetic); "
+            f"got {subjects!r:.80}."
+        )
+    names = ("subjects[0] (train)", "subjects[1] (heldout)", "subjects[2] (synthetic)")
+    t, h, s = (check_subjects(x, n, nm) for x, n, nm in zip(subjects, sizes, names, strict=True))
+    check_disjoint(t, h)
+    return t, h, s
+
+
+def _codes(labels: tuple[npt.NDArray[Any] | None, ...], keep: list[npt.NDArray[np.intp]]) -> _Units:
+    """Subject codes ``0..g-1`` of the kept rows of each set (``None`` stays ``None``)."""
+    out: list[npt.NDArray[np.int64] | None] = []
+    for lab, idx in zip(labels, keep, strict=True):
+        if lab is None:
+            out.append(None)
+        else:
+            _, code = np.unique(lab[idx].astype(str), return_inverse=True)
+            out.append(code.reshape(-1).astype(np.int64))
+    return out[0], out[1], out[2]
+
+
 #: Range of each number: adversarial accuracies are shares, the loss a difference of two.
 _BOUNDS = {
     "aa_train_synth": (0.0, 1.0),
@@ -309,14 +352,14 @@ class _AAKernel:
         """Return the privacy loss ``(b,)`` under relabellings of the pooled real images.
 
         The images marked in ``is_train`` ``(b, n_p)`` form the training set, the others the
-        held-out set (sizes as observed).
+        held-out set (sizes as observed, or varying when whole subjects move).
         """
-        n_t, n_h, _ = self.sizes
         own_t, own_h = self.pooled(is_train), self.pooled(~is_train)  # (b, n_p) each
         own = torch.where(is_train, own_t, own_h)  # nearest other image of the same label
         closer = (own < self.pooled_cross).to(torch.float64)  # (b, n_p)
-        frac_t = (closer * is_train).sum(dim=1) / n_t
-        frac_h = (closer * ~is_train).sum(dim=1) / n_h
+        # set sizes per relabelling: they vary when whole subjects are moved
+        frac_t = (closer * is_train).sum(dim=1) / is_train.sum(dim=1)
+        frac_h = (closer * ~is_train).sum(dim=1) / (~is_train).sum(dim=1)
         frac_st = (self.synth_own < self.synth_to_pooled(is_train)).to(torch.float64).mean(1)
         frac_sh = (self.synth_own < self.synth_to_pooled(~is_train)).to(torch.float64).mean(1)
         return 0.5 * (frac_h + frac_sh) - 0.5 * (frac_t + frac_st)
@@ -348,46 +391,46 @@ def _masks(
 
 
 def _split_half_differences(
-    kernel: _AAKernel, n_bootstrap: int, gen: np.random.Generator
+    kernel: _AAKernel, n_bootstrap: int, gen: np.random.Generator, units: _Units
 ) -> npt.NDArray[np.float64]:
     """``θ(A) - θ(B)``, shape (n_bootstrap, 3), over random splits into disjoint halves.
 
     Recipe (reproducible outside idaudit): for train, held-out, synthetic in this order,
-    ``order = np.argsort(gen.random((n_bootstrap, n)), axis=1)``; in draw ``b`` half ``A`` is
-    ``order[b, :n // 2]`` and half ``B`` is ``order[b, n // 2 : 2 * (n // 2)]`` (an odd set
-    leaves one image out).
+    ``order = np.argsort(gen.random((n_bootstrap, g)), axis=1)`` over the set's ``g`` units
+    (its images, or its subjects when given); in draw ``b`` half ``A`` holds the units
+    ``order[b, :g // 2]`` and half ``B`` the units ``order[b, g // 2 : 2 * (g // 2)]`` (an
+    odd count leaves one unit out). A subject's images always fall in the same half.
     """
     sizes = kernel.sizes
-    orders = [np.argsort(gen.random((n_bootstrap, n)), axis=1) for n in sizes]
+    counts = [_n_units(u, n) for u, n in zip(units, sizes, strict=True)]
+    orders = [np.argsort(gen.random((n_bootstrap, g)), axis=1) for g in counts]
     out = np.empty((n_bootstrap, 3))
     step = max(1, _SCAN_BYTES // (max(sizes) * _SCAN))
     for start in range(0, n_bootstrap, step):
         stop = min(start + step, n_bootstrap)
         halves = []
         for lo, hi in ((0, 1), (1, 2)):
-            halves.append(
-                kernel.subsets(
-                    *(
-                        _masks(
-                            o[start:stop, lo * (n // 2) : hi * (n // 2)],
-                            n,
-                            kernel.device,
-                            torch.float64,
-                        )
-                        for o, n in zip(orders, sizes, strict=True)
-                    )
+            masks = []
+            for o, g, u in zip(orders, counts, units, strict=True):
+                m = _masks(
+                    o[start:stop, lo * (g // 2) : hi * (g // 2)], g, kernel.device, torch.float64
                 )
-            )  # (b, 3) on half A, then half B
+                masks.append(m if u is None else m[:, torch.from_numpy(u).to(kernel.device)])
+            halves.append(kernel.subsets(*masks))  # (b, 3) on half A, then half B
         out[start:stop] = (halves[0] - halves[1]).cpu().numpy()
     return out
 
 
-def _permutation_p_value(kernel: _AAKernel, n_permutations: int, gen: np.random.Generator) -> float:
+def _permutation_p_value(
+    kernel: _AAKernel, n_permutations: int, gen: np.random.Generator, units: _Units
+) -> float:
     """One-sided permutation p-value of the privacy loss, relabelling train and held-out.
 
-    Recipe: each block of ``b`` relabellings draws ``np.argsort(gen.random((b, n_t + n_h)),
-    axis=1)[:, :n_t]`` as the new training set (blocks in order, so the draws do not depend
-    on the block size); the p-value is ``(1 + #{loss* >= loss - tol}) / (1 + B)``.
+    Recipe: each block of ``b`` relabellings draws ``np.argsort(gen.random((b, g_t + g_h)),
+    axis=1)[:, :g_t]`` as the new training units (blocks in order, so the draws do not depend
+    on the block size), ``g_*`` the number of units (images, or subjects when given: training
+    subjects first, each set's in sorted label order); the p-value is
+    ``(1 + #{loss* >= loss - tol}) / (1 + B)``.
     """
     if n_permutations == 0:
         return math.nan
@@ -397,12 +440,19 @@ def _permutation_p_value(kernel: _AAKernel, n_permutations: int, gen: np.random.
     labels[:, :n_t] = True
     observed = float(kernel.relabelled(labels)[0])  # the same arithmetic as the permuted ones
     tol = _TIE_RTOL * max(1.0, abs(observed))
+    # units of the pooled real images: images, or subjects (train's numbered first)
+    pooled_units, g_p = unit_codes(list(units[:2]), (n_t, n_h))
+    g_t = _n_units(units[0], n_t)
+    expand = None if units[0] is None and units[1] is None else torch.from_numpy(pooled_units)
     exceed = 0
     step = max(1, _SCAN_BYTES // (n_p * _SCAN))
     for start in range(0, n_permutations, step):
         b = min(step, n_permutations - start)
-        train = np.argsort(gen.random((b, n_p)), axis=1)[:, :n_t]
-        permuted = kernel.relabelled(_masks(train, n_p, kernel.device, torch.bool))  # (b,)
+        train = np.argsort(gen.random((b, g_p)), axis=1)[:, :g_t]
+        mask = _masks(train, g_p, kernel.device, torch.bool)  # (b, g_p) units in training
+        if expand is not None:
+            mask = mask[:, expand.to(kernel.device)]  # (b, n_p) images in training
+        permuted = kernel.relabelled(mask)  # (b,)
         exceed += int((permuted >= observed - tol).sum())
     return (1.0 + exceed) / (1.0 + n_permutations)
 
@@ -418,7 +468,7 @@ def _split_half_interval(
     # independent. The n^{-1/2} rate of nearest-neighbour statistics (Henze, 1988) turns it
     # into Var(θ at full size) with the factor (n // 2) / n, = 1/2 for even n; its largest
     # value over the three sets errs on the wide side for odd sizes.
-    ratio = max((n // 2) / n for n in sizes)
+    ratio = max((n // 2) / n for n in sizes)  # sizes: units (images, or subjects)
     se = np.sqrt(ratio * np.mean(differences**2, axis=0) / 2.0)
     z = float(norm.ppf(0.5 + confidence_level / 2.0))
     ci = {}
@@ -431,15 +481,14 @@ def _split_half_interval(
     return ci, {name: float(se[i]) for i, name in enumerate(_NAMES)}
 
 
-def _interval_note(sizes: tuple[int, int, int], n_bootstrap: int) -> str:
-    """Why no interval is reported, or "" when one is."""
+def _interval_note(sizes: tuple[int, int, int], n_bootstrap: int, what: str = "images") -> str:
+    """Why no interval is reported, or "" when one is (``sizes`` count units: ``what``)."""
     if min(sizes) < MIN_INTERVAL_SIZE:
+        n_t, n_h, n_s = sizes
         return (
-            "no interval: sets of {}, {}, {} images (train, held-out, synthetic); the "
-            "split-half interval needs at least {} in each (its coverage was not shown "
-            "below that); the permutation p-value is exact at every size".format(
-                *sizes, MIN_INTERVAL_SIZE
-            )
+            f"no interval: sets of {n_t}, {n_h}, {n_s} {what} (train, held-out, synthetic); "
+            f"the split-half interval needs at least {MIN_INTERVAL_SIZE} in each (its coverage "
+            "was not shown below that); the permutation p-value is exact at every size"
         )
     if n_bootstrap == 0:
         return "no interval: n_bootstrap=0"
@@ -452,30 +501,33 @@ def _nnaa_core(
     n_permutations: int,
     confidence_level: float,
     gen: np.random.Generator,
+    units: _Units = (None, None, None),
 ) -> NNAAResult:
     """Return NNAA, its intervals and p-value from the blocks tt, hh, ss, ts, hs, th.
 
-    The blocks are float64 distance matrices on one device.
+    The blocks are float64 distance matrices on one device; ``units`` the subject codes.
     """
     kernel = _AAKernel(blocks)
     sizes = kernel.sizes
+    counts = tuple(_n_units(u, n) for u, n in zip(units, sizes, strict=True))
     # independent streams: the splits do not change with n_permutations, nor the
     # relabellings with n_bootstrap
     split_gen, perm_gen = gen.spawn(2)
-    note = _interval_note(sizes, n_bootstrap)
+    by_subject = any(u is not None for u in units)
+    note = _interval_note(counts, n_bootstrap, "units (subjects)" if by_subject else "images")  # type: ignore[arg-type]
     n_splits = 0 if note else n_bootstrap
     # the (draws, rows, scan) temporaries of small sets are too small to share between threads
     work = (2 * n_splits * sum(sizes) + 2 * n_permutations * (sizes[0] + sizes[1])) * _SCAN
     with torch.inference_mode(), small_work(kernel.device, work):
         ones = [torch.ones((1, n), dtype=torch.float64, device=kernel.device) for n in sizes]
         point = kernel.subsets(*ones)[0].cpu().numpy()
-        differences = _split_half_differences(kernel, n_splits, split_gen)
-        p_value = _permutation_p_value(kernel, n_permutations, perm_gen)
+        differences = _split_half_differences(kernel, n_splits, split_gen, units)
+        p_value = _permutation_p_value(kernel, n_permutations, perm_gen, units)
     if note:
         ci = {name: (math.nan, math.nan) for name in _NAMES}
         se = {name: math.nan for name in _NAMES}
     else:
-        ci, se = _split_half_interval(point, differences, sizes, confidence_level)
+        ci, se = _split_half_interval(point, differences, counts, confidence_level)  # type: ignore[arg-type]
     return NNAAResult(
         aa_train_synth=float(point[0]),
         aa_heldout_synth=float(point[1]),
@@ -491,7 +543,7 @@ def _nnaa_core(
         n_permutations=n_permutations,
         std_error=se,
         interval_method="none" if note else INTERVAL_METHOD,
-        below_min_size=min(sizes) < MIN_INTERVAL_SIZE,
+        below_min_size=min(counts) < MIN_INTERVAL_SIZE,
         interval_note=note,
     )
 
@@ -512,6 +564,7 @@ def nnaa(
     heldout: npt.ArrayLike,
     synthetic: npt.ArrayLike,
     *,
+    subjects: tuple[Any, Any, Any] | None = None,
     metric: Metric = "cosine",
     n_bootstrap: int = 1000,
     n_permutations: int = 999,
@@ -526,6 +579,13 @@ def nnaa(
     ----------
     train, heldout, synthetic : array_like, shape (n_*, d)
         Embeddings (at least 2 rows each).
+    subjects : (array_like or None, array_like or None, array_like or None), optional
+        Subject of each row of ``train``, ``heldout`` and ``synthetic`` (``None`` for a set:
+        each image its own subject). With subjects, the relabellings move whole subjects
+        between training and held-out, and the split-half draws split each set by subject
+        (Notes). A subject with rows in both ``train`` and ``heldout`` is refused (seed 003:
+        the partitions must be disjoint at the subject level). Default: every image its own
+        subject, i.e. images are assumed exchangeable.
     metric : {"cosine", "euclidean"}, default "cosine"
     n_bootstrap : int, default 1000
         Random splits into halves behind the intervals; 0 skips the intervals (NaN).
@@ -576,6 +636,14 @@ def nnaa(
     :data:`MIN_INTERVAL_SIZE` images per set (``benchmarks/study_nnaa_interval.py``). Below
     that size no interval is reported (NaN, ``below_min_size``, ``interval_note``).
 
+    **Subjects.** Photos of one subject are not exchangeable with other subjects' photos.
+    With ``subjects`` the unit is the subject: each relabelling assigns whole subjects to
+    training and held-out (the number of training *subjects* kept, so image counts vary and
+    each AA term is a share of its own relabelled set), exact under H0 "subjects are
+    exchangeable between training and held-out" (a subject-level random split); each
+    split-half draw puts whole subjects in each half, and :data:`MIN_INTERVAL_SIZE` and the
+    half-size factor count subjects. The ``max_samples`` cap still draws images.
+
     References
     ----------
     .. [1] A. Yale et al., "Generation and evaluation of privacy preserving synthetic health
@@ -606,8 +674,11 @@ def nnaa(
     s = check_vectors(synthetic, "synthetic")
     same_dim({"train": t, "heldout": h, "synthetic": s})
     _check_sizes(len(t), len(h), len(s))
+    labels = _subject_units(subjects, (len(t), len(h), len(s)))
     gen = check_random_state(rng)
-    t, h, s = (x[subsample_indices(len(x), max_samples, gen)] for x in (t, h, s))
+    keep = [subsample_indices(len(x), max_samples, gen) for x in (t, h, s)]
+    t, h, s = (x[k] for x, k in zip((t, h, s), keep, strict=True))
+    units = _codes(labels, keep)
     dev = resolve_device(device)
 
     def block(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64] | None) -> torch.Tensor:
@@ -621,13 +692,14 @@ def nnaa(
         "hs": block(h, s),
         "th": block(t, h),
     }
-    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen)
+    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen, units)
 
 
 def nnaa_from_distances(
     distances: npt.ArrayLike,
     sizes: tuple[int, int, int],
     *,
+    subjects: tuple[Any, Any, Any] | None = None,
     n_bootstrap: int = 1000,
     n_permutations: int = 999,
     max_samples: int = 1000,
@@ -646,7 +718,7 @@ def nnaa_from_distances(
         last for the permutation test).
     sizes : (int, int, int)
         ``(n_train, n_heldout, n_synthetic)``.
-    n_bootstrap, n_permutations, max_samples, confidence_level, rng, device
+    subjects, n_bootstrap, n_permutations, max_samples, confidence_level, rng, device
         As in :func:`nnaa` (the cap uses the same seeded recipe).
 
     Returns
@@ -683,11 +755,10 @@ def nnaa_from_distances(
     if np.isnan(d).any():
         raise InvalidInputError("`distances` holds NaN.")
     _check_sizes(n_t, n_h, n_s)
+    labels = _subject_units(subjects, (n_t, n_h, n_s))
     gen = check_random_state(rng)
-    keep = [
-        offset + subsample_indices(n, max_samples, gen)
-        for offset, n in ((0, n_t), (n_t, n_h), (n_t + n_h, n_s))
-    ]
+    kept = [subsample_indices(n, max_samples, gen) for n in (n_t, n_h, n_s)]
+    keep = [offset + k for offset, k in zip((0, n_t, n_t + n_h), kept, strict=True)]
     dev = resolve_device(device)
 
     def block(rows: npt.NDArray[np.intp], cols: npt.NDArray[np.intp]) -> torch.Tensor:
@@ -702,4 +773,5 @@ def nnaa_from_distances(
         "hs": block(h, s),
         "th": block(t, h),
     }
-    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen)
+    units = _codes(labels, kept)
+    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen, units)
