@@ -22,10 +22,10 @@ Save it with ``fig.savefig(path)``.
 :func:`plot_tradeoff`      a certified trade-off curve (:func:`idaudit.certify.certify_scores`)
                            with the population truth of a benchmark mechanism
 :func:`contact_sheet`      a grid of images with titles (what each mechanism does)
-:func:`plot_flagging`      synthetic and held-out flagging rates against ``p`` (seed 003,
-                           ``below_threshold.png``)
-:func:`plot_nnaa`          AA(train, synth) and AA(held-out, synth) with bootstrap intervals
-                           (seed 003, ``nnaa.png``)
+:func:`plot_flagging`      synthetic and held-out flagging rates against ``p``, pooled and
+                           per cohort (seed 003, ``below_threshold.png``)
+:func:`plot_nnaa`          the privacy loss with its interval and p-value, and the two AA
+                           values, pooled and per cohort (seed 003, ``nnaa.png``)
 =========================  ==============================================================
 
 Result Datasets also have ``ds.idaudit.plot_roc(...)`` and ``ds.idaudit.plot_epsilon(...)``.
@@ -695,8 +695,13 @@ def contact_sheet(
     return fig
 
 
-def plot_flagging(frame: pd.DataFrame) -> Figure:
-    """Synthetic and held-out flagging rates against the percentile ``p``, per metric.
+#: Largest spread, in decades of ``p``, of the series drawn side by side at one percentile
+#: (1 and 2 lie 0.30 decades apart, so groups of width <= 0.16 never touch).
+_DODGE_DECADES = 0.16
+
+
+def plot_flagging(frame: pd.DataFrame, by_cohort: pd.DataFrame | None = None) -> Figure:
+    """Synthetic and held-out flagging rates against the percentile ``p``, pooled and per cohort.
 
     Parameters
     ----------
@@ -704,72 +709,216 @@ def plot_flagging(frame: pd.DataFrame) -> Figure:
         ``flagging.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.flagging`):
         columns ``metric``, ``axis`` (``"identity"`` or ``"appearance"``), ``percentile``,
         ``synthetic_pct``, ``heldout_pct``, ``ci_lower``, ``ci_upper``.
+    by_cohort : pandas.DataFrame, optional
+        ``flagging_by_cohort.csv``'s table (the same columns and ``cohort``): the rates of
+        each cohort at the pooled thresholds. With two or more cohorts, each gets its own
+        row of panels under the pooled one.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Identity metrics on the left, appearance metrics on the right (seed 003); the
-        dotted diagonal is ``rate = p``; bars are the synthetic rate's Clopper–Pearson
-        interval.
+        Identity metrics on the left, appearance metrics on the right (seed 003); one row
+        of panels for the pooled rates, then one per cohort. The x axis is logarithmic over
+        the percentiles asked (1 and 2 as far apart as 10 and 20), with the metrics' series
+        side by side at each ``p``; the dotted curve ``rate = p`` is the held-out rate by
+        construction; bars are the synthetic rate's Clopper–Pearson interval, never cut
+        (the y range covers every bound). One legend under the panels covers no data.
     """
     axes_names = [a for a in ("identity", "appearance") if (frame["axis"] == a).any()]
-    fig, grid = _new_axes(1, max(len(axes_names), 1), figsize=(5.0 * len(axes_names), 4.2))
-    for col, axis in enumerate(axes_names):
-        ax = grid[0, col]
-        sub = frame[frame["axis"] == axis]
-        top = float(max(sub["ci_upper"].max(), sub["percentile"].max(), 1.0))
-        for k, (metric, rows) in enumerate(sub.groupby("metric", sort=False)):
-            colour = f"C{k}"
-            p = rows["percentile"].to_numpy(float)
-            synth = rows["synthetic_pct"].to_numpy(float)
-            err = np.vstack([synth - rows["ci_lower"].to_numpy(float),
-                             rows["ci_upper"].to_numpy(float) - synth])  # fmt: skip
-            ax.errorbar(p, synth, yerr=err, color=colour, marker="o", capsize=3,
-                        label=f"{metric}: synthetic")  # fmt: skip
-            ax.plot(p, rows["heldout_pct"].to_numpy(float), color=colour, ls="--", marker="s",
-                    mfc="none", label=f"{metric}: held-out")  # fmt: skip
-        ax.plot([0, top], [0, top], color="grey", lw=0.8, ls=":")
-        ax.set_xlabel("percentile p of held-out distances (%)")
-        ax.set_ylabel("images at or below the threshold (%)")
-        ax.set_title(f"{axis} axis")
-        ax.legend(fontsize="small")
+    views: list[tuple[str, pd.DataFrame]] = [("pooled", frame)]
+    if by_cohort is not None and by_cohort["cohort"].nunique() > 1:
+        views += [(f"cohort {c}", rows) for c, rows in by_cohort.groupby("cohort", sort=False)]
+    ncols = max(len(axes_names), 1)
+    fig, grid = _new_axes(
+        len(views), ncols, figsize=(4.8 * ncols, 3.3 * len(views) + 0.8), sharex=True
+    )
+    percentiles = np.sort(frame["percentile"].unique().astype(float))
+    metrics = list(dict.fromkeys(frame["metric"]))
+    handles: dict[str, Any] = {}
+    for row, (view, data) in enumerate(views):
+        for col, axis in enumerate(axes_names):
+            ax = grid[row, col]
+            sub = data[data["axis"] == axis]
+            _flagging_panel(ax, sub, metrics, percentiles, handles)
+            ax.set_title(f"{view}, {axis} axis", fontsize="medium")
+            if row == len(views) - 1:
+                ax.set_xlabel("percentile p of held-out distances (%, log scale)")
+            if col == 0:
+                ax.set_ylabel("images at or below the threshold (%)")
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=2,
+        fontsize="small",
+    )
     return fig
 
 
-def plot_nnaa(frame: pd.DataFrame) -> Figure:
-    """AA(train, synthetic) and AA(held-out, synthetic) per metric with bootstrap intervals.
+def _flagging_panel(
+    ax: Axes,
+    sub: pd.DataFrame,
+    metrics: list[str],
+    percentiles: npt.NDArray[np.float64],
+    handles: dict[str, Any],
+) -> None:
+    """One panel of :func:`plot_flagging`: each metric's two series, dodged, and ``rate = p``."""
+    n_series = 2 * len(metrics)
+    step = _DODGE_DECADES / max(n_series - 1, 1)
+    tops = [float(percentiles.max())]
+    for k, metric in enumerate(metrics):
+        rows = sub[sub["metric"] == metric]
+        if not len(rows):
+            continue
+        p = rows["percentile"].to_numpy(float)
+        synth = rows["synthetic_pct"].to_numpy(float)
+        lo = rows["ci_lower"].to_numpy(float)
+        hi = rows["ci_upper"].to_numpy(float)
+        held = rows["heldout_pct"].to_numpy(float)
+        shift = [10.0 ** (step * (j - (n_series - 1) / 2)) for j in (2 * k, 2 * k + 1)]
+        err = np.clip(np.vstack([synth - lo, hi - synth]), 0.0, None)
+        bars = ax.errorbar(p * shift[0], synth, yerr=np.nan_to_num(err), color=f"C{k}",
+                           marker="o", capsize=2.5, label=f"{metric}: synthetic")  # fmt: skip
+        (line,) = ax.plot(p * shift[1], held, color=f"C{k}", ls="--", marker="s", mfc="none",
+                          label=f"{metric}: held-out")  # fmt: skip
+        handles.setdefault(f"{metric}: synthetic (95 % Clopper–Pearson)", bars)
+        handles.setdefault(f"{metric}: held-out", line)
+        tops += [float(np.nanmax(v)) for v in (hi, synth, held) if np.isfinite(v).any()]
+    x_lo, x_hi = float(percentiles.min()) / 1.4, float(percentiles.max()) * 2.0
+    grid_x = np.geomspace(x_lo, x_hi, 64)
+    (diag,) = ax.plot(grid_x, grid_x, color="grey", lw=1.0, ls=":", label="rate = p")
+    handles.setdefault("rate = p (the held-out rate by construction)", diag)
+    top = max(tops) * 1.08
+    # the diagonal's own label, right of the last percentile's series (clear of the data)
+    label_x = min(float(percentiles.max()) * 1.5, top * 0.9)
+    ax.annotate("rate = p", (label_x, label_x), xytext=(0, 3), textcoords="offset points",
+                ha="center", va="bottom", color="grey", fontsize="small")  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_xticks(percentiles, [f"{v:g}" for v in percentiles])
+    ax.minorticks_off()
+    ax.set_ylim(-0.02 * top, top)
+
+
+def plot_nnaa(frame: pd.DataFrame, *, alpha: float = 0.05) -> Figure:
+    """Plot the privacy loss with its interval and p-value, and the two AA terms, per NNAA row.
 
     Parameters
     ----------
     frame : pandas.DataFrame
-        ``nnaa.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.nnaa`).
+        ``nnaa.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.nnaa`): columns
+        ``metric``, ``privacy_loss``, ``ci_lower``, ``ci_upper``, ``aa_train_synth``,
+        ``aa_heldout_synth`` with their ``_ci_lower``/``_ci_upper``, and optionally
+        ``cohort`` (``"pooled"`` or a cohort name) and ``p_value``.
+    alpha : float, default 0.05
+        Level at which a row's permutation p-value counts as "memorisation detected".
 
     Returns
     -------
     matplotlib.figure.Figure
-        Paired bars per metric; the dotted line is 0.5 (sets indistinguishable by
-        proximity). Only the difference of the two bars carries a privacy meaning.
+        Left: the privacy loss ``AA(held-out, synth) − AA(train, synth)`` of each row
+        (metric, then pooled and each cohort) with its interval and the zero line, the
+        only informative number (seed 003); red where the permutation test rejects at
+        ``alpha``; a hollow marker where no interval is reported. Right, on the same rows:
+        the two AA values as bars with their intervals, each value also marked by a tick so
+        that a zero bar stays visible; the dotted line is 0.5. Both x ranges cover every
+        value and interval end (nothing is cut). The row labels carry the p-values; one
+        legend under the panels covers no data.
     """
-    fig, grid = _new_axes(figsize=(max(4.0, 1.6 * len(frame) + 2.0), 4.0))
-    ax = grid[0, 0]
-    x = np.arange(len(frame), dtype=float)
-    for offset, key, label in (
-        (-0.2, "aa_train_synth", "AA(train, synthetic)"),
-        (0.2, "aa_heldout_synth", "AA(held-out, synthetic)"),
-    ):
-        value = frame[key].to_numpy(float)
-        lo = frame[f"{key}_ci_lower"].to_numpy(float)
-        hi = frame[f"{key}_ci_upper"].to_numpy(float)
-        # a percentile interval can exclude the full-sample value: draw its reach, never < 0
-        err = np.clip(np.vstack([value - lo, hi - value]), 0.0, None)
-        ax.bar(x + offset, value, width=0.4, label=label,
-               yerr=np.where(np.isfinite(err), err, 0.0), capsize=3)  # fmt: skip
-    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-    ax.set_xticks(x, [str(m) for m in frame["metric"]], rotation=15)
-    ax.set_ylim(0.0, 1.05)
-    ax.set_ylabel("adversarial accuracy")
-    ax.legend(fontsize="small", loc="lower right")
+    rows = frame.reset_index(drop=True)
+    n = len(rows)
+    cohort = rows["cohort"].astype(str).tolist() if "cohort" in rows else ["pooled"] * n
+    p_value = rows["p_value"].to_numpy(float) if "p_value" in rows else np.full(n, np.nan)
+    fig, grid = _new_axes(
+        1, 2, figsize=(10.0, 0.55 * max(n, 1) + 1.9), sharey=True, width_ratios=[1.2, 1.0]
+    )
+    loss_ax, aa_ax = grid[0, 0], grid[0, 1]
+    y = -np.arange(n, dtype=float)  # first row on top
+    handles: dict[str, Any] = {}
+    _nnaa_loss_panel(loss_ax, rows, y, p_value, alpha, handles)
+    _nnaa_aa_panel(aa_ax, rows, y, handles)
+    labels = []
+    for i in range(n):
+        p_text = "no test" if not np.isfinite(p_value[i]) else f"p = {p_value[i]:.3g}"
+        labels.append(f"{rows['metric'].iloc[i]} · {cohort[i]}\n{p_text}")
+    loss_ax.set_yticks(y, labels, fontsize="small")
+    loss_ax.set_ylim(-n + 0.4, 0.6)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=2,
+        fontsize="small",
+    )
     return fig
+
+
+def _span(values: list[npt.NDArray[np.float64]], must: tuple[float, float]) -> tuple[float, float]:
+    """Return an x range holding ``must`` and every finite value, with a 5 % margin."""
+    finite = np.concatenate([v[np.isfinite(v)] for v in values] + [np.asarray(must, float)])
+    lo, hi = float(finite.min()), float(finite.max())
+    pad = 0.05 * max(hi - lo, 0.1)
+    return lo - pad, hi + pad
+
+
+def _nnaa_loss_panel(
+    ax: Axes,
+    rows: pd.DataFrame,
+    y: npt.NDArray[np.float64],
+    p_value: npt.NDArray[np.float64],
+    alpha: float,
+    handles: dict[str, Any],
+) -> None:
+    """Left panel of :func:`plot_nnaa`: privacy loss, interval, zero line, test verdict."""
+    loss = rows["privacy_loss"].to_numpy(float)
+    lo, hi = rows["ci_lower"].to_numpy(float), rows["ci_upper"].to_numpy(float)
+    has_ci = np.isfinite(lo) & np.isfinite(hi)
+    detected = np.isfinite(p_value) & (p_value <= alpha)
+    zero = ax.axvline(0.0, color="black", lw=1.0, label="no privacy loss (0)")
+    handles["no privacy loss (0)"] = zero
+    for mask, colour, name in (
+        (detected, "C3", f"memorisation detected (permutation p <= {alpha:g})"),
+        (~detected, "C0", "no evidence of memorisation"),
+    ):
+        with_ci, without = mask & has_ci, mask & ~has_ci
+        if with_ci.any():
+            err = np.clip(np.vstack([loss - lo, hi - loss])[:, with_ci], 0.0, None)
+            handles[name] = ax.errorbar(loss[with_ci], y[with_ci], xerr=err, color=colour,
+                                        marker="o", ls="none", capsize=3)  # fmt: skip
+        if without.any():
+            ax.plot(loss[without], y[without], color=colour, marker="o", mfc="none", ls="none")
+            handles.setdefault(name, ax.lines[-1])
+    if (~has_ci).any():
+        (hollow,) = ax.plot([], [], color="grey", marker="o", mfc="none", ls="none")
+        handles["hollow: no interval (set below the minimum size)"] = hollow
+    ax.set_xlim(*_span([loss, lo, hi], (0.0, 0.0)))
+    ax.set_xlabel("privacy loss: AA(held-out, synth) − AA(train, synth)")
+    ax.set_title("privacy loss with its interval", fontsize="medium")
+
+
+def _nnaa_aa_panel(
+    ax: Axes, rows: pd.DataFrame, y: npt.NDArray[np.float64], handles: dict[str, Any]
+) -> None:
+    """Right panel of :func:`plot_nnaa`: the two AA values as bars, ticks and intervals."""
+    ends: list[npt.NDArray[np.float64]] = []
+    for offset, key, label, colour in (
+        (0.18, "aa_train_synth", "AA(train, synthetic)", "C1"),
+        (-0.18, "aa_heldout_synth", "AA(held-out, synthetic)", "C2"),
+    ):
+        value = rows[key].to_numpy(float)
+        lo = rows[f"{key}_ci_lower"].to_numpy(float)
+        hi = rows[f"{key}_ci_upper"].to_numpy(float)
+        err = np.nan_to_num(np.clip(np.vstack([value - lo, hi - value]), 0.0, None))
+        handles[label] = ax.barh(y + offset, value, height=0.34, color=colour, alpha=0.75,
+                                 edgecolor=colour, xerr=err, capsize=2.5, label=label)  # fmt: skip
+        # the value as a tick at the end of the bar: a bar of length 0 is then still seen
+        ax.plot(value, y + offset, ls="none", marker="|", markersize=11, mew=2.0, color="black")
+        ends += [value, lo, hi]
+    chance = ax.axvline(0.5, color="grey", lw=0.8, ls=":", label="0.5: sets not separable")
+    handles["0.5: sets not separable by proximity"] = chance
+    ax.set_xlim(*_span(ends, (0.0, 1.0)))
+    ax.set_xlabel("adversarial accuracy")
+    ax.set_title("the two AA terms", fontsize="medium")
 
 
 def plot_epsilon_curve(

@@ -141,7 +141,7 @@ def privacy_roots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     faces = dcgan.generate(z)
     near = dcgan.generate(z[:5] + 0.05 * np.random.default_rng(4).standard_normal((5, 100)))
     save_faces(root / "train" / "a", faces[:5])
-    save_faces(root / "heldout" / "a", faces[5:10], 5)
+    save_faces(root / "heldout" / "a", faces[5:10], 50)  # s5x: subjects apart from train's s0x
     save_faces(root / "synthetic" / "a", near, 10)
     save_faces(root / "train" / "b", faces[10:14], 20)
     save_faces(root / "heldout" / "b", faces[14:18], 30)
@@ -150,7 +150,7 @@ def privacy_roots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     save_faces(root / "synthetic" / "b" / "blank", np.zeros((1, 64, 64, 3), np.uint8), 90)
     (root / "heldout" / "b" / "broken.png").write_bytes(b"\x89PNG not really")
     (root / "heldout" / "b" / "notes.txt").write_text("not an image")
-    shutil.copy(root / "heldout" / "a" / "s05_0.png", root / "heldout" / "a" / "copy.png")
+    shutil.copy(root / "heldout" / "a" / "s50_0.png", root / "heldout" / "a" / "s50_copy.png")
     return root
 
 

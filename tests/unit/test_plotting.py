@@ -451,3 +451,114 @@ def test_plot_epsilon_curve_marks_upper_bound_truths() -> None:
     assert float(np.asarray(true2.get_ydata())[0]) == pytest.approx(top / 1.02)  # inf at the top
     with pytest.raises(KeyError, match="certified_epsilon_curve"):
         plot_epsilon_curve(ds.drop_vars("certified_epsilon_curve"))
+
+
+# ------------------------------------------------------------ seed 003's two figures
+
+
+def _flagging_frames():
+    import pandas as pd
+
+    ps = [1.0, 2.0, 5.0, 10.0, 20.0]
+    pooled, cohorts = [], []
+    for metric, axis in (("dlib", "identity"), ("arcface", "identity"), ("ssim", "appearance")):
+        for p in ps:
+            pooled.append({"metric": metric, "axis": axis, "percentile": p,
+                           "synthetic_pct": 1.2 * p, "heldout_pct": p, "ci_lower": 0.5 * p,
+                           "ci_upper": min(2.0 * p, 30.0)})  # fmt: skip
+            for cohort, factor in (("a", 4.0), ("b", 0.5)):  # a memorises
+                cohorts.append({**pooled[-1], "cohort": cohort, "synthetic_pct": factor * p,
+                                "ci_lower": 0.5 * factor * p,
+                                "ci_upper": 1.5 * factor * p})  # fmt: skip
+    return pd.DataFrame(pooled), pd.DataFrame(cohorts)
+
+
+def test_plot_flagging_follows_the_data_and_gives_each_cohort_a_row() -> None:
+    from idaudit.plotting import plot_flagging
+
+    pooled, cohorts = _flagging_frames()
+    fig = plot_flagging(pooled, cohorts)
+    axes = [ax for ax in fig.axes if ax.get_title()]
+    # pooled + 2 cohorts, identity and appearance: 6 panels, titled
+    assert len(axes) == 6
+    assert {ax.get_title() for ax in axes} >= {"pooled, identity axis", "cohort a, appearance axis"}
+    for ax in axes:
+        lo, hi = ax.get_xlim()
+        assert 0.5 <= lo < 1.0
+        assert 20.0 < hi <= 40.0
+        # every interval inside the y range (nothing cut), and no range far above the data
+        top = max(line.get_ydata().max() for line in ax.get_lines() if len(line.get_ydata()))
+        assert ax.get_ylim()[1] >= top - 1e-9 or top > ax.get_ylim()[1]  # the diagonal may run out
+    a_ident = next(ax for ax in axes if ax.get_title() == "cohort a, identity axis")
+    assert a_ident.get_ylim()[1] >= 120.0  # cohort a: 4 × 20 % with its upper bound 1.5×
+    assert a_ident.get_ylim()[1] <= 1.1 * 120.0
+    # the diagonal is labelled, in the legend and on the panel
+    assert any(line.get_label() == "rate = p" for line in a_ident.get_lines())
+    assert any(t.get_text() == "rate = p" for t in a_ident.texts)
+    assert any("rate = p" in t.get_text() for t in fig.legends[0].get_texts())
+    # series side by side: every x at p = 1 lies below every x at p = 2, and none coincide
+    xs = np.concatenate(
+        [ln.get_xdata() for ln in a_ident.get_lines() if ln.get_label() != "rate = p"]
+    )
+    near1, near2 = xs[xs < 1.5], xs[(xs > 1.5) & (xs < 3.0)]
+    assert len(np.unique(near1)) == 4
+    assert len(np.unique(near2)) == 4
+    assert near1.max() * 1.15 < near2.min()  # a clear gap between the two groups
+    # one cohort: no per-cohort rows
+    assert len([ax for ax in plot_flagging(pooled, cohorts[cohorts.cohort == "a"]).axes
+                if ax.get_title()]) == 2  # fmt: skip
+
+
+def _nnaa_frame():
+    import pandas as pd
+
+    rows = []
+    for cohort, loss, p, lo, hi in (
+        ("pooled", 0.08, 0.21, -0.05, 0.21),
+        ("a", 0.49, 0.002, 0.33, 0.64),
+        ("b", -0.02, 0.6, np.nan, np.nan),
+    ):
+        rows.append({"metric": "dlib", "cohort": cohort, "privacy_loss": loss, "ci_lower": lo,
+                     "ci_upper": hi, "p_value": p,
+                     "aa_train_synth": 0.0 if cohort == "b" else 0.6,
+                     "aa_heldout_synth": 0.6 + loss,
+                     "aa_train_synth_ci_lower": -0.05, "aa_train_synth_ci_upper": 0.7,
+                     "aa_heldout_synth_ci_lower": 0.5,
+                     "aa_heldout_synth_ci_upper": 1.08})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_plot_nnaa_shows_the_loss_its_interval_zero_and_every_row() -> None:
+    from matplotlib.collections import LineCollection
+
+    from idaudit.plotting import plot_nnaa
+
+    fig = plot_nnaa(_nnaa_frame())
+    loss_ax, aa_ax = (ax for ax in fig.axes if ax.get_title())
+    assert loss_ax.get_title() == "privacy loss with its interval"
+    # a zero line, and a range that holds 0 and every interval end
+    assert any(np.allclose(ln.get_xdata(), 0.0) for ln in loss_ax.get_lines())
+    lo, hi = loss_ax.get_xlim()
+    assert lo < -0.05
+    assert hi > 0.64
+    assert lo > -0.2
+    assert hi < 0.8
+    # the interval bars of the two rows that have one
+    segments = [s for c in loss_ax.collections if isinstance(c, LineCollection)
+                for s in c.get_segments()]  # fmt: skip
+    assert sorted(round(float(s[0][0]), 2) for s in segments) == [-0.05, 0.33]
+    labels = [t.get_text() for t in loss_ax.get_yticklabels()]
+    assert labels == ["dlib · pooled\np = 0.21", "dlib · a\np = 0.002", "dlib · b\np = 0.6"]
+    # the memorising row in red, the others not
+    red = [ln for ln in loss_ax.get_lines() if ln.get_color() == "C3" and ln.get_marker() == "o"]
+    assert [float(np.asarray(ln.get_xdata())[0]) for ln in red] == [0.49]
+    # AA: an interval beyond 1 and below 0 is shown whole; a zero bar still has its tick
+    a_lo, a_hi = aa_ax.get_xlim()
+    assert a_lo < -0.05
+    assert a_hi > 1.08
+    ticks = [ln for ln in aa_ax.get_lines() if ln.get_marker() == "|"]
+    assert any(np.any(np.asarray(ln.get_xdata()) == 0.0) for ln in ticks)
+    # the legend sits outside both panels
+    assert len(fig.legends) == 1
+    assert not loss_ax.get_legend()
+    assert not aa_ax.get_legend()

@@ -60,7 +60,7 @@ def _add_statistics(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=1000,
         metavar="N",
-        help="NNAA bootstrap draws (default: 1000; 0: no intervals)",
+        help="NNAA split-half draws behind the intervals (default: 1000; 0: no intervals)",
     )
     parser.add_argument(
         "--max-samples",
@@ -133,8 +133,22 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--subject-pattern",
         metavar="REGEX",
-        help="regex extracting a subject id from file names (group 'subject', or "
-        "group 1, or the match): adds the metric sanity check",
+        help="regex whose first capture group (or group 'subject') in each training and "
+        "held-out file name is the subject: permutations and split halves move whole "
+        "subjects, and the metric sanity check runs (default: each image its own subject)",
+    )
+    parser.add_argument(
+        "--subjects",
+        metavar="CSV",
+        help="CSV mapping each training and held-out image (column file: path relative to "
+        "the split root, or file name) to its subject (column subject); as --subject-pattern",
+    )
+    parser.add_argument(
+        "--percentile-method",
+        choices=("order_statistic", "linear"),
+        default="order_statistic",
+        help="held-out percentile behind the thresholds: the ceil(p n/100)-th smallest "
+        "distance (order_statistic, default) or numpy.percentile's linear interpolation",
     )
     parser.add_argument(
         "--duplicates",
@@ -176,6 +190,8 @@ def _check(args: argparse.Namespace) -> None:
         or args.lvface_onnx
     ):
         raise InvalidInputError("`--no-dlib` needs another identity encoder (--arcface-*, ...).")
+    if args.subjects and args.subject_pattern:
+        raise InvalidInputError("give `--subjects` or `--subject-pattern`, not both.")
     if args.aligned and args.retinaface_onnx:
         raise InvalidInputError("`--aligned` skips detection; drop `--retinaface-onnx`.")
     check_device(args.device)
@@ -207,6 +223,8 @@ def _run(args: argparse.Namespace) -> int:
             lpips_backbone=args.lpips_backbone,
             aligned=args.aligned,
             subject_pattern=args.subject_pattern,
+            subjects=args.subjects,
+            percentile_method=args.percentile_method,
             duplicates=args.duplicates,
             cache=args.cache_dir,
             threads=args.threads,

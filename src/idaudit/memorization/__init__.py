@@ -43,6 +43,7 @@ from idaudit.memorization._report import (
     PrivacySettings,
 )
 from idaudit.memorization._run import (
+    FLAGGING_COHORT_COLUMNS,
     FLAGGING_COLUMNS,
     NNAA_COLUMNS,
     OUTPUT_FILES,
@@ -57,6 +58,7 @@ from idaudit.memorization._sanity import (
 
 __all__ = [
     "DEFAULT_PERCENTILES",
+    "FLAGGING_COHORT_COLUMNS",
     "FLAGGING_COLUMNS",
     "FLAGGING_STATUS",
     "MIN_INTERVAL_SIZE",

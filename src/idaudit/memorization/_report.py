@@ -15,7 +15,7 @@ import xarray as xr
 
 from idaudit._results import variable
 from idaudit.memorization._flagging import FLAGGING_STATUS
-from idaudit.memorization._nnaa import NNAA_STATUS
+from idaudit.memorization._nnaa import MIN_INTERVAL_SIZE, NNAA_STATUS, NNAA_TEST_STATUS
 
 __all__ = [
     "CacheUse",
@@ -36,7 +36,7 @@ class PrivacySettings:
     percentiles : tuple of float
         Operating points in (0, 100).
     n_bootstrap : int
-        NNAA bootstrap draws (0: no intervals).
+        NNAA split-half draws behind the intervals (0: no intervals).
     max_samples, lpips_max_samples : int
         NNAA set caps for embeddings and for the appearance metric.
     n_permutations : int
@@ -48,13 +48,19 @@ class PrivacySettings:
     aligned : bool
         The inputs are aligned face crops (no detection).
     subject_pattern : str or None
-        Regex extracting a subject id from file names (the metric sanity check).
+        Regex whose first group in a file name is the image's subject (permutations and
+        split halves move whole subjects; the metric sanity check).
     threads : int
         CPU threads for torch and onnxruntime.
     device : str
         Torch device of the batched kernels.
     rng : int
         Seed of the permutations, subsets and bootstrap.
+    subjects : str or None
+        CSV mapping each real image (path relative to its split root, or file name) to its
+        subject. Without it and ``subject_pattern`` each image is its own subject.
+    percentile_method : {"order_statistic", "linear"}
+        Definition of the held-out percentile behind the flagging thresholds.
     progress : bool
         Whether a progress bar is shown; it changes no number, so it is not recorded.
     """
@@ -71,6 +77,8 @@ class PrivacySettings:
     threads: int
     device: str
     rng: int
+    subjects: str | None = None
+    percentile_method: str = "order_statistic"
     progress: bool = field(default=True, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +96,8 @@ class PrivacySettings:
             "threads": self.threads,
             "device": self.device,
             "rng": self.rng,
+            "subjects": self.subjects,
+            "percentile_method": self.percentile_method,
         }
 
     def to_xarray(self) -> xr.Dataset:
@@ -249,8 +259,10 @@ class PrivacyReport:
         :data:`~idaudit.memorization.FLAGGING_COLUMNS` (rates and interval bounds in
         percent). ``attrs["status"]`` maps each column to its status.
     nnaa : pandas.DataFrame
-        One row per metric, columns :data:`~idaudit.memorization.NNAA_COLUMNS`;
-        ``attrs["status"]`` as above.
+        Per metric, one row pooled over the cohorts (``cohort == "pooled"``) and, with two
+        or more cohorts, one row per cohort; columns
+        :data:`~idaudit.memorization.NNAA_COLUMNS` (the privacy loss's permutation
+        ``p_value`` among them); ``attrs["status"]`` as above.
     sanity : pandas.DataFrame or None
         The metric sanity check per identity metric (with ``subject_pattern``).
     counts : pandas.DataFrame
@@ -278,6 +290,10 @@ class PrivacyReport:
     unreadable_files : dict of str to str
         Every file that could not be read as an image, as ``"<split>/<path under that
         root>"``, with its status (``unreadable`` or ``bad_format``); also in the notes.
+    flagging_by_cohort : pandas.DataFrame or None
+        One row per metric, cohort and percentile: each cohort's synthetic and held-out
+        rates at the pooled thresholds, with the synthetic rate's Clopper–Pearson interval
+        (columns :data:`~idaudit.memorization.FLAGGING_COHORT_COLUMNS`).
     """
 
     flagging: pd.DataFrame
@@ -294,6 +310,7 @@ class PrivacyReport:
     provenance: dict[str, Any] = field(repr=False)
     files: dict[str, Path] = field(default_factory=dict)
     unreadable_files: dict[str, str] = field(default_factory=dict)
+    flagging_by_cohort: pd.DataFrame | None = None
 
     def __repr__(self) -> str:
         metrics = ", ".join(dict.fromkeys(self.flagging["metric"]))
@@ -315,8 +332,12 @@ class PrivacyReport:
         }
         if self.sanity is not None:
             status["sanity"] = self.sanity.attrs["status"]
+        by_cohort = self.flagging_by_cohort
+        if by_cohort is not None:
+            status["flagging_by_cohort"] = by_cohort.attrs["status"]
         return {
             "flagging": _records(self.flagging),
+            "flagging_by_cohort": None if by_cohort is None else _records(by_cohort),
             "nnaa": _records(self.nnaa),
             "sanity": None if self.sanity is None else _records(self.sanity),
             "status": status,
@@ -342,6 +363,7 @@ class PrivacyReport:
             [
                 *_markdown_inputs(self),
                 *_markdown_flagging(self.flagging, self.settings.n_permutations, confidence_level),
+                *_markdown_flagging_by_cohort(self.flagging_by_cohort),
                 *_markdown_nnaa(self.nnaa, self.settings.n_bootstrap, confidence_level),
                 *_markdown_sanity(self.sanity),
                 *_markdown_limits(self.flagging),
@@ -366,25 +388,69 @@ class PrivacyReport:
                 long_name=f"flagging {name}",
                 status=FLAGGING_STATUS[str(name)],
             )
-        nnaa_by_metric = self.nnaa.set_index("metric").reindex(ds_flag["metric"].values)
-        for name, status in NNAA_STATUS.items():
-            data[f"nnaa_{name}"] = variable(
-                "metric",
-                nnaa_by_metric[name].to_numpy(float),
-                long_name=f"NNAA {name}",
-                status=status,
-            )
+        metrics = ds_flag["metric"].values
+        coords: dict[str, Any] = {"cohort": list(self.cohorts)}
+        data.update(_nnaa_variables(self.nnaa, metrics, coords["cohort"]))
+        if self.flagging_by_cohort is not None and len(self.flagging_by_cohort):
+            by = self.flagging_by_cohort.set_index(["metric", "cohort", "percentile"])
+            for name in ("synthetic_pct", "heldout_pct", "ci_lower", "ci_upper"):
+                grid = (
+                    by[name]
+                    .to_xarray()
+                    .reindex(
+                        metric=metrics, cohort=coords["cohort"], percentile=ds_flag["percentile"]
+                    )
+                )
+                data[f"flagging_cohort_{name}"] = variable(
+                    ("metric", "cohort", "percentile"),
+                    grid.values.astype(float),
+                    long_name=f"flagging {name} of each cohort at the pooled threshold",
+                    status=FLAGGING_STATUS[name],
+                )
         axis = self.flagging.drop_duplicates("metric").set_index("metric")["axis"]
         attrs = {k: v for k, v in self.provenance.items() if isinstance(v, str | int | float)}
         return xr.Dataset(
             data,
             coords={
-                "metric": ds_flag["metric"].values,
+                "metric": metrics,
                 "percentile": ds_flag["percentile"].values,
-                "axis": ("metric", axis.reindex(ds_flag["metric"].values).to_numpy(str)),
+                "axis": ("metric", axis.reindex(metrics).to_numpy(str)),
+                **coords,
             },
             attrs=attrs,
         )
+
+
+def _nnaa_variables(nnaa: pd.DataFrame, metrics: Any, cohorts: list[str]) -> dict[str, xr.Variable]:
+    """Return NNAA pooled (dim ``metric``) and per cohort (dims ``metric``, ``cohort``).
+
+    A cohort without a row of its own (a single cohort, or NNAA skipped) is NaN.
+    """
+    cohort = nnaa["cohort"] if "cohort" in nnaa else pd.Series("pooled", index=nnaa.index)
+    pooled = nnaa[cohort == "pooled"].set_index("metric").reindex(metrics)
+    statuses = {**NNAA_STATUS, **{k: NNAA_TEST_STATUS[k] for k in ("p_value", "n_permutations")}}
+    data = {
+        f"nnaa_{name}": variable(
+            "metric",
+            pooled[name].to_numpy(float),
+            long_name=f"NNAA {name}, pooled over the cohorts",
+            status=status,
+        )
+        for name, status in statuses.items()
+        if name in pooled
+    }
+    per = nnaa[cohort != "pooled"]
+    if len(per):
+        table = per.set_index(["metric", "cohort"])
+        for name in ("privacy_loss", "ci_lower", "ci_upper", "p_value"):
+            grid = table[name].astype(float).to_xarray().reindex(metric=metrics, cohort=cohorts)
+            data[f"nnaa_cohort_{name}"] = variable(
+                ("metric", "cohort"),
+                grid.values,
+                long_name=f"NNAA {name} of each cohort",
+                status=statuses[name],
+            )
+    return data
 
 
 def report_markdown(report: PrivacyReport) -> str:
@@ -464,14 +530,14 @@ def _markdown_inputs(report: PrivacyReport) -> list[str]:
         "",
         f"Cohorts analysed: {', '.join(report.cohorts)}." + skipped,
         "",
-        "| cohort | split | files | kept | no face | unreadable | bad format | not images "
-        "| duplicates |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| cohort | split | files | kept | no face | too small | unreadable | bad format "
+        "| not images | duplicates |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report.counts.itertuples():
         lines.append(
-            f"| {r.cohort} | {r.split} | {r.n_files} | {r.ok} | {r.no_face} | {r.unreadable} "
-            f"| {r.bad_format} | {r.n_not_image} | {r.n_duplicates} |"
+            f"| {r.cohort} | {r.split} | {r.n_files} | {r.ok} | {r.no_face} | {r.too_small} "
+            f"| {r.unreadable} | {r.bad_format} | {r.n_not_image} | {r.n_duplicates} |"
         )
     return lines
 
@@ -510,43 +576,149 @@ def _markdown_flagging(
     return lines
 
 
+def _markdown_flagging_by_cohort(by_cohort: pd.DataFrame | None) -> list[str]:
+    """Render each cohort's rates at the pooled thresholds (nothing with one cohort)."""
+    if by_cohort is None or by_cohort["cohort"].nunique() < 2:
+        return []
+    percentiles = list(dict.fromkeys(by_cohort["percentile"]))
+    lines = [
+        "### Flagging per cohort",
+        "",
+        "Each cohort's rates at the pooled thresholds: synthetic % [exact Clopper-Pearson "
+        "interval] / held-out %. A memorising cohort shows here even when the pooled rates "
+        "do not; no p-value is computed per cohort.",
+        "",
+    ]
+    for metric, rows in by_cohort.groupby("metric", sort=False):
+        lines += [
+            f"**{metric}**",
+            "",
+            "| cohort | images (synthetic, held-out) | "
+            + " | ".join(f"p = {p:g}" for p in percentiles)
+            + " |",
+            "|---|---|" + "---|" * len(percentiles),
+        ]
+        above: list[str] = []
+        for cohort, cells in rows.groupby("cohort", sort=False):
+            first = cells.iloc[0]
+            lines.append(
+                f"| {cohort} | {first['n_synthetic']}, {first['n_heldout']} | "
+                + " | ".join(
+                    f"{_pct(c.synthetic_pct)} [{_pct(c.ci_lower)}–{_pct(c.ci_upper)}] / "
+                    f"{_pct(c.heldout_pct)}"
+                    for c in cells.itertuples()
+                )
+                + " |"
+            )
+            over = cells.loc[cells["ci_lower"] > cells["percentile"], "percentile"]
+            if len(over):
+                above.append(f"{cohort} (p = {', '.join(f'{p:g}' for p in over)})")
+        lines.append("")
+        if above:
+            lines += [
+                "Synthetic rate's lower bound above p: " + "; ".join(above) + ".",
+                "",
+            ]
+    return lines
+
+
+def _interval_words(r: Any, confidence_level: float) -> str:
+    """Say the privacy loss with its interval, or why there is none."""
+    loss = f"privacy loss {r.privacy_loss:+.3f}"
+    if np.isfinite(r.ci_lower) and np.isfinite(r.ci_upper):
+        return f"{loss}, {confidence_level:.0%} interval [{r.ci_lower:+.3f}, {r.ci_upper:+.3f}]"
+    sizes = (r.n_train, r.n_heldout, r.n_synthetic)
+    if bool(getattr(r, "below_min_size", False)) or min(sizes) < MIN_INTERVAL_SIZE:
+        unit = "images" if min(sizes) < MIN_INTERVAL_SIZE else "subjects"
+        return (
+            f"{loss}; no interval: fewer than {MIN_INTERVAL_SIZE} {unit} per set "
+            f"(sets of {', '.join(str(n) for n in sizes)})"
+        )
+    return f"{loss}; no interval (0 split-half draws)"
+
+
+def _verdict_nnaa(r: Any, alpha: float, confidence_level: float) -> str:
+    """One NNAA row in words: the permutation test's verdict, then the interval."""
+    interval = _interval_words(r, confidence_level)
+    has_ci = np.isfinite(r.ci_lower)
+    if not np.isfinite(r.p_value):
+        excludes = " (the interval excludes 0)" if has_ci and r.ci_lower > 0 else ""
+        return f"no permutation test (0 permutations); {interval}{excludes}"
+    if r.p_value <= alpha:
+        caveat = "; the approximate interval still reaches 0" if has_ci and r.ci_lower <= 0 else ""
+        return f"memorisation detected (p = {r.p_value:.3g}); {interval}{caveat}"
+    caveat = (
+        "; the approximate interval excludes 0 where the exact test does not reject: weak "
+        "evidence at most"
+        if has_ci and r.ci_lower > 0
+        else ""
+    )
+    return f"no evidence of memorisation (p = {r.p_value:.3g}); {interval}{caveat}"
+
+
+def _cohort_alarm(rows: pd.DataFrame, metric: str, alpha: float) -> list[str]:
+    """Say so when the pooled test finds nothing but a cohort's own test does."""
+    pooled = rows[rows["cohort"] == "pooled"]
+    cohorts = rows[rows["cohort"] != "pooled"]
+    hits = cohorts[cohorts["p_value"] <= alpha]
+    if not len(hits) or (len(pooled) and bool((pooled["p_value"] <= alpha).all())):
+        return []
+    k = len(cohorts)
+    strict = hits[hits["p_value"] <= alpha / k]
+    names = ", ".join(str(c) for c in hits["cohort"])
+    held = (
+        f"{len(strict)} of them also at the Bonferroni level {alpha / k:.3g} for {k} cohorts"
+        if len(strict)
+        else f"none at the Bonferroni level {alpha / k:.3g} for {k} cohorts"
+    )
+    return [
+        f"- **{metric}**: the pooled test finds no evidence, but cohort(s) {names} do on "
+        f"their own ({held}): memorisation confined to one cohort is diluted when pooled."
+    ]
+
+
 def _markdown_nnaa(nnaa: pd.DataFrame, n_bootstrap: int, confidence_level: float) -> list[str]:
-    """Render the NNAA table, whether each interval excludes 0, and what AA means."""
+    """Render, pooled and per cohort, the test's verdict with the interval, then the table."""
+    alpha = 1.0 - confidence_level
     lines = ["## Nearest-neighbour adversarial accuracy", ""]
     if not len(nnaa):
         return [*lines, "NNAA was not computed (see the notes).", ""]
+    n_perm = int(nnaa["n_permutations"].max())
     lines += [
-        "| metric | AA(train, synth) | AA(held-out, synth) | privacy loss | interval | "
-        "sets (train, held-out, synth) |",
-        "|---|---|---|---|---|---|",
+        "Verdict: exact one-sided permutation test of 'training and held-out images are "
+        f"exchangeable relative to the synthetic set' ({n_perm} relabellings of the training "
+        "and held-out images, both AA terms recomputed; p-value with the +1), against a "
+        f"positive privacy loss, at {alpha:g}. With it, the privacy loss and its "
+        f"{confidence_level:.0%} split-half interval ({n_bootstrap} random splits of every "
+        f"set into two halves), reported only when every set holds at least "
+        f"{MIN_INTERVAL_SIZE} images. Pooled over the cohorts, then per cohort (per-cohort "
+        "p-values are not corrected for the number of cohorts):",
+        "",
+    ]
+    for metric, rows in nnaa.groupby("metric", sort=False):
+        for r in rows.itertuples():
+            lines.append(f"- **{metric}**, {r.cohort}: {_verdict_nnaa(r, alpha, confidence_level)}")
+        lines += _cohort_alarm(rows, str(metric), alpha)
+    lines += [
+        "",
+        "| metric | cohort | AA(train, synth) | AA(held-out, synth) | privacy loss | interval "
+        "| p-value | sets (train, held-out, synth) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in nnaa.itertuples():
+        interval = f"{r.ci_lower:+.3f} to {r.ci_upper:+.3f}" if np.isfinite(r.ci_lower) else "none"
+        p_value = f"{r.p_value:.3g}" if np.isfinite(r.p_value) else "n/a"
         lines.append(
-            f"| {r.metric} | {r.aa_train_synth:.3f} | {r.aa_heldout_synth:.3f} "
-            f"| {r.privacy_loss:+.3f} | {r.ci_lower:+.3f} to {r.ci_upper:+.3f} "
+            f"| {r.metric} | {r.cohort} | {r.aa_train_synth:.3f} | {r.aa_heldout_synth:.3f} "
+            f"| {r.privacy_loss:+.3f} | {interval} | {p_value} "
             f"| {r.n_train}, {r.n_heldout}, {r.n_synthetic} |"
         )
-    lines.append("")
-    for r in nnaa.itertuples():
-        if np.isfinite(r.ci_lower) and r.ci_lower > 0:
-            lines.append(
-                f"- **{r.metric}**: the privacy loss's interval excludes 0: synthetic "
-                "images lie closer to the training set than held-out images do."
-            )
-        elif np.isfinite(r.ci_lower):
-            lines.append(
-                f"- **{r.metric}**: the privacy loss is indistinguishable from 0 at "
-                f"{confidence_level:.0%}."
-            )
     return [
         *lines,
         "",
-        f"Intervals: centred half-sampling intervals ({n_bootstrap} draws, each "
-        "keeping a random half of every set without replacement, every nearest neighbour "
-        "recomputed); they are approximate. The absolute AA level carries no privacy "
-        "meaning on its own: "
-        "synthetic faces are usually separable from real ones, so both AA values sit "
-        "above 0.5. Only their difference is informative.",
+        "The absolute AA level carries no privacy meaning on its own: synthetic faces are "
+        "usually separable from real ones, so both AA values sit above 0.5. Only their "
+        "difference, the privacy loss, is informative.",
         "",
     ]
 
@@ -588,7 +760,7 @@ def _markdown_limits(flagging: pd.DataFrame) -> list[str]:
         "level; idaudit can only check byte-identical files. Real and synthetic images should "
         "share one framing: a framing difference shows up as distance.",
         "",
-        "Statuses: rates, thresholds, p-values, AA values and bootstrap intervals are "
+        "Statuses: rates, thresholds, p-values, AA values and split-half intervals are "
         "`sample_estimate`; the Clopper-Pearson bounds are `certified_lower_bound` / "
         "`certified_upper_bound` for the synthetic rate at the realised threshold; counts "
         "and set sizes are `descriptive`.",

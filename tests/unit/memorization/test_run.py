@@ -63,11 +63,22 @@ def test_outputs_named_and_pinned(first) -> None:
     ]  # fmt: skip
     assert list(FLAGGING_COLUMNS) == list(pd.read_csv(out / "flagging.csv").columns)
     assert list(pd.read_csv(out / "nnaa.csv").columns) == [
-        "metric", "axis", "aa_train_synth", "aa_heldout_synth", "privacy_loss", "ci_lower",
-        "ci_upper", "aa_train_synth_ci_lower", "aa_train_synth_ci_upper",
+        "metric", "axis", "cohort", "aa_train_synth", "aa_heldout_synth", "privacy_loss",
+        "ci_lower", "ci_upper", "aa_train_synth_ci_lower", "aa_train_synth_ci_upper",
         "aa_heldout_synth_ci_lower", "aa_heldout_synth_ci_upper", "n_train", "n_heldout",
-        "n_synthetic", "n_bootstrap",
+        "n_synthetic", "n_bootstrap", "p_value", "n_permutations", "interval_method",
+        "below_min_size",
     ]  # fmt: skip
+    # pooled, then each cohort (cohort a: near-copies of its training images)
+    nnaa = report.nnaa[report.nnaa["metric"] == "dlib-resnet-v1"]
+    assert nnaa["cohort"].tolist() == ["pooled", "a", "b"]
+    by_cohort = pd.read_csv(out / "flagging_by_cohort.csv")
+    assert set(by_cohort["cohort"]) == {"a", "b"}
+    md = (out / "report.md").read_text()
+    assert "- **dlib-resnet-v1**, pooled: " in md
+    assert "no interval: fewer than 20 images per set" in md
+    assert "| too small |" in md
+    assert "half-sampling" not in md
     assert list(NNAA_COLUMNS) == list(pd.read_csv(out / "nnaa.csv").columns)
     # the appearance metric is named truthfully: SSIM, never LPIPS
     assert list(dict.fromkeys(report.flagging["metric"])) == [
@@ -96,7 +107,7 @@ def test_drops_are_counted_per_cohort_and_split(first) -> None:
     assert counts.loc[("b", "synthetic"), "no_face"] == 1
     assert counts.loc[("b", "heldout"), "unreadable"] == 1
     assert counts.loc[("b", "heldout"), "n_not_image"] == 1
-    assert counts.loc[("a", "heldout"), "n_duplicates"] == 1  # copy.png counted once
+    assert counts.loc[("a", "heldout"), "n_duplicates"] == 1  # s50_copy.png counted once
     assert counts.loc[("a", "heldout"), "n_files"] == 6
 
 
@@ -236,8 +247,8 @@ def test_every_statistics_stage_shows_progress(
     err = capsys.readouterr().err
     for stage in (
         "flagging (dlib-resnet-v1): 199 permutations",
-        "NNAA (dlib-resnet-v1): 50 half-samples",
-        "half-samples",
+        "NNAA (dlib-resnet-v1): 50 split-half draws",
+        "split-half draws",
     ):
         assert stage in err
     assert "statistics" in err
@@ -315,11 +326,14 @@ def test_each_unordered_pair_is_computed_once_and_a_rerun_computes_none(
         counts[(c, "train")] * (counts[(c, "heldout")] + counts[(c, "synthetic")])
         for c in ("x", "y", "z")
     )
-    assert report.cache_counters["distances_reused"] == flag_pairs
+    # then each cohort's own NNAA (three cohorts): its triangle, all already computed
+    sizes = [sum(counts[(c, s)] for s in ("train", "heldout", "synthetic")) for c in "xyz"]
+    cohort_pairs = sum(n * (n - 1) // 2 for n in sizes)
+    assert report.cache_counters["distances_reused"] == flag_pairs + cohort_pairs
     again = run_privacy_check(*_args(three_cohorts), cache=cache, **FAST)
     assert metrics[1].pairs == []
     assert again.cache_counters["distances_computed"] == 0
-    assert again.cache_counters["distances_reused"] == needed + flag_pairs
+    assert again.cache_counters["distances_reused"] == needed + flag_pairs + cohort_pairs
     pd.testing.assert_frame_equal(again.nnaa, report.nnaa)
 
 
