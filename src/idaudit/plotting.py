@@ -89,6 +89,14 @@ def _new_axes(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, An
     return fig, fig.subplots(nrows, ncols, squeeze=False, **kwargs)
 
 
+def _one_axes(ax: Axes | None, **kwargs: Any) -> tuple[Figure, Axes]:
+    """Return the figure and axes to draw on: ``ax`` and its figure, or a new one-panel one."""
+    if ax is None:
+        fig, grid = _new_axes(1, 1, **kwargs)
+        return fig, grid[0, 0]
+    return _figure_of(ax), ax
+
+
 def _figure_of(ax: Axes) -> Figure:
     """Return the root figure of ``ax`` (a SubFigure's ``figure`` is its root)."""
     fig = ax.figure
@@ -263,11 +271,7 @@ def plot_certified_routes(
     certifiers do this by construction).
     """
     scale = np.asarray(ds["scale"].values, dtype=np.float64)
-    if ax is None:
-        fig, grid = _new_axes(1, 1)
-        ax = grid[0, 0]
-    else:
-        fig = _figure_of(ax)
+    fig, ax = _one_axes(ax)
     names = [
         str(v)
         for v in ds.data_vars
@@ -339,11 +343,7 @@ def plot_roc(
     -------
     matplotlib.figure.Figure
     """
-    if ax is None:
-        fig, grid = _new_axes(figsize=(4.0, 4.0))
-        ax = grid[0, 0]
-    else:
-        fig = _figure_of(ax)
+    fig, ax = _one_axes(ax, figsize=(4.0, 4.0))
     ax.plot(
         np.asarray(fpr, dtype=float),
         np.asarray(tpr, dtype=float),
@@ -386,11 +386,7 @@ def plot_mmd_null(
     """
     a = np.asarray(h0, dtype=float).ravel()
     b = np.asarray(h1, dtype=float).ravel()
-    if ax is None:
-        fig, grid = _new_axes(figsize=(5.0, 3.6))
-        ax = grid[0, 0]
-    else:
-        fig = _figure_of(ax)
+    fig, ax = _one_axes(ax, figsize=(5.0, 3.6))
     edges = np.histogram_bin_edges(np.concatenate([a, b]), bins=bins).tolist()
     ax.hist(a, bins=edges, alpha=0.6, density=True, label=f"H0: same identity (n={a.size})")
     ax.hist(b, bins=edges, alpha=0.6, density=True, label=f"H1: different identities (n={b.size})")
@@ -439,11 +435,7 @@ def plot_rocs(
             "`rocs` must be a mapping of label to a fitted ROCHTAuditor or (fpr, tpr); got "
             f"{type(rocs).__name__} (idaudit.audits.median_auc_rocs makes one from a result)."
         )
-    if ax is None:
-        fig, grid = _new_axes(figsize=(4.6, 4.6))
-        ax = grid[0, 0]
-    else:
-        fig = _figure_of(ax)
+    fig, ax = _one_axes(ax, figsize=(4.6, 4.6))
     for label, roc in rocs.items():
         if hasattr(roc, "fpr_") and hasattr(roc, "tpr_"):
             fpr, tpr = roc.fpr_, roc.tpr_
@@ -636,11 +628,7 @@ def plot_certificates(certificates: Any, *, ax: Axes | None = None) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    if ax is None:
-        fig, grid = _new_axes(figsize=(1.2 + 0.9 * max(len(certificates), 1), 3.6))
-        ax = grid[0, 0]
-    else:
-        fig = _figure_of(ax)
+    fig, ax = _one_axes(ax, figsize=(1.2 + 0.9 * max(len(certificates), 1), 3.6))
     top = 0.0
     for i, cert in enumerate(certificates.values()):
         lb = np.asarray(cert["epsilon_lb"].values, dtype=np.float64)
@@ -960,11 +948,7 @@ def plot_epsilon_curve(
     dim = next(d for d in ds["certified_epsilon_curve"].dims if d != "delta")
     values = np.asarray(ds[dim].values, dtype=np.float64)
     chosen = values if scales is None else np.asarray(scales, dtype=np.float64)
-    if ax is None:
-        fig, grid = _new_axes(1, 1)
-        ax = grid[0, 0]
-    else:
-        fig = _figure_of(ax)
+    fig, ax = _one_axes(ax)
     delta = np.asarray(ds["delta"].values, dtype=np.float64)
     finite = np.asarray(ds["true_epsilon_curve"].values, dtype=np.float64)
     top = float(np.nanmax(np.where(np.isfinite(finite), finite, np.nan), initial=1.0)) * 1.15
@@ -1037,11 +1021,7 @@ def plot_tradeoff(
     x = np.concatenate(([0.0], np.asarray(certificate.fpr_upper, dtype=np.float64), [1.0]))
     y = np.concatenate(([1.0], np.asarray(certificate.fnr_upper, dtype=np.float64), [0.0]))
     hx, hy = _lower_hull(x, y)
-    if ax is None:
-        fig, grid = _new_axes(1, 1, figsize=(5.2, 5.0))
-        ax = grid[0, 0]
-    else:
-        fig = _figure_of(ax)
+    fig, ax = _one_axes(ax, figsize=(5.2, 5.0))
     grid_x = np.linspace(0.0, 1.0, 401)
     ax.plot(grid_x, 1.0 - grid_x, ":", color="0.5", label="perfect privacy (1 − x)")
     ax.plot(

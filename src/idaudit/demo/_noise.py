@@ -198,8 +198,7 @@ def write_noise_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
     path : pathlib.Path
         The PNG file.
     """
-    fig = noise_figure(sweeps)
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    _write_png(noise_figure(sweeps), path)
 
 
 def curve_figure(sweeps: dict[str, xr.Dataset]) -> Figure:
@@ -240,5 +239,9 @@ def write_curve_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
     path : pathlib.Path
         The PNG file.
     """
-    fig = curve_figure(sweeps)
+    _write_png(curve_figure(sweeps), path)
+
+
+def _write_png(fig: Figure, path: Path) -> None:
+    """Write ``fig`` atomically to ``path`` as a 120-dpi PNG."""
     write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
