@@ -708,9 +708,11 @@ def plot_flagging(frame: pd.DataFrame, by_cohort: pd.DataFrame | None = None) ->
         Identity metrics on the left, appearance metrics on the right (seed 003); one row
         of panels for the pooled rates, then one per cohort. The x axis is logarithmic over
         the percentiles asked (1 and 2 as far apart as 10 and 20), with the metrics' series
-        side by side at each ``p``; the dotted curve ``rate = p`` is the held-out rate by
-        construction; bars are the synthetic rate's Clopper–Pearson interval, never cut
-        (the y range covers every bound). One legend under the panels covers no data.
+        side by side at each ``p``; the dotted curve ``rate = p`` is a reference (the
+        pooled held-out rate is about p, exactly ⌈p·n/100⌉/n with the order statistic; a
+        cohort's held-out rate at the pooled threshold can differ, and is drawn); bars are
+        the synthetic rate's Clopper–Pearson interval, never cut (the y range covers every
+        bound). One legend under the panels covers no data.
     """
     axes_names = [a for a in ("identity", "appearance") if (frame["axis"] == a).any()]
     views: list[tuple[str, pd.DataFrame]] = [("pooled", frame)]
@@ -775,7 +777,9 @@ def _flagging_panel(
     x_lo, x_hi = float(percentiles.min()) / 1.4, float(percentiles.max()) * 2.0
     grid_x = np.geomspace(x_lo, x_hi, 64)
     (diag,) = ax.plot(grid_x, grid_x, color="grey", lw=1.0, ls=":", label="rate = p")
-    handles.setdefault("rate = p (the held-out rate by construction)", diag)
+    handles.setdefault(
+        "rate = p (the pooled held-out rate is about p; see the held-out series)", diag
+    )
     top = max(tops) * 1.08
     # the diagonal's own label, right of the last percentile's series (clear of the data)
     label_x = min(float(percentiles.max()) * 1.5, top * 0.9)

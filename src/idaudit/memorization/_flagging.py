@@ -234,6 +234,8 @@ def _check_distances(x: Any, name: str) -> npt.NDArray[np.float64]:
         raise InvalidInputError(f"`{name}` must be a non-empty 1-D array; got shape {arr.shape}.")
     if np.isnan(arr).any():
         raise InvalidInputError(f"`{name}` holds NaN.")
+    if (arr < -1e-9).any() or np.isinf(arr).any():  # rounding may leave -1e-16 for a copy
+        raise InvalidInputError(f"`{name}` must be finite distances >= 0.")
     return arr
 
 

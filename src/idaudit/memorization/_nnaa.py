@@ -422,7 +422,11 @@ def _split_half_differences(
 
 
 def _permutation_p_value(
-    kernel: _AAKernel, n_permutations: int, gen: np.random.Generator, units: _Units
+    kernel: _AAKernel,
+    n_permutations: int,
+    gen: np.random.Generator,
+    units: _Units,
+    layers: npt.NDArray[np.int64] | None = None,
 ) -> float:
     """One-sided permutation p-value of the privacy loss, relabelling train and held-out.
 
@@ -430,7 +434,9 @@ def _permutation_p_value(
     axis=1)[:, :g_t]`` as the new training units (blocks in order, so the draws do not depend
     on the block size), ``g_*`` the number of units (images, or subjects when given: training
     subjects first, each set's in sorted label order); the p-value is
-    ``(1 + #{loss* >= loss - tol}) / (1 + B)``.
+    ``(1 + #{loss* >= loss - tol}) / (1 + B)``. With ``layers`` (a stratum code per pooled
+    real image) each stratum's units are relabelled among themselves, its number of training
+    units kept, with one ``gen.random((b, g_s))`` draw per stratum in code order.
     """
     if n_permutations == 0:
         return math.nan
@@ -444,17 +450,72 @@ def _permutation_p_value(
     pooled_units, g_p = unit_codes(list(units[:2]), (n_t, n_h))
     g_t = _n_units(units[0], n_t)
     expand = None if units[0] is None and units[1] is None else torch.from_numpy(pooled_units)
+    groups = None if layers is None else _unit_strata(pooled_units, g_p, g_t, layers)
     exceed = 0
     step = max(1, _SCAN_BYTES // (n_p * _SCAN))
     for start in range(0, n_permutations, step):
         b = min(step, n_permutations - start)
-        train = np.argsort(gen.random((b, g_p)), axis=1)[:, :g_t]
+        if groups is None:
+            train = np.argsort(gen.random((b, g_p)), axis=1)[:, :g_t]
+        else:  # within each stratum: (b, g_t_s) positions among its units, all strata joined
+            train = np.concatenate(
+                [pos[np.argsort(gen.random((b, pos.size)), axis=1)[:, :k]] for pos, k in groups],
+                axis=1,
+            )
         mask = _masks(train, g_p, kernel.device, torch.bool)  # (b, g_p) units in training
         if expand is not None:
             mask = mask[:, expand.to(kernel.device)]  # (b, n_p) images in training
         permuted = kernel.relabelled(mask)  # (b,)
         exceed += int((permuted >= observed - tol).sum())
     return (1.0 + exceed) / (1.0 + n_permutations)
+
+
+def _strata(
+    strata: Any, sizes: tuple[int, int]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """Stratum codes of the train and held-out rows (shared codes), checked; or ``None``."""
+    if strata is None:
+        return None
+    if not isinstance(strata, tuple | list) or len(strata) != 2:
+        raise InvalidInputError("`strata` must be a pair (train labels, held-out labels).")
+    arrays = [np.asarray(x, dtype=object).ravel() for x in strata]
+    for name, arr, n in zip(("train", "heldout"), arrays, sizes, strict=True):
+        if arr.size != n:
+            raise InvalidInputError(
+                f"`strata` must label every {name} row; got {arr.size} labels for {n} rows."
+            )
+    _, codes = np.unique(np.concatenate(arrays).astype(str), return_inverse=True)
+    codes = codes.astype(np.int64).reshape(-1)
+    return codes[: sizes[0]], codes[sizes[0] :]
+
+
+def _kept_layers(
+    codes: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None,
+    keep: list[npt.NDArray[np.intp]],
+) -> npt.NDArray[np.int64] | None:
+    """Return the pooled (train, then held-out) stratum codes of the rows the cap kept."""
+    if codes is None:
+        return None
+    return np.concatenate([codes[0][keep[0]], codes[1][keep[1]]])
+
+
+def _unit_strata(
+    pooled_units: npt.NDArray[np.int64],
+    g_p: int,
+    g_t: int,
+    layers: npt.NDArray[np.int64],
+) -> list[tuple[npt.NDArray[np.intp], int]]:
+    """Per stratum: its units' codes and how many of them are training units (codes < g_t)."""
+    of_unit = np.full(g_p, -1)
+    for u, layer in zip(pooled_units.tolist(), layers.tolist(), strict=True):
+        if of_unit[u] not in (-1, layer):
+            raise InvalidInputError("a subject has images in two strata (cohorts).")
+        of_unit[u] = layer
+    out = []
+    for layer in np.unique(of_unit):
+        pos = np.flatnonzero(of_unit == layer)
+        out.append((pos, int((pos < g_t).sum())))
+    return out
 
 
 def _split_half_interval(
@@ -502,6 +563,7 @@ def _nnaa_core(
     confidence_level: float,
     gen: np.random.Generator,
     units: _Units = (None, None, None),
+    layers: npt.NDArray[np.int64] | None = None,
 ) -> NNAAResult:
     """Return NNAA, its intervals and p-value from the blocks tt, hh, ss, ts, hs, th.
 
@@ -522,7 +584,7 @@ def _nnaa_core(
         ones = [torch.ones((1, n), dtype=torch.float64, device=kernel.device) for n in sizes]
         point = kernel.subsets(*ones)[0].cpu().numpy()
         differences = _split_half_differences(kernel, n_splits, split_gen, units)
-        p_value = _permutation_p_value(kernel, n_permutations, perm_gen, units)
+        p_value = _permutation_p_value(kernel, n_permutations, perm_gen, units, layers)
     if note:
         ci = {name: (math.nan, math.nan) for name in _NAMES}
         se = {name: math.nan for name in _NAMES}
@@ -565,6 +627,7 @@ def nnaa(
     synthetic: npt.ArrayLike,
     *,
     subjects: tuple[Any, Any, Any] | None = None,
+    strata: tuple[Any, Any] | None = None,
     metric: Metric = "cosine",
     n_bootstrap: int = 1000,
     n_permutations: int = 999,
@@ -586,6 +649,11 @@ def nnaa(
         (Notes). A subject with rows in both ``train`` and ``heldout`` is refused (seed 003:
         the partitions must be disjoint at the subject level). Default: every image its own
         subject, i.e. images are assumed exchangeable.
+    strata : (array_like, array_like), optional
+        A stratum (cohort) label for each row of ``train`` and ``heldout``: the relabellings
+        then stay within each stratum, keeping its number of training units. With pooled
+        cohorts whose held-out mix differs from the training mix, only this test is exact
+        (the pooled loss itself then moves with the mix; read the per-cohort values).
     metric : {"cosine", "euclidean"}, default "cosine"
     n_bootstrap : int, default 1000
         Random splits into halves behind the intervals; 0 skips the intervals (NaN).
@@ -675,10 +743,12 @@ def nnaa(
     same_dim({"train": t, "heldout": h, "synthetic": s})
     _check_sizes(len(t), len(h), len(s))
     labels = _subject_units(subjects, (len(t), len(h), len(s)))
+    strata_codes = _strata(strata, (len(t), len(h)))
     gen = check_random_state(rng)
     keep = [subsample_indices(len(x), max_samples, gen) for x in (t, h, s)]
     t, h, s = (x[k] for x, k in zip((t, h, s), keep, strict=True))
     units = _codes(labels, keep)
+    layers = _kept_layers(strata_codes, keep)
     dev = resolve_device(device)
 
     def block(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64] | None) -> torch.Tensor:
@@ -692,7 +762,7 @@ def nnaa(
         "hs": block(h, s),
         "th": block(t, h),
     }
-    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen, units)
+    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen, units, layers)
 
 
 def nnaa_from_distances(
@@ -700,6 +770,7 @@ def nnaa_from_distances(
     sizes: tuple[int, int, int],
     *,
     subjects: tuple[Any, Any, Any] | None = None,
+    strata: tuple[Any, Any] | None = None,
     n_bootstrap: int = 1000,
     n_permutations: int = 999,
     max_samples: int = 1000,
@@ -718,7 +789,7 @@ def nnaa_from_distances(
         last for the permutation test).
     sizes : (int, int, int)
         ``(n_train, n_heldout, n_synthetic)``.
-    subjects, n_bootstrap, n_permutations, max_samples, confidence_level, rng, device
+    subjects, strata, n_bootstrap, n_permutations, max_samples, confidence_level, rng, device
         As in :func:`nnaa` (the cap uses the same seeded recipe).
 
     Returns
@@ -754,8 +825,11 @@ def nnaa_from_distances(
         )
     if np.isnan(d).any():
         raise InvalidInputError("`distances` holds NaN.")
+    if (d < -1e-9).any():  # a copy's distance may round to -1e-16
+        raise InvalidInputError("`distances` must be >= 0; got a negative distance.")
     _check_sizes(n_t, n_h, n_s)
     labels = _subject_units(subjects, (n_t, n_h, n_s))
+    strata_codes = _strata(strata, (n_t, n_h))
     gen = check_random_state(rng)
     kept = [subsample_indices(n, max_samples, gen) for n in (n_t, n_h, n_s)]
     keep = [offset + k for offset, k in zip((0, n_t, n_t + n_h), kept, strict=True)]
@@ -774,4 +848,5 @@ def nnaa_from_distances(
         "th": block(t, h),
     }
     units = _codes(labels, kept)
-    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen, units)
+    layers = _kept_layers(strata_codes, kept)
+    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen, units, layers)

@@ -687,6 +687,7 @@ def _identity_axis(
                     sets["heldout"],
                     sets["synthetic"],
                     subjects=None if subj is None else (subj["train"], subj["heldout"], None),
+                    strata=(labels["train"], labels["heldout"]),  # relabel within cohorts
                     metric="cosine",
                     n_bootstrap=settings.n_bootstrap,
                     max_samples=settings.max_samples,
@@ -760,7 +761,7 @@ def _appearance_axis(
     stage(f"NNAA ({metric}): distances, {settings.n_bootstrap} split-half draws, per cohort")
     rows.nnaa.extend(
         _nnaa_by_cohort(
-            partial(_appearance_nnaa, embedded, usable, distances, settings),
+            partial(_appearance_nnaa, embedded, usable, distances, settings, subj, list(usable)),
             metric,
             notes,
             axis="appearance",
@@ -779,15 +780,31 @@ def _appearance_nnaa(
     usable: list[str],
     distances: _AppearanceDistances,
     settings: PrivacySettings,
+    subj: dict[str, npt.NDArray[Any]] | None = None,
+    order: list[str] | None = None,
 ) -> NNAAResult:
-    """NNAA on seeded subsets of the three pooled sets (appearance distances are costly)."""
+    """NNAA on seeded subsets of the three pooled sets (appearance distances are costly).
+
+    ``subj`` holds the subjects of the training and held-out images of the cohorts in
+    ``order`` (the run's usable cohorts, the pooled order of :func:`_subject_labels`); the
+    rows of the cohorts in ``usable`` (all of them, or one) are picked from it.
+    """
+    order = list(usable) if order is None else order
     gen = np.random.default_rng(settings.rng)
     pooled: dict[str, tuple[list[Path], list[str]]] = {}
+    subjects: dict[str, Any] = {"train": None, "heldout": None}
+    strata: dict[str, npt.NDArray[Any]] = {}
     for split in SPLITS:
+        cohort_of = [c for c in order for _ in embedded.kept_paths(split, c)]
+        rows = [i for i, c in enumerate(cohort_of) if c in usable]
         paths = [p for c in usable for p in embedded.kept_paths(split, c)]
         hashes = [h for c in usable for h in embedded.kept_hashes(split, c)]
         keep = subsample_indices(len(paths), settings.lpips_max_samples, gen)
         pooled[split] = ([paths[i] for i in keep], [hashes[i] for i in keep])
+        if split != "synthetic":
+            strata[split] = np.asarray([cohort_of[rows[i]] for i in keep], dtype=object)
+            if subj is not None:
+                subjects[split] = np.asarray(subj[split])[np.asarray(rows, dtype=np.intp)][keep]
     union = (
         [p for split in SPLITS for p in pooled[split][0]],
         [h for split in SPLITS for h in pooled[split][1]],
@@ -796,6 +813,8 @@ def _appearance_nnaa(
     return nnaa_from_distances(
         distances(union, union),  # (n_union, n_union), train then held-out then synthetic
         (train, heldout, synthetic),
+        subjects=None if subj is None else (subjects["train"], subjects["heldout"], None),
+        strata=(strata["train"], strata["heldout"]),
         n_bootstrap=settings.n_bootstrap,
         max_samples=settings.lpips_max_samples,
         confidence_level=settings.confidence_level,
@@ -1001,6 +1020,10 @@ def _slice_nnaa_call(
             None if x is None else np.asarray(x)[m]
             for x, m in zip(keywords["subjects"], masks, strict=True)
         )
+    if keywords.get("strata") is not None:
+        keywords["strata"] = tuple(
+            np.asarray(x)[m] for x, m in zip(keywords["strata"], masks[:2], strict=True)
+        )
     return partial(call.func, *args, **keywords)
 
 
@@ -1074,6 +1097,24 @@ def _duplicate_notes(
                 warn=True,
             )
         _copies_rule(cohort, len(copies), len(files[("synthetic", cohort)].hashes), notes)
+        heldout = set(files[("heldout", cohort)].hashes)
+        same = [h for h in files[("synthetic", cohort)].hashes if h in heldout]
+        n_synthetic = len(files[("synthetic", cohort)].hashes)
+        if same and 2 * len(same) >= n_synthetic:
+            raise InvalidInputError(
+                f"synthetic/{cohort}: {len(same)} of {n_synthetic} files are byte-identical to "
+                f"held-out files of cohort {cohort}: the held-out folder was given as the "
+                "synthetic one (check the paths). Held-out images are the check's reference "
+                "for 'not memorised', so comparing them with themselves says nothing."
+            )
+        if same:
+            _say(
+                notes,
+                f"synthetic/{cohort}: {len(same)} of {n_synthetic} file(s) byte-identical to "
+                "held-out files: they sit at distance 0 from a held-out image and dilute "
+                "the comparison.",
+                warn=True,
+            )
 
 
 def _copies_rule(cohort: str, n_copies: int, n_synthetic: int, notes: list[str]) -> None:

@@ -291,3 +291,51 @@ def test_nnaa_interval_is_centred_on_the_estimate_despite_duplicates(seed: int) 
     for name in ("aa_train_synth", "aa_heldout_synth", "privacy_loss"):
         lo, hi = res.ci[name]
         assert (lo + hi) / 2 == pytest.approx(getattr(res, name), abs=1e-12), name
+
+
+def _aa_brute(t: np.ndarray, h: np.ndarray, s: np.ndarray) -> float:
+    """privacy loss = AA(held-out, synth) - AA(train, synth), written out with cdist."""
+    from scipy.spatial.distance import cdist
+
+    def aa(a: np.ndarray, b: np.ndarray) -> float:
+        daa, dbb, dab = cdist(a, a), cdist(b, b), cdist(a, b)
+        np.fill_diagonal(daa, np.inf)
+        np.fill_diagonal(dbb, np.inf)
+        left = np.mean(daa.min(axis=1) < dab.min(axis=1))
+        right = np.mean(dbb.min(axis=1) < dab.T.min(axis=1))
+        return 0.5 * (left + right)
+
+    return aa(h, s) - aa(t, s)
+
+
+def test_strata_keep_relabellings_within_each_cohort() -> None:
+    import itertools
+
+    # two cohorts 5 apart whose train/held-out mixes differ: A has 4 train + 1 held-out,
+    # B has 1 train + 4 held-out; relabelling across cohorts would change the null
+    gen = np.random.default_rng(11)
+    t = np.r_[gen.normal(0, 1, (4, 2)), gen.normal(5, 1, (1, 2))]
+    h = np.r_[gen.normal(0, 1, (1, 2)), gen.normal(5, 1, (4, 2))]
+    s = np.r_[gen.normal(0, 1, (3, 2)), gen.normal(5, 1, (3, 2))]
+    strata = (np.array(list("AAAAB")), np.array(list("ABBBB")))
+    observed = _aa_brute(t, h, s)
+    real = np.r_[t, h]
+    losses = []
+    for ta in itertools.combinations([0, 1, 2, 3, 5], 4):  # the 25 within-cohort relabellings
+        for tb in itertools.combinations([4, 6, 7, 8, 9], 1):
+            train = list(ta) + list(tb)
+            held = [i for i in range(10) if i not in train]
+            losses.append(_aa_brute(real[train], real[held], s))
+    exact = np.mean(np.asarray(losses) >= observed - 1e-12)  # 0.12 here
+    kw = {"metric": "euclidean", "n_bootstrap": 0, "n_permutations": 6000}
+    res = nnaa(t, h, s, strata=strata, **kw)
+    # Monte Carlo over the 25 equally likely relabellings: sd = sqrt(.12 * .88 / 6000) = 0.004,
+    # so 0.02 is five sd; relabelling across cohorts gives 0.33 on the same data
+    assert res.p_value == pytest.approx(exact, abs=0.02)
+    assert nnaa(t, h, s, **kw).p_value > exact + 0.1
+    assert res.privacy_loss == pytest.approx(observed, abs=1e-12)
+    d = np.ones((6, 6))
+    with pytest.raises(InvalidInputError, match="`distances` must be >= 0"):
+        nnaa_from_distances(-d, (2, 2, 2), n_bootstrap=0)
+    with pytest.raises(InvalidInputError, match="`strata` must label every heldout row"):
+        nnaa(t, h, s, strata=(strata[0], strata[1][:3]), n_bootstrap=0)

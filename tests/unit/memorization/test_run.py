@@ -430,6 +430,17 @@ def test_the_same_images_as_train_and_synthetic_are_refused(roots: Path) -> None
         run_privacy_check(roots / "train", roots / "heldout", roots / "train", **FAST)
 
 
+def test_the_held_out_folder_given_as_synthetic_is_refused(roots: Path) -> None:
+    with (
+        pytest.warns(IdauditWarning, match="only_train"),
+        pytest.raises(
+            InvalidInputError,
+            match=r"synthetic/a: 5 of 5 files are byte-identical to held-out files of cohort a",
+        ),
+    ):
+        run_privacy_check(roots / "train", roots / "heldout", roots / "heldout", **FAST)
+
+
 def test_a_few_training_copies_among_the_samples_warn(roots: Path, first, tmp_path: Path) -> None:
     copy, cache = _copy_with_cache(roots, first, tmp_path)
     shutil.copy(copy / "train" / "a" / "s00_0.png", copy / "synthetic" / "a" / "copied.png")
