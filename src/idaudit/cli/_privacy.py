@@ -84,6 +84,13 @@ def _add_statistics(parser: argparse.ArgumentParser) -> None:
         help="permutations of the flagging p-value (default: 9999; 0: none)",
     )
     parser.add_argument(
+        "--nnaa-permutations",
+        type=int,
+        default=999,
+        metavar="N",
+        help="relabellings of the NNAA privacy-loss test (default: 999; 0: none)",
+    )
+    parser.add_argument(
         "--confidence",
         type=float,
         default=0.95,
@@ -176,6 +183,7 @@ def _check(args: argparse.Namespace) -> None:
     at_least(args.max_samples, "--max-samples", 2)
     at_least(args.lpips_max_samples, "--lpips-max-samples", 2)
     at_least(args.permutations, "--permutations", 0)
+    at_least(args.nnaa_permutations, "--nnaa-permutations", 0)
     inside(args.confidence, "--confidence", 0.0, 1.0)
     at_least(args.seed, "--seed", 0)
     if args.threads is not None:
@@ -214,6 +222,7 @@ def _run(args: argparse.Namespace) -> int:
             max_samples=args.max_samples,
             lpips_max_samples=args.lpips_max_samples,
             n_permutations=args.permutations,
+            nnaa_permutations=args.nnaa_permutations,
             confidence_level=args.confidence,
             dlib=not args.no_dlib,
             arcface=args.arcface_dir or args.arcface_onnx,

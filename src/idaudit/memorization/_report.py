@@ -41,6 +41,8 @@ class PrivacySettings:
         NNAA set caps for embeddings and for the appearance metric.
     n_permutations : int
         Permutations of the flagging p-value (0: none).
+    nnaa_permutations : int
+        Relabellings of the NNAA privacy-loss test (0: none).
     confidence_level : float
         Of every interval.
     duplicates : {"collapse", "keep"}
@@ -79,6 +81,7 @@ class PrivacySettings:
     rng: int
     subjects: str | None = None
     percentile_method: str = "order_statistic"
+    nnaa_permutations: int = 999
     progress: bool = field(default=True, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,6 +101,7 @@ class PrivacySettings:
             "rng": self.rng,
             "subjects": self.subjects,
             "percentile_method": self.percentile_method,
+            "nnaa_permutations": self.nnaa_permutations,
         }
 
     def to_xarray(self) -> xr.Dataset:
@@ -649,11 +653,13 @@ def _interval_words(r: Any, confidence_level: float) -> str:
     if np.isfinite(r.ci_lower) and np.isfinite(r.ci_upper):
         return f"{loss}, {confidence_level:.0%} interval [{r.ci_lower:+.3f}, {r.ci_upper:+.3f}]"
     sizes = (r.n_train, r.n_heldout, r.n_synthetic)
-    if bool(getattr(r, "below_min_size", False)) or min(sizes) < MIN_INTERVAL_SIZE:
-        unit = "images" if min(sizes) < MIN_INTERVAL_SIZE else "subjects"
+    shown = ", ".join(str(n) for n in sizes)
+    if min(sizes) < MIN_INTERVAL_SIZE:
+        return f"{loss}; no interval: fewer than {MIN_INTERVAL_SIZE} images per set ({shown})"
+    if bool(getattr(r, "below_min_size", False)):  # the unit is the subject
         return (
-            f"{loss}; no interval: fewer than {MIN_INTERVAL_SIZE} {unit} per set "
-            f"(sets of {', '.join(str(n) for n in sizes)})"
+            f"{loss}; no interval: fewer than {MIN_INTERVAL_SIZE} subjects in a set (the sets "
+            f"hold {shown} images)"
         )
     return f"{loss}; no interval (0 split-half draws)"
 

@@ -240,6 +240,7 @@ def run_privacy_check(
     max_samples: int = 1000,
     lpips_max_samples: int = 200,
     n_permutations: int = 9999,
+    nnaa_permutations: int = 999,
     confidence_level: float = 0.95,
     dlib: bool = True,
     arcface: str | os.PathLike[str] | None = None,
@@ -279,6 +280,9 @@ def run_privacy_check(
         NNAA set caps for embeddings and for the appearance metric (seeded subsets).
     n_permutations : int, default 9999
         Permutations of the flagging p-value (0: none).
+    nnaa_permutations : int, default 999
+        Relabellings of the NNAA privacy-loss test (0: none); each recomputes every nearest
+        neighbour, so it costs more than a flagging permutation.
     confidence_level : float, default 0.95
         Of every interval.
     dlib : bool, default True
@@ -357,6 +361,7 @@ def run_privacy_check(
         rng=check_integer(rng, "rng", minimum=0),
         subjects=None if subjects is None else str(subjects),
         percentile_method=percentile_method,
+        nnaa_permutations=check_integer(nnaa_permutations, "nnaa_permutations", minimum=0),
         progress=progress,
     )
     notes: list[str] = []
@@ -690,6 +695,7 @@ def _identity_axis(
                     strata=(labels["train"], labels["heldout"]),  # relabel within cohorts
                     metric="cosine",
                     n_bootstrap=settings.n_bootstrap,
+                    n_permutations=settings.nnaa_permutations,
                     max_samples=settings.max_samples,
                     confidence_level=settings.confidence_level,
                     rng=settings.rng,
@@ -816,6 +822,7 @@ def _appearance_nnaa(
         subjects=None if subj is None else (subjects["train"], subjects["heldout"], None),
         strata=(strata["train"], strata["heldout"]),
         n_bootstrap=settings.n_bootstrap,
+        n_permutations=settings.nnaa_permutations,
         max_samples=settings.lpips_max_samples,
         confidence_level=settings.confidence_level,
         rng=gen,

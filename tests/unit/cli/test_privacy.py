@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -44,13 +45,18 @@ def test_cli_writes_the_outputs_and_checks_flags(
     shutil.copytree(first[1] / "cache", tmp_path / "cache")
     argv = ["privacy", *map(str, _args(roots)), "--out", str(out), "--bootstrap", "20",
             "--permutations", "99", "--threads", "1", "--quiet",
-            "--cache-dir", str(tmp_path / "cache"), "--subject-pattern", r"^s(\d)"]  # fmt: skip
+            "--cache-dir", str(tmp_path / "cache"), "--subject-pattern", r"^s(\d)",
+            "--nnaa-permutations", "49"]  # fmt: skip
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "warning: cohorts skipped" in captured.err
     assert "only_train" in captured.err
     assert "# idaudit privacy" in captured.out
     assert set(OUTPUT_FILES) <= {p.name for p in out.iterdir()}
+    # the NNAA test ran the relabellings asked for, and the JSON records them
+    assert set(pd.read_csv(out / "nnaa.csv")["n_permutations"]) == {49}
+    params = json.loads((out / "privacy_results.json").read_text())["parameters"]
+    assert (params["nnaa_permutations"], params["n_permutations"]) == (49, 99)
     # file names s<d><d>_*: the first digit is the "subject" (several images each)
     sanity = pd.read_csv(out / "sanity.csv")
     assert list(sanity.columns) == [
