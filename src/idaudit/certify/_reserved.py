@@ -46,7 +46,6 @@ from idaudit.certify._base import (
 from idaudit.certify._scores import certify_scores
 from idaudit.data import DUPLICATES, EmbeddingSet, all_pairs, sample_pairs, split_identities
 from idaudit.dp import (
-    clopper_pearson_upper,
     epsilon_from_error_rates,
     epsilon_from_tradeoff,
     simultaneous_rate_bounds,
@@ -870,29 +869,21 @@ def _evaluate(
 def _certify_test(ta: FloatArray, tb: FloatArray, tau: float, rule: _TestRule) -> dict[str, Any]:
     """Certify one pair's oriented test scores: the point at ``delta`` and the ε(δ) curve.
 
-    ``"dev"`` evaluates the development threshold ``tau`` (one point, two Clopper–Pearson
-    bounds at ``alpha_bound``); the other modes certify every threshold with
-    :func:`certify_scores` at ``2 · alpha_bound`` per pair (``alpha_bound`` per class), and the
-    point reported is the one certifying the most at ``delta``.
+    Every mode goes through :func:`certify_scores` at ``2 · alpha_bound`` per pair
+    (``alpha_bound`` per class): ``"dev"`` at the one development threshold ``tau`` (two
+    Clopper–Pearson bounds at ``alpha_bound``), the others at every threshold, reporting the
+    point that certifies the most at ``delta``.
     """
+    level = 2.0 * rule.alpha_bound
     if rule.mode == "dev":
-        fp = int(np.count_nonzero(ta >= tau))
-        fn = int(np.count_nonzero(tb < tau))
-        fpr_u = np.array([clopper_pearson_upper(fp, len(ta), rule.alpha_bound)])
-        fnr_u = np.array([clopper_pearson_upper(fn, len(tb), rule.alpha_bound)])
-        fps, fns, taus, best = np.array([fp]), np.array([fn]), np.array([tau]), 0
-    else:
         cert = certify_scores(
-            ta, tb, alpha=2.0 * rule.alpha_bound, delta=rule.delta, thresholds=rule.mode
-        )  # α/2 = alpha_bound per class, as the two Clopper–Pearson bounds of "dev"
-        fpr_u, fnr_u, fps, fns, taus = (
-            cert.fpr_upper,
-            cert.fnr_upper,
-            cert.fp,
-            cert.fn,
-            cert.thresholds,
+            ta, tb, alpha=level, delta=rule.delta, thresholds="given", threshold=tau
         )
-        best = int(np.argmax(epsilon_from_error_rates(fpr_u, fnr_u, rule.delta)))
+    else:
+        cert = certify_scores(ta, tb, alpha=level, delta=rule.delta, thresholds=rule.mode)
+    fpr_u, fnr_u = cert.fpr_upper, cert.fnr_upper
+    best = int(np.argmax(epsilon_from_error_rates(fpr_u, fnr_u, rule.delta)))
+    fps, fns, taus = cert.fp, cert.fn, cert.thresholds
     curve = np.asarray(epsilon_from_tradeoff(fpr_u, fnr_u, rule.deltas), dtype=np.float64)
     return {
         "test_fp": int(fps[best]),

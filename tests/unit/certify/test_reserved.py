@@ -719,15 +719,15 @@ def test_an_error_during_test_evaluation_leaves_no_certificates(
     es: EmbeddingSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = {"n": 0}
-    real = reserved.clopper_pearson_upper
+    real = reserved.certify_scores
 
-    def failing(*args: Any) -> Any:
+    def failing(*args: Any, **kwargs: Any) -> Any:
         calls["n"] += 1
-        if calls["n"] == 3:  # second selected pair
+        if calls["n"] == 2:  # second selected pair
             raise RuntimeError("disk full")
-        return real(*args)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(reserved, "clopper_pearson_upper", failing)
+    monkeypatch.setattr(reserved, "certify_scores", failing)
     cert = ReservedTestCertifier(n_select=2, n_candidates=6, rng=0, progress=False)
     with pytest.raises(RuntimeError, match="disk full"):
         cert.fit(es)
