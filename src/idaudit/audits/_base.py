@@ -482,6 +482,18 @@ class BaseAuditor(StatusEstimator, BaseEstimator, ABC):  # type: ignore[misc]
             return None
         return spawn_seeds(check_random_state(self.rng), 1)[0]
 
+    def _tileable(self) -> bool:
+        """Whether the tiled engine of ``pairs="all"`` can run this auditor as configured.
+
+        An auditor that says yes implements ``_run_tile(tile)`` (see
+        :mod:`idaudit.audits._tiles`), giving the numbers ``_run`` gives on the same pairs.
+        """
+        return False
+
+    def _run_tile(self, tile: Any) -> dict[str, Any]:
+        """Audit every pair of a tile (only called when :meth:`_tileable` is true)."""
+        raise TypeError(f"{type(self).__name__} has no tiled kernel; check _tileable() first.")
+
     @abstractmethod
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         """Audit every pair of ``batch``: output name -> array (pairs,) or list of length pairs."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +29,10 @@ from tqdm.auto import tqdm
 
 from idaudit._device import available_cpus, resolve_device
 from idaudit._results import (
-    CERTIFIED_STATUSES,
     attr_value,
-    check_result_dataset,
     check_status,
     pair_dataset,
     provenance,
-    reduction_attrs,
     variable,
 )
 from idaudit._validation import check_integer, check_option, check_pairs
@@ -43,8 +41,11 @@ from idaudit.audits._backends import ChunkResult, _run_dask, _run_local
 from idaudit.audits._base import BaseAuditor, Output
 from idaudit.audits._failures import PairFailures
 from idaudit.audits._store import _Store
+from idaudit.audits._stream import QUANTILES, SummaryStream, simultaneity
+from idaudit.audits._tiled import TileStore, blocks_of, run_tiled
+from idaudit.audits._tiles import DEFAULT_TILE_SIZE, TilePlan
 from idaudit.data import EmbeddingSet, decode_pair_indices, n_pairs_of
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["QUANTILES", "audit_pairs"]
 
@@ -52,10 +53,8 @@ __all__ = ["QUANTILES", "audit_pairs"]
 _BATCH_BYTES = 2**28
 _MAX_AUTO_BATCH = 256
 
-#: Quantile levels of ``keep="summary"`` (exact order statistics, see :func:`audit_pairs`).
-QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
-
 Keep = Literal["pairs", "summary"]
+Engine = Literal["auto", "tiled", "chunked"]
 
 
 def audit_pairs(
@@ -71,6 +70,8 @@ def audit_pairs(
     keep: Keep = "pairs",
     store: str | os.PathLike[str] | None = None,
     n_threads: int | None = None,
+    engine: Engine = "auto",
+    tile_size: int | None = None,
 ) -> xr.Dataset:
     r"""Run several auditors over many identity pairs, or all of them, into one Dataset.
 
@@ -82,7 +83,10 @@ def audit_pairs(
         Identity pairs, e.g. from :func:`idaudit.sample_pairs`; each label must be in ``es``
         and the two labels of a pair must differ. ``"all"``: every unordered pair of
         ``es.identities`` (complete adjacency, seed 000 Section 2.5), in the lexicographic
-        order of :func:`idaudit.data.all_pairs`, generated chunk by chunk.
+        order of :func:`idaudit.data.all_pairs`, generated chunk by chunk. Identities with
+        fewer rows than an auditor needs are left out of ``"all"`` (with an
+        :class:`~idaudit.exceptions.IdauditWarning`; attributes ``n_identities_excluded``
+        and ``identities_excluded``), where a listed pair naming one raises.
     auditors : sequence of BaseAuditor
         The audits to run, with distinct :attr:`~BaseAuditor.label` values (give ``name=`` to
         tell two auditors of one class apart). Their parameters are used as they are;
@@ -90,9 +94,10 @@ def audit_pairs(
     device : {"cpu", "cuda"}, default "cpu"
         Where the batched kernels run. CUDA without a GPU raises.
     batch_size : int, optional
-        Pairs per chunk (one kernel call per auditor). ``None`` picks the largest chunk whose
-        working memory stays near 256 MiB (at most 256 pairs); with a ``store`` that already
-        holds chunks, the store's. The numbers do not depend on it.
+        Pairs per chunk of the chunked engine (one kernel call per auditor). ``None`` picks
+        the largest chunk whose working memory stays near 256 MiB (at most 256 pairs); with a
+        ``store`` that already holds chunks, the store's. The numbers do not depend on it.
+        The tiled engine does not use it.
     progress : bool, default True
         Show a tqdm bar over pairs.
     backend : {"local", "dask"}, default "local"
@@ -104,18 +109,34 @@ def audit_pairs(
         The client to use with ``backend="dask"`` (default: the current one).
     keep : {"pairs", "summary"}, default "pairs"
         ``"pairs"`` returns the per-pair Dataset. ``"summary"`` returns summaries over the
-        pairs (see Returns) without holding per-pair vectors or batch tensors: only one float
-        per pair and scalar output is kept, to make the quantiles exact.
+        pairs (see Returns) in memory that does not grow with the number of pairs: running
+        maxima and counts, and for the exact quantiles each scalar output's values, kept in
+        memory up to 256 MiB in all and beyond that in temporary files (8 bytes per pair
+        and output) from which the order statistics are selected exactly.
     store : path, optional
         A zarr store (directory, e.g. ``"results.zarr"``) that receives every chunk as it
         finishes. If it exists and was written for the same embeddings, pairs, auditor
-        parameters, seeds and batch size, finished chunks are not recomputed (resume after an
-        interruption); a store written for anything else is refused. Readable with
-        ``xarray.open_zarr`` (needs ``pip install "idaudit[dask]"`` or ``zarr``).
+        parameters, seeds and batch size (tile size), finished chunks (tile rows) are not
+        recomputed (resume after an interruption); a store written for anything else is
+        refused. The chunked engine's store reads with ``xarray.open_zarr(store)``; the
+        tiled engine's holds one group per tile row, ``xarray.open_zarr(store,
+        group="row000012")`` (the same call with the same arguments reads all of it back).
+        Needs ``pip install "idaudit[dask]"`` or ``zarr``.
     n_threads : int, optional
         CPU threads of the local backend: that many chunks run at once, each on one torch
         thread. Default: the CPUs this process may use (``len(os.sched_getaffinity(0))``),
         at most the number of chunks. Ignored by the dask backend (workers set their own).
+    engine : {"auto", "tiled", "chunked"}, default "auto"
+        ``"chunked"`` runs chunks of ``batch_size`` pairs, each auditor's batched kernel per
+        chunk. ``"tiled"`` (only with ``pairs="all"`` and auditors that have a tiled
+        kernel: GaussMech, and MMD-TV without ``confidence_level`` or permutations) groups
+        identities of equal row count into blocks and reduces every pair of two blocks from
+        one product of their rows (docs/audit_pairs.md, "CelebA scale"): the engine for many
+        small identities. ``"auto"`` picks ``"tiled"`` where it applies. Both give the same
+        numbers (to rounding).
+    tile_size : int, optional
+        Identities per block of the tiled engine (default 64, or the store's). The numbers
+        do not depend on it.
 
     Returns
     -------
@@ -192,13 +213,16 @@ def audit_pairs(
     dev = resolve_device(device)
     check_option(backend, "backend", ("local", "dask"))
     check_option(keep, "keep", ("pairs", "summary"))
+    check_option(engine, "engine", ("auto", "tiled", "chunked"))
     if batch_size is not None:
         batch_size = check_integer(batch_size, "batch_size", minimum=1)
     if n_threads is not None:
         n_threads = check_integer(n_threads, "n_threads", minimum=1)
-    plan = _Plan(es, pairs)
+    if tile_size is not None:
+        tile_size = check_integer(tile_size, "tile_size", minimum=1)
     for aud in auditor_list:
         aud._check_params()
+    plan = _Plan(es, pairs, min_rows=max(aud.min_rows() for aud in auditor_list))
     auditor_list = [aud._for_pairs(plan.n_pairs) for aud in auditor_list]
     for aud in auditor_list:
         need = aud.min_rows()
@@ -208,71 +232,230 @@ def audit_pairs(
                     f"identity {label!r} has {es.counts[label]} row(s); auditor "
                     f"{aud.label!r} needs at least {need} per identity."
                 )
+    tiled = _use_tiles(engine, plan, auditor_list)
     seeds = [aud._draw_seed() for aud in auditor_list]
     specs = _specs(auditor_list, es)
     attrs = _attributes(es, plan, auditor_list, seeds)
+    kept = [s for s in specs if keep == "pairs" or not s.dims]
+    ids = np.asarray(plan.identities)
+    stream = SummaryStream(kept, ids, plan.n_pairs) if keep == "summary" else None
+    values = _allocate(kept, plan.n_pairs) if stream is None else {}
+
+    def add(index: Any, a: Any, b: Any, chunk: dict[str, npt.NDArray[Any]]) -> None:
+        if stream is not None:
+            stream.add(index, a, b, chunk)
+            return
+        for s in kept:
+            values[s.var][index] = chunk[s.var]
+
+    bar = tqdm(total=plan.n_pairs, desc="audit_pairs", unit="pair", disable=not progress)
+    threads = n_threads if n_threads is not None else available_cpus()
+    try:
+        if tiled:
+            settings = _run_tiles(
+                es,
+                plan,
+                auditor_list,
+                kept,
+                attrs,
+                add,
+                bar.update,
+                device=dev,
+                n_threads=threads,
+                backend=backend,
+                client=client,
+                store=store,
+                tile_size=tile_size,
+            )
+        else:
+            settings = _run_chunks(
+                es,
+                plan,
+                auditor_list,
+                seeds,
+                specs,
+                kept,
+                attrs,
+                add,
+                bar.update,
+                device=dev,
+                n_threads=threads,
+                backend=backend,
+                client=client,
+                store=store,
+                batch_size=batch_size,
+            )
+    finally:
+        bar.close()
+    # the run settings actually used (they do not change the numbers)
+    attrs.update({"setting.device": str(dev), "setting.backend": backend, **settings})
+    failures = PairFailures(es, plan)
+    failures.warn_if_unequal()
+    if stream is None:
+        ds = _assemble(es, plan, kept, values, attrs)
+    else:
+        ds = stream.dataset(attrs)
+    return failures.attach(ds, keep)
+
+
+def _use_tiles(engine: str, plan: _Plan, auditors: Sequence[BaseAuditor]) -> bool:
+    """Whether the call runs on the tiled engine (and why not, when it was asked for)."""
+    if engine == "chunked":
+        return False
+    why = None
+    if not plan.is_all:
+        why = 'it audits pairs="all" only'
+    else:
+        slow = [a.label for a in auditors if not a._tileable()]
+        if slow:
+            why = (
+                f"auditor(s) {slow} have no tiled kernel (GaussMech and MMD-TV without "
+                "confidence_level or permutations do)"
+            )
+    if why is not None and engine == "tiled":
+        raise InvalidInputError(f'engine="tiled" cannot run this call: {why}; use "chunked".')
+    return why is None
+
+
+def _run_chunks(
+    es: EmbeddingSet,
+    plan: _Plan,
+    auditors: Sequence[BaseAuditor],
+    seeds: Sequence[int | None],
+    specs: Sequence[_Spec],
+    kept: Sequence[_Spec],
+    attrs: dict[str, Any],
+    add: Any,
+    advance: Any,
+    *,
+    device: Any,
+    n_threads: int,
+    backend: str,
+    client: Any,
+    store: Any,
+    batch_size: int | None,
+) -> dict[str, Any]:
+    """Run the chunked engine: chunks of pairs through the auditors' batched kernels."""
     sink: _Store | None = None
     if store is not None:
         sink = _Store.open_or_create(
-            Path(store), specs, plan, attrs, _parameters_sha256(auditor_list, seeds), batch_size
+            Path(store), specs, plan, attrs, _parameters_sha256(auditors, seeds), batch_size
         )
         batch_size = sink.batch_size or batch_size
     if batch_size is None:
-        batch_size = _auto_batch_size(es, plan.n_max(), auditor_list)
+        batch_size = _auto_batch_size(es, plan.n_max(), auditors)
     if sink is not None and sink.batch_size is None:
         sink.initialise(batch_size)
     n_chunks = -(-plan.n_pairs // batch_size)
     bounds = [(k * batch_size, min(plan.n_pairs, (k + 1) * batch_size)) for k in range(n_chunks)]
     done = sink.done() if sink is not None else set()
     todo = [k for k in range(n_chunks) if k not in done]
-    kept = [s for s in specs if keep == "pairs" or not s.dims]
-    values = {s.var: None for s in kept} if sink is not None else _allocate(kept, plan.n_pairs)
 
     def collect(k: int, result: ChunkResult) -> None:
         lo, hi = bounds[k]
         if sink is not None:
             sink.write(k, lo, hi, result)
         else:
-            for s in kept:
-                values[s.var][lo:hi] = result[s.label][s.name]  # type: ignore[index]
-        bar.update(hi - lo)
+            add(
+                np.arange(lo, hi),
+                *plan.codes(lo, hi),
+                {s.var: result[s.label][s.name] for s in kept},
+            )
+        advance(hi - lo)
 
-    bar = tqdm(total=plan.n_pairs, desc="audit_pairs", unit="pair", disable=not progress)
-    bar.update(plan.n_pairs - sum(bounds[k][1] - bounds[k][0] for k in todo))
+    advance(plan.n_pairs - sum(bounds[k][1] - bounds[k][0] for k in todo))
     width = max(es.counts.values())
-    try:
-        if not todo:
-            pass
-        elif backend == "local":
-            threads = n_threads if n_threads is not None else available_cpus()
-            _run_local(es, plan, bounds, todo, auditor_list, seeds, dev, threads, width, collect)
-        else:
-            _run_dask(es, plan, bounds, todo, auditor_list, seeds, dev, client, collect)
-    finally:
-        bar.close()
-    if sink is not None:
-        values = {s.var: sink.read(s.var) for s in kept}
-    # the run settings actually used (they do not change the numbers)
-    attrs.update(
-        {"setting.device": str(dev), "setting.batch_size": batch_size, "setting.backend": backend}
-    )
-    failures = PairFailures(es, plan)
-    failures.warn_if_unequal()
-    if keep == "summary":
-        ds = _summary(es, plan, kept, values, attrs)  # type: ignore[arg-type]
+    if not todo:
+        pass
+    elif backend == "local":
+        _run_local(es, plan, bounds, todo, auditors, seeds, device, n_threads, width, collect)
     else:
-        ds = _assemble(es, plan, kept, values, attrs)  # type: ignore[arg-type]
-    return failures.attach(ds, keep)
+        _run_dask(es, plan, bounds, todo, auditors, seeds, device, client, collect)
+    if sink is not None:
+        add(np.arange(plan.n_pairs), *plan.codes(), {s.var: sink.read(s.var) for s in kept})
+    return {"setting.engine": "chunked", "setting.batch_size": batch_size}
+
+
+def _run_tiles(
+    es: EmbeddingSet,
+    plan: _Plan,
+    auditors: Sequence[BaseAuditor],
+    kept: Sequence[_Spec],
+    attrs: dict[str, Any],
+    add: Any,
+    advance: Any,
+    *,
+    device: Any,
+    n_threads: int,
+    backend: str,
+    client: Any,
+    store: Any,
+    tile_size: int | None,
+) -> dict[str, Any]:
+    """Run the tiled engine: blocks of equal-size identities, one product per pair of blocks."""
+    sink: TileStore | None = None
+    if store is not None:
+        identity = {
+            "input_sha256": attrs["input_sha256"],
+            "pairs_sha256": attrs["pairs_sha256"],
+            "parameters_sha256": _parameters_sha256(auditors, [None] * len(auditors)),
+        }
+        sink, stored = TileStore.open_or_create(Path(store), identity, tile_size)
+        tile_size = stored or tile_size
+    tile_size = tile_size or DEFAULT_TILE_SIZE
+    if sink is not None:
+        sink.set_tile_size(tile_size)
+    sizes = np.asarray([es.counts[x] for x in plan.identities], dtype=np.int64)
+    tiles = TilePlan(sizes, tile_size)
+    store_attrs = {
+        s.var: {"long_name": s.output.long_name, "status": s.output.status} for s in kept
+    }
+    run_tiled(
+        tiles,
+        lambda: blocks_of(es.get, plan.identities, tiles),
+        plan.identities,
+        auditors,
+        [(s.var, s.label, s.name) for s in kept],
+        add,
+        device=device,
+        n_threads=n_threads,
+        backend=backend,
+        client=_dask_client(client) if backend == "dask" else None,
+        store=sink,
+        store_attrs=store_attrs,
+        progress=advance,
+    )
+    return {"setting.engine": "tiled", "setting.tile_size": tile_size}
+
+
+def _dask_client(client: Any) -> Any:
+    """Return the given client, or the current one (raising clearly when there is none)."""
+    try:
+        from distributed import get_client
+    except ImportError as exc:  # pragma: no cover - dask is a test dependency
+        raise ImportError(
+            'backend="dask" needs dask.distributed; install it with pip install "idaudit[dask]".'
+        ) from exc
+    if client is not None:
+        return client
+    try:
+        return get_client()
+    except ValueError:
+        raise InvalidInputError(
+            'backend="dask" needs a running dask.distributed Client; create one '
+            "(dask.distributed.Client()) or pass `client=`."
+        ) from None
 
 
 # ---------------------------------------------------------------------------------- the pairs
 class _Plan:
     """The pairs of one call: an explicit list, or every unordered pair decoded on demand."""
 
-    def __init__(self, es: EmbeddingSet, pairs: Any) -> None:
+    def __init__(self, es: EmbeddingSet, pairs: Any, min_rows: int = 1) -> None:
         self.identities: list[Any] = es.identities.tolist()
         self.counts = es.counts
         self.is_all = isinstance(pairs, str)
+        self.excluded: list[Any] = []
         if self.is_all:
             if pairs != "all":
                 raise InvalidInputError(
@@ -282,6 +465,24 @@ class _Plan:
             if len(self.identities) < 2:
                 raise InvalidInputError(
                     f'`pairs="all"` needs at least 2 identities; `es` has {len(self.identities)}.'
+                )
+            # identities too small for an auditor are left out of "all", and counted
+            self.excluded = [x for x in self.identities if self.counts[x] < min_rows]
+            if self.excluded:
+                self.identities = [x for x in self.identities if self.counts[x] >= min_rows]
+                shown = ", ".join(map(repr, self.excluded[:5]))
+                more = f" and {len(self.excluded) - 5} more" if len(self.excluded) > 5 else ""
+                if len(self.identities) < 2:
+                    raise InvalidInputError(
+                        f'`pairs="all"` needs at least 2 identities with {min_rows} rows or '
+                        f"more (the auditors' minimum); `es` has {len(self.identities)}."
+                    )
+                warnings.warn(
+                    f'pairs="all" leaves out {len(self.excluded)} identities with fewer than '
+                    f"{min_rows} rows, the auditors' minimum: {shown}{more}. The result "
+                    "records them (attributes n_identities_excluded, identities_excluded).",
+                    IdauditWarning,
+                    stacklevel=3,
                 )
             self.n_pairs = n_pairs_of(len(self.identities))
             self.pair_list: list[tuple[Any, Any]] = []
@@ -307,14 +508,19 @@ class _Plan:
         ids = self.identities
         return [(ids[a], ids[b]) for a, b in zip(i.tolist(), j.tolist(), strict=True)]
 
-    def codes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Positions in ``identities`` of both identities of every pair."""
+    def codes(
+        self, lo: int = 0, hi: int | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Positions in ``identities`` of both identities of pairs ``lo .. hi - 1``."""
+        hi = self.n_pairs if hi is None else min(hi, self.n_pairs)
         if self.is_all:
-            return decode_pair_indices(np.arange(self.n_pairs), len(self.identities))
-        where = {label: k for k, label in enumerate(self.identities)}
-        i = np.fromiter((where[a] for a, _ in self.pair_list), np.int64, self.n_pairs)
-        j = np.fromiter((where[b] for _, b in self.pair_list), np.int64, self.n_pairs)
-        return i, j
+            return decode_pair_indices(np.arange(lo, hi), len(self.identities))
+        if not hasattr(self, "_codes"):
+            where = {label: k for k, label in enumerate(self.identities)}
+            i = np.fromiter((where[a] for a, _ in self.pair_list), np.int64, self.n_pairs)
+            j = np.fromiter((where[b] for _, b in self.pair_list), np.int64, self.n_pairs)
+            self._codes = (i, j)
+        return self._codes[0][lo:hi], self._codes[1][lo:hi]
 
     def involved(self) -> list[Any]:
         """Every identity that appears in a pair."""
@@ -332,6 +538,16 @@ class _Plan:
     def sha256(self) -> str:
         """SHA-256 of ``repr(a)<TAB>repr(b)`` lines, streamed for ``"all"``."""
         digest = hashlib.sha256()
+        if self.is_all:  # the same text, one identity's pairs per join (no tuple per pair)
+            reprs = [repr(x) for x in self.identities]
+            first = True
+            for i, label in enumerate(reprs[:-1]):
+                prefix = label + "\t"
+                digest.update(
+                    ((not first) * "\n" + prefix + ("\n" + prefix).join(reprs[i + 1 :])).encode()
+                )
+                first = False
+            return digest.hexdigest()
         step = 1 << 16
         for lo in range(0, self.n_pairs, step):
             text = "\n".join(f"{a!r}\t{b!r}" for a, b in self.pairs(lo, lo + step))
@@ -388,6 +604,9 @@ def _attributes(
     attrs["input_source"] = str(es.source or "")
     attrs["n_pairs"] = plan.n_pairs
     attrs["pairs"] = "all" if plan.is_all else "list"
+    if plan.is_all:
+        attrs["n_identities_excluded"] = len(plan.excluded)
+        attrs["identities_excluded"] = ",".join(map(str, plan.excluded))
     attrs["auditors"] = ",".join(a.label for a in auditors)
     for aud, seed in zip(auditors, seeds, strict=True):
         attrs[f"{aud.label}.class"] = type(aud).__name__
@@ -468,7 +687,7 @@ def _assemble(
             values[s.var].astype(s.dtype, copy=False),
             long_name=s.output.long_name,
             status=check_status(s.output.status),
-            **_simultaneity(s.output),
+            **simultaneity(s.output.status, s.output.n_simultaneous),
         )
         for s in specs
     }
@@ -479,90 +698,3 @@ def _assemble(
         n_b=[es.counts[b] for _, b in pairs],
         attrs=attrs,
     )
-
-
-def _simultaneity(output: Output) -> dict[str, Any]:
-    """Return a certified output's ``n_simultaneous`` attribute (none for other statuses)."""
-    if output.status in CERTIFIED_STATUSES:
-        return {"n_simultaneous": int(output.n_simultaneous)}
-    return {}
-
-
-def _summary(
-    es: EmbeddingSet,
-    plan: _Plan,
-    specs: Sequence[_Spec],
-    values: dict[str, npt.NDArray[Any]],
-    attrs: dict[str, Any],
-) -> xr.Dataset:
-    """Reductions over the pairs of every scalar output (see :func:`audit_pairs`)."""
-    i, j = plan.codes()
-    ids = np.asarray(plan.identities)
-    present = np.unique(np.concatenate([i, j]))
-    order = np.arange(plan.n_pairs)
-    data: dict[str, xr.Variable] = {}
-    for s in specs:
-        v = values[s.var]
-        name = s.output.long_name
-        # a reduction over the pairs is certified only if their bounds hold jointly
-        reduced = reduction_attrs(
-            {"status": s.output.status, **_simultaneity(s.output)}, plan.n_pairs
-        )
-        if s.dtype is bool:
-            data[f"{s.var}_count"] = variable(
-                (), int(v.sum()), long_name=f"pairs where: {name}", status="descriptive"
-            )
-            continue
-        top = int(np.argmax(v))  # the first pair reaching the maximum
-        data[f"{s.var}_max"] = variable((), v[top], long_name=f"largest {name}", **reduced)
-        for side, codes in (("a", i), ("b", j)):
-            data[f"{s.var}_argmax_identity_{side}"] = variable(
-                (),
-                ids[codes[top]],
-                long_name=f"identity {side.upper()} of the first pair reaching the largest {name}",
-                status="descriptive",
-            )
-        data[f"{s.var}_n_at_max"] = variable(
-            (),
-            int((v == v[top]).sum()),
-            long_name=f"pairs reaching the largest {name}",
-            status="descriptive",
-        )
-        data[f"{s.var}_quantile"] = variable(
-            "quantile",
-            np.quantile(v, QUANTILES, method="inverted_cdf"),
-            long_name=f"quantiles of {name} over the pairs (exact order statistics)",
-            **reduced,
-        )
-        data[f"{s.var}_n_inf"] = variable(
-            (),
-            int(np.isposinf(v).sum()),
-            long_name=f"pairs where {name} is +inf",
-            status="descriptive",
-        )
-        # each identity's largest value over its pairs: sort (identity, -value, pair order)
-        who = np.concatenate([i, j])
-        partner = np.concatenate([j, i])
-        both = np.concatenate([v, v])
-        rank = np.lexsort((np.concatenate([order, order]), -both, who))
-        first = rank[np.r_[True, who[rank][1:] != who[rank][:-1]]]  # one row per identity
-        data[f"{s.var}_worst"] = variable(
-            "identity",
-            both[first],
-            long_name=f"largest {name} over the identity's pairs",
-            **reduced,
-        )
-        data[f"{s.var}_worst_partner"] = variable(
-            "identity",
-            ids[partner[first]],
-            long_name=f"the other identity of the pair giving the identity's largest {name}",
-            status="descriptive",
-        )
-    out_attrs = {**attrs, "keep": "summary", "quantile_method": "inverted_cdf"}
-    ds = xr.Dataset(
-        data,
-        coords={"quantile": ("quantile", np.asarray(QUANTILES)), "identity": ids[present]},
-        attrs=out_attrs,
-    )
-    check_result_dataset(ds)
-    return ds

@@ -32,6 +32,7 @@ from idaudit._validation import (
 )
 from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
 from idaudit.audits._mmdcert import BOUNDS, OptionalLevel, mmd_lower_bound
+from idaudit.audits._tiles import Tile, rbf_sums
 from idaudit.ops import (
     median_heuristic,
     mmd2_from_kernel,
@@ -99,6 +100,24 @@ class MMDPermutationResult:
                 "bandwidth": self.bandwidth,
             },
         )
+
+
+_ZERO_BANDWIDTH = (
+    "the median-heuristic bandwidth is 0 (more than half of the pooled rows are identical); "
+    "pass a positive `bandwidth`."
+)
+
+
+def _estimates(mmd2: npt.NDArray[np.float64], sigma: npt.NDArray[np.float64]) -> dict[str, Any]:
+    """The sample-estimate outputs of MMD-TV from each pair's unbiased MMD² and bandwidth."""
+    mmd = np.sqrt(np.maximum(mmd2, 0.0))  # clip before the root (Section 4.1)
+    return {
+        "epsilon": np.asarray(dp.epsilon_from_tv(mmd / 2.0), dtype=np.float64),
+        "epsilon_hs": np.asarray(dp.epsilon_from_mmd_hockey_stick(mmd), dtype=np.float64),
+        "mmd2": mmd2,
+        "mmd": mmd,
+        "bandwidth": sigma,
+    }
 
 
 def _with_failure_atom(x: npt.NDArray[np.float64], n_failed: int) -> npt.NDArray[np.float64]:
@@ -383,14 +402,7 @@ class MMDTVAuditor(BaseAuditor):
         kernel, sigma = self._kernel(batch)
         mask_a, mask_b = batch.masks()
         mmd2 = mmd2_from_kernel(kernel, mask_a, mask_b).cpu().numpy()  # (pairs,)
-        mmd = np.sqrt(np.maximum(mmd2, 0.0))  # clip before the root (Section 4.1)
-        out: dict[str, Any] = {
-            "epsilon": np.asarray(dp.epsilon_from_tv(mmd / 2.0), dtype=np.float64),
-            "epsilon_hs": np.asarray(dp.epsilon_from_mmd_hockey_stick(mmd), dtype=np.float64),
-            "mmd2": mmd2,
-            "mmd": mmd,
-            "bandwidth": sigma.cpu().numpy(),
-        }
+        out = _estimates(mmd2, sigma.cpu().numpy())
         if int(self.n_permutations) > 0:
             assert seed is not None
             pvalue, _, _ = mmd2_permutation_test(
@@ -401,6 +413,24 @@ class MMDTVAuditor(BaseAuditor):
             assert seed is not None
             out.update(self._certified(batch, seed))
         return out
+
+    def _tileable(self) -> bool:
+        """Whether the tiled engine can run this auditor: no certified bound, no permutations."""
+        return self._level() is None and int(self.n_permutations) == 0
+
+    def _run_tile(self, tile: Tile) -> dict[str, Any]:
+        """The sample estimates of every pair of a tile, from its pooled distances."""
+        if self.bandwidth == "median":
+            sigma = tile.median_distance() * float(self.bandwidth_scale)
+        else:
+            value = float(self.bandwidth) * float(self.bandwidth_scale)
+            sigma = torch.full((tile.n_pairs,), value, dtype=torch.float64, device=tile.device)
+        if bool((sigma <= 0).any()):
+            raise PairError(_ZERO_BANDWIDTH, pair_index=int((sigma <= 0).nonzero()[0, 0]))
+        s_aa, s_bb, s_ab = rbf_sums(tile, sigma)
+        n_a, n_b = tile.n_a, tile.n_b
+        mmd2 = s_aa / (n_a * (n_a - 1)) + s_bb / (n_b * (n_b - 1)) - 2.0 * s_ab / (n_a * n_b)
+        return _estimates(mmd2.cpu().numpy(), sigma.cpu().numpy())
 
     def _certified(self, batch: Batch, seed: int) -> dict[str, Any]:
         """Compute the certified bounds of every pair (one seeded split each, see _mmdcert)."""
@@ -448,12 +478,7 @@ class MMDTVAuditor(BaseAuditor):
                 device=batch.device,
             )
         if bool((sigma <= 0).any()):
-            bad = int((sigma <= 0).nonzero()[0, 0])
-            raise PairError(
-                "the median-heuristic bandwidth is 0 (more than half of the pooled rows are "
-                "identical); pass a positive `bandwidth`.",
-                pair_index=bad,
-            )
+            raise PairError(_ZERO_BANDWIDTH, pair_index=int((sigma <= 0).nonzero()[0, 0]))
         return rbf_kernel(d2, sigma), sigma
 
     def permutation_test(

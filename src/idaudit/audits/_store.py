@@ -63,18 +63,12 @@ class _Store:
                     f"`store` {str(path)!r} exists but is not a zarr store written by "
                     f"audit_pairs ({exc})."
                 ) from None
-            for key, want in identity.items():
-                have = group.attrs.get(key)
-                if have != want:
-                    what = {
-                        "input_sha256": "other embeddings",
-                        "pairs_sha256": "other pairs",
-                        "parameters_sha256": "other auditors, parameters or seeds",
-                    }[key]
-                    raise InvalidInputError(
-                        f"`store` {str(path)!r} holds results for {what} ({key} {have!r}, this "
-                        f"call {want!r}); pass another path, or delete it to start over."
-                    )
+            check_identity(path, group.attrs, identity)
+            if group.attrs.get("engine", "chunked") != "chunked":
+                raise InvalidInputError(
+                    f"`store` {str(path)!r} was written by the tiled engine; resume it with "
+                    'engine="tiled" (or "auto"), or pass another path.'
+                )
             stored: Any = group.attrs.get("batch_size")
             if batch_size is not None and stored is not None and int(stored) != batch_size:
                 raise InvalidInputError(
@@ -137,6 +131,22 @@ class _Store:
 
     def read(self, var: str) -> npt.NDArray[Any]:
         return np.asarray(self.group[var][:])
+
+
+def check_identity(path: Path, stored: Any, identity: dict[str, str]) -> None:
+    """Refuse a store whose recorded inputs, pairs or parameters differ from this call's."""
+    for key, want in identity.items():
+        have = stored.get(key)
+        if have != want:
+            what = {
+                "input_sha256": "other embeddings",
+                "pairs_sha256": "other pairs",
+                "parameters_sha256": "other auditors, parameters or seeds",
+            }[key]
+            raise InvalidInputError(
+                f"`store` {str(path)!r} holds results for {what} ({key} {have!r}, this "
+                f"call {want!r}); pass another path, or delete it to start over."
+            )
 
 
 def _label_array(labels: list[Any]) -> npt.NDArray[Any]:

@@ -55,7 +55,7 @@ def test_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) -> None:
         from counting import CountingAuditor
         from idaudit import audit_pairs
         audit_pairs(uneven_embeddings(), "all", [CountingAuditor()], batch_size=3, n_threads=1,
-                    store={str(store)!r}, progress=False)
+                    store={str(store)!r}, progress=False, engine="chunked")
         """
     )
     env = {**os.environ, "IDAUDIT_TEST_SLOW": "0.15"}
@@ -90,18 +90,18 @@ def test_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) -> None:
     es = uneven_embeddings()
     pairs = all_pairs(es.identities)
     aud = CountingAuditor()
-    resumed = audit_pairs(es, "all", [aud], store=store, progress=False)
+    resumed = audit_pairs(es, "all", [aud], store=store, progress=False, engine="chunked")
     # exactly the pairs of the unfinished chunks were computed, each once
     unfinished = [p for k, done in enumerate(flags) if not done for p in pairs[3 * k : 3 * k + 3]]
     assert sorted(aud.seen) == sorted(unfinished)  # chunks may run side by side
-    fresh = audit_pairs(es, "all", [GaussMechAuditor()], progress=False)
+    fresh = audit_pairs(es, "all", [GaussMechAuditor()], progress=False, engine="chunked")
     assert resumed.sizes["pair"] == len(pairs)
     np.testing.assert_allclose(resumed["gaussmech_epsilon"], fresh["gaussmech_epsilon"], rtol=1e-12)
     # the finished store resumes with nothing left to do and the same Dataset
     again = CountingAuditor()
     CountingAuditor.seen = []
     xr.testing.assert_identical(
-        audit_pairs(es, "all", [again], store=store, progress=False), resumed
+        audit_pairs(es, "all", [again], store=store, progress=False, engine="chunked"), resumed
     )
     assert CountingAuditor.seen == []
     on_disk = xr.open_zarr(store, consolidated=False)
@@ -112,21 +112,49 @@ def test_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) -> None:
 def test_a_store_for_other_inputs_or_parameters_is_refused(tmp_path: Path) -> None:
     es = uneven_embeddings()
     store = tmp_path / "s.zarr"
-    audit_pairs(es, "all", [GaussMechAuditor()], store=store, batch_size=4, progress=False)
+    audit_pairs(
+        es, "all", [GaussMechAuditor()], store=store, batch_size=4, progress=False, engine="chunked"
+    )
     with pytest.raises(InvalidInputError, match="holds results for other embeddings"):
         audit_pairs(
             uneven_embeddings(seed=1), "all", [GaussMechAuditor()], store=store, progress=False
         )
     with pytest.raises(InvalidInputError, match="other auditors, parameters or seeds"):
-        audit_pairs(es, "all", [GaussMechAuditor(delta=1e-3)], store=store, progress=False)
+        audit_pairs(
+            es, "all", [GaussMechAuditor(delta=1e-3)], store=store, progress=False, engine="chunked"
+        )
     with pytest.raises(InvalidInputError, match="other auditors, parameters or seeds"):
-        audit_pairs(es, "all", [MMDTVAuditor(rng=None)], store=store, progress=False)
+        audit_pairs(
+            es, "all", [MMDTVAuditor(rng=None)], store=store, progress=False, engine="chunked"
+        )
     with pytest.raises(InvalidInputError, match="holds results for other pairs"):
-        audit_pairs(es, [("id00", "id02")], [GaussMechAuditor()], store=store, progress=False)
+        audit_pairs(
+            es,
+            [("id00", "id02")],
+            [GaussMechAuditor()],
+            store=store,
+            progress=False,
+            engine="chunked",
+        )
     with pytest.raises(
         InvalidInputError, match=r"`batch_size` must match the store's chunks \(4\)"
     ):
-        audit_pairs(es, "all", [GaussMechAuditor()], store=store, batch_size=5, progress=False)
+        audit_pairs(
+            es,
+            "all",
+            [GaussMechAuditor()],
+            store=store,
+            batch_size=5,
+            progress=False,
+            engine="chunked",
+        )
     (tmp_path / "plain").mkdir()
     with pytest.raises(InvalidInputError, match="is not a zarr store written by audit_pairs"):
-        audit_pairs(es, "all", [GaussMechAuditor()], store=tmp_path / "plain", progress=False)
+        audit_pairs(
+            es,
+            "all",
+            [GaussMechAuditor()],
+            store=tmp_path / "plain",
+            progress=False,
+            engine="chunked",
+        )

@@ -1,0 +1,297 @@
+"""The tiled engine of ``audit_pairs(es, "all", ...)``: tiles on threads or dask workers.
+
+:func:`run_tiled` cuts the call's identities into blocks (:class:`~idaudit.audits._tiles.
+TilePlan`), runs every tile (:func:`~idaudit.audits._tiles.run_tile`) on ``n_threads``
+threads of this process or on the workers of a ``dask.distributed`` cluster, and hands each
+finished tile's pairs to ``on_pairs``: the engine scatters them into per-pair arrays or feeds
+a :class:`~idaudit.audits._stream.SummaryStream`. With a store, every tile row is written
+as it completes (:class:`TileStore`) and a later call reads it back instead of recomputing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from idaudit._device import resolve_device, single_threaded
+from idaudit._results import private_dir
+from idaudit.audits._base import BaseAuditor, PairError
+from idaudit.audits._store import check_identity
+from idaudit.audits._tiles import Block, TilePlan, TileResult, run_tile
+from idaudit.exceptions import InvalidInputError
+
+__all__ = ["TileStore", "run_tiled"]
+
+#: ``on_pairs(index, a, b, values)``: pair indices, identity positions and ``{var: values}``.
+OnPairs = Callable[
+    [npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], dict[str, Any]], None
+]
+#: The call's result variables: (variable, auditor label, output name).
+Vars = Sequence[tuple[str, str, str]]
+
+
+def blocks_of(
+    rows: Callable[[Any], npt.NDArray[np.float64]], identities: Sequence[Any], plan: TilePlan
+) -> list[Block]:
+    """Each block's rows as one (identities, n, d) array."""
+    return [Block(np.stack([rows(identities[k]) for k in codes])) for codes in plan.blocks]
+
+
+def _flatten(result: TileResult, variables: Vars) -> dict[str, npt.NDArray[Any]]:
+    return {var: result[label][name] for var, label, name in variables}
+
+
+def _tile_error(exc: PairError, plan: TilePlan, r: int, s: int, ids: Sequence[Any]) -> Exception:
+    _, a, b = plan.pair_codes(r, s)
+    k = exc.pair_index
+    return InvalidInputError(f"pair ({ids[a[k]]!r}, {ids[b[k]]!r}), {exc}")
+
+
+def _one_tile(
+    block_a: Block, block_b: Block, diagonal: bool, auditors: Sequence[BaseAuditor], device: Any
+) -> TileResult:
+    """One tile on one thread (also the task a dask worker runs)."""
+    with single_threaded():
+        return run_tile(block_a, block_b, diagonal, auditors, resolve_device(device))
+
+
+class TileStore:
+    """A zarr store with one group per finished tile row, which a later call resumes.
+
+    The root's attributes identify the inputs, pairs, parameters and tile size; a row's group
+    (``row000012``) holds ``pair_index`` and one array per variable along ``pair`` and is
+    flagged ``done`` after its data, so a row cut short by an interruption is recomputed.
+    Each row reads with ``xarray.open_zarr(path, group="row000012")``.
+    """
+
+    def __init__(self, path: Path, group: Any) -> None:
+        self.path = path
+        self.group = group
+
+    @classmethod
+    def open_or_create(
+        cls, path: Path, identity: dict[str, Any], tile_size: int | None
+    ) -> tuple[TileStore, int | None]:
+        """Open ``path`` (checking it was written for this call) or create it.
+
+        Returns the store and the tile size it was written with (None for a new store).
+        """
+        try:
+            import zarr
+        except ImportError as exc:  # pragma: no cover - zarr is in the dask and test extras
+            raise ImportError(
+                '`store=` needs zarr; install it with pip install "idaudit[dask]".'
+            ) from exc
+        if not path.exists():
+            private_dir(path, name="store")  # biometric results: owner-only, parents included
+            group = zarr.open_group(str(path), mode="a")  # "w" would recreate the folder
+            group.attrs.update({**identity, "engine": "tiled"})
+            return cls(path, group), None
+        try:
+            group = zarr.open_group(str(path), mode="r+")
+        except Exception as exc:
+            raise InvalidInputError(
+                f"`store` {str(path)!r} exists but is not a zarr store written by audit_pairs "
+                f"({exc})."
+            ) from None
+        check_identity(path, group.attrs, identity)
+        if group.attrs.get("engine") != "tiled":
+            raise InvalidInputError(
+                f"`store` {str(path)!r} was written by the chunked engine; resume it with "
+                'engine="chunked", or pass another path.'
+            )
+        stored: Any = group.attrs.get("tile_size")
+        if tile_size is not None and stored is not None and int(stored) != tile_size:
+            raise InvalidInputError(
+                f"`tile_size` must match the store's tiles ({int(stored)}) to resume "
+                f"{str(path)!r}; got {tile_size}. Leave it None to use the store's."
+            )
+        return cls(path, group), None if stored is None else int(stored)
+
+    def set_tile_size(self, tile_size: int) -> None:
+        self.group.attrs["tile_size"] = int(tile_size)
+
+    def done(self) -> set[int]:
+        """Tile rows whose results are complete."""
+        out = set()
+        for name, sub in self.group.groups():
+            if name.startswith("row") and sub.attrs.get("done"):
+                out.add(int(name[3:]))
+        return out
+
+    def write(
+        self,
+        r: int,
+        index: npt.NDArray[np.int64],
+        values: dict[str, npt.NDArray[Any]],
+        attrs: dict[str, dict[str, Any]],
+    ) -> None:
+        """Write tile row ``r`` (its pair indices and every variable), then flag it done."""
+        sub = self.group.create_group(f"row{r:06d}", overwrite=True)
+        arrays = {"pair_index": index, **values}
+        for name, data in arrays.items():
+            arr = sub.create_array(
+                name,
+                shape=data.shape,
+                chunks=data.shape,
+                dtype=data.dtype,
+                dimension_names=("pair",),
+                attributes=attrs.get(
+                    name, {"long_name": "pair index in all_pairs order", "status": "descriptive"}
+                ),
+            )
+            arr[:] = data
+        sub.attrs["done"] = True
+
+    def read(self, r: int) -> tuple[npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]:
+        """Tile row ``r``'s pair indices and variables."""
+        sub = self.group[f"row{r:06d}"]
+        values = {name: np.asarray(arr[:]) for name, arr in sub.arrays()}
+        return values.pop("pair_index"), values
+
+
+def run_tiled(
+    plan: TilePlan,
+    blocks: Callable[[], list[Block]],
+    identities: Sequence[Any],
+    auditors: Sequence[BaseAuditor],
+    variables: Vars,
+    on_pairs: OnPairs,
+    *,
+    device: torch.device,
+    n_threads: int,
+    backend: str,
+    client: Any,
+    store: TileStore | None,
+    store_attrs: dict[str, dict[str, Any]],
+    progress: Callable[[int], None],
+) -> None:
+    """Run every tile row not already in ``store``; give every pair's values to ``on_pairs``."""
+    done = store.done() if store is not None else set()
+    for r in sorted(done):
+        assert store is not None
+        index, values = store.read(r)
+        a, b = _codes_of(plan, r)
+        on_pairs(index, a, b, values)
+        progress(len(index))
+    todo = [r for r in range(plan.n_rows) if r not in done]
+    if not todo:
+        return
+    rows: dict[int, list[tuple[int, TileResult]]] = {r: [] for r in todo}
+    remaining = {r: len(plan.tiles(r)) for r in todo}
+
+    def finished(r: int, s: int, result: TileResult) -> None:
+        index, a, b = plan.pair_codes(r, s)
+        values = _flatten(result, variables)
+        on_pairs(index, a, b, values)
+        progress(len(index))
+        if store is None:
+            return
+        rows[r].append((s, result))
+        remaining[r] -= 1
+        if remaining[r] == 0:  # the row is complete: write it in tile order
+            parts = sorted(rows.pop(r), key=lambda item: item[0])
+            index = np.concatenate([plan.pair_codes(r, s)[0] for s, _ in parts])
+            values = {
+                var: np.concatenate([_flatten(res, variables)[var] for _, res in parts])
+                for var, _, _ in variables
+            }
+            store.write(r, index, values, store_attrs)
+
+    tiles = [t for r in todo for t in plan.tiles(r)]
+    if backend == "local":
+        _local(plan, blocks(), tiles, auditors, device, n_threads, identities, finished)
+    else:
+        _dask(plan, blocks(), tiles, auditors, device, client, identities, finished)
+
+
+def _codes_of(plan: TilePlan, r: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    codes = [plan.pair_codes(r, s) for _, s in plan.tiles(r)]
+    return np.concatenate([c[1] for c in codes]), np.concatenate([c[2] for c in codes])
+
+
+def _local(
+    plan: TilePlan,
+    blocks: list[Block],
+    tiles: list[tuple[int, int]],
+    auditors: Sequence[BaseAuditor],
+    device: torch.device,
+    n_threads: int,
+    identities: Sequence[Any],
+    finished: Callable[[int, int, TileResult], None],
+) -> None:
+    """Tiles on ``n_threads`` threads, at most ``2 n_threads`` in flight (bounded memory)."""
+
+    def one(tile: tuple[int, int]) -> TileResult:
+        r, s = tile
+        try:
+            return _one_tile(blocks[r], blocks[s], r == s, auditors, device)
+        except PairError as exc:
+            raise _tile_error(exc, plan, r, s, identities) from None
+
+    n_threads = max(1, min(n_threads, len(tiles)))
+    pending: Iterator[tuple[int, int]] = iter(tiles)
+    with single_threaded(), ThreadPoolExecutor(n_threads, thread_name_prefix="idaudit") as pool:
+        running: dict[Future[TileResult], tuple[int, int]] = {}
+        for tile in pending:
+            running[pool.submit(one, tile)] = tile
+            if len(running) == 2 * n_threads:
+                break
+        try:
+            while running:
+                complete, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in complete:
+                    tile = running.pop(fut)
+                    finished(*tile, fut.result())
+                    nxt = next(pending, None)
+                    if nxt is not None:
+                        running[pool.submit(one, nxt)] = nxt
+        finally:
+            for fut in running:
+                fut.cancel()
+
+
+def _dask(
+    plan: TilePlan,
+    blocks: list[Block],
+    tiles: list[tuple[int, int]],
+    auditors: Sequence[BaseAuditor],
+    device: torch.device,
+    client: Any,
+    identities: Sequence[Any],
+    finished: Callable[[int, int, TileResult], None],
+) -> None:
+    """Tiles on a dask cluster: each block is scattered once; a task gets its two blocks."""
+    from distributed import as_completed
+
+    futures = client.scatter(blocks, hash=False)  # one future per block, no broadcast
+    slots = max(2, 2 * sum(client.nthreads().values()))
+    pending = iter(tiles)
+    tile_of: dict[str, tuple[int, int]] = {}
+
+    def submit(tile: tuple[int, int]) -> Any:
+        r, s = tile
+        fut = client.submit(
+            _one_tile, futures[r], futures[s], r == s, list(auditors), str(device), pure=False
+        )
+        tile_of[fut.key] = tile
+        return fut
+
+    queue = as_completed([submit(t) for _, t in zip(range(slots), pending, strict=False)])  # type: ignore[no-untyped-call]
+    for fut in queue:
+        tile = tile_of.pop(fut.key)
+        try:
+            result: TileResult = fut.result()
+        except PairError as exc:
+            raise _tile_error(exc, plan, *tile, identities) from None
+        finished(*tile, result)
+        nxt = next(pending, None)
+        if nxt is not None:
+            queue.add(submit(nxt))  # type: ignore[no-untyped-call]
+        fut.release()
