@@ -114,7 +114,8 @@ class GaussMechAuditor(BaseAuditor):
 
     def _run_tile(self, tile: Tile) -> dict[str, Any]:
         """Every pair of a tile from its identities' means and residual scales."""
-        (mean_a, rms_a), (mean_b, rms_b) = tile.a.mean_rms, tile.b.mean_rms
+        mean_a, rms_a = tile.a.per_identity("gaussmech", _mean_and_rms)
+        mean_b, rms_b = tile.b.per_identity("gaussmech", _mean_and_rms)
         ia, jb = tile.ia.cpu().numpy(), tile.jb.cpu().numpy()
         # |m_a|^2 + |m_b|^2 - 2 m_a'm_b from one small product; where it cancels (means
         # closer than 1 % of their norms) the difference is taken row by row

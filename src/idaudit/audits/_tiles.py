@@ -59,11 +59,10 @@ class TilePlan:
         self.tile_size = tile_size
         order = np.lexsort((np.arange(len(sizes)), sizes))  # by row count, then position
         cuts = np.flatnonzero(np.diff(sizes[order])) + 1
-        self.blocks: list[npt.NDArray[np.int64]] = [
-            run[lo : lo + tile_size]
-            for run in np.split(order, cuts)
-            for lo in range(0, len(run), tile_size)
-        ]
+        self.blocks: list[npt.NDArray[np.int64]] = []
+        for run in np.split(order, cuts):
+            step = block_capacity(int(sizes[run[0]]), tile_size)
+            self.blocks += [run[lo : lo + step] for lo in range(0, len(run), step)]
 
     @property
     def n_rows(self) -> int:
@@ -98,6 +97,16 @@ class TilePlan:
         return k * (k - 1) // 2 + k * rest
 
 
+def block_capacity(n: int, tile_size: int) -> int:
+    """Return how many identities of ``n`` rows a block holds.
+
+    ``tile_size``, or fewer where one identity against a whole block would take more than
+    the group memory (the pooled distances of ``2n`` rows, and one kernel copy).
+    """
+    m = n * (2 * n - 1)  # distinct pairs of 2n pooled rows
+    return max(1, min(tile_size, _GROUP_BYTES // (16 * m)))
+
+
 @dataclass
 class Block:
     """The rows of one block's identities, all with ``n`` rows: a (identities, n, d) array."""
@@ -116,6 +125,7 @@ class _Side:
         self.block = block
         self.x = torch.from_numpy(block.rows).to(device)  # (k, n, d)
         self.device = device
+        self.cache: dict[str, tuple[npt.NDArray[Any], ...]] = {}
 
     @cached_property
     def sq_norms(self) -> torch.Tensor:
@@ -131,13 +141,17 @@ class _Side:
         iu = torch.triu_indices(self.block.n, self.block.n, 1, device=self.device)
         return d2[:, iu[0], iu[1]]
 
-    @cached_property
-    def mean_rms(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Each identity's mean row (k, d) and RMS residual (k,), as GaussMech computes them."""
-        from idaudit.audits._gaussmech import _mean_and_rms
+    def per_identity(self, name: str, compute: Any) -> tuple[npt.NDArray[Any], ...]:
+        """``compute(rows)`` of each identity of the block, stacked per returned field (cached).
 
-        stats = [_mean_and_rms(x) for x in self.block.rows]
-        return np.stack([m for m, _ in stats]), np.array([s for _, s in stats])
+        ``compute`` returns a tuple (e.g. GaussMech's mean row and residual scale); the
+        result holds one array per field, its first axis over the block's identities.
+        """
+        if name not in self.cache:
+            parts = [compute(x) for x in self.block.rows]
+            self.cache[name] = tuple(np.stack(field) for field in zip(*parts, strict=True))
+        out: tuple[npt.NDArray[Any], ...] = self.cache[name]
+        return out
 
 
 class Tile:

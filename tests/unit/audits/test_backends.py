@@ -12,6 +12,7 @@ import xarray as xr
 from idaudit import (
     EmbeddingSet,
     GaussMechAuditor,
+    MMDTVAuditor,
     audit_pairs,
 )
 from standins import all_pairs_auditors, uneven_embeddings
@@ -69,6 +70,27 @@ def test_process_workers_give_the_local_numbers(
             store=tmp_path / "d.zarr",
             progress=False,
         )
+        # the tiled engine: each task is one tile, built on the worker from its two blocks
+        tiled = [GaussMechAuditor(), MMDTVAuditor(), MMDTVAuditor(bandwidth_scale=2.0, name="m2")]
+        tiles_dask = audit_pairs(
+            es, "all", tiled, backend="dask", client=client, tile_size=2, progress=False
+        )
+        tiles_stored = audit_pairs(
+            es,
+            "all",
+            tiled,
+            backend="dask",
+            client=client,
+            tile_size=3,
+            store=tmp_path / "t.zarr",
+            keep="summary",
+            progress=False,
+        )
+    tiles_local = audit_pairs(es, "all", tiled, tile_size=2, n_threads=1, progress=False)
+    assert tiles_dask.attrs["setting.engine"] == "tiled"
+    xr.testing.assert_allclose(tiles_dask, tiles_local.assign_attrs(tiles_dask.attrs), rtol=1e-12)
+    local_summary = audit_pairs(es, "all", tiled, tile_size=3, keep="summary", progress=False)
+    xr.testing.assert_allclose(tiles_stored, local_summary.assign_attrs(tiles_stored.attrs))
     xr.testing.assert_allclose(other, full, rtol=1e-9, atol=1e-12)
     xr.testing.assert_allclose(stored, full, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(other["mmdtv_pvalue"], full["mmdtv_pvalue"])

@@ -386,3 +386,6 @@ def test_summary_memory_does_not_grow_with_the_pairs() -> None:
     small, large = peak_growth_kib(1000), peak_growth_kib(2500)
     naive = 3 * 8 * (2500 * 2499 - 1000 * 999) / 2 / 1024  # KiB
     assert large - small < naive / 5, (small, large, naive)
+    # and the whole of it stays under the fixed buffers' bound here (8 MiB of values, 2**16
+    # keys per read and selection, four tiles of 256 x 256 pairs in flight), with margin
+    assert large < 64 * 1024, large

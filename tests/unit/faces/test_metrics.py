@@ -331,7 +331,10 @@ def test_lpips_pair_distances_agree_with_pairwise(lpips_small: LPIPSDistance) ->
     small = LPIPSDistance(lpips_small.backbone_path, verify=False, size=64, batch_size=2)
     got = small.pair_distances(images, ia, ib)  # first images in groups of 2
     full = lpips_small.pairwise(images, images, progress=False)
-    np.testing.assert_allclose(got, full[ia, ib], rtol=1e-10, atol=1e-12)
+    # the features are float32 convolutions: another batch composition or thread count may
+    # pick another oneDNN algorithm (seen: 3e-8 relative under a parallel test run); the
+    # distances themselves accumulate in float64
+    np.testing.assert_allclose(got, full[ia, ib], rtol=1e-6, atol=1e-9)
 
 
 def test_lpips_forward_is_differentiable(lpips_small: LPIPSDistance) -> None:
