@@ -291,10 +291,7 @@ def audit_pairs(
     attrs.update({"setting.device": str(dev), "setting.backend": backend, **settings})
     failures = PairFailures(es, plan)
     failures.warn_if_unequal()
-    if stream is None:
-        ds = _assemble(es, plan, kept, values, attrs)
-    else:
-        ds = stream.dataset(attrs)
+    ds = _assemble(es, plan, kept, values, attrs) if stream is None else stream.dataset(attrs)
     return failures.attach(ds, keep)
 
 

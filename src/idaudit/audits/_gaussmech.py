@@ -109,7 +109,7 @@ class GaussMechAuditor(BaseAuditor):
         return self._outputs(dist, sigma)
 
     def _tileable(self) -> bool:
-        """The tiled engine can always run GaussMech."""
+        """Return True: the tiled engine can always run GaussMech."""
         return True
 
     def _run_tile(self, tile: Tile) -> dict[str, Any]:

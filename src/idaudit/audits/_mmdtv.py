@@ -109,7 +109,7 @@ _ZERO_BANDWIDTH = (
 
 
 def _estimates(mmd2: npt.NDArray[np.float64], sigma: npt.NDArray[np.float64]) -> dict[str, Any]:
-    """The sample-estimate outputs of MMD-TV from each pair's unbiased MMD² and bandwidth."""
+    """Return MMD-TV's sample-estimate outputs from each pair's unbiased MMD² and bandwidth."""
     mmd = np.sqrt(np.maximum(mmd2, 0.0))  # clip before the root (Section 4.1)
     return {
         "epsilon": np.asarray(dp.epsilon_from_tv(mmd / 2.0), dtype=np.float64),
@@ -419,7 +419,7 @@ class MMDTVAuditor(BaseAuditor):
         return self._level() is None and int(self.n_permutations) == 0
 
     def _run_tile(self, tile: Tile) -> dict[str, Any]:
-        """The sample estimates of every pair of a tile, from its pooled distances."""
+        """Return the sample estimates of every pair of a tile, from its pooled distances."""
         if self.bandwidth == "median":
             sigma = tile.median_distance() * float(self.bandwidth_scale)
         else:
