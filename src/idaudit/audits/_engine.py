@@ -148,9 +148,12 @@ def audit_pairs(
         ``to_netcdf`` round-trips) record every auditor's parameters as
         ``"<label>.<param>"``, its class and status, the seed drawn from its ``rng``
         (``"<label>.seed"``), the run settings actually used (``setting.device``,
-        ``setting.batch_size`` — the resolved one when ``None`` was given —,
-        ``setting.backend``), the versions of idaudit and its numerical dependencies, the
-        SHA-256 of the embeddings (``input_sha256``) and of the pair list (``pairs_sha256``).
+        ``setting.backend``, ``setting.engine``, and ``setting.batch_size`` (chunked) or
+        ``setting.tile_size`` (tiled), the resolved one when ``None`` was given), with
+        ``pairs="all"`` the identities left out (``n_identities_excluded``,
+        ``identities_excluded`` as a JSON list), the versions of idaudit and its numerical
+        dependencies, the SHA-256 of the embeddings (``input_sha256``) and of the pair list
+        (``pairs_sha256``).
         Parameter names hold no ``.``, so every key splits unambiguously at its last dot. See
         ``docs/audit_pairs.md`` for the schema variable by variable.
 
@@ -232,6 +235,8 @@ def audit_pairs(
                     f"identity {label!r} has {es.counts[label]} row(s); auditor "
                     f"{aud.label!r} needs at least {need} per identity."
                 )
+    if engine == "auto" and store is not None:  # resume a store with the engine that wrote it
+        engine = _stored_engine(Path(store)) or engine
     tiled = _use_tiles(engine, plan, auditor_list)
     seeds = [aud._draw_seed() for aud in auditor_list]
     specs = _specs(auditor_list, es)
@@ -293,6 +298,19 @@ def audit_pairs(
     failures.warn_if_unequal()
     ds = _assemble(es, plan, kept, values, attrs) if stream is None else stream.dataset(attrs)
     return failures.attach(ds, keep)
+
+
+def _stored_engine(path: Path) -> Engine | None:
+    """Return the engine that wrote the store at ``path``, or None (none, or not zarr)."""
+    try:
+        import zarr
+
+        attrs = zarr.open_group(str(path), mode="r").attrs if path.exists() else None
+    except Exception:  # not a zarr store: opening it for the call says so
+        return None
+    if attrs is None:
+        return None
+    return "tiled" if attrs.get("engine") == "tiled" else "chunked"
 
 
 def _use_tiles(engine: str, plan: _Plan, auditors: Sequence[BaseAuditor]) -> bool:
@@ -463,8 +481,13 @@ class _Plan:
                 raise InvalidInputError(
                     f'`pairs="all"` needs at least 2 identities; `es` has {len(self.identities)}.'
                 )
-            # identities too small for an auditor are left out of "all", and counted
-            self.excluded = [x for x in self.identities if self.counts[x] < min_rows]
+            # identities too small for an auditor are left out of "all", and counted: those
+            # whose every output failed (no successful row) as well
+            failed_only = [x for x in es.failed_counts if x not in self.counts]
+            self.excluded = sorted(
+                [x for x in self.identities if self.counts[x] < min_rows] + failed_only,
+                key=lambda x: (str(type(x)), x),
+            )
             if self.excluded:
                 self.identities = [x for x in self.identities if self.counts[x] >= min_rows]
                 shown = ", ".join(map(repr, self.excluded[:5]))
@@ -476,8 +499,9 @@ class _Plan:
                     )
                 warnings.warn(
                     f'pairs="all" leaves out {len(self.excluded)} identities with fewer than '
-                    f"{min_rows} rows, the auditors' minimum: {shown}{more}. The result "
-                    "records them (attributes n_identities_excluded, identities_excluded).",
+                    f"{min_rows} successful rows, the auditors' minimum: {shown}{more}. The "
+                    "result records them (attributes n_identities_excluded, "
+                    "identities_excluded).",
                     IdauditWarning,
                     stacklevel=3,
                 )
@@ -603,7 +627,7 @@ def _attributes(
     attrs["pairs"] = "all" if plan.is_all else "list"
     if plan.is_all:
         attrs["n_identities_excluded"] = len(plan.excluded)
-        attrs["identities_excluded"] = ",".join(map(str, plan.excluded))
+        attrs["identities_excluded"] = json.dumps([attr_value(x) for x in plan.excluded])
     attrs["auditors"] = ",".join(a.label for a in auditors)
     for aud, seed in zip(auditors, seeds, strict=True):
         attrs[f"{aud.label}.class"] = type(aud).__name__

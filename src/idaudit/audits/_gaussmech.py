@@ -121,12 +121,13 @@ class GaussMechAuditor(BaseAuditor):
         # closer than 1 % of their norms) the difference is taken row by row
         sq_a, sq_b = np.einsum("ij,ij->i", mean_a, mean_a), np.einsum("ij,ij->i", mean_b, mean_b)
         rows = np.unique(ia)
-        cross = mean_a[rows] @ mean_b.T  # (rows, k_b)
-        d2 = sq_a[ia] + sq_b[jb] - 2.0 * cross[np.searchsorted(rows, ia), jb]
-        close = d2 <= 1e-4 * (sq_a[ia] + sq_b[jb])
-        dist = np.sqrt(np.maximum(d2, 0.0))
-        if close.any():
-            dist[close] = np.linalg.norm(mean_a[ia[close]] - mean_b[jb[close]], axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: recomputed below
+            cross = mean_a[rows] @ mean_b.T  # (rows, k_b)
+            d2 = sq_a[ia] + sq_b[jb] - 2.0 * cross[np.searchsorted(rows, ia), jb]
+            close = ~(d2 > 1e-4 * (sq_a[ia] + sq_b[jb]))  # also where it overflowed (NaN)
+            dist = np.sqrt(np.maximum(d2, 0.0))
+            if close.any():  # an overflow here is a true +inf, as in _run
+                dist[close] = np.linalg.norm(mean_a[ia[close]] - mean_b[jb[close]], axis=1)
         return self._outputs(dist, np.maximum(rms_a[ia], rms_b[jb]))
 
     def _outputs(

@@ -63,12 +63,12 @@ class _Store:
                     f"`store` {str(path)!r} exists but is not a zarr store written by "
                     f"audit_pairs ({exc})."
                 ) from None
-            check_identity(path, group.attrs, identity)
             if group.attrs.get("engine", "chunked") != "chunked":
                 raise InvalidInputError(
                     f"`store` {str(path)!r} was written by the tiled engine; resume it with "
                     'engine="tiled" (or "auto"), or pass another path.'
                 )
+            check_identity(path, group.attrs, identity)
             stored: Any = group.attrs.get("batch_size")
             if batch_size is not None and stored is not None and int(stored) != batch_size:
                 raise InvalidInputError(

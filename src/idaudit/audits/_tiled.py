@@ -73,6 +73,7 @@ class TileStore:
     def __init__(self, path: Path, group: Any) -> None:
         self.path = path
         self.group = group
+        self.variables: list[str] = []  # what every row must hold (set by run_tiled)
 
     @classmethod
     def open_or_create(
@@ -100,12 +101,12 @@ class TileStore:
                 f"`store` {str(path)!r} exists but is not a zarr store written by audit_pairs "
                 f"({exc})."
             ) from None
-        check_identity(path, group.attrs, identity)
         if group.attrs.get("engine") != "tiled":
             raise InvalidInputError(
                 f"`store` {str(path)!r} was written by the chunked engine; resume it with "
-                'engine="chunked", or pass another path.'
+                'engine="chunked" (or "auto"), or pass another path.'
             )
+        check_identity(path, group.attrs, identity)
         stored: Any = group.attrs.get("tile_size")
         if tile_size is not None and stored is not None and int(stored) != tile_size:
             raise InvalidInputError(
@@ -153,6 +154,12 @@ class TileStore:
         """Tile row ``r``'s pair indices and variables."""
         sub = self.group[f"row{r:06d}"]
         values = {name: np.asarray(arr[:]) for name, arr in sub.arrays()}
+        missing = sorted({"pair_index", *self.variables} - values.keys())
+        if missing:
+            raise InvalidInputError(
+                f"`store` {str(self.path)!r} is damaged: tile row {r} is marked done but lacks "
+                f"{missing}; delete the store (or that row's group, row{r:06d}) to recompute it."
+            )
         return values.pop("pair_index"), values
 
 
@@ -173,6 +180,8 @@ def run_tiled(
     progress: Callable[[int], None],
 ) -> None:
     """Run every tile row not already in ``store``; give every pair's values to ``on_pairs``."""
+    if store is not None:
+        store.variables = [var for var, _, _ in variables]
     done = store.done() if store is not None else set()
     for r in sorted(done):
         assert store is not None

@@ -6,6 +6,7 @@ References are independent of the code under test: each auditor's own ``fit`` on
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -114,10 +115,12 @@ def test_tile_plan_covers_every_pair_once() -> None:
 
 def test_identities_too_small_are_left_out_and_counted() -> None:
     es = ragged([6, 6, 1, 5, 1, 4])
-    with pytest.warns(IdauditWarning, match="leaves out 2 identities with fewer than 2 rows"):
+    with pytest.warns(
+        IdauditWarning, match="leaves out 2 identities with fewer than 2 successful rows"
+    ):
         ds = audit_pairs(es, "all", [MMDTVAuditor()], progress=False)
     assert ds.attrs["n_identities_excluded"] == 2
-    assert ds.attrs["identities_excluded"] == "id002,id004"
+    assert json.loads(ds.attrs["identities_excluded"]) == ["id002", "id004"]
     assert ds.sizes["pair"] == 6  # 4 identities left
     audited = set(ds["identity_a"].values) | set(ds["identity_b"].values)
     assert audited == {"id000", "id001", "id003", "id005"}
@@ -340,7 +343,7 @@ def test_tiled_store_refuses_other_calls(tmp_path: Path) -> None:
     chunked = tmp_path / "c.zarr"
     audit_pairs(es, "all", [GaussMechAuditor()], store=chunked, engine="chunked", progress=False)
     with pytest.raises(InvalidInputError, match="written by the chunked engine"):
-        audit_pairs(es, "all", [GaussMechAuditor()], store=chunked, progress=False)
+        audit_pairs(es, "all", [GaussMechAuditor()], store=chunked, engine="tiled", progress=False)
 
 
 # ------------------------------------------------------------------------------ memory
@@ -389,3 +392,47 @@ def test_summary_memory_does_not_grow_with_the_pairs() -> None:
     # and the whole of it stays under the fixed buffers' bound here (8 MiB of values, 2**16
     # keys per read and selection, four tiles of 256 x 256 pairs in flight), with margin
     assert large < 64 * 1024, large
+
+
+def test_an_identity_whose_every_output_failed_is_left_out_and_counted() -> None:
+    rows = np.random.default_rng(3).normal(size=(12, 4))
+    rows[:3] = np.nan  # identity "a": three failed outputs, no successful row
+    labels = np.repeat(["a", "b", "c", "d"], 3)
+    with pytest.warns(IdauditWarning, match="failed"):
+        es = EmbeddingSet(rows, labels, failures="keep")
+    with pytest.warns(IdauditWarning, match="leaves out 1 identities with fewer than 2 successful"):
+        ds = audit_pairs(es, "all", [GaussMechAuditor()], progress=False)
+    assert json.loads(ds.attrs["identities_excluded"]) == ["a"]
+    assert ds.sizes["pair"] == 3
+
+
+def test_auto_resumes_a_store_with_the_engine_that_wrote_it(tmp_path: Path) -> None:
+    es = ragged([5] * 6)
+    chunked = tmp_path / "c.zarr"
+    first = audit_pairs(
+        es, "all", [GaussMechAuditor()], store=chunked, engine="chunked", progress=False
+    )
+    again = audit_pairs(es, "all", [GaussMechAuditor()], store=chunked, progress=False)
+    assert again.attrs["setting.engine"] == "chunked"
+    xr.testing.assert_identical(again, first)
+
+
+def test_a_damaged_tile_row_is_reported(tmp_path: Path) -> None:
+    import zarr
+
+    es = ragged([5] * 6)
+    store = tmp_path / "t.zarr"
+    audit_pairs(es, "all", [GaussMechAuditor()], store=store, tile_size=2, progress=False)
+    del zarr.open_group(str(store), mode="r+")["row000001"]["gaussmech_sigma"]
+    with pytest.raises(InvalidInputError, match=r"is damaged: tile row 1 is marked done but lacks"):
+        audit_pairs(es, "all", [GaussMechAuditor()], store=store, progress=False)
+
+
+def test_gaussmech_overflow_gives_inf_as_fit() -> None:
+    rows = np.random.default_rng(4).normal(size=(9, 3)) * 1e160
+    es = EmbeddingSet(rows, np.repeat(["a", "b", "c"], 3), normalize=False)
+    ds = audit_pairs(es, "all", [GaussMechAuditor()], progress=False, engine="tiled")
+    with np.errstate(over="ignore"):  # the per-pair path overflows to +inf as well
+        want = GaussMechAuditor().fit(es.get("a"), es.get("b")).mean_distance_
+    assert np.isinf(want)
+    assert np.isinf(ds["gaussmech_mean_distance"].values).all()
