@@ -17,6 +17,7 @@ the numbers equal its ``_run`` on the same pairs to rounding.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -95,6 +96,24 @@ class TilePlan:
         k = len(self.blocks[r])
         rest = sum(len(b) for b in self.blocks[r + 1 :])
         return k * (k - 1) // 2 + k * rest
+
+
+_SCRATCH = threading.local()
+
+
+def scratch(name: str, shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """Return a float64 buffer of ``shape`` that this thread reuses from group to group.
+
+    Its contents are undefined; it stays valid until this thread asks for ``name`` again.
+    Reusing it spares the page faults of a fresh allocation of several MiB per group.
+    """
+    buffers: dict[tuple[str, str], torch.Tensor] = _SCRATCH.__dict__.setdefault("buffers", {})
+    size = math.prod(shape)
+    key = (name, str(device))
+    buf = buffers.get(key)
+    if buf is None or buf.numel() < size:
+        buf = buffers[key] = torch.empty(size, dtype=torch.float64, device=device)
+    return buf[:size].view(shape)
 
 
 def block_capacity(n: int, tile_size: int) -> int:
@@ -189,23 +208,26 @@ class Tile:
             return cached
         a, b = self.a, self.b
         rows_a = torch.unique(self.ia)  # the side-A identities of this group, sorted
+        g, k = len(rows_a), b.x.shape[0]
         xa = a.x[rows_a].reshape(-1, a.x.shape[-1])  # (g n_a, d)
         xb = b.x.reshape(-1, b.x.shape[-1])  # (k n_b, d)
-        cross = xa @ xb.T  # (g n_a, k n_b): the only product per pair
+        cross = scratch("cross", (g * self.n_a, k * self.n_b), self.device)
+        torch.mm(xa, xb.T, out=cross)  # the only product per pair
         cross.mul_(-2.0).add_(a.sq_norms[rows_a].reshape(-1, 1)).add_(b.sq_norms.reshape(1, -1))
         cross.clamp_min_(0.0)
-        g, k = len(rows_a), b.x.shape[0]
         per_pair = cross.view(g, self.n_a, k, self.n_b).permute(0, 2, 1, 3)  # (g, k, n_a, n_b)
         m_a, m_b = self.n_within_a, self.n_b * (self.n_b - 1) // 2
         c = self.n_cross
-        pooled = torch.empty(self.n_pairs, c + m_a + m_b, dtype=torch.float64, device=self.device)
-        if self.n_pairs == g * k:  # every (A, B) combination, in order: one strided copy
+        pooled = scratch("pooled", (self.n_pairs, c + m_a + m_b), self.device)
+        if self.n_pairs == g * k:  # every (A, B) combination, in order: strided copies
             pooled[:, :c].view(g, k, self.n_a, self.n_b).copy_(per_pair)
+            pooled[:, c : c + m_a].view(g, k, m_a).copy_(a.within[rows_a][:, None, :])
+            pooled[:, c + m_a :].view(g, k, m_b).copy_(b.within[None, :, :])
         else:  # above the diagonal of a block with itself
             local = torch.searchsorted(rows_a, self.ia) * k + self.jb  # pair -> (g k) position
             pooled[:, :c] = per_pair.reshape(g * k, c)[local]
-        pooled[:, c : c + m_a] = a.within[self.ia]
-        pooled[:, c + m_a :] = b.within[self.jb]
+            pooled[:, c : c + m_a] = a.within[self.ia]
+            pooled[:, c + m_a :] = b.within[self.jb]
         self.cache["pooled"] = pooled
         return pooled
 
@@ -222,7 +244,9 @@ class Tile:
         m = d2.shape[1]
         lo, hi = (m - 1) // 2, m // 2
         if d2.device.type == "cpu":
-            part = np.partition(d2.numpy(), lo, axis=1)
+            part = scratch("partition", tuple(d2.shape), d2.device).numpy()
+            np.copyto(part, d2.numpy())
+            part.partition(lo, axis=1)  # in place, in this thread's buffer
             low = part[:, lo]
             high = part[:, lo + 1 :].min(axis=1) if hi > lo else low
             mid = torch.from_numpy(np.stack([low, high], 1))
@@ -299,7 +323,9 @@ def rbf_sums(tile: Tile, sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     :meth:`Tile.pooled_sq_distances` (each distinct pair once, so within sums are doubled).
     """
     scale = -0.5 / (sigma * sigma) / math.log(2.0)  # (pairs,), base-2 exponent
-    kernel = (tile.pooled_sq_distances() * scale[:, None]).exp2_()  # (pairs, m)
+    pooled = tile.pooled_sq_distances()
+    kernel = scratch("kernel", tuple(pooled.shape), tile.device)
+    torch.mul(pooled, scale[:, None], out=kernel).exp2_()  # (pairs, m)
     c, m_a = tile.n_cross, tile.n_within_a
     return (
         2.0 * kernel[:, c : c + m_a].sum(1),
