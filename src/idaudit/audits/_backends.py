@@ -11,9 +11,9 @@ depends on one identity is computed once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,9 @@ if TYPE_CHECKING:  # the plan is built by the engine, which imports this module
 
 #: One chunk's outputs: auditor label -> output name -> array over the chunk's pairs.
 ChunkResult = dict[str, dict[str, npt.NDArray[Any]]]
+
+K = TypeVar("K")
+R = TypeVar("R")
 
 
 def _run_chunk(
@@ -105,25 +108,41 @@ def _run_local(
             for k in todo:
                 collect(k, one(k))
             return
-        pending = iter(todo)
-        with ThreadPoolExecutor(n_threads, thread_name_prefix="idaudit") as pool:
-            running: dict[Future[ChunkResult], int] = {}
-            for k in pending:
-                running[pool.submit(one, k)] = k
-                if len(running) == n_threads:
-                    break
-            try:
-                while running:
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        k = running.pop(fut)
-                        collect(k, fut.result())
-                        nxt = next(pending, None)
-                        if nxt is not None:
-                            running[pool.submit(one, nxt)] = nxt
-            finally:
-                for fut in running:
-                    fut.cancel()
+        run_bounded(one, todo, n_threads, n_threads, collect)
+
+
+def run_bounded(
+    work: Callable[[K], R],
+    items: Iterable[K],
+    n_threads: int,
+    in_flight: int,
+    done: Callable[[K, R], None],
+) -> None:
+    """``done(item, work(item))`` for every item, on ``n_threads`` threads of a pool.
+
+    At most ``in_flight`` items are submitted at a time (what bounds the memory of the
+    results waiting to be collected); ``done`` runs on the calling thread as items finish,
+    in completion order. An exception in ``work`` cancels what is still queued and is raised.
+    """
+    pending = iter(items)
+    with ThreadPoolExecutor(n_threads, thread_name_prefix="idaudit") as pool:
+        running: dict[Future[R], K] = {}
+        for item in pending:
+            running[pool.submit(work, item)] = item
+            if len(running) == in_flight:
+                break
+        try:
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    item = running.pop(fut)
+                    done(item, fut.result())
+                    nxt = next(pending, None)
+                    if nxt is not None:
+                        running[pool.submit(work, nxt)] = nxt
+        finally:
+            for fut in running:
+                fut.cancel()
 
 
 # ---------------------------------------------------------------------------------- dask

@@ -10,8 +10,7 @@ as it completes (:class:`TileStore`) and a later call reads it back instead of r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import torch
 
 from idaudit._device import resolve_device, single_threaded
 from idaudit._results import private_dir
+from idaudit.audits._backends import run_bounded
 from idaudit.audits._base import BaseAuditor, PairError
 from idaudit.audits._store import check_identity
 from idaudit.audits._tiles import Block, TilePlan, TileResult, run_tile
@@ -245,25 +245,8 @@ def _local(
             raise _tile_error(exc, plan, r, s, identities) from None
 
     n_threads = max(1, min(n_threads, len(tiles)))
-    pending: Iterator[tuple[int, int]] = iter(tiles)
-    with single_threaded(), ThreadPoolExecutor(n_threads, thread_name_prefix="idaudit") as pool:
-        running: dict[Future[TileResult], tuple[int, int]] = {}
-        for tile in pending:
-            running[pool.submit(one, tile)] = tile
-            if len(running) == 2 * n_threads:
-                break
-        try:
-            while running:
-                complete, _ = wait(running, return_when=FIRST_COMPLETED)
-                for fut in complete:
-                    tile = running.pop(fut)
-                    finished(*tile, fut.result())
-                    nxt = next(pending, None)
-                    if nxt is not None:
-                        running[pool.submit(one, nxt)] = nxt
-        finally:
-            for fut in running:
-                fut.cancel()
+    with single_threaded():
+        run_bounded(one, tiles, n_threads, 2 * n_threads, lambda t, res: finished(*t, res))
 
 
 def _dask(
