@@ -212,6 +212,9 @@ class TorchDlibEncoder(nn.Module):
     distance_threshold : float
         Same-person threshold on the Euclidean distance of *raw* descriptors, read from the
         file's ``loss_metric`` record (0.6).
+    weights : str or os.PathLike or None
+        The ``weights`` argument as given (``None``: the shipped copies), as on
+        :class:`~idaudit.faces.DlibEncoder`.
     weights_path : pathlib.Path
         The ``.dat`` file the weights came from.
 
@@ -283,6 +286,7 @@ class TorchDlibEncoder(nn.Module):
             raise TypeError(f"`dtype` must be a floating torch.dtype; got {dtype!r}.")
         dev = resolve_device(device)
         self.verify = bool(verify)
+        self.weights = weights
         self.weights_path = resolve_weights(
             "dlib", _WEIGHTS_FILE, weights, verify=self.verify, argument="weights"
         )

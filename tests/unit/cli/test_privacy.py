@@ -63,7 +63,7 @@ def test_cli_writes_the_outputs_and_checks_flags(
         "metric", "auc", "p_value", "n_images", "n_subjects", "n_same_pairs",
         "n_different_pairs", "n_permutations",
     ]  # fmt: skip
-    assert sanity["metric"].tolist() == ["dlib-resnet-v1"]
+    assert sanity["metric"].tolist() == ["dlib-resnet-v1-torch"]
     assert 0.0 <= sanity["auc"].iloc[0] <= 1.0
     for flag, value, message in (
         ("--bootstrap", "-1", "`--bootstrap` must be >= 0; got -1."),
@@ -74,3 +74,10 @@ def test_cli_writes_the_outputs_and_checks_flags(
             main([*argv, flag, value])
         assert exc.value.code == 2
         assert message in capsys.readouterr().err
+    # how dlib runs is a choice only when dlib runs (checked before any model loads)
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--no-dlib", "--arcface-onnx", "w600k_r50.onnx", "--dlib-runtime", "cpp"])
+    assert exc.value.code == 2
+    assert "`--dlib-runtime` chooses how dlib runs; drop it with `--no-dlib`." in (
+        capsys.readouterr().err
+    )

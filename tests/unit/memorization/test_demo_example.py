@@ -24,17 +24,17 @@ def test_demo_flags_the_memorising_generator_only(tmp_path: Path) -> None:
     fresh = reports["fresh"]
     for name in ("fresh", "memorising"):
         assert {p.name for p in (tmp_path / name).iterdir()} >= {"report.md", "nnaa.png"}
-    m_flag = memo.flagging[memo.flagging["metric"] == "dlib-resnet-v1"]
+    m_flag = memo.flagging[memo.flagging["metric"] == "dlib-resnet-v1-torch"]
     # near-copies: flagged far above p, and significantly so
     assert (m_flag["synthetic_pct"] > 3 * m_flag["percentile"]).all()
     assert (m_flag["ci_lower"] > m_flag["percentile"]).all()
     assert (m_flag["p_value"] < 0.01).all()
-    m_nnaa = memo.nnaa.set_index("metric").loc["dlib-resnet-v1"]
+    m_nnaa = memo.nnaa.set_index("metric").loc["dlib-resnet-v1-torch"]
     # 12 images per set: below MIN_INTERVAL_SIZE (20), so no interval is reported (NaN);
     # the permutation p-value carries the verdict at this size
     assert math.isnan(m_nnaa["ci_lower"])
     # fresh samples are exchangeable with the held-out faces: consistent with rate <= p
-    f_flag = fresh.flagging[fresh.flagging["metric"] == "dlib-resnet-v1"]
+    f_flag = fresh.flagging[fresh.flagging["metric"] == "dlib-resnet-v1-torch"]
     assert (f_flag["ci_lower"] <= f_flag["percentile"]).all()
     assert (f_flag["p_value"] > 0.05).all()
     # the training and held-out embeddings were computed once, for the first generator

@@ -70,19 +70,19 @@ def test_outputs_named_and_pinned(first) -> None:
         "below_min_size",
     ]  # fmt: skip
     # pooled, then each cohort (cohort a: near-copies of its training images)
-    nnaa = report.nnaa[report.nnaa["metric"] == "dlib-resnet-v1"]
+    nnaa = report.nnaa[report.nnaa["metric"] == "dlib-resnet-v1-torch"]
     assert nnaa["cohort"].tolist() == ["pooled", "a", "b"]
     by_cohort = pd.read_csv(out / "flagging_by_cohort.csv")
     assert set(by_cohort["cohort"]) == {"a", "b"}
     md = (out / "report.md").read_text()
-    assert "- **dlib-resnet-v1**, pooled: " in md
+    assert "- **dlib-resnet-v1-torch**, pooled: " in md
     assert "no interval: fewer than 20 images per set" in md
     assert "| too small |" in md
     assert "half-sampling" not in md
     assert list(NNAA_COLUMNS) == list(pd.read_csv(out / "nnaa.csv").columns)
     # the appearance metric is named truthfully: SSIM, never LPIPS
     assert list(dict.fromkeys(report.flagging["metric"])) == [
-        "dlib-resnet-v1", "ssim-gaussian1.5-64px",
+        "dlib-resnet-v1-torch", "ssim-gaussian1.5-64px",
     ]  # fmt: skip
     assert "lpips" not in (out / "report.md").read_text().lower().replace("--lpips", "")
     for name in OUTPUT_FILES:
@@ -113,7 +113,7 @@ def test_drops_are_counted_per_cohort_and_split(first) -> None:
 
 def test_near_copies_are_flagged(first) -> None:
     flag = first[0].flagging
-    dlib = flag[flag["metric"] == "dlib-resnet-v1"]
+    dlib = flag[flag["metric"] == "dlib-resnet-v1-torch"]
     # 5 of the 9 synthetic faces are near-copies of training faces; 8 held-out faces
     assert (dlib["synthetic_pct"] > dlib["heldout_pct"]).all()
     assert dlib["p_value"].iloc[-1] < 0.05
@@ -186,6 +186,40 @@ def test_bad_input(roots: Path, tmp_path: Path) -> None:
         run_privacy_check(*_args(tmp_path / "blank"), **FAST)
 
 
+def test_dlib_in_cpp_gives_the_torch_runtime_numbers_under_its_own_name(
+    roots: Path, first, tmp_path: Path
+) -> None:
+    """Both runtimes run one network on the same chips: the statistics agree; names differ."""
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)  # the skipped cohort, again
+        report = run_privacy_check(
+            *_args(roots), dlib_runtime="cpp", cache=tmp_path / "cache", **FAST
+        )
+    # another model identity: nothing of the torch runtime's is reused for its embeddings
+    fresh = first[0].cache_counters["embeddings_computed"]  # the first run's, from empty
+    assert report.cache_counters["embeddings_computed"] == fresh > 0
+    assert report.models.identity[0]["encoder"] == "dlib-resnet-v1"
+    assert first[0].models.identity[0]["encoder"] == "dlib-resnet-v1-torch"
+    # both identities carry the digests of both files dlib reads: recogniser and predictor
+    for rep in (report, first[0]):
+        assert set(rep.models.identity[0]["encoder_weights"]) == {
+            "dlib_face_recognition_resnet_model_v1.dat",
+            "shape_predictor_5_face_landmarks.dat",
+        }
+    cpp, torch_ = (
+        r.flagging[r.flagging["axis"] == "identity"].reset_index(drop=True)
+        for r in (report, first[0])
+    )
+    # raw descriptors agree to ~1e-6 (tests/unit/faces/test_dlib_torch.py): thresholds move
+    # by about that, and no count, rate or p-value moves with these well-separated images
+    np.testing.assert_allclose(cpp["threshold"], torch_["threshold"], rtol=0, atol=1e-5)
+    cols = ["synthetic_pct", "heldout_pct", "n_synthetic_flagged", "n_heldout_flagged", "p_value"]
+    pd.testing.assert_frame_equal(cpp[cols], torch_[cols])
+    with pytest.raises(InvalidInputError, match="`dlib_runtime` must be one of"):
+        run_privacy_check(*_args(roots), dlib_runtime="onnx")
+
+
 def test_threads_never_exceed_the_cpus_this_process_may_use(roots: Path, first) -> None:
     import os
 
@@ -221,7 +255,7 @@ def test_typed_parts_render_the_written_files(first) -> None:
     assert written["inputs"]["sha256"] == report.inputs.sha256
     assert report.cache_counters is report.cache.counters
     assert repr(report.models) == (
-        "ModelsUsed(identity=['dlib-resnet-v1'], appearance='ssim-gaussian1.5-64px')"
+        "ModelsUsed(identity=['dlib-resnet-v1-torch'], appearance='ssim-gaussian1.5-64px')"
     )
     assert "listings=['heldout/a'" in repr(report.inputs)
     assert report.settings.to_xarray().attrs["n_permutations"] == 199
@@ -246,8 +280,8 @@ def test_every_statistics_stage_shows_progress(
         run_privacy_check(*_args(roots), cache=tmp_path / "cache", **{**FAST, "progress": True})
     err = capsys.readouterr().err
     for stage in (
-        "flagging (dlib-resnet-v1): 199 permutations",
-        "NNAA (dlib-resnet-v1): 50 split-half draws",
+        "flagging (dlib-resnet-v1-torch): 199 permutations",
+        "NNAA (dlib-resnet-v1-torch): 50 split-half draws",
         "split-half draws",
     ):
         assert stage in err
