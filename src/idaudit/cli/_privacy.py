@@ -110,7 +110,7 @@ def _add_models(models: argparse._ArgumentGroup) -> None:
         choices=("torch", "cpp"),
         default=None,
         help="what runs dlib's network: torch (default; the same network and weights, "
-        "on --device, ~20x faster on the CPU) or cpp (dlib itself, CPU only)",
+        "on --device, 10-20x faster on the CPU) or cpp (dlib itself, CPU only)",
     )
     arcface = models.add_mutually_exclusive_group()
     arcface.add_argument(

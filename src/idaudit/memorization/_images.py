@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from idaudit._device import resolve_device
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces import FRAME_PAD_FRACTION
 
@@ -243,7 +244,7 @@ def build_models(
 
     encoders: list[Any] = []
     if dlib:
-        # the same network and weights; the torch port is ~20x faster on the CPU, runs on
+        # the same network and weights; the torch port is 10-20x faster on the CPU, runs on
         # `device`, and is bitwise the same whatever the batch (docs/dlib_torch.md)
         if dlib_runtime == "torch":
             encoders.append(faces.TorchDlibEncoder(device=device))
@@ -267,7 +268,10 @@ def build_models(
         detector = faces.RetinaFaceDetector(retinaface, threads=threads, device=device)
     else:
         detector = faces.MTCNNDetector(device)
+    # CUDA numbers are not bitwise the CPU's: a cache filled on one never serves the other
+    on = resolve_device(device).type
     det_identity = {
+        "device": on,
         "detector": getattr(detector, "name", type(detector).__name__),
         "detector_weights": {} if aligned else _digests(_weight_files(detector)),
         "enlarge_below": ENLARGE_BELOW,
@@ -297,7 +301,7 @@ def build_models(
         size = 64
         name = f"{appearance.name}-{size}px"
         weights = {}
-    appearance_identity = {"kind": "appearance", "metric": name, "weights": weights}
+    appearance_identity = {"kind": "appearance", "metric": name, "weights": weights, "device": on}
     return FaceModels(detector, encoders, appearance, identities, appearance_identity, size)
 
 

@@ -63,6 +63,8 @@ class PrivacySettings:
         subject. Without it and ``subject_pattern`` each image is its own subject.
     percentile_method : {"order_statistic", "linear"}
         Definition of the held-out percentile behind the flagging thresholds.
+    dlib_runtime : {"torch", "cpp"} or None
+        What ran dlib's network; ``None`` when dlib was left out.
     progress : bool
         Whether a progress bar is shown; it changes no number, so it is not recorded.
     """
@@ -82,6 +84,7 @@ class PrivacySettings:
     subjects: str | None = None
     percentile_method: str = "order_statistic"
     nnaa_permutations: int = 999
+    dlib_runtime: str | None = "torch"
     progress: bool = field(default=True, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,6 +105,7 @@ class PrivacySettings:
             "subjects": self.subjects,
             "percentile_method": self.percentile_method,
             "nnaa_permutations": self.nnaa_permutations,
+            "dlib_runtime": self.dlib_runtime,
         }
 
     def to_xarray(self) -> xr.Dataset:

@@ -290,10 +290,11 @@ def run_privacy_check(
         Use dlib's recogniser (weights ship with pip).
     dlib_runtime : {"torch", "cpp"}, default "torch"
         What runs dlib's network: ``"torch"``, :class:`~idaudit.faces.TorchDlibEncoder`
-        (metric ``dlib-resnet-v1-torch``; on ``device``, about 20× faster than dlib on the
-        CPU, raw descriptors within 1e-6 of dlib's), or ``"cpp"``, dlib itself
-        (:class:`~idaudit.faces.DlibEncoder`, metric ``dlib-resnet-v1``; CPU only). Both
-        align with dlib's own 5-point chip.
+        (metric ``dlib-resnet-v1-torch``; on ``device``, 10–20× faster than dlib on the CPU,
+        raw descriptors within 5e-6 of dlib's, about 5e-7 on face chips), or ``"cpp"``,
+        dlib itself (:class:`~idaudit.faces.DlibEncoder`, metric ``dlib-resnet-v1``; CPU
+        only). Both align with dlib's own 5-point chip. Ignored with ``dlib=False``
+        (recorded as ``None``).
     arcface, adaface, lvface : path, optional
         Further identity encoders: InsightFace ``w600k_r50.onnx`` (or its ``buffalo_l``
         folder), an AdaFace IR checkpoint (or its folder), an LVFace ``.onnx``.
@@ -349,6 +350,10 @@ def run_privacy_check(
     check_option(duplicates, "duplicates", ("collapse", "keep"))
     check_option(percentile_method, "percentile_method", ("order_statistic", "linear"))
     check_option(dlib_runtime, "dlib_runtime", ("torch", "cpp"))
+    if not isinstance(dlib, bool | np.bool_):
+        raise InvalidInputError(
+            f"`dlib` must be True or False; got {dlib!r} (`dlib_runtime` says what runs it)."
+        )
     if subjects is not None and subject_pattern is not None:
         raise InvalidInputError("give `subjects` or `subject_pattern`, not both.")
     cpus = available_cpus()
@@ -370,6 +375,7 @@ def run_privacy_check(
         subjects=None if subjects is None else str(subjects),
         percentile_method=percentile_method,
         nnaa_permutations=check_integer(nnaa_permutations, "nnaa_permutations", minimum=0),
+        dlib_runtime=dlib_runtime if dlib else None,
         progress=progress,
     )
     notes: list[str] = []

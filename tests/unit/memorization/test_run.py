@@ -216,8 +216,14 @@ def test_dlib_in_cpp_gives_the_torch_runtime_numbers_under_its_own_name(
     np.testing.assert_allclose(cpp["threshold"], torch_["threshold"], rtol=0, atol=1e-5)
     cols = ["synthetic_pct", "heldout_pct", "n_synthetic_flagged", "n_heldout_flagged", "p_value"]
     pd.testing.assert_frame_equal(cpp[cols], torch_[cols])
+    # recorded with the parameters; the device keys both axes' caches (CUDA is not bitwise CPU)
+    assert report.settings.to_dict()["dlib_runtime"] == "cpp"
+    assert first[0].settings.to_dict()["dlib_runtime"] == "torch"
+    assert report.models.identity[0]["device"] == report.models.appearance["device"] == "cpu"
     with pytest.raises(InvalidInputError, match="`dlib_runtime` must be one of"):
         run_privacy_check(*_args(roots), dlib_runtime="onnx")
+    with pytest.raises(InvalidInputError, match="`dlib` must be True or False; got 'cpp'"):
+        run_privacy_check(*_args(roots), dlib="cpp")
 
 
 def test_threads_never_exceed_the_cpus_this_process_may_use(roots: Path, first) -> None:
