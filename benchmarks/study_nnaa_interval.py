@@ -5,8 +5,8 @@
 
 Scenarios (Euclidean distances; train, held-out and synthetic sizes, dimension):
 
-* ``null40``, ``null80``, ``null64``: training, held-out and synthetic points i.i.d.
-  N(0, I_d); 40/40/40 (d = 8), 80/30/50 (d = 8), 60/60/60 (d = 64).
+* ``null40``, ``null80``, ``null60``, ``null64``: training, held-out and synthetic points
+  i.i.d. N(0, I_d); 40/40/40 (d = 8), 80/30/50 (d = 8), 60/60/60 (d = 8 and d = 64).
 * ``copies40``, ``copies60``, ``copies80``: training and held-out points i.i.d. N(0, I_8);
   every synthetic point is a training point (drawn without replacement) plus N(0, 0.75² I_8)
   noise, which puts the privacy loss near 0.25; 40/40/40, 60/60/60, 80/30/50.
@@ -35,6 +35,19 @@ Methods (``--draws`` draws each, 95 % level):
 Columns: ``coverage`` of the truth; ``width`` = mean width / (2 · 1.96 · sd of the estimate
 over reps); ``excl0`` = share of intervals excluding 0 (power under copies, for the loss);
 ``perm`` = share of permutation p-values <= 0.05 (size under the null, power under copies).
+
+Size-adjusted power. A method whose interval is too narrow excludes 0 more often under the
+null as well as under memorisation, so raw power rewards under-coverage. When a copies
+scenario and the null scenario of the same sizes and dimension were both run (``null40`` and
+``copies40``, ``null60`` and ``copies60``, ``null80`` and ``copies80``), the study also prints
+each method's power at the *same* one-sided error: with ``lo`` the lower end of a method's
+interval for the loss and ``est`` the estimate, a method rejects "no memorisation" when
+``est - c (est - lo) > 0``, i.e. when ``est / (est - lo) > c``; ``c`` is set to the 97.5 %
+quantile of that ratio over the null scenario's data sets, so that every method rejects 2.5 %
+of null data sets (the upper tail of a two-sided 95 % interval; ``c = 1`` for an interval at
+its nominal level). The permutation test enters at ``p <= 0.025``, its exact level. The
+critical ratio ``c`` is estimated from the null reps, so the adjusted power carries that
+estimate's error too; ``--save`` keeps every rep's numbers (``.npz``) to redo the analysis.
 """
 
 from __future__ import annotations
@@ -53,6 +66,7 @@ NOISE = 0.75
 SCENARIOS: dict[str, tuple[str, tuple[int, int, int], int]] = {
     "null40": ("null", (40, 40, 40), 8),
     "null80": ("null", (80, 30, 50), 8),
+    "null60": ("null", (60, 60, 60), 8),
     "null64": ("null", (60, 60, 60), 64),
     "copies40": ("copies", (40, 40, 40), 8),
     "copies60": ("copies", (60, 60, 60), 8),
@@ -213,7 +227,8 @@ def one_rep(kind, sizes, dim, rep, draws, n_perm):
     return point, out, res.p_value
 
 
-def study(name: str, reps: int, draws: int, n_perm: int, truth_reps: int) -> None:
+def study(name: str, reps: int, draws: int, n_perm: int, truth_reps: int) -> dict:
+    """Run one scenario, print its table and return its per-rep numbers."""
     kind, sizes, dim = SCENARIOS[name]
     start = time.time()
     target, mc_se = truth(kind, sizes, dim, truth_reps)
@@ -246,6 +261,39 @@ def study(name: str, reps: int, draws: int, n_perm: int, truth_reps: int) -> Non
         excl = np.mean((c[:, 0, 2] > 0) | (c[:, 1, 2] < 0))
         cells = "".join(f"{cov[i]:>21.3f}{width[i]:>9.2f}" for i in range(3))
         print(f"  {m + (star if m == 'split_half' else ''):<18}{cells}{excl:>8.3f}")
+    return {
+        "points": points,
+        "p_values": np.array(p_values),
+        **{m: np.array(ci[m]) for m in METHODS},
+    }
+
+
+def size_adjusted(results: dict[str, dict]) -> None:
+    """Power of every method on copies at the one-sided error 0.025 fixed on its null twin."""
+    for name, res in results.items():
+        kind, sizes, dim = SCENARIOS[name]
+        twin = next((k for k, v in SCENARIOS.items() if v == ("null", sizes, dim)), None)
+        if kind != "copies" or twin not in results:
+            continue
+        null = results[twin]
+        print(f"\nsize-adjusted power, {name} against {twin} (one-sided 0.025):")
+        print(f"  {'method':<18}{'c':>8}{'null rate at c=1':>18}{'power at c=1':>14}"
+              f"{'adjusted power':>16}")  # fmt: skip
+        for m in METHODS:
+            ratio = {}
+            for key, r in ((twin, null), (name, res)):
+                est, lo = r["points"][:, 2], r[m][:, 0, 2]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ratio[key] = np.where(est - lo > 0, est / (est - lo), np.sign(est) * np.inf)
+            c = float(np.quantile(ratio[twin], 0.975))
+            print(
+                f"  {m:<18}{c:>8.3f}{np.mean(ratio[twin] > 1):>18.3f}"
+                f"{np.mean(ratio[name] > 1):>14.3f}{np.mean(ratio[name] > c):>16.3f}"
+            )
+        print(
+            f"  {'permutation test':<18}{'':>8}{np.mean(null['p_values'] <= 0.025):>18.3f}"
+            f"{np.mean(res['p_values'] <= 0.025):>14.3f}{'(exact)':>16}"
+        )
 
 
 def main() -> None:
@@ -255,10 +303,18 @@ def main() -> None:
     parser.add_argument("--permutations", type=int, default=199)
     parser.add_argument("--truth-reps", type=int, default=20000)
     parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
+    parser.add_argument("--save", help="write every rep's numbers to this .npz file")
     args = parser.parse_args()
     torch.set_num_threads(1)  # small matrices: threads only wait for each other
-    for name in args.scenarios:
-        study(name, args.reps, args.draws, args.permutations, args.truth_reps)
+    results = {
+        name: study(name, args.reps, args.draws, args.permutations, args.truth_reps)
+        for name in args.scenarios
+    }
+    size_adjusted(results)
+    if args.save:
+        np.savez_compressed(
+            args.save, **{f"{n}.{k}": v for n, r in results.items() for k, v in r.items()}
+        )
 
 
 if __name__ == "__main__":
