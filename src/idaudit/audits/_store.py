@@ -44,37 +44,14 @@ class _Store:
         parameters_sha256: str,
         batch_size: int | None,
     ) -> _Store:
-        try:
-            import zarr
-        except ImportError as exc:  # pragma: no cover - zarr is in the dask and test extras
-            raise ImportError(
-                '`store=` needs zarr; install it with pip install "idaudit[dask]".'
-            ) from exc
+        zarr = import_zarr()
         identity = {
             "input_sha256": attrs["input_sha256"],
             "pairs_sha256": attrs["pairs_sha256"],
             "parameters_sha256": parameters_sha256,
         }
         if path.exists():
-            try:
-                group = zarr.open_group(str(path), mode="r+")
-            except Exception as exc:
-                raise InvalidInputError(
-                    f"`store` {str(path)!r} exists but is not a zarr store written by "
-                    f"audit_pairs ({exc})."
-                ) from None
-            if group.attrs.get("engine", "chunked") != "chunked":
-                raise InvalidInputError(
-                    f"`store` {str(path)!r} was written by the tiled engine; resume it with "
-                    'engine="tiled" (or "auto"), or pass another path.'
-                )
-            check_identity(path, group.attrs, identity)
-            stored: Any = group.attrs.get("batch_size")
-            if batch_size is not None and stored is not None and int(stored) != batch_size:
-                raise InvalidInputError(
-                    f"`batch_size` must match the store's chunks ({int(stored)}) to resume "
-                    f"{str(path)!r}; got {batch_size}. Leave it None to use the store's."
-                )
+            group, _ = open_existing(path, "chunked", identity, "batch_size", batch_size)
             return cls(path, group, specs, plan.n_pairs)
         private_dir(path, name="store")  # biometric results: owner-only, parents included
         i, j = plan.codes()  # positions, not label tuples: O(pairs) integers
@@ -131,6 +108,53 @@ class _Store:
 
     def read(self, var: str) -> npt.NDArray[Any]:
         return np.asarray(self.group[var][:])
+
+
+def import_zarr() -> Any:
+    """Return the zarr module, or say which extra installs it."""
+    try:
+        import zarr
+    except ImportError as exc:  # pragma: no cover - zarr is in the dask and test extras
+        raise ImportError(
+            '`store=` needs zarr; install it with pip install "idaudit[dask]".'
+        ) from exc
+    return zarr
+
+
+#: What one unit of each engine's store is called in messages.
+_UNITS = {"batch_size": "chunks", "tile_size": "tiles"}
+
+
+def open_existing(
+    path: Path, engine: str, identity: dict[str, str], size_name: str, size: int | None
+) -> tuple[Any, int | None]:
+    """Open a store written before, for ``engine`` and this call, to resume it.
+
+    Refuses a folder that is not such a store, one written by the other engine, one written
+    for other inputs, pairs or parameters (:func:`check_identity`), and one cut into other
+    chunks or tiles than ``size`` (``size_name`` is ``"batch_size"`` or ``"tile_size"``).
+    Returns the zarr group and the size it was written with (None before its first unit).
+    """
+    try:
+        group = import_zarr().open_group(str(path), mode="r+")
+    except Exception as exc:
+        raise InvalidInputError(
+            f"`store` {str(path)!r} exists but is not a zarr store written by audit_pairs ({exc})."
+        ) from None
+    written = group.attrs.get("engine", "chunked")  # stores from before the tiled engine
+    if written != engine:
+        raise InvalidInputError(
+            f"`store` {str(path)!r} was written by the {written} engine; resume it with "
+            f'engine="{written}" (or "auto"), or pass another path.'
+        )
+    check_identity(path, group.attrs, identity)
+    stored: Any = group.attrs.get(size_name)
+    if size is not None and stored is not None and int(stored) != size:
+        raise InvalidInputError(
+            f"`{size_name}` must match the store's {_UNITS[size_name]} ({int(stored)}) to resume "
+            f"{str(path)!r}; got {size}. Leave it None to use the store's."
+        )
+    return group, None if stored is None else int(stored)
 
 
 def check_identity(path: Path, stored: Any, identity: dict[str, str]) -> None:

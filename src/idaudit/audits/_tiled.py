@@ -22,7 +22,7 @@ from idaudit._device import resolve_device, single_threaded
 from idaudit._results import private_dir
 from idaudit.audits._backends import run_bounded
 from idaudit.audits._base import BaseAuditor, PairError
-from idaudit.audits._store import check_identity
+from idaudit.audits._store import import_zarr, open_existing
 from idaudit.audits._tiles import Block, TilePlan, TileResult, run_tile
 from idaudit.exceptions import InvalidInputError
 
@@ -83,37 +83,13 @@ class TileStore:
 
         Returns the store and the tile size it was written with (None for a new store).
         """
-        try:
-            import zarr
-        except ImportError as exc:  # pragma: no cover - zarr is in the dask and test extras
-            raise ImportError(
-                '`store=` needs zarr; install it with pip install "idaudit[dask]".'
-            ) from exc
-        if not path.exists():
-            private_dir(path, name="store")  # biometric results: owner-only, parents included
-            group = zarr.open_group(str(path), mode="a")  # "w" would recreate the folder
-            group.attrs.update({**identity, "engine": "tiled"})
-            return cls(path, group), None
-        try:
-            group = zarr.open_group(str(path), mode="r+")
-        except Exception as exc:
-            raise InvalidInputError(
-                f"`store` {str(path)!r} exists but is not a zarr store written by audit_pairs "
-                f"({exc})."
-            ) from None
-        if group.attrs.get("engine") != "tiled":
-            raise InvalidInputError(
-                f"`store` {str(path)!r} was written by the chunked engine; resume it with "
-                'engine="chunked" (or "auto"), or pass another path.'
-            )
-        check_identity(path, group.attrs, identity)
-        stored: Any = group.attrs.get("tile_size")
-        if tile_size is not None and stored is not None and int(stored) != tile_size:
-            raise InvalidInputError(
-                f"`tile_size` must match the store's tiles ({int(stored)}) to resume "
-                f"{str(path)!r}; got {tile_size}. Leave it None to use the store's."
-            )
-        return cls(path, group), None if stored is None else int(stored)
+        if path.exists():
+            group, stored = open_existing(path, "tiled", identity, "tile_size", tile_size)
+            return cls(path, group), stored
+        private_dir(path, name="store")  # biometric results: owner-only, parents included
+        group = import_zarr().open_group(str(path), mode="a")  # "w" would recreate the folder
+        group.attrs.update({**identity, "engine": "tiled"})
+        return cls(path, group), None
 
     def set_tile_size(self, tile_size: int) -> None:
         self.group.attrs["tile_size"] = int(tile_size)
