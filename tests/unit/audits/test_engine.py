@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import xarray as xr
 
@@ -27,6 +26,7 @@ from idaudit import (
 from idaudit.audits import QUANTILES
 from idaudit.data import all_pairs
 from idaudit.results import check_result_dataset
+from references import assert_summary_matches
 from standins import all_pairs_auditors, uneven_embeddings
 
 
@@ -316,33 +316,7 @@ def test_summary_equals_reductions_of_the_full_dataset(
         if values.dtype == bool:
             assert int(summ[f"{var}_count"]) == int(values.sum())
             continue
-        top = values.max()
-        first = values.index[values == top][0]  # first pair in pair order reaching it
-        assert float(summ[f"{var}_max"]) == top
-        assert summ[f"{var}_argmax_identity_a"].item() == frame["identity_a"][first]
-        assert summ[f"{var}_argmax_identity_b"].item() == frame["identity_b"][first]
-        assert int(summ[f"{var}_n_at_max"]) == int((values == top).sum())
-        assert int(summ[f"{var}_n_inf"]) == int(np.isposinf(values).sum())
-        # exact order statistics x_(ceil(q n)) (x_(1) at q = 0), written out
-        ordered = np.sort(values.to_numpy())
-        n = ordered.size
-        want = [ordered[max(int(np.ceil(q * n)), 1) - 1] for q in QUANTILES]
-        np.testing.assert_array_equal(summ[f"{var}_quantile"].values, want)
-        # per identity: the largest value over its pairs and the first partner reaching it
-        long = pd.concat(
-            [
-                pd.DataFrame({"who": frame["identity_a"], "partner": frame["identity_b"]}),
-                pd.DataFrame({"who": frame["identity_b"], "partner": frame["identity_a"]}),
-            ]
-        )
-        long["v"] = np.r_[values.to_numpy(), values.to_numpy()]
-        long["order"] = np.r_[frame.index.to_numpy(), frame.index.to_numpy()]
-        best = long.sort_values(["v", "order"], ascending=[False, True]).groupby("who").first()
-        np.testing.assert_array_equal(summ["identity"].values, best.index.to_numpy())
-        np.testing.assert_array_equal(summ[f"{var}_worst"].values, best["v"].to_numpy())
-        np.testing.assert_array_equal(
-            summ[f"{var}_worst_partner"].values, best["partner"].to_numpy()
-        )
+        assert_summary_matches(summ, full, var, QUANTILES)
         checked += 1
     assert checked == 13
     # identities id00 and id01 are identical, so the data hold exact ties to break

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import xarray as xr
 
@@ -33,8 +32,10 @@ from idaudit import (
 from idaudit.audits import QUANTILES
 from idaudit.audits._stream import order_statistics
 from idaudit.audits._tiles import TilePlan
+from references import assert_summary_matches
 
-SRC = str(Path(__file__).resolve().parents[3] / "src")
+HERE = Path(__file__).resolve().parent
+SRC = str(HERE.parents[2] / "src")
 
 
 def tiled_auditors() -> list:
@@ -155,37 +156,6 @@ def test_zero_bandwidth_names_the_pair() -> None:
 
 
 # ------------------------------------------------------------------------------ summaries
-def reductions(full: xr.Dataset, var: str) -> dict:
-    """The summary of one per-pair variable, computed with numpy and pandas."""
-    frame = full[["identity_a", "identity_b", var]].to_dataframe().reset_index(drop=True)
-    values = frame[var]
-    top = values.max()
-    first = values.index[values == top][0]
-    long = pd.concat(
-        [
-            pd.DataFrame({"who": frame["identity_a"], "partner": frame["identity_b"]}),
-            pd.DataFrame({"who": frame["identity_b"], "partner": frame["identity_a"]}),
-        ]
-    )
-    long["v"] = np.r_[values.to_numpy(), values.to_numpy()]
-    long["order"] = np.r_[frame.index.to_numpy(), frame.index.to_numpy()]
-    best = long.sort_values(["v", "order"], ascending=[False, True]).groupby("who").first()
-    ordered = np.sort(values.to_numpy())
-    n = ordered.size
-    return {
-        "max": top,
-        "argmax_identity_a": frame["identity_a"][first],
-        "argmax_identity_b": frame["identity_b"][first],
-        "n_at_max": int((values == top).sum()),
-        "n_inf": int(np.isposinf(values).sum()),
-        # exact order statistics x_(ceil(q n)) (x_(1) at q = 0), written out
-        "quantile": [ordered[max(int(np.ceil(q * n)), 1) - 1] for q in QUANTILES],
-        "identity": best.index.to_numpy(),
-        "worst": best["v"].to_numpy(),
-        "worst_partner": best["partner"].to_numpy(),
-    }
-
-
 @pytest.mark.parametrize("spill", [False, True])
 def test_streamed_summary_equals_reductions_of_the_full_dataset(
     tiled: xr.Dataset, es: EmbeddingSet, spill: bool, monkeypatch: pytest.MonkeyPatch
@@ -199,14 +169,7 @@ def test_streamed_summary_equals_reductions_of_the_full_dataset(
     for var in tiled.data_vars:
         if not var.startswith(("gaussmech", "mmd")) or tiled[var].dims != ("pair",):
             continue
-        want = reductions(tiled, var)
-        assert float(summ[f"{var}_max"]) == want["max"]
-        for key in ("argmax_identity_a", "argmax_identity_b", "n_at_max", "n_inf"):
-            assert summ[f"{var}_{key}"].item() == want[key], (var, key)
-        np.testing.assert_array_equal(summ[f"{var}_quantile"], want["quantile"])
-        np.testing.assert_array_equal(summ["identity"], want["identity"])
-        np.testing.assert_array_equal(summ[f"{var}_worst"], want["worst"])
-        np.testing.assert_array_equal(summ[f"{var}_worst_partner"], want["worst_partner"])
+        assert_summary_matches(summ, tiled, var, QUANTILES)
     # identities 0 and 1 are copies: several pairs tie at some maxima, the first is reported
     assert int(summ["gaussmech_epsilon_n_at_max"]) >= 1
 
@@ -271,8 +234,8 @@ def test_tiled_store_resumes_a_killed_run_without_recomputing(tmp_path: Path) ->
     script = textwrap.dedent(
         f"""
         import sys
-        sys.path[:0] = [{SRC!r}, {str(tmp_path)!r}, {str(Path(__file__).resolve().parent)!r}]
-        from test_tiles import ragged
+        sys.path[:0] = [{SRC!r}, {str(tmp_path)!r}, {str(HERE)!r}, {str(HERE.parents[1])!r}]
+        from test_tiles import ragged  # which imports tests/references.py
         from slow_tiles import SlowTiles
         from idaudit import audit_pairs
         audit_pairs(ragged([5] * 12), "all", [SlowTiles()], tile_size=2, n_threads=1,
