@@ -97,7 +97,8 @@ def audit_pairs(
         Pairs per chunk of the chunked engine (one kernel call per auditor). ``None`` picks
         the largest chunk whose working memory stays near 256 MiB (at most 256 pairs); with a
         ``store`` that already holds chunks, the store's. The numbers do not depend on it.
-        The tiled engine does not use it.
+        The tiled engine does not use it: refused with ``engine="tiled"``, and an
+        :class:`~idaudit.exceptions.IdauditWarning` when ``"auto"`` runs the tiled engine.
     progress : bool, default True
         Show a tqdm bar over pairs.
     backend : {"local", "dask"}, default "local"
@@ -136,7 +137,8 @@ def audit_pairs(
         numbers (to rounding).
     tile_size : int, optional
         Identities per block of the tiled engine (default 64, or the store's). The numbers
-        do not depend on it.
+        do not depend on it. Refused with ``engine="chunked"``; an
+        :class:`~idaudit.exceptions.IdauditWarning` when ``"auto"`` runs the chunked engine.
 
     Returns
     -------
@@ -235,9 +237,11 @@ def audit_pairs(
                     f"identity {label!r} has {es.counts[label]} row(s); auditor "
                     f"{aud.label!r} needs at least {need} per identity."
                 )
+    asked = engine
     if engine == "auto" and store is not None:  # resume a store with the engine that wrote it
         engine = _stored_engine(Path(store)) or engine
     tiled = _use_tiles(engine, plan, auditor_list)
+    _check_unused_size(asked, tiled, batch_size, tile_size)
     seeds = [aud._draw_seed() for aud in auditor_list]
     specs = _specs(auditor_list, es)
     attrs = _attributes(es, plan, auditor_list, seeds)
@@ -330,6 +334,29 @@ def _use_tiles(engine: str, plan: _Plan, auditors: Sequence[BaseAuditor]) -> boo
     if why is not None and engine == "tiled":
         raise InvalidInputError(f'engine="tiled" cannot run this call: {why}; use "chunked".')
     return why is None
+
+
+def _check_unused_size(
+    asked: str, tiled: bool, batch_size: int | None, tile_size: int | None
+) -> None:
+    """Refuse a size the engine asked for cannot use; warn when "auto" chose that engine."""
+    if tiled and batch_size is not None:
+        name, owner, running = "batch_size", "chunked", "tiled"
+    elif not tiled and tile_size is not None:
+        name, owner, running = "tile_size", "tiled", "chunked"
+    else:
+        return
+    if asked == running:
+        raise InvalidInputError(
+            f'`{name}` sets the {owner} engine; engine="{running}" does not use it. Drop it, '
+            f'or pass engine="{owner}".'
+        )
+    warnings.warn(
+        f'`{name}` is not used: engine="{asked}" runs the {running} engine for this call; '
+        f'pass engine="{owner}" to use it.',
+        IdauditWarning,
+        stacklevel=3,
+    )
 
 
 def _run_chunks(

@@ -155,6 +155,28 @@ def test_zero_bandwidth_names_the_pair() -> None:
         audit_pairs(es, "all", [MMDTVAuditor()], progress=False, engine="tiled")
 
 
+def test_a_size_the_running_engine_cannot_use_is_refused_or_named() -> None:
+    small = ragged([3, 4, 5])
+    with pytest.raises(
+        InvalidInputError, match='`batch_size` sets the chunked engine; engine="tiled"'
+    ):
+        audit_pairs(small, "all", [GaussMechAuditor()], engine="tiled", batch_size=8)
+    with pytest.raises(
+        InvalidInputError, match='`tile_size` sets the tiled engine; engine="chunked"'
+    ):
+        audit_pairs(small, "all", [GaussMechAuditor()], engine="chunked", tile_size=2)
+    # "auto" picks the engine: the unused size is named, and the numbers are those of the run
+    with pytest.warns(
+        IdauditWarning, match='`batch_size` is not used: engine="auto" runs the tiled'
+    ):
+        got = audit_pairs(small, "all", [GaussMechAuditor()], batch_size=8, progress=False)
+    assert got.attrs["setting.engine"] == "tiled"
+    with pytest.warns(
+        IdauditWarning, match='`tile_size` is not used: engine="auto" runs the chunked'
+    ):
+        audit_pairs(small, [("id000", "id001")], [GaussMechAuditor()], tile_size=2, progress=False)
+
+
 # ------------------------------------------------------------------------------ summaries
 @pytest.mark.parametrize("spill", [False, True])
 def test_streamed_summary_equals_reductions_of_the_full_dataset(
