@@ -62,6 +62,18 @@ def _weights_folder(weights: str | os.PathLike[str] | None) -> Path | None:
     return given.parent if given.is_file() else given
 
 
+def _recogniser_files(weights: str | os.PathLike[str] | None) -> tuple[Path, Path]:
+    """Return the recogniser and the 5-point predictor the dlib encoders read for ``weights``.
+
+    The predictor is the one ``align`` reads: beside the given weights, else the shipped copy
+    (``resolve_weights`` would return a given ``.dat`` file itself for either name).
+    """
+    return (
+        _dlib_file(_RESNET_FILE, weights, verify=False),
+        _dlib_file(_SHAPE5_FILE, _weights_folder(weights), verify=False),
+    )
+
+
 @functools.lru_cache(maxsize=4)
 def _shape_predictor(path: str) -> Any:
     return _import_dlib().shape_predictor(path)
@@ -217,6 +229,11 @@ class DlibEncoder:
 
     def __repr__(self) -> str:
         return "DlibEncoder()" if self.weights is None else f"DlibEncoder(weights={self.weights!r})"
+
+    @property
+    def weight_files(self) -> tuple[Path, Path]:
+        """The recogniser and the 5-point predictor files this encoder reads (their paths)."""
+        return _recogniser_files(self.weights)
 
     def align(self, image: npt.NDArray[Any], face: Face) -> npt.NDArray[np.uint8]:
         """Cut the 150×150 dlib chip for ``face`` (see :func:`dlib_face_chip`).

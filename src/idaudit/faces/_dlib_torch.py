@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +24,7 @@ from torch import nn
 from idaudit._device import CPU_BLOCK_ROWS, map_row_blocks, resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
-from idaudit.faces._dlib import _check_chips, _weights_folder
+from idaudit.faces._dlib import _check_chips, _recogniser_files, _weights_folder
 from idaudit.faces._dlib_format import DlibFormatError, DlibLayer, DlibNetwork, parse_dnn
 from idaudit.faces._types import Face, device_name
 from idaudit.faces._weights import resolve_weights
@@ -443,6 +444,11 @@ class TorchDlibEncoder(nn.Module):
         if normalize:
             out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out
+
+    @property
+    def weight_files(self) -> tuple[Path, Path]:
+        """The recogniser and the 5-point predictor files this encoder reads (their paths)."""
+        return _recogniser_files(self.weights)
 
     def align(self, image: npt.NDArray[np.uint8], face: Face) -> npt.NDArray[np.uint8]:
         """Cut the 150×150 chip dlib's recogniser expects for ``face``.

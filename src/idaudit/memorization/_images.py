@@ -192,30 +192,12 @@ def _digests(paths: Sequence[Path | str]) -> dict[str, str]:
     return {Path(p).name: _sha256(Path(p)) for p in paths}
 
 
-def _dlib_files(encoder: Any) -> list[Path]:
-    """Return the recogniser and the 5-point predictor behind either dlib runtime.
-
-    The predictor is the one :meth:`align` reads: beside the given weights, else the shipped
-    copy (``resolve_weights`` would return a given ``.dat`` file itself for either name).
-    """
-    from idaudit.faces import resolve_weights
-    from idaudit.faces._dlib import _weights_folder
-
-    weights = encoder.weights
-    return [
-        resolve_weights("dlib", "dlib_face_recognition_resnet_model_v1.dat", weights, verify=False),
-        resolve_weights(
-            "dlib", "shape_predictor_5_face_landmarks.dat", _weights_folder(weights), verify=False
-        ),
-    ]
-
-
 def _weight_files(model: Any) -> list[Path]:
     """Return the weight files behind a model, for its identity (digests)."""
     from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder, resolve_weights
 
     if isinstance(model, DlibEncoder | TorchDlibEncoder):
-        return _dlib_files(model)
+        return list(model.weight_files)
     if isinstance(model, MTCNNDetector):
         return [resolve_weights("mtcnn", f"{s}.pt") for s in ("pnet", "rnet", "onet")]
     files = [getattr(model, a, None) for a in ("weights_path", "backbone_path", "heads_path")]
