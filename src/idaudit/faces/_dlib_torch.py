@@ -291,8 +291,6 @@ class TorchDlibEncoder(nn.Module):
         self.weights_path = resolve_weights(
             "dlib", _WEIGHTS_FILE, weights, verify=self.verify, argument="weights"
         )
-        # align's 5-point predictor: the shipped one, or the one beside the given weights
-        self._predictor_folder = _weights_folder(weights)
 
         net = parse_dnn(self.weights_path)
         self.distance_threshold = float(net.loss["distance_threshold"])
@@ -474,5 +472,9 @@ class TorchDlibEncoder(nn.Module):
         from idaudit.faces._dlib import dlib_face_chip  # needs dlib, imported on first use
 
         return dlib_face_chip(
-            image, face, size=_INPUT_SIZE, weights=self._predictor_folder, verify=self.verify
+            image,
+            face,
+            size=_INPUT_SIZE,
+            weights=_weights_folder(self.weights),
+            verify=self.verify,
         )
