@@ -9,6 +9,7 @@ include an example script (``--8<--``) are the scripts ``tests/unit/test_example
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,20 @@ def test_quickstart_installs_as_the_readme_does() -> None:
     quickstart = [b.code for b in fenced_blocks(DOCS / "quickstart.md") if b.language == "bash"]
     assert quickstart[:2] == readme
     assert readme[0].startswith("python3 -m venv .venv")
+
+
+@pytest.mark.slow
+def test_composition_page_block_reproduces_its_table(ran: Any) -> None:
+    """The block after "Reproduce with:" prints the page's advanced and PLD columns."""
+    (record,) = ran("composition.md").runs
+    printed = {}
+    for line in record.stdout.splitlines():
+        k, values = line.split(" ", 1)
+        printed[int(k)] = ast.literal_eval(values)  # [basic, advanced, pld]
+    text = (DOCS / "composition.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| [^|]+ \| ([\d.]+) \| ([\d.]+) \| [\d.]+ \|$", text, re.M)
+    assert [int(k) for k, _, _ in rows] == [1, 10, 100, 1000] == sorted(printed)
+    for k, advanced, pld in rows:
+        for shown, value in ((advanced, printed[int(k)][1]), (pld, printed[int(k)][2])):
+            decimals = len(shown.partition(".")[2])
+            assert abs(value - float(shown)) <= 0.5 * 10.0**-decimals + 1e-9, (k, shown, value)
