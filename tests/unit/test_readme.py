@@ -1,93 +1,41 @@
 """Every command and snippet of the README runs as written, and says what the README says.
 
 The ```python blocks run in order in one namespace, as a reader pastes them, inside a temporary
-working directory; the placeholders a reader supplies come from the harness: two real face
-photos ``a.jpg`` and ``b.jpg`` (scikit-image's astronaut, and its mirror image) and
-``images_by_identity`` from the shipped DCGAN's synthetic identities. The ```bash blocks'
-``idaudit`` commands run in-process through ``idaudit.cli.main`` on small inputs the harness
-writes where the README's paths point (``photos/``, ``conditions/``, ``train/`` ...); the
-install and test lines are checked against what CI runs; ```text blocks are not run.
+working directory (``tests/doc_blocks.py``, the mechanism every docs page's blocks run with);
+each makes the files it reads. The ```bash blocks' ``idaudit`` commands run in-process through
+``idaudit.cli.main`` on small inputs the harness writes where the README's paths point
+(``photos/``, ``conditions/``, ``train/`` ...); the install and test lines are checked against
+what CI runs.
 """
 
 from __future__ import annotations
 
-import ast
-import contextlib
-import importlib
-import inspect
-import io
 import re
 import runpy
 import shlex
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from doc_blocks import (
+    ROOT,
+    SnippetSession,
+    blocks_of,
+    fenced_blocks,
+    one_torch_thread,
+    python_blocks,
+)
 from idaudit.exceptions import IdauditWarning
 
-ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 CI_RUN = ROOT / ".ci" / "run"
 #: The README's (and CI's) test command; CI runs exactly this line in a fresh environment.
 TEST_COMMAND = "scripts/install.sh test && python -m pytest"
 SEED = 0
-
-_FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.S | re.M)
-
-
-def fenced_blocks(path: Path) -> list[tuple[str, str]]:
-    """``(language, code)`` of every fenced block of ``path``, in order."""
-    return _FENCE.findall(path.read_text(encoding="utf-8"))
-
-
-def blocks_of(path: Path, language: str) -> list[str]:
-    return [code for lang, code in fenced_blocks(path) if lang == language]
-
-
-@dataclass
-class BlockRun:
-    """What running one block printed and warned."""
-
-    stdout: str
-    warnings: list[str]
-
-
-@dataclass
-class SnippetSession:
-    """A reader pasting ``blocks`` in order into one interpreter (blocks run at most once)."""
-
-    blocks: list[str]
-    source: Path
-    namespace: dict[str, Any]
-    runs: list[BlockRun] = field(default_factory=list)
-
-    def run_through(self, index: int) -> BlockRun:
-        """Run every block up to ``index`` not yet run; the record of block ``index``."""
-        while len(self.runs) <= index:
-            i = len(self.runs)
-            out = io.StringIO()
-            # warnings are recorded, not raised: each test asserts the ones its block may give
-            with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                code = compile(self.blocks[i], f"{self.source.name} python block {i}", "exec")
-                exec(code, self.namespace)
-            self.runs.append(BlockRun(out.getvalue(), [str(w.message) for w in caught]))
-        return self.runs[index]
-
-
-def write_face_photos(folder: Path) -> None:
-    """``a.jpg`` and ``b.jpg``: a real photographed face and its mirror image."""
-    from PIL import Image
-    from skimage import data
-
-    astronaut = data.astronaut()  # (512, 512, 3) uint8, one frontal face
-    Image.fromarray(astronaut).save(folder / "a.jpg", quality=95)
-    Image.fromarray(np.ascontiguousarray(astronaut[:, ::-1])).save(folder / "b.jpg", quality=95)
 
 
 def synthetic_images_by_identity(n_identities: int, n_per_identity: int) -> dict[str, list[Any]]:
@@ -98,44 +46,26 @@ def synthetic_images_by_identity(n_identities: int, n_per_identity: int) -> dict
     return {f"id{k}": list(ids.images[ids.labels == k]) for k in range(n_identities)}
 
 
-@contextlib.contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """MTCNN and dlib on one torch thread: on a loaded two-core machine two threads are ~8x
-    slower per frame (README, "idaudit embed"); restored afterwards."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 # --------------------------------------------------------------------------- python blocks
 
-#: Identities x images the harness supplies as ``images_by_identity``: 4 identities give 6
-#: pairs (``pairs=100`` audits all of them, as documented), 8 images each are enough rows for
-#: ROC-HT's 5 folds.
+#: The README's ``audit_generator`` example: 4 made-up identities x 8 DCGAN faces (6 pairs:
+#: ``pairs=100`` audits all of them, as documented; 8 rows each are enough for ROC-HT's 5 folds).
 N_IDENTITIES, N_PER_IDENTITY = 4, 8
 
 
 @pytest.fixture(scope="module")
 def readme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SnippetSession]:
     work = tmp_path_factory.mktemp("readme")
-    write_face_photos(work)
-    namespace = {
-        "__name__": "__readme__",
-        "images_by_identity": synthetic_images_by_identity(N_IDENTITIES, N_PER_IDENTITY),
-    }
     with pytest.MonkeyPatch.context() as mp, one_torch_thread():
         mp.chdir(work)
-        yield SnippetSession(blocks_of(README, "python"), README, namespace)
+        yield SnippetSession(python_blocks(README), "__readme__")
 
 
 def test_readme_python_blocks_are_the_ones_tested() -> None:
-    # a new block needs its own test below (and its placeholders, if any)
-    assert len(blocks_of(README, "python")) == 4
+    # a new block needs its own test below; none is marked not runnable
+    blocks = python_blocks(README)
+    assert len(blocks) == 5
+    assert [b.not_run for b in blocks] == [None] * 5
 
 
 @pytest.mark.slow  # block 0: 20 identities x 60 rows, all 190 pairs
@@ -207,50 +137,26 @@ def test_readme_audit_generator_runs(readme: SnippetSession) -> None:
     assert any(Path("embeddings-cache").iterdir())  # relative to the reader's folder
 
 
-def test_readme_text_blocks_are_the_inversion_example() -> None:
-    """The one ```text block is not run (a 1000-latent bank and 100 APGD steps take far longer
-    than a test); it is still Python whose imports and keyword arguments exist."""
-    texts = blocks_of(README, "text")
-    assert len(texts) == 1
-    tree = ast.parse(texts[0])
-    names: dict[str, Any] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            module = importlib.import_module(node.module)
-            names.update({a.asname or a.name: getattr(module, a.name) for a in node.names})
-    assert {"RankedAdversary", "LatentBank", "TorchDlibEncoder"} <= set(names)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        target = _resolve(node.func, names)
-        if target is None:
-            continue
-        params = inspect.signature(target).parameters
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            continue
-        for kw in node.keywords:
-            assert kw.arg in params, f"{ast.unparse(node.func)} takes no {kw.arg}="
-    # what it prints exists on the result of RankedAdversary.invert
-    from idaudit.inversion import InversionResult
-
-    fields = set(getattr(InversionResult, "__dataclass_fields__", {})) | set(dir(InversionResult))
-    for attribute in ("similarity", "initial_similarity", "rank", "queries"):
-        assert f"res.{attribute}" in texts[0]
-        assert attribute in fields, attribute
+@pytest.mark.slow
+def test_readme_inversion_example_runs(readme: SnippetSession) -> None:
+    run = readme.run_through(4)
+    assert run.warnings == []
+    # "print(res.similarity, res.initial_similarity, res.rank, res.queries)"
+    similarity, initial, rank, queries = run.stdout.split()
+    res = readme.namespace["res"]
+    assert float(similarity) == res.similarity
+    # the ranked adversary returns its best code: never below where the bank started it
+    assert float(similarity) >= float(initial) - 1e-6
+    assert 1 <= int(rank) <= 2  # top_n=2
+    # queries: the bank's 32 codes, then for each of the top 2 its start and at most t_max=20
+    # steps (tau_a=0.99 may stop an attack early)
+    assert 32 < int(queries) <= 32 + 2 * (1 + 20)
+    assert readme.namespace["bank"].volume == 32
+    assert np.asarray(readme.namespace["z"]).shape == (128,)
 
 
-def _resolve(func: ast.expr, names: dict[str, Any]) -> Any:
-    """The object ``func`` names when it is an imported name or an attribute of one."""
-    if isinstance(func, ast.Name):
-        return names.get(func.id)
-    if isinstance(func, ast.Attribute):
-        owner = _resolve(func.value, names)
-        return getattr(owner, func.attr, None) if owner is not None else None
-    return None
-
-
-def test_readme_has_only_python_bash_and_text_blocks() -> None:
-    assert {lang for lang, _ in fenced_blocks(README)} == {"python", "bash", "text"}
+def test_readme_has_only_python_and_bash_blocks() -> None:
+    assert {b.language for b in fenced_blocks(README)} == {"python", "bash"}
 
 
 # ----------------------------------------------------------------------------- bash blocks
@@ -311,6 +217,30 @@ def test_readme_install_and_test_lines_are_what_ci_runs() -> None:
     assert re.search(r"^python3 -m venv ", ci, flags=re.M)
     assert re.search(r'^source "?\S+/bin/activate"?$', ci, flags=re.M)
     assert (ROOT / "scripts" / "install.sh").is_file()
+
+
+def test_readme_install_notes_name_the_packages_installed_without_dependencies() -> None:
+    """The note on pip's expected resolver ERROR names what scripts/install.sh installs with
+    ``--no-deps``, the packages the ERROR block is about."""
+    script = (ROOT / "scripts" / "install.sh").read_text(encoding="utf-8")
+    no_deps = {
+        word.strip('"').split("==")[0]
+        for line in script.splitlines()
+        if "--no-deps" in line and not line.lstrip().startswith("#")
+        for word in line.split()
+        if "==" in word
+    }
+    assert no_deps == {
+        "facenet-pytorch",
+        "lpips",
+        "gan-face-generate",
+        "insightface",
+        "dp-accounting",
+    }
+    readme = README.read_text(encoding="utf-8")
+    note = readme[readme.index("Near its end") : readme.index("Nothing installed is")]
+    for name in no_deps:
+        assert name in note, name
 
 
 def _idaudit_commands(name: str) -> list[list[str]]:
