@@ -16,6 +16,19 @@ settings.register_profile("explore", derandomize=False, database=None, deadline=
 settings.load_profile(os.environ.get("IDAUDIT_HYPOTHESIS", "default"))
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per CPU this process may run on.
+
+    xdist's own count is the machine's (or, with psutil, its physical cores); the CPU affinity
+    honours ``taskset``, cgroups' cpusets and container limits, so a shared machine is not
+    oversubscribed.
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip ``gpu`` tests where CUDA is absent (CI never has a GPU)."""
     try:
