@@ -23,6 +23,7 @@ from idaudit.memorization._flagging import (
     DEFAULT_PERCENTILES,
     FLAGGING_STATUS,
     FlaggingResult,
+    betting_interval,
     flagging,
     flagging_from_distances,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "PrivacyReport",
     "PrivacySettings",
     "SanityResult",
+    "betting_interval",
     "flagging",
     "flagging_from_distances",
     "metric_sanity",

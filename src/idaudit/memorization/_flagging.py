@@ -35,8 +35,10 @@ from idaudit.memorization._subjects import check_disjoint, check_subjects, unit_
 __all__ = [
     "DEFAULT_PERCENTILES",
     "FLAGGING_STATUS",
+    "INTERVAL_METHODS",
     "PERCENTILE_METHODS",
     "FlaggingResult",
+    "betting_interval",
     "flagging",
     "flagging_from_distances",
 ]
@@ -65,6 +67,14 @@ FLAGGING_STATUS: dict[str, Status] = {
 
 #: Permutations whose labels are drawn in one block (bounds the (block, n) temporaries).
 _PERMUTATION_BLOCK = 512
+
+#: Interval of the synthetic rate (:attr:`FlaggingResult.interval_method`): Clopper–Pearson
+#: on images, or the betting interval on the flagged share of each synthetic group.
+INTERVAL_METHODS: tuple[str, ...] = ("clopper_pearson", "betting_by_group")
+
+#: Cap on a bet as a share of the largest bet that keeps the capital positive (Waudby-Smith
+#: and Ramdas, 2024, Sec. 5: 1/2 or 3/4).
+_BET_CAP = 0.5
 
 
 def check_percentiles(percentiles: Any) -> npt.NDArray[np.float64]:
@@ -112,12 +122,19 @@ class FlaggingResult:
         One-sided permutation p-values of "synthetic images land at or below ``τ_p`` more
         often than held-out images do" (NaN with ``n_permutations=0``). Status: sample estimate.
     ci_lower, ci_upper : numpy.ndarray, shape (k,)
-        Exact two-sided Clopper–Pearson interval for the synthetic rate at ``τ_p``, at
-        ``confidence_level``. Status: certified lower / upper bound (given the threshold).
+        Two-sided interval for the synthetic rate at ``τ_p``, at ``confidence_level``: exact
+        Clopper–Pearson when the synthetic images are independent, the betting interval on
+        group shares when synthetic groups hold several images (``interval_method``).
+        Status: certified lower / upper bound (given the threshold).
     confidence_level : float
     n_permutations : int
     heldout_distances, synthetic_distances : numpy.ndarray
         Every image's distance to its nearest training image.
+    interval_method : str
+        ``"clopper_pearson"`` or ``"betting_by_group"`` (:data:`INTERVAL_METHODS`).
+    n_synthetic_groups : int
+        Independent units behind the interval: synthetic groups (subjects) when given,
+        else images.
     """
 
     percentiles: npt.NDArray[np.float64]
@@ -133,6 +150,8 @@ class FlaggingResult:
     n_permutations: int
     heldout_distances: npt.NDArray[np.float64] = field(repr=False)
     synthetic_distances: npt.NDArray[np.float64] = field(repr=False)
+    interval_method: str = "clopper_pearson"
+    n_synthetic_groups: int = 0
 
     @property
     def synthetic_rate(self) -> npt.NDArray[np.float64]:
@@ -172,6 +191,8 @@ class FlaggingResult:
         frame.attrs["status"] = dict(FLAGGING_STATUS)
         frame.attrs["confidence_level"] = self.confidence_level
         frame.attrs["n_permutations"] = self.n_permutations
+        frame.attrs["interval_method"] = self.interval_method
+        frame.attrs["n_synthetic_groups"] = self.n_synthetic_groups
         return frame
 
     def to_xarray(self) -> xr.Dataset:
@@ -195,6 +216,8 @@ class FlaggingResult:
                 settings={
                     "confidence_level": self.confidence_level,
                     "n_permutations": self.n_permutations,
+                    "interval_method": self.interval_method,
+                    "n_synthetic_groups": self.n_synthetic_groups,
                 },
             ),
         )
@@ -209,8 +232,8 @@ _LONG_NAMES = {
     "n_synthetic_flagged": "synthetic images at or below the threshold",
     "n_heldout_flagged": "held-out images at or below the threshold",
     "p_value": "one-sided permutation p-value, synthetic flagged more often than held-out",
-    "ci_lower": "Clopper-Pearson lower bound of the synthetic rate (%)",
-    "ci_upper": "Clopper-Pearson upper bound of the synthetic rate (%)",
+    "ci_lower": "lower confidence bound of the synthetic rate (%)",
+    "ci_upper": "upper confidence bound of the synthetic rate (%)",
 }
 
 
@@ -465,6 +488,14 @@ def flagging_from_distances(
     the synthetic sample), each synthetic image is flagged independently with the
     generator's rate ``q(τ_p)``, so ``n_synthetic_flagged ~ Binomial(n_S, q)`` and the
     Clopper–Pearson interval covers ``q(τ_p)`` with probability at least ``confidence_level``.
+    When synthetic subjects (groups, e.g. several samples of one generated identity) hold
+    several images, the images of a group are not independent and the binomial law fails
+    (the Clopper–Pearson interval then undercovers). The groups are then the independent
+    units: each group's flagged share ``X_g / m_g`` lies in ``[0, 1]`` with mean ``q`` (each
+    image is marginally a draw of the generator), and :func:`betting_interval` over the
+    groups, in sorted label order, covers ``q`` with probability at least
+    ``confidence_level`` at every number of groups (``interval_method="betting_by_group"``).
+    It is wider than Clopper–Pearson on as many independent images: the price of clustering.
 
     Examples
     --------
@@ -497,9 +528,19 @@ def flagging_from_distances(
             d_h, d_s, np.concatenate([s_h, s_s]), units, values, percentile_method,
             n_permutations, gen,
         )  # fmt: skip
-    alpha = (1.0 - confidence_level) / 2.0
-    ci_lower = np.asarray(clopper_pearson_lower(n_s_flagged, d_s.size, alpha), dtype=np.float64)
-    ci_upper = np.asarray(clopper_pearson_upper(n_s_flagged, d_s.size, alpha), dtype=np.float64)
+    groups = None if subjects is None else check_subjects(subjects[1], d_s.size, "subjects[1]")
+    n_groups = d_s.size if groups is None else np.unique(groups.astype(str)).size
+    if n_groups < d_s.size:  # photos of one synthetic group are not independent draws
+        assert groups is not None
+        method = "betting_by_group"
+        shares = _group_shares(d_s[None, :] <= thresholds[:, None], groups)  # (k, g)
+        bounds = np.array([betting_interval(row, confidence_level) for row in shares])
+        ci_lower, ci_upper = bounds[:, 0], bounds[:, 1]
+    else:
+        method = "clopper_pearson"
+        alpha = (1.0 - confidence_level) / 2.0
+        ci_lower = np.asarray(clopper_pearson_lower(n_s_flagged, d_s.size, alpha), np.float64)
+        ci_upper = np.asarray(clopper_pearson_upper(n_s_flagged, d_s.size, alpha), np.float64)
     return FlaggingResult(
         percentiles=values,
         thresholds=thresholds,
@@ -514,7 +555,112 @@ def flagging_from_distances(
         n_permutations=n_permutations,
         heldout_distances=d_h,
         synthetic_distances=d_s,
+        interval_method=method,
+        n_synthetic_groups=int(n_groups),
     )
+
+
+def betting_interval(
+    shares: npt.ArrayLike, confidence_level: float = 0.95
+) -> tuple[float, float]:
+    r"""Two-sided confidence interval for the common mean of independent values in [0, 1].
+
+    Status: ``certified_lower_bound`` / ``certified_upper_bound``, each side at level
+    ``(1 - confidence_level) / 2``.
+
+    Parameters
+    ----------
+    shares : array_like, shape (n,)
+        Independent values in ``[0, 1]`` with one mean ``q`` (e.g. the flagged share of each
+        synthetic group), in an order fixed before they were seen.
+    confidence_level : float, default 0.95
+
+    Returns
+    -------
+    (float, float)
+        ``(lower, upper)``; ``P(lower <= q <= upper) >= confidence_level`` at every ``n``.
+
+    Raises
+    ------
+    InvalidInputError
+        No value, a value outside ``[0, 1]`` or NaN, a level outside ``(0, 1)``.
+
+    Notes
+    -----
+    The predictable plug-in betting interval of Waudby-Smith and Ramdas (2024, Sec. 4), with
+    bets tuned for a fixed ``n``. For a candidate mean ``m`` the capitals
+
+    .. math:: K^+(m) = \prod_i \big(1 + \min(\lambda_i, c/m)(y_i - m)\big), \quad
+              K^-(m) = \prod_i \big(1 - \min(\lambda_i, c/(1-m))(y_i - m)\big)
+
+    are non-negative martingales when ``m = q``: each bet ``λ_i`` uses ``y_1 … y_{i-1}``
+    only, and ``c = 1/2`` keeps every factor at least ``1 - c``. By Markov's inequality
+    ``P(K^±(q) >= 2/α) <= α/2``. The lower bound is the smallest ``m`` with
+    ``K^+(m) < 2/α``, the upper bound the largest with ``K^-(m) < 2/α``. Each factor of
+    ``K^+`` does not increase in ``m`` and each of ``K^-`` does not decrease, so each bound
+    is one root, found by bisection and rounded outward. The bets are
+    ``λ_i = sqrt(2 log(2/α) / (n σ̂²_{i-1}))``, ``σ̂²`` the running variance about the
+    running mean, both started at the ``Bernoulli(1/2)`` values ``1/4`` and ``1/2``.
+
+    References
+    ----------
+    .. [1] I. Waudby-Smith and A. Ramdas, "Estimating means of bounded random variables by
+       betting", JRSS B 86(1), 2024.
+
+    Examples
+    --------
+    >>> from idaudit.memorization import betting_interval
+    >>> lo, hi = betting_interval([0.0, 0.25, 0.5, 0.0, 0.25] * 8, confidence_level=0.9)
+    >>> bool(0.0 < lo < 0.2 < hi < 0.4)
+    True
+    """
+    confidence_level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
+    try:
+        y = np.asarray(shares, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`shares` must be numbers in [0, 1]; got {shares!r:.80}.") from exc
+    if y.size == 0:
+        raise InvalidInputError("`shares` must hold at least one value; got none.")
+    if np.isnan(y).any() or (y < 0).any() or (y > 1).any():
+        raise InvalidInputError("`shares` must each be in [0, 1] (no NaN).")
+    n = y.size
+    log_level = math.log(2.0 / (1.0 - confidence_level))  # log(2/α): each side at α/2
+    t = np.arange(1, n + 1)
+    mean = (0.5 + np.cumsum(y)) / (t + 1)  # (n,) running mean including y_i
+    var = (0.25 + np.cumsum((y - mean) ** 2)) / (t + 1)  # (n,)
+    var_before = np.concatenate([[0.25], var[:-1]])  # predictable: y_1 … y_{i-1} only
+    bets = np.sqrt(2.0 * log_level / (n * var_before))  # (n,)
+
+    def log_capital(m: float, sign: int) -> float:
+        room = m if sign > 0 else 1.0 - m  # a bet below c / room keeps the factor >= 1 - c
+        bet = np.minimum(bets, _BET_CAP / room) if room > 0 else bets
+        return float(np.log1p(sign * bet * (y - m)).sum())
+
+    def bound(sign: int) -> float:
+        # +1: K+ falls in m, rejected below the root; -1: K- rises, rejected above it
+        rejected, kept = (0.0, 1.0) if sign > 0 else (1.0, 0.0)
+        if log_capital(rejected, sign) < log_level:
+            return rejected  # nothing rejected on this side
+        for _ in range(60):  # 2^-60 is below the float spacing near 1
+            mid = 0.5 * (rejected + kept)
+            if log_capital(mid, sign) >= log_level:
+                rejected = mid
+            else:
+                kept = mid
+        return rejected  # a rejected point: the bound errs outward
+
+    return bound(+1), bound(-1)
+
+
+def _group_shares(
+    flagged: npt.NDArray[np.bool_], groups: npt.NDArray[Any]
+) -> npt.NDArray[np.float64]:
+    """Return the flagged share ``(k, g)`` of each group (sorted labels) from flags ``(k, n)``."""
+    _, code = np.unique(groups.astype(str), return_inverse=True)
+    code = code.reshape(-1)
+    sizes = np.bincount(code)
+    counts = np.stack([np.bincount(code, weights=row, minlength=sizes.size) for row in flagged])
+    return counts / sizes  # type: ignore[no-any-return]
 
 
 def _plain(value: Any) -> Any:
