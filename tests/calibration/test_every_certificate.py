@@ -407,7 +407,6 @@ def test_clopper_pearson_upper_covers() -> None:
 
 
 # ------------------------------------------------ memorisation: subjects, caps and groups
-@simulates("idaudit.memorization.betting_interval")
 def _subject_aware_memorisation() -> None:
     # Subjects are centres N(0, I_4) with photos c + 0.5 ε; sets hold disjoint subjects, so
     # training and held-out are a subject-level random split and the generator memorises
@@ -446,17 +445,6 @@ def _subject_aware_memorisation() -> None:
     _at_most_nominal(rejected, n_reps)
     _at_most_nominal(low_bad, n_reps)
     _at_most_nominal(high_bad, n_reps)
-    # betting_interval on its own: shares of Beta(0.5, 2) (mean 0.2, skewed, atoms-free) and
-    # of Bernoulli(0.05) (most values at the bound 0)
-    for draw, mean in ((lambda: gen.beta(0.5, 2.0, size=30), 0.2),
-                       (lambda: (gen.random(60) < 0.05).astype(float), 0.05)):  # fmt: skip
-        bad_low = bad_high = 0
-        for _ in range(400):
-            lo, hi = ida.memorization.betting_interval(draw(), confidence_level=1 - ALPHA)
-            bad_low += lo > mean
-            bad_high += hi < mean
-        _at_most_nominal(bad_low, 400, ALPHA / 2)
-        _at_most_nominal(bad_high, 400, ALPHA / 2)
 
 
 def test_subject_aware_memorisation_paths_are_sound() -> None:

@@ -12,7 +12,7 @@ subject-level random split and a generator that draws fresh subjects memorises n
 * Flagging's interval with synthetic groups: 30 groups × 5 photos whose distances share the
   group's value with probability 0.8 (each photo marginally uniform, so the rate at a
   threshold ``t`` is ``t``). Clopper–Pearson on the 150 images missed the rate in 110/300
-  runs at a nominal 30 (confidence 0.9); the betting interval on group shares in 2/300.
+  runs at a nominal 30 (confidence 0.9); the betting interval on group shares in 6/300.
 * NNAA's split-half interval with subjects (20 subjects × 3 photos in every set): covered
   the expected statistic 0.860, 0.870, 0.877 before (aa_train_synth, aa_heldout_synth, loss),
   0.943, 0.957, 0.977 with the half-size variance unscaled.

@@ -21,7 +21,7 @@ from idaudit._validation import (
     check_option,
     check_random_state,
 )
-from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
+from idaudit.dp import betting_mean_lower_bound, clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization._neighbours import (
     DEFAULT_BLOCK_BYTES,
@@ -38,7 +38,6 @@ __all__ = [
     "INTERVAL_METHODS",
     "PERCENTILE_METHODS",
     "FlaggingResult",
-    "betting_interval",
     "flagging",
     "flagging_from_distances",
 ]
@@ -71,10 +70,6 @@ _PERMUTATION_BLOCK = 512
 #: Interval of the synthetic rate (:attr:`FlaggingResult.interval_method`): Clopper–Pearson
 #: on images, or the betting interval on the flagged share of each synthetic group.
 INTERVAL_METHODS: tuple[str, ...] = ("clopper_pearson", "betting_by_group")
-
-#: Cap on a bet as a share of the largest bet that keeps the capital positive (Waudby-Smith
-#: and Ramdas, 2024, Sec. 5: 1/2 or 3/4).
-_BET_CAP = 0.5
 
 
 def check_percentiles(percentiles: Any) -> npt.NDArray[np.float64]:
@@ -492,10 +487,12 @@ def flagging_from_distances(
     several images, the images of a group are not independent and the binomial law fails
     (the Clopper–Pearson interval then undercovers). The groups are then the independent
     units: each group's flagged share ``X_g / m_g`` lies in ``[0, 1]`` with mean ``q`` (each
-    image is marginally a draw of the generator), and :func:`betting_interval` over the
-    groups, in sorted label order, covers ``q`` with probability at least
-    ``confidence_level`` at every number of groups (``interval_method="betting_by_group"``).
-    It is wider than Clopper–Pearson on as many independent images: the price of clustering.
+    image is marginally a draw of the generator, the group sizes fixed by the design). The
+    interval is then the betting bound of Waudby-Smith and Ramdas (2024) on the groups'
+    shares, in sorted label order, one side at ``(1 - confidence_level) / 2`` each
+    (:func:`idaudit.dp.betting_mean_lower_bound`, the upper side on ``1 - share``): valid at
+    every number of groups (``interval_method="betting_by_group"``), and wider than
+    Clopper–Pearson on as many independent images, the price of clustering.
 
     Examples
     --------
@@ -534,7 +531,7 @@ def flagging_from_distances(
         assert groups is not None
         method = "betting_by_group"
         shares = _group_shares(d_s[None, :] <= thresholds[:, None], groups)  # (k, g)
-        bounds = np.array([betting_interval(row, confidence_level) for row in shares])
+        bounds = np.array([_betting_interval(row, 1.0 - confidence_level) for row in shares])
         ci_lower, ci_upper = bounds[:, 0], bounds[:, 1]
     else:
         method = "clopper_pearson"
@@ -560,96 +557,14 @@ def flagging_from_distances(
     )
 
 
-def betting_interval(
-    shares: npt.ArrayLike, confidence_level: float = 0.95
-) -> tuple[float, float]:
-    r"""Two-sided confidence interval for the common mean of independent values in [0, 1].
+def _betting_interval(shares: npt.NDArray[np.float64], alpha: float) -> tuple[float, float]:
+    """Return the two-sided betting interval ``(lower, upper)`` for the mean of ``shares``.
 
-    Status: ``certified_lower_bound`` / ``certified_upper_bound``, each side at level
-    ``(1 - confidence_level) / 2``.
-
-    Parameters
-    ----------
-    shares : array_like, shape (n,)
-        Independent values in ``[0, 1]`` with one mean ``q`` (e.g. the flagged share of each
-        synthetic group), in an order fixed before they were seen.
-    confidence_level : float, default 0.95
-
-    Returns
-    -------
-    (float, float)
-        ``(lower, upper)``; ``P(lower <= q <= upper) >= confidence_level`` at every ``n``.
-
-    Raises
-    ------
-    InvalidInputError
-        No value, a value outside ``[0, 1]`` or NaN, a level outside ``(0, 1)``.
-
-    Notes
-    -----
-    The predictable plug-in betting interval of Waudby-Smith and Ramdas (2024, Sec. 4), with
-    bets tuned for a fixed ``n``. For a candidate mean ``m`` the capitals
-
-    .. math:: K^+(m) = \prod_i \big(1 + \min(\lambda_i, c/m)(y_i - m)\big), \quad
-              K^-(m) = \prod_i \big(1 - \min(\lambda_i, c/(1-m))(y_i - m)\big)
-
-    are non-negative martingales when ``m = q``: each bet ``λ_i`` uses ``y_1 … y_{i-1}``
-    only, and ``c = 1/2`` keeps every factor at least ``1 - c``. By Markov's inequality
-    ``P(K^±(q) >= 2/α) <= α/2``. The lower bound is the smallest ``m`` with
-    ``K^+(m) < 2/α``, the upper bound the largest with ``K^-(m) < 2/α``. Each factor of
-    ``K^+`` does not increase in ``m`` and each of ``K^-`` does not decrease, so each bound
-    is one root, found by bisection and rounded outward. The bets are
-    ``λ_i = sqrt(2 log(2/α) / (n σ̂²_{i-1}))``, ``σ̂²`` the running variance about the
-    running mean, both started at the ``Bernoulli(1/2)`` values ``1/4`` and ``1/2``.
-
-    References
-    ----------
-    .. [1] I. Waudby-Smith and A. Ramdas, "Estimating means of bounded random variables by
-       betting", JRSS B 86(1), 2024.
-
-    Examples
-    --------
-    >>> from idaudit.memorization import betting_interval
-    >>> lo, hi = betting_interval([0.0, 0.25, 0.5, 0.0, 0.25] * 8, confidence_level=0.9)
-    >>> bool(0.0 < lo < 0.2 < hi < 0.4)
-    True
+    Each side is :func:`idaudit.dp.betting_mean_lower_bound` at ``alpha / 2``, the upper one
+    applied to ``1 - shares``.
     """
-    confidence_level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
-    try:
-        y = np.asarray(shares, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"`shares` must be numbers in [0, 1]; got {shares!r:.80}.") from exc
-    if y.size == 0:
-        raise InvalidInputError("`shares` must hold at least one value; got none.")
-    if np.isnan(y).any() or (y < 0).any() or (y > 1).any():
-        raise InvalidInputError("`shares` must each be in [0, 1] (no NaN).")
-    n = y.size
-    log_level = math.log(2.0 / (1.0 - confidence_level))  # log(2/α): each side at α/2
-    t = np.arange(1, n + 1)
-    mean = (0.5 + np.cumsum(y)) / (t + 1)  # (n,) running mean including y_i
-    var = (0.25 + np.cumsum((y - mean) ** 2)) / (t + 1)  # (n,)
-    var_before = np.concatenate([[0.25], var[:-1]])  # predictable: y_1 … y_{i-1} only
-    bets = np.sqrt(2.0 * log_level / (n * var_before))  # (n,)
-
-    def log_capital(m: float, sign: int) -> float:
-        room = m if sign > 0 else 1.0 - m  # a bet below c / room keeps the factor >= 1 - c
-        bet = np.minimum(bets, _BET_CAP / room) if room > 0 else bets
-        return float(np.log1p(sign * bet * (y - m)).sum())
-
-    def bound(sign: int) -> float:
-        # +1: K+ falls in m, rejected below the root; -1: K- rises, rejected above it
-        rejected, kept = (0.0, 1.0) if sign > 0 else (1.0, 0.0)
-        if log_capital(rejected, sign) < log_level:
-            return rejected  # nothing rejected on this side
-        for _ in range(60):  # 2^-60 is below the float spacing near 1
-            mid = 0.5 * (rejected + kept)
-            if log_capital(mid, sign) >= log_level:
-                rejected = mid
-            else:
-                kept = mid
-        return rejected  # a rejected point: the bound errs outward
-
-    return bound(+1), bound(-1)
+    lower = betting_mean_lower_bound(shares, alpha / 2.0)
+    return lower, 1.0 - betting_mean_lower_bound(1.0 - shares, alpha / 2.0)
 
 
 def _group_shares(

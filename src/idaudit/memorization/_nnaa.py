@@ -82,8 +82,8 @@ CAP_UNITS = ("images", "subjects")
 #: Smallest size of each of the training, held-out and synthetic sets for which an interval is
 #: reported (units: images, or subjects when given). At 20 images per set the split-half
 #: interval's coverage was measured within 2.5 points of nominal on null and memorising
-#: scenarios; with several photos per subject the unscaled interval covered at or above
-#: nominal from 20 subjects (docs/memorization.md). Below it each half holds fewer than 10
+#: scenarios; with several photos per subject the unscaled interval covered 0.94-0.99 from
+#: 20 subjects (docs/memorization.md). Below it each half holds fewer than 10
 #: units and the interval is not reported (NaN). The p-value is exact at every n.
 MIN_INTERVAL_SIZE = 20
 
@@ -693,7 +693,11 @@ def _nnaa_core(
         se = {name: math.nan for name in _NAMES}
     else:
         ci, se = _split_half_interval(
-            point, differences, counts, confidence_level, scaled=not clustered  # type: ignore[arg-type]
+            point,
+            differences,
+            counts,  # type: ignore[arg-type]
+            confidence_level,
+            scaled=not clustered,
         )
     return NNAAResult(
         aa_train_synth=float(point[0]),
@@ -826,8 +830,9 @@ def nnaa(
     own subject's, and the rare closer stranger grows likelier with the other set's size),
     so halving the half-size variance undercovers (0.83 to 0.88 measured at 20 to 60
     subjects × 4 photos); the interval then uses the half-size variance unscaled
-    (``interval_method="split_half_subjects"``), conservative whenever the variance does not
-    grow with the number of subjects (coverage measured in docs/memorization.md). The
+    (``interval_method="split_half_subjects"``), an upper bound on the variance whenever it
+    does not grow with the number of subjects (coverage 0.94-0.99 measured from 20
+    subjects per set, docs/memorization.md). The
     ``max_samples`` cap draws whole subjects with all their photos, a fixed number of
     subjects per set that no relabelling changes, so the test stays exact after the cap
     (:func:`cap_indices`).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from idaudit.dp import betting_mean_lower_bound
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization import flagging, flagging_from_distances, nnaa, nnaa_from_distances
 from idaudit.memorization._subjects import read_subject_map, subjects_for_files
@@ -182,41 +183,6 @@ def test_appearance_nnaa_caps_by_whole_subjects() -> None:
     assert (res.cap_unit, res.n_train, res.n_heldout, res.n_synthetic) == ("images", 24, 24, 24)
 
 
-def test_betting_interval_bounds_sit_where_the_capital_crosses() -> None:
-    from idaudit.memorization import betting_interval
-
-    y = np.random.default_rng(2).beta(0.5, 2.0, size=25)
-    alpha = 0.1
-    lo, hi = betting_interval(y, confidence_level=1 - alpha)
-
-    def capital(m: float, sign: int) -> float:  # the definition, step by step
-        log_k, total, sq = 0.0, 0.0, 0.0
-        for i, v in enumerate(y):
-            var = (0.25 + sq) / (i + 1)  # before y_i
-            bet = min(np.sqrt(2 * np.log(2 / alpha) / (y.size * var)),
-                      0.5 / (m if sign > 0 else 1 - m))  # fmt: skip
-            log_k += np.log(1 + sign * bet * (v - m))
-            total += v
-            sq += (v - (0.5 + total) / (i + 2)) ** 2
-        return log_k
-
-    level = np.log(2 / alpha)
-    assert capital(lo, +1) >= level > capital(lo + 1e-9, +1)
-    assert capital(hi, -1) >= level > capital(hi - 1e-9, -1)
-    assert 0 < lo < y.mean() < hi < 1
-
-
-def test_betting_interval_bad_input() -> None:
-    from idaudit.memorization import betting_interval
-
-    with pytest.raises(InvalidInputError, match="at least one value"):
-        betting_interval([])
-    with pytest.raises(InvalidInputError, match=r"must each be in \[0, 1\]"):
-        betting_interval([0.2, 1.5])
-    with pytest.raises(InvalidInputError, match="confidence_level"):
-        betting_interval([0.2], confidence_level=1.0)
-
-
 def test_flagging_interval_by_group_only_when_a_group_holds_several_images() -> None:
     gen = np.random.default_rng(6)
     d_h, d_s = gen.random(50), gen.random(40)
@@ -228,5 +194,9 @@ def test_flagging_interval_by_group_only_when_a_group_holds_several_images() -> 
     grouped = flagging_from_distances(d_h, d_s, subjects=(None, np.arange(40) // 4),
                                       percentiles=[20], n_permutations=0)  # fmt: skip
     assert (grouped.interval_method, grouped.n_synthetic_groups) == ("betting_by_group", 10)
+    # the betting bound on the ten groups' flagged shares, each side at 0.025
+    shares = (d_s <= grouped.thresholds[0]).reshape(10, 4).mean(axis=1)
+    assert grouped.ci_lower[0] == betting_mean_lower_bound(shares, 0.025)
+    assert grouped.ci_upper[0] == 1.0 - betting_mean_lower_bound(1.0 - shares, 0.025)
     assert grouped.ci_lower[0] <= grouped.synthetic_rate[0] <= grouped.ci_upper[0]
     assert grouped.to_xarray().attrs["setting.interval_method"] == "betting_by_group"
