@@ -278,7 +278,9 @@ def run_privacy_check(
     n_bootstrap : int, default 1000
         NNAA split-half draws behind the intervals (0: no intervals).
     max_samples, lpips_max_samples : int, default 1000 and 200
-        NNAA set caps for embeddings and for the appearance metric (seeded subsets).
+        NNAA set caps for embeddings and for the appearance metric (seeded subsets; with
+        ``subjects`` or ``subject_pattern``, whole subjects, so the subject-level test stays
+        exact: :func:`~idaudit.memorization.nnaa`).
     n_permutations : int, default 9999
         Permutations of the flagging p-value (0: none).
     nnaa_permutations : int, default 999
