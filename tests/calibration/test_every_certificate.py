@@ -404,3 +404,48 @@ def test_clopper_pearson_upper_covers() -> None:
         k = gen.binomial(n, p, size=4000)
         miss = int((clopper_pearson_upper(k, n, ALPHA) < p).sum())
         _at_most_nominal(miss, 4000)
+
+
+# ------------------------------------------------ memorisation: subjects, caps and groups
+def _subject_aware_memorisation() -> None:
+    # Subjects are centres N(0, I_4) with photos c + 0.5 ε; sets hold disjoint subjects, so
+    # training and held-out are a subject-level random split and the generator memorises
+    # nothing. Photo counts vary (1-4 per subject) and the cap thins training only: every
+    # path the privacy check takes with subjects (cap by whole subjects, relabel subjects).
+    gen = np.random.default_rng(32)
+    n_reps, rejected, low_bad, high_bad = 150, 0, 0, 0
+    for rep in range(n_reps):
+        photos = [gen.integers(1, 5, size=g) for g in (30, 8)]
+        real = []
+        for counts in photos:
+            centres = gen.standard_normal((counts.size, 4)).repeat(counts, axis=0)
+            real.append(centres + 0.5 * gen.standard_normal((int(counts.sum()), 4)))
+        labels = [np.repeat(np.arange(c.size), c) for c in photos]
+        res = ida.memorization.nnaa(
+            real[0], real[1], gen.standard_normal((25, 4)),
+            subjects=(labels[0], labels[1] + 100, None), metric="euclidean",
+            n_bootstrap=0, n_permutations=49, max_samples=24, rng=rep,
+        )  # fmt: skip
+        assert res.cap_unit == "subjects"
+        rejected += bool(res.p_value <= ALPHA)
+        # flagging's certified interval with groups of synthetic images: 20 groups x 4
+        # photos, each photo's distance the group's own uniform value with probability 0.7
+        # (marginally uniform: the rate at a threshold t is t)
+        shared = gen.random(20).repeat(4)
+        d_s = np.where(gen.random(80) < 0.7, shared, gen.random(80))
+        flag = flagging_from_distances(
+            gen.random(100), d_s, subjects=(None, np.arange(80) // 4), percentiles=[10, 40],
+            n_permutations=0, confidence_level=1 - ALPHA,
+        )  # fmt: skip
+        q = flag.thresholds
+        low_bad += bool((flag.ci_lower > q).any())
+        high_bad += bool((flag.ci_upper < q).any())
+    # the p-value: P(p <= ALPHA) <= ALPHA under H0 (p on the grid k/50); the interval: two
+    # rows, each side at ALPHA / 2 per row, so a union over the rows at most ALPHA per side
+    _at_most_nominal(rejected, n_reps)
+    _at_most_nominal(low_bad, n_reps)
+    _at_most_nominal(high_bad, n_reps)
+
+
+def test_subject_aware_memorisation_paths_are_sound() -> None:
+    _subject_aware_memorisation()

@@ -5,6 +5,8 @@ Array-level statistics, usable on any embeddings or distances:
 =====================================  ==========================================================
 :func:`flagging`,                      rates at thresholds calibrated on held-out distances, a
 :func:`flagging_from_distances`        permutation p-value and an exact Clopper–Pearson interval
+                                       (a betting interval on group shares when synthetic
+                                       groups hold several images)
 :func:`nnaa`, :func:`nnaa_from_distances`  nearest-neighbour adversarial accuracy, privacy loss,
                                        exact permutation p-value, split-half intervals
 :func:`metric_sanity`                  same- vs different-subject distances: AUC, permutation test

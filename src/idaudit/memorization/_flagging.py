@@ -21,7 +21,7 @@ from idaudit._validation import (
     check_option,
     check_random_state,
 )
-from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
+from idaudit.dp import betting_mean_lower_bound, clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization._neighbours import (
     DEFAULT_BLOCK_BYTES,
@@ -35,6 +35,7 @@ from idaudit.memorization._subjects import check_disjoint, check_subjects, unit_
 __all__ = [
     "DEFAULT_PERCENTILES",
     "FLAGGING_STATUS",
+    "INTERVAL_METHODS",
     "PERCENTILE_METHODS",
     "FlaggingResult",
     "flagging",
@@ -65,6 +66,10 @@ FLAGGING_STATUS: dict[str, Status] = {
 
 #: Permutations whose labels are drawn in one block (bounds the (block, n) temporaries).
 _PERMUTATION_BLOCK = 512
+
+#: Interval of the synthetic rate (:attr:`FlaggingResult.interval_method`): Clopper–Pearson
+#: on images, or the betting interval on the flagged share of each synthetic group.
+INTERVAL_METHODS: tuple[str, ...] = ("clopper_pearson", "betting_by_group")
 
 
 def check_percentiles(percentiles: Any) -> npt.NDArray[np.float64]:
@@ -112,12 +117,19 @@ class FlaggingResult:
         One-sided permutation p-values of "synthetic images land at or below ``τ_p`` more
         often than held-out images do" (NaN with ``n_permutations=0``). Status: sample estimate.
     ci_lower, ci_upper : numpy.ndarray, shape (k,)
-        Exact two-sided Clopper–Pearson interval for the synthetic rate at ``τ_p``, at
-        ``confidence_level``. Status: certified lower / upper bound (given the threshold).
+        Two-sided interval for the synthetic rate at ``τ_p``, at ``confidence_level``: exact
+        Clopper–Pearson when the synthetic images are independent, the betting interval on
+        group shares when synthetic groups hold several images (``interval_method``).
+        Status: certified lower / upper bound (given the threshold).
     confidence_level : float
     n_permutations : int
     heldout_distances, synthetic_distances : numpy.ndarray
         Every image's distance to its nearest training image.
+    interval_method : str
+        ``"clopper_pearson"`` or ``"betting_by_group"`` (:data:`INTERVAL_METHODS`).
+    n_synthetic_groups : int
+        Independent units behind the interval: synthetic groups (subjects) when given,
+        else images.
     """
 
     percentiles: npt.NDArray[np.float64]
@@ -133,6 +145,8 @@ class FlaggingResult:
     n_permutations: int
     heldout_distances: npt.NDArray[np.float64] = field(repr=False)
     synthetic_distances: npt.NDArray[np.float64] = field(repr=False)
+    interval_method: str = "clopper_pearson"
+    n_synthetic_groups: int = 0
 
     @property
     def synthetic_rate(self) -> npt.NDArray[np.float64]:
@@ -172,6 +186,8 @@ class FlaggingResult:
         frame.attrs["status"] = dict(FLAGGING_STATUS)
         frame.attrs["confidence_level"] = self.confidence_level
         frame.attrs["n_permutations"] = self.n_permutations
+        frame.attrs["interval_method"] = self.interval_method
+        frame.attrs["n_synthetic_groups"] = self.n_synthetic_groups
         return frame
 
     def to_xarray(self) -> xr.Dataset:
@@ -195,6 +211,8 @@ class FlaggingResult:
                 settings={
                     "confidence_level": self.confidence_level,
                     "n_permutations": self.n_permutations,
+                    "interval_method": self.interval_method,
+                    "n_synthetic_groups": self.n_synthetic_groups,
                 },
             ),
         )
@@ -209,8 +227,8 @@ _LONG_NAMES = {
     "n_synthetic_flagged": "synthetic images at or below the threshold",
     "n_heldout_flagged": "held-out images at or below the threshold",
     "p_value": "one-sided permutation p-value, synthetic flagged more often than held-out",
-    "ci_lower": "Clopper-Pearson lower bound of the synthetic rate (%)",
-    "ci_upper": "Clopper-Pearson upper bound of the synthetic rate (%)",
+    "ci_lower": "lower confidence bound of the synthetic rate (%)",
+    "ci_upper": "upper confidence bound of the synthetic rate (%)",
 }
 
 
@@ -465,6 +483,16 @@ def flagging_from_distances(
     the synthetic sample), each synthetic image is flagged independently with the
     generator's rate ``q(τ_p)``, so ``n_synthetic_flagged ~ Binomial(n_S, q)`` and the
     Clopper–Pearson interval covers ``q(τ_p)`` with probability at least ``confidence_level``.
+    When synthetic subjects (groups, e.g. several samples of one generated identity) hold
+    several images, the images of a group are not independent and the binomial law fails
+    (the Clopper–Pearson interval then undercovers). The groups are then the independent
+    units: each group's flagged share ``X_g / m_g`` lies in ``[0, 1]`` with mean ``q`` (each
+    image is marginally a draw of the generator, the group sizes fixed by the design). The
+    interval is then the betting bound of Waudby-Smith and Ramdas (2024) on the groups'
+    shares, in sorted label order, one side at ``(1 - confidence_level) / 2`` each
+    (:func:`idaudit.dp.betting_mean_lower_bound`, the upper side on ``1 - share``): valid at
+    every number of groups (``interval_method="betting_by_group"``), and wider than
+    Clopper–Pearson on as many independent images, the price of clustering.
 
     Examples
     --------
@@ -497,9 +525,19 @@ def flagging_from_distances(
             d_h, d_s, np.concatenate([s_h, s_s]), units, values, percentile_method,
             n_permutations, gen,
         )  # fmt: skip
-    alpha = (1.0 - confidence_level) / 2.0
-    ci_lower = np.asarray(clopper_pearson_lower(n_s_flagged, d_s.size, alpha), dtype=np.float64)
-    ci_upper = np.asarray(clopper_pearson_upper(n_s_flagged, d_s.size, alpha), dtype=np.float64)
+    groups = None if subjects is None else check_subjects(subjects[1], d_s.size, "subjects[1]")
+    n_groups = d_s.size if groups is None else np.unique(groups.astype(str)).size
+    if n_groups < d_s.size:  # photos of one synthetic group are not independent draws
+        assert groups is not None
+        method = "betting_by_group"
+        shares = _group_shares(d_s[None, :] <= thresholds[:, None], groups)  # (k, g)
+        bounds = np.array([_betting_interval(row, 1.0 - confidence_level) for row in shares])
+        ci_lower, ci_upper = bounds[:, 0], bounds[:, 1]
+    else:
+        method = "clopper_pearson"
+        alpha = (1.0 - confidence_level) / 2.0
+        ci_lower = np.asarray(clopper_pearson_lower(n_s_flagged, d_s.size, alpha), np.float64)
+        ci_upper = np.asarray(clopper_pearson_upper(n_s_flagged, d_s.size, alpha), np.float64)
     return FlaggingResult(
         percentiles=values,
         thresholds=thresholds,
@@ -514,7 +552,30 @@ def flagging_from_distances(
         n_permutations=n_permutations,
         heldout_distances=d_h,
         synthetic_distances=d_s,
+        interval_method=method,
+        n_synthetic_groups=int(n_groups),
     )
+
+
+def _betting_interval(shares: npt.NDArray[np.float64], alpha: float) -> tuple[float, float]:
+    """Return the two-sided betting interval ``(lower, upper)`` for the mean of ``shares``.
+
+    Each side is :func:`idaudit.dp.betting_mean_lower_bound` at ``alpha / 2``, the upper one
+    applied to ``1 - shares``.
+    """
+    lower = betting_mean_lower_bound(shares, alpha / 2.0)
+    return lower, 1.0 - betting_mean_lower_bound(1.0 - shares, alpha / 2.0)
+
+
+def _group_shares(
+    flagged: npt.NDArray[np.bool_], groups: npt.NDArray[Any]
+) -> npt.NDArray[np.float64]:
+    """Return the flagged share ``(k, g)`` of each group (sorted labels) from flags ``(k, n)``."""
+    _, code = np.unique(groups.astype(str), return_inverse=True)
+    code = code.reshape(-1)
+    sizes = np.bincount(code)
+    counts = np.stack([np.bincount(code, weights=row, minlength=sizes.size) for row in flagged])
+    return counts / sizes  # type: ignore[no-any-return]
 
 
 def _plain(value: Any) -> Any:

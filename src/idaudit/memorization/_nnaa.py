@@ -27,11 +27,14 @@ from idaudit.memorization._neighbours import (
 from idaudit.memorization._subjects import check_disjoint, check_subjects, unit_codes
 
 __all__ = [
+    "CAP_UNITS",
     "INTERVAL_METHOD",
+    "INTERVAL_METHOD_SUBJECTS",
     "MIN_INTERVAL_SIZE",
     "NNAA_STATUS",
     "NNAA_TEST_STATUS",
     "NNAAResult",
+    "cap_indices",
     "nnaa",
     "nnaa_from_distances",
     "subsample_indices",
@@ -69,11 +72,19 @@ NNAA_TEST_STATUS: dict[str, Status] = {
 
 #: Name of the interval method (:attr:`NNAAResult.interval_method`).
 INTERVAL_METHOD = "split_half"
+#: The interval method when a subject holds several images: the split-half variance at half
+#: size, not scaled down to the full size (see :func:`nnaa`, Notes).
+INTERVAL_METHOD_SUBJECTS = "split_half_subjects"
+
+#: What ``max_samples`` draws (:attr:`NNAAResult.cap_unit`): images, or whole subjects.
+CAP_UNITS = ("images", "subjects")
 
 #: Smallest size of each of the training, held-out and synthetic sets for which an interval is
-#: reported. At 20 per set the split-half interval's coverage was measured within 2.5 points
-#: of nominal on null and memorising scenarios (docs/memorization.md); below it each half holds
-#: fewer than 10 images and the interval is not reported (NaN). The p-value is exact at every n.
+#: reported (units: images, or subjects when given). At 20 images per set the split-half
+#: interval's coverage was measured within 2.5 points of nominal on null and memorising
+#: scenarios; with several photos per subject the unscaled interval covered 0.94-0.99 from
+#: 20 subjects (docs/memorization.md). Below it each half holds fewer than 10
+#: units and the interval is not reported (NaN). The p-value is exact at every n.
 MIN_INTERVAL_SIZE = 20
 
 #: How many of a row's nearest columns are scanned for one present in a subset before the row
@@ -172,11 +183,18 @@ class NNAAResult:
     std_error : dict of str to float
         The split-half standard errors behind ``ci`` (NaN where no interval).
     interval_method : str
-        ``"split_half"``, or ``"none"`` when no interval is reported.
+        ``"split_half"``; ``"split_half_subjects"`` when a subject holds several images
+        (the half-size variance, unscaled: :func:`nnaa`, Notes); ``"none"`` when no interval
+        is reported.
     below_min_size : bool
         True when a set is smaller than :data:`MIN_INTERVAL_SIZE`, so no interval is reported.
     interval_note : str
         Why no interval is reported ("" when one is).
+    cap_unit : str
+        What the ``max_samples`` cap draws: ``"images"``, or ``"subjects"`` when subjects are
+        given (whole subjects with all their photos, :func:`cap_indices`).
+    capped : bool
+        True when the cap thinned at least one set.
     """
 
     aa_train_synth: float
@@ -195,6 +213,8 @@ class NNAAResult:
     interval_method: str = INTERVAL_METHOD
     below_min_size: bool = False
     interval_note: str = ""
+    cap_unit: str = "images"
+    capped: bool = False
 
     def to_frame(self, metric: str | None = None) -> pd.DataFrame:
         """One row: the numbers, their intervals, the p-value, set sizes and settings.
@@ -228,6 +248,8 @@ class NNAAResult:
         frame.attrs["status"] = {**NNAA_STATUS, **NNAA_TEST_STATUS}
         frame.attrs["confidence_level"] = self.confidence_level
         frame.attrs["interval_note"] = self.interval_note
+        frame.attrs["cap_unit"] = self.cap_unit
+        frame.attrs["capped"] = self.capped
         return frame
 
     def to_xarray(self) -> xr.Dataset:
@@ -252,6 +274,8 @@ class NNAAResult:
                     "interval_method": self.interval_method,
                     "interval_note": self.interval_note,
                     "min_interval_size": MIN_INTERVAL_SIZE,
+                    "cap_unit": self.cap_unit,
+                    "capped": int(self.capped),
                 },
             ),
         )
@@ -370,6 +394,76 @@ def subsample_indices(n: int, max_samples: int, gen: np.random.Generator) -> npt
     if n <= max_samples:
         return np.arange(n)
     return np.sort(gen.choice(n, size=max_samples, replace=False))
+
+
+def cap_indices(
+    subjects: tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None, npt.NDArray[Any] | None],
+    sizes: tuple[int, int, int],
+    max_samples: int,
+    gen: np.random.Generator,
+) -> tuple[list[npt.NDArray[np.intp]], str]:
+    """Rows of the training, held-out and synthetic sets that the ``max_samples`` cap keeps.
+
+    Parameters
+    ----------
+    subjects : (array or None, array or None, array or None)
+        Subject of each row of each set (checked), ``None`` for a set whose images are each
+        their own subject.
+    sizes : (int, int, int)
+        Rows of each set.
+    max_samples : int
+        The cap, in images.
+    gen : numpy.random.Generator
+        Draws the kept subsets, one set after the other.
+
+    Returns
+    -------
+    keep : list of numpy.ndarray
+        Sorted kept row indices of each set.
+    cap_unit : str
+        ``"images"`` without subjects, ``"subjects"`` with them.
+
+    Notes
+    -----
+    Without subjects a set larger than ``max_samples`` keeps a seeded random subset of
+    ``max_samples`` images (:func:`subsample_indices`).
+
+    With subjects the cap draws whole subjects. Let ``m`` be the mean number of images per
+    unit (subject, or image of a set without subjects) of the training and held-out sets
+    pooled. Each of the two keeps at most ``g = max(2, ⌊max_samples / m⌋)`` of its units,
+    drawn uniformly without replacement, with all their images; the synthetic set does the
+    same with its own mean. ``m`` and ``g`` depend only on the pooled real images and on each
+    set's number of units, which every subject-level relabelling keeps; so the kept units of
+    each set are a uniform subset of fixed size whatever the labelling, and, given the kept
+    units, every split of them with the kept numbers of training and held-out units is
+    equally likely under H0. The subject-level permutation test on the kept subjects is
+    therefore exact, as it is on the whole sets. Thinning images instead (the former
+    recipe) keeps about one photo of each subject of a large set and all photos of a small
+    one, which makes the pools non-exchangeable. The kept image count is ``max_samples`` on
+    average when the sets' subjects hold alike numbers of photos; it is not bounded by it.
+    """
+    if all(lab is None for lab in subjects):
+        return [subsample_indices(n, max_samples, gen) for n in sizes], "images"
+    codes = []
+    for lab, n in zip(subjects, sizes, strict=True):
+        if lab is None:
+            codes.append(np.arange(n, dtype=np.int64))
+        else:
+            _, code = np.unique(lab.astype(str), return_inverse=True)
+            codes.append(code.reshape(-1).astype(np.int64))
+    units = [int(c.max()) + 1 for c in codes]
+    pooled = (sizes[0] + sizes[1]) / (units[0] + units[1])  # the same under every relabelling
+    per_unit = (pooled, pooled, sizes[2] / units[2])
+    keep = []
+    for code, g, m in zip(codes, units, per_unit, strict=True):
+        g_cap = max(2, math.floor(max_samples / m + 1e-9))  # 1e-9: 1000 / (1000 / 250) is 250
+        if g <= g_cap:
+            keep.append(np.arange(code.size))
+            continue
+        chosen = np.zeros(g, dtype=bool)
+        chosen[gen.choice(g, size=g_cap, replace=False)] = True
+        keep.append(np.flatnonzero(chosen[code]))
+    return keep, "subjects"
 
 
 def _check_sizes(n_train: int, n_heldout: int, n_synthetic: int) -> None:
@@ -523,13 +617,18 @@ def _split_half_interval(
     differences: npt.NDArray[np.float64],
     sizes: tuple[int, int, int],
     confidence_level: float,
+    *,
+    scaled: bool = True,
 ) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
     """Return normal intervals from the split-half variance, clipped to each range, and SEs."""
     # E[(θ(A) - θ(B))²] / 2 = Var(θ at half size), without bias: A and B are disjoint, so
     # independent. The n^{-1/2} rate of nearest-neighbour statistics (Henze, 1988) turns it
     # into Var(θ at full size) with the factor (n // 2) / n, = 1/2 for even n; its largest
-    # value over the three sets errs on the wide side for odd sizes.
-    ratio = max((n // 2) / n for n in sizes)  # sizes: units (images, or subjects)
+    # value over the three sets errs on the wide side for odd sizes. With several images per
+    # subject the variance falls more slowly than 1/subjects at the sizes met in practice
+    # (nnaa, Notes): the half-size variance is then kept unscaled, an upper bound whenever
+    # the variance does not grow with the number of subjects.
+    ratio = max((n // 2) / n for n in sizes) if scaled else 1.0  # sizes: units
     se = np.sqrt(ratio * np.mean(differences**2, axis=0) / 2.0)
     z = float(norm.ppf(0.5 + confidence_level / 2.0))
     ci = {}
@@ -564,10 +663,12 @@ def _nnaa_core(
     gen: np.random.Generator,
     units: _Units = (None, None, None),
     layers: npt.NDArray[np.int64] | None = None,
+    cap: tuple[str, bool] = ("images", False),
 ) -> NNAAResult:
     """Return NNAA, its intervals and p-value from the blocks tt, hh, ss, ts, hs, th.
 
-    The blocks are float64 distance matrices on one device; ``units`` the subject codes.
+    The blocks are float64 distance matrices on one device; ``units`` the subject codes;
+    ``cap`` what the ``max_samples`` cap drew and whether it thinned a set.
     """
     kernel = _AAKernel(blocks)
     sizes = kernel.sizes
@@ -585,11 +686,19 @@ def _nnaa_core(
         point = kernel.subsets(*ones)[0].cpu().numpy()
         differences = _split_half_differences(kernel, n_splits, split_gen, units)
         p_value = _permutation_p_value(kernel, n_permutations, perm_gen, units, layers)
+    # a unit holding several images: the variance need not fall as 1/units (see nnaa, Notes)
+    clustered = any(g < n for g, n in zip(counts, sizes, strict=True))
     if note:
         ci = {name: (math.nan, math.nan) for name in _NAMES}
         se = {name: math.nan for name in _NAMES}
     else:
-        ci, se = _split_half_interval(point, differences, counts, confidence_level)  # type: ignore[arg-type]
+        ci, se = _split_half_interval(
+            point,
+            differences,
+            counts,  # type: ignore[arg-type]
+            confidence_level,
+            scaled=not clustered,
+        )
     return NNAAResult(
         aa_train_synth=float(point[0]),
         aa_heldout_synth=float(point[1]),
@@ -604,9 +713,13 @@ def _nnaa_core(
         p_value=p_value,
         n_permutations=n_permutations,
         std_error=se,
-        interval_method="none" if note else INTERVAL_METHOD,
+        interval_method=(
+            "none" if note else INTERVAL_METHOD_SUBJECTS if clustered else INTERVAL_METHOD
+        ),
         below_min_size=min(counts) < MIN_INTERVAL_SIZE,
         interval_note=note,
+        cap_unit=cap[0],
+        capped=cap[1],
     )
 
 
@@ -661,7 +774,8 @@ def nnaa(
         Relabellings of the pooled training and held-out images for the p-value; 0 skips it
         (NaN).
     max_samples : int, default 1000
-        Sets larger than this are first cut to a seeded random subset of this size.
+        Sets larger than this are first cut to a seeded random subset of this size; with
+        ``subjects`` the cap draws whole subjects (:func:`cap_indices`).
     confidence_level : float, default 0.95
         Of the split-half intervals.
     rng : int, SeedSequence or Generator, default 0
@@ -701,7 +815,8 @@ def nnaa(
     interval is ``θ ± z_{1-α/2}·se``, clipped to ``[0, 1]`` for the AA terms and to
     ``[-1, 1]`` for the privacy loss. It is asymptotic (status sample estimate); its coverage
     was measured within 2.5 points of nominal on null and memorising scenarios with at least
-    :data:`MIN_INTERVAL_SIZE` images per set (``benchmarks/study_nnaa_interval.py``). Below
+    :data:`MIN_INTERVAL_SIZE` images per set, one image per unit
+    (``benchmarks/study_nnaa_interval.py``; with several photos per subject see below). Below
     that size no interval is reported (NaN, ``below_min_size``, ``interval_note``).
 
     **Subjects.** Photos of one subject are not exchangeable with other subjects' photos.
@@ -709,8 +824,18 @@ def nnaa(
     training and held-out (the number of training *subjects* kept, so image counts vary and
     each AA term is a share of its own relabelled set), exact under H0 "subjects are
     exchangeable between training and held-out" (a subject-level random split); each
-    split-half draw puts whole subjects in each half, and :data:`MIN_INTERVAL_SIZE` and the
-    half-size factor count subjects. The ``max_samples`` cap still draws images.
+    split-half draw puts whole subjects in each half, and :data:`MIN_INTERVAL_SIZE` counts
+    subjects. When a subject holds several images the variance of the statistic falls more
+    slowly than ``1/subjects`` at practical sizes (a photo's nearest neighbour is mostly its
+    own subject's, and the rare closer stranger grows likelier with the other set's size),
+    so halving the half-size variance undercovers (0.83 to 0.88 measured at 20 to 60
+    subjects × 4 photos); the interval then uses the half-size variance unscaled
+    (``interval_method="split_half_subjects"``), an upper bound on the variance whenever it
+    does not grow with the number of subjects (coverage 0.94-0.99 measured from 20
+    subjects per set, docs/memorization.md). The
+    ``max_samples`` cap draws whole subjects with all their photos, a fixed number of
+    subjects per set that no relabelling changes, so the test stays exact after the cap
+    (:func:`cap_indices`).
 
     References
     ----------
@@ -745,7 +870,8 @@ def nnaa(
     labels = _subject_units(subjects, (len(t), len(h), len(s)))
     strata_codes = _strata(strata, (len(t), len(h)))
     gen = check_random_state(rng)
-    keep = [subsample_indices(len(x), max_samples, gen) for x in (t, h, s)]
+    keep, cap_unit = cap_indices(labels, (len(t), len(h), len(s)), max_samples, gen)
+    capped = any(k.size < len(x) for k, x in zip(keep, (t, h, s), strict=True))
     t, h, s = (x[k] for x, k in zip((t, h, s), keep, strict=True))
     units = _codes(labels, keep)
     layers = _kept_layers(strata_codes, keep)
@@ -762,7 +888,10 @@ def nnaa(
         "hs": block(h, s),
         "th": block(t, h),
     }
-    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen, units, layers)
+    return _nnaa_core(
+        blocks, n_bootstrap, n_permutations, confidence_level, gen, units, layers,
+        cap=(cap_unit, capped),
+    )  # fmt: skip
 
 
 def nnaa_from_distances(
@@ -831,7 +960,8 @@ def nnaa_from_distances(
     labels = _subject_units(subjects, (n_t, n_h, n_s))
     strata_codes = _strata(strata, (n_t, n_h))
     gen = check_random_state(rng)
-    kept = [subsample_indices(n, max_samples, gen) for n in (n_t, n_h, n_s)]
+    kept, cap_unit = cap_indices(labels, (n_t, n_h, n_s), max_samples, gen)
+    capped = any(k.size < n for k, n in zip(kept, (n_t, n_h, n_s), strict=True))
     keep = [offset + k for offset, k in zip((0, n_t, n_t + n_h), kept, strict=True)]
     dev = resolve_device(device)
 
@@ -849,4 +979,7 @@ def nnaa_from_distances(
     }
     units = _codes(labels, kept)
     layers = _kept_layers(strata_codes, kept)
-    return _nnaa_core(blocks, n_bootstrap, n_permutations, confidence_level, gen, units, layers)
+    return _nnaa_core(
+        blocks, n_bootstrap, n_permutations, confidence_level, gen, units, layers,
+        cap=(cap_unit, capped),
+    )  # fmt: skip

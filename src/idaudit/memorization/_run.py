@@ -16,7 +16,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -61,9 +61,9 @@ from idaudit.memorization._nnaa import (
     NNAA_STATUS,
     NNAA_TEST_STATUS,
     NNAAResult,
+    cap_indices,
     nnaa,
     nnaa_from_distances,
-    subsample_indices,
 )
 from idaudit.memorization._report import (
     CacheUse,
@@ -278,7 +278,9 @@ def run_privacy_check(
     n_bootstrap : int, default 1000
         NNAA split-half draws behind the intervals (0: no intervals).
     max_samples, lpips_max_samples : int, default 1000 and 200
-        NNAA set caps for embeddings and for the appearance metric (seeded subsets).
+        NNAA set caps for embeddings and for the appearance metric (seeded subsets; with
+        ``subjects`` or ``subject_pattern``, whole subjects, so the subject-level test stays
+        exact: :func:`~idaudit.memorization.nnaa`).
     n_permutations : int, default 9999
         Permutations of the flagging p-value (0: none).
     nnaa_permutations : int, default 999
@@ -812,37 +814,57 @@ def _appearance_nnaa(
     """
     order = list(usable) if order is None else order
     gen = np.random.default_rng(settings.rng)
+    listed: dict[str, tuple[list[Path], list[str]]] = {}
+    cohorts: dict[str, npt.NDArray[Any]] = {}
+    labels: dict[str, Any] = {split: None for split in SPLITS}  # synthetic: own subjects
+    for split in SPLITS:
+        cohort_of = [c for c in order for _ in embedded.kept_paths(split, c)]
+        rows = np.asarray([i for i, c in enumerate(cohort_of) if c in usable], dtype=np.intp)
+        listed[split] = (
+            [p for c in usable for p in embedded.kept_paths(split, c)],
+            [h for c in usable for h in embedded.kept_hashes(split, c)],
+        )
+        cohorts[split] = np.asarray(cohort_of, dtype=object)[rows]
+        if subj is not None and split != "synthetic":
+            labels[split] = np.asarray(subj[split], dtype=object)[rows]
+    # the cap draws whole subjects when they are given, so the subject-level test stays
+    # exact on what the distances are computed for (cap_indices)
+    keeps, cap_unit = cap_indices(
+        (labels["train"], labels["heldout"], None),
+        tuple(len(listed[split][0]) for split in SPLITS),  # type: ignore[arg-type]
+        settings.lpips_max_samples,
+        gen,
+    )
     pooled: dict[str, tuple[list[Path], list[str]]] = {}
     subjects: dict[str, Any] = {"train": None, "heldout": None}
     strata: dict[str, npt.NDArray[Any]] = {}
-    for split in SPLITS:
-        cohort_of = [c for c in order for _ in embedded.kept_paths(split, c)]
-        rows = [i for i, c in enumerate(cohort_of) if c in usable]
-        paths = [p for c in usable for p in embedded.kept_paths(split, c)]
-        hashes = [h for c in usable for h in embedded.kept_hashes(split, c)]
-        keep = subsample_indices(len(paths), settings.lpips_max_samples, gen)
+    for split, keep in zip(SPLITS, keeps, strict=True):
+        paths, hashes = listed[split]
         pooled[split] = ([paths[i] for i in keep], [hashes[i] for i in keep])
         if split != "synthetic":
-            strata[split] = np.asarray([cohort_of[rows[i]] for i in keep], dtype=object)
+            strata[split] = cohorts[split][keep]
             if subj is not None:
-                subjects[split] = np.asarray(subj[split])[np.asarray(rows, dtype=np.intp)][keep]
+                subjects[split] = labels[split][keep]
+    capped = any(k.size < len(listed[split][0]) for k, split in zip(keeps, SPLITS, strict=True))
     union = (
         [p for split in SPLITS for p in pooled[split][0]],
         [h for split in SPLITS for h in pooled[split][1]],
     )
     train, heldout, synthetic = (len(pooled[split][0]) for split in SPLITS)
-    return nnaa_from_distances(
+    result = nnaa_from_distances(
         distances(union, union),  # (n_union, n_union), train then held-out then synthetic
         (train, heldout, synthetic),
         subjects=None if subj is None else (subjects["train"], subjects["heldout"], None),
         strata=(strata["train"], strata["heldout"]),
         n_bootstrap=settings.n_bootstrap,
         n_permutations=settings.nnaa_permutations,
-        max_samples=settings.lpips_max_samples,
+        # already capped above: the whole union, so that nothing is cut a second time
+        max_samples=max(2, len(union[0])),
         confidence_level=settings.confidence_level,
         rng=gen,
         device=settings.device,
     )
+    return replace(result, cap_unit=cap_unit, capped=capped)
 
 
 def _report(

@@ -489,3 +489,20 @@ def test_a_few_training_copies_among_the_samples_warn(roots: Path, first, tmp_pa
     ):
         report = run_privacy_check(*_args(copy), cache=cache, **FAST)
     assert report.counts.set_index(["cohort", "split"]).loc[("a", "synthetic"), "ok"] == 6
+
+
+def test_subjects_under_caps_below_the_set_sizes(roots: Path, first, tmp_path: Path) -> None:
+    # one photo per subject (s<k>_0.png): the caps then draw subjects as they drew images,
+    # and the run records that they did
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)  # the skipped cohort, again
+        report = run_privacy_check(
+            *_args(roots), subject_pattern=r"^(s\d+)_", max_samples=4, lpips_max_samples=3,
+            n_bootstrap=0, n_permutations=99, nnaa_permutations=19, cache=tmp_path / "cache",
+            threads=1, progress=False,
+        )  # fmt: skip
+    pooled = report.nnaa[report.nnaa["cohort"] == "pooled"].set_index("axis")
+    assert pooled.loc["identity", ["n_train", "n_heldout", "n_synthetic"]].tolist() == [4, 4, 4]
+    assert pooled.loc["appearance", ["n_train", "n_heldout", "n_synthetic"]].tolist() == [3, 3, 3]
+    assert pooled["p_value"].between(0.05, 1.0).all()  # 1/20 at the least

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from idaudit.dp import betting_mean_lower_bound
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization import flagging, flagging_from_distances, nnaa, nnaa_from_distances
 from idaudit.memorization._subjects import read_subject_map, subjects_for_files
@@ -114,3 +115,88 @@ def test_subject_pattern() -> None:
         subjects_for_files(["c/p01_a.png"], pattern=r"^p\d+_")
     with pytest.raises(InvalidInputError, match=r"does not match the file name 'x\.png'"):
         subjects_for_files(["c/x.png"], pattern=r"^(p\d+)_")
+
+
+def test_cap_draws_whole_subjects_a_fixed_number_per_set() -> None:
+    from idaudit.memorization._nnaa import cap_indices, subsample_indices
+
+    train = np.repeat(np.arange(30), 4)  # 30 subjects x 4 photos
+    heldout = np.repeat(np.arange(10), 2)  # 10 subjects x 2 photos
+    # pooled mean photos per subject: (120 + 20) / 40 = 3.5, so a cap of 36 keeps 10 subjects
+    keep, unit = cap_indices((train, heldout, None), (120, 20, 50), 36, np.random.default_rng(0))
+    assert unit == "subjects"
+    kept = np.unique(train[keep[0]])
+    assert kept.size == 10
+    np.testing.assert_array_equal(np.sort(keep[0]), np.flatnonzero(np.isin(train, kept)))
+    np.testing.assert_array_equal(keep[1], np.arange(20))  # 10 subjects <= 10: all kept
+    assert keep[2].size == 36  # synthetic singletons: 36 images, as the image cap
+    # without subjects: the image cap and its seeded draws, unchanged
+    got, unit = cap_indices((None, None, None), (120, 20, 50), 36, np.random.default_rng(5))
+    gen = np.random.default_rng(5)
+    want = [subsample_indices(n, 36, gen) for n in (120, 20, 50)]
+    assert unit == "images"
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_nnaa_records_the_subject_cap() -> None:
+    t, h, s = _sets(1)
+    labels = np.arange(40) // 4
+    res = nnaa(t, h, s, subjects=(labels, labels + 50, None), max_samples=20, n_bootstrap=0,
+               n_permutations=9)  # fmt: skip
+    assert (res.cap_unit, res.capped, res.n_train, res.n_heldout) == ("subjects", True, 20, 20)
+    assert res.to_xarray().attrs["setting.cap_unit"] == "subjects"
+    res = nnaa(t, h, s, max_samples=20, n_bootstrap=0, n_permutations=9)
+    assert (res.cap_unit, res.capped) == ("images", True)
+
+
+def test_appearance_nnaa_caps_by_whole_subjects() -> None:
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from scipy.spatial.distance import cdist
+
+    from idaudit.memorization._run import _appearance_nnaa
+
+    gen = np.random.default_rng(4)
+    sizes = {"train": 60, "heldout": 24, "synthetic": 30}
+    vectors = {f"{split}{i}": gen.standard_normal(4) for split, n in sizes.items()
+               for i in range(n)}  # fmt: skip
+    names = {split: [f"{split}{i}" for i in range(n)] for split, n in sizes.items()}
+    embedded = SimpleNamespace(
+        kept_paths=lambda split, cohort: [Path(n) for n in names[split]],
+        kept_hashes=lambda split, cohort: names[split],
+    )
+
+    def distances(rows, cols):
+        return cdist(*(np.array([vectors[h] for h in side[1]]) for side in (rows, cols)))
+
+    settings = SimpleNamespace(rng=0, lpips_max_samples=24, n_bootstrap=0, nnaa_permutations=9,
+                               confidence_level=0.95, device="cpu")  # fmt: skip
+    subj = {"train": np.repeat(np.arange(20), 3).astype(str), "heldout": np.repeat(
+        np.arange(100, 108), 3).astype(str)}  # fmt: skip
+    res = _appearance_nnaa(embedded, ["c"], distances, settings, subj)
+    # 3 photos per subject everywhere: a cap of 24 keeps 8 whole subjects of each real set
+    assert (res.cap_unit, res.capped, res.n_train, res.n_heldout) == ("subjects", True, 24, 24)
+    assert res.n_synthetic == 24  # synthetic singletons: the image cap
+    res = _appearance_nnaa(embedded, ["c"], distances, settings, None)
+    assert (res.cap_unit, res.n_train, res.n_heldout, res.n_synthetic) == ("images", 24, 24, 24)
+
+
+def test_flagging_interval_by_group_only_when_a_group_holds_several_images() -> None:
+    gen = np.random.default_rng(6)
+    d_h, d_s = gen.random(50), gen.random(40)
+    plain = flagging_from_distances(d_h, d_s, percentiles=[20], n_permutations=0)
+    singles = flagging_from_distances(d_h, d_s, subjects=(None, np.arange(40)),
+                                      percentiles=[20], n_permutations=0)  # fmt: skip
+    assert plain.interval_method == singles.interval_method == "clopper_pearson"
+    np.testing.assert_array_equal(plain.ci_lower, singles.ci_lower)
+    grouped = flagging_from_distances(d_h, d_s, subjects=(None, np.arange(40) // 4),
+                                      percentiles=[20], n_permutations=0)  # fmt: skip
+    assert (grouped.interval_method, grouped.n_synthetic_groups) == ("betting_by_group", 10)
+    # the betting bound on the ten groups' flagged shares, each side at 0.025
+    shares = (d_s <= grouped.thresholds[0]).reshape(10, 4).mean(axis=1)
+    assert grouped.ci_lower[0] == betting_mean_lower_bound(shares, 0.025)
+    assert grouped.ci_upper[0] == 1.0 - betting_mean_lower_bound(1.0 - shares, 0.025)
+    assert grouped.ci_lower[0] <= grouped.synthetic_rate[0] <= grouped.ci_upper[0]
+    assert grouped.to_xarray().attrs["setting.interval_method"] == "betting_by_group"
