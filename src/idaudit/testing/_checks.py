@@ -271,9 +271,9 @@ def run_self_checks(
         else:
             print(f"ok    [{check.kind}] {check.name} ({time.perf_counter() - t0:.1f} s)", file=out)
     total = sum(c.kind in kinds for c in SELF_CHECKS)
-    word = "passed" if not failed else f"FAILED ({failed} of {total})"
-    print(
-        f"{total - failed} of {total} checks {word} in {time.perf_counter() - start:.1f} s",
-        file=out,
-    )
+    took = f"in {time.perf_counter() - start:.1f} s"
+    if failed:
+        print(f"{failed} of {total} checks FAILED {took}", file=out)
+    else:
+        print(f"{total} of {total} checks passed {took}", file=out)
     return failed == 0

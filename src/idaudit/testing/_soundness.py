@@ -560,6 +560,7 @@ def assert_sound(result: SoundnessResult | Mapping[str, SoundnessResult]) -> Non
     ...
     AssertionError: unsound: event: 70 of 200 runs violated (rate 0.35) ... p-value 5.51e-07 ...
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this one
     if isinstance(result, SoundnessResult):
         results = [result]
     elif isinstance(result, Mapping):

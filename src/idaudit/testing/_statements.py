@@ -82,6 +82,7 @@ def assert_epsilon_below(
     >>> from idaudit.testing import Claim, assert_epsilon_below
     >>> assert_epsilon_below(Claim([0.4, 1.2], "certified_lower_bound"), 2.0)
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this one
     check_status(status)
     bound = check_in_range(bound, "bound", closed="both")
     values, got = _values(
@@ -136,6 +137,7 @@ def assert_epsilon_above(result: Any, bound: float) -> None:
     >>> from idaudit.testing import Claim, assert_epsilon_above
     >>> assert_epsilon_above(Claim([0.1, 1.3], "certified_lower_bound"), 1.0)
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this one
     bound = check_in_range(bound, "bound", closed="both")
     values, got = _values(
         result,
@@ -180,6 +182,7 @@ def assert_private(result: Any, epsilon: float) -> None:
     >>> mech = LaplaceNoise(EmbeddingSet([[0.0], [1.0]], ["a", "b"], normalize=False), 1.0)
     >>> assert_private(Claim(mech.pair_epsilon("a", "b"), "reference"), 1.0)
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this one
     epsilon = check_in_range(epsilon, "epsilon", closed="both")
     values, got = _values(
         result,
