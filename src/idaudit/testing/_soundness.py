@@ -255,7 +255,9 @@ def _certified(status: Status, name: str) -> Status:
         raise InvalidInputError(
             f"{name} has status {status!r}, which states no probability: only "
             f"{' and '.join(CERTIFIED_STATUSES)} claims can be sound or unsound at a level "
-            "alpha. Count how often another number overshoots with check_rate instead."
+            "alpha. Count how often another number overshoots with check_rate instead; for an "
+            "auditor's certified route pass its bound, e.g. ds['mmdtv_epsilon_lb'] or "
+            "Claim(aud.epsilon_lb_, 'certified_lower_bound')."
         )
     return status
 
