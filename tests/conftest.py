@@ -15,6 +15,11 @@ settings.register_profile("default", derandomize=True, database=None, deadline=N
 settings.register_profile("explore", derandomize=False, database=None, deadline=None)
 settings.load_profile(os.environ.get("IDAUDIT_HYPOTHESIS", "default"))
 
+# idaudit's own pytest plugin (markers, the gpu skip, idaudit_rng, known_mechanism,
+# --idaudit-reps-scale), also for a checkout whose installed metadata predates its entry
+# point; where the entry point loaded it already, pytest registers it once.
+pytest_plugins = ["idaudit.testing.plugin"]
+
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker per CPU this process may run on.
@@ -27,22 +32,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``gpu`` tests where CUDA is absent (CI never has a GPU)."""
-    try:
-        import torch
-
-        has_cuda = torch.cuda.is_available()
-    except ImportError:  # pragma: no cover
-        has_cuda = False
-    if has_cuda:
-        return
-    skip = pytest.mark.skip(reason="needs CUDA; this machine has none")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
 
 
 @pytest.fixture

@@ -51,6 +51,7 @@ _LAZY: dict[str, str] = {
     "InvalidInputError": "idaudit.exceptions",
     "MissingWeightsError": "idaudit.exceptions",
     "IdauditWarning": "idaudit.exceptions",
+    "test": "idaudit.selftest",
 }
 _SUBMODULES = {
     "audits",
@@ -68,6 +69,8 @@ _SUBMODULES = {
     "pipeline",
     "plotting",
     "results",
+    "selftest",
+    "testing",
 }
 
 __all__ = sorted([*_LAZY, *_SUBMODULES, "__version__"])
@@ -100,6 +103,8 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit import pipeline as pipeline
     from idaudit import plotting as plotting
     from idaudit import results as results
+    from idaudit import selftest as selftest
+    from idaudit import testing as testing
     from idaudit.audits import (
         GaussMechAuditor as GaussMechAuditor,
     )
@@ -142,6 +147,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         NotFittedError as NotFittedError,
     )
     from idaudit.pipeline import audit_generator as audit_generator
+    from idaudit.selftest import test as test
 
 
 def __getattr__(name: str) -> Any:

@@ -12,6 +12,7 @@ __all__ = [
     "InvalidInputError",
     "MissingWeightsError",
     "NotFittedError",
+    "UnsupportedStatementError",
 ]
 
 
@@ -39,6 +40,14 @@ class MissingWeightsError(IdauditError, FileNotFoundError):
 
     idaudit never downloads weights: the message names the file, where it is published and
     where to put it (an explicit path argument, or ``$IDAUDIT_WEIGHTS/<model>/<file>``).
+    """
+
+
+class UnsupportedStatementError(InvalidInputError):
+    """A number was asked to support a sentence its formal status cannot say.
+
+    For instance, asserting that a mechanism is ε-DP from a certified *lower* bound
+    (:func:`idaudit.testing.assert_private`): refused, never passed.
     """
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from idaudit.dp import (
     anytime_lower_bound,
@@ -20,6 +19,7 @@ from idaudit.dp import (
     betting_mean_lower_bound,
     clopper_pearson_upper,
 )
+from idaudit.testing import Claim, assert_sound, check_claims
 
 pytestmark = pytest.mark.calibration
 
@@ -40,18 +40,20 @@ def test_confidence_sequence_holds_at_every_look(p: float) -> None:
     counts, looks = _streams(reps, n, p, seed=int(p * 1000))
     upper = anytime_upper_bound(counts, looks[None, :], ALPHA)  # (reps, n_looks)
     lower = anytime_lower_bound(counts, looks[None, :], ALPHA)
-    miss_up = int(np.any(upper <= p, axis=1).sum())
-    miss_low = int(np.any(lower >= p, axis=1).sum())
-    naive = int(np.any(clopper_pearson_upper(counts, looks[None, :], ALPHA) <= p, axis=1).sum())
+    naive = clopper_pearson_upper(counts, looks[None, :], ALPHA)
+    # one event per stream: the bound misses p at some look
+    level = {"alpha": ALPHA, "significance": 1e-3}
+    miss_up = check_claims(Claim(upper, "certified_upper_bound"), p, **level)
+    miss_low = check_claims(Claim(lower, "certified_lower_bound"), p, **level)
+    repeated = check_claims(Claim(naive, "certified_upper_bound"), p, alpha=ALPHA)
     # Each count is at most Binomial(1000, 0.1) if the sequence is valid: mean 100, sd 9.5;
     # binomtest rejects "rate <= 0.1" at 0.001 above about 130. The mixture is conservative
     # (30-45 upper misses here). Repeating a fixed-n Clopper-Pearson bound at the 30 looks
     # misses far more often (140 at p = 0.02, 303 at p = 0.2, with these seeds): the check
     # tells an anytime bound from a fixed-n one.
-    assert stats.binomtest(miss_up, reps, ALPHA, alternative="greater").pvalue > 0.001
-    assert stats.binomtest(miss_low, reps, ALPHA, alternative="greater").pvalue > 0.001
-    assert stats.binomtest(naive, reps, ALPHA, alternative="greater").pvalue < 1e-3
-    assert miss_up > 0  # not vacuous
+    assert_sound({"upper": miss_up, "lower": miss_low})
+    assert repeated.pvalue < 1e-3, repeated.message()
+    assert miss_up.n_violations > 0  # not vacuous
 
 
 @pytest.mark.parametrize("bound", [betting_mean_lower_bound, bernstein_mean_lower_bound])
@@ -60,10 +62,10 @@ def test_mean_lower_bounds_cover(bound) -> None:
     a, b = 2.0, 5.0
     mean = a / (a + b)
     x = np.random.default_rng(11).beta(a, b, size=(reps, n))
-    misses = sum(bound(row, alpha) >= mean for row in x)
+    lower = Claim([bound(row, alpha) for row in x], "certified_lower_bound")
     # under a true miss rate of 0.2, a count over 250 reps has mean 50, sd 6.3; binomtest
     # rejects "rate <= 0.2" at 0.001 above about 70. Both bounds are conservative (betting
     # misses about 0.08 of the time here, empirical Bernstein almost never).
-    assert stats.binomtest(misses, reps, alpha, alternative="greater").pvalue > 0.001
+    assert_sound(check_claims(lower, mean, alpha=alpha, significance=1e-3))
     widths = [mean - bound(row, alpha) for row in x[:50]]
     assert np.mean(widths) < 0.2  # informative, not vacuous

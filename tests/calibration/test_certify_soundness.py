@@ -19,6 +19,7 @@ from scipy import stats
 from idaudit.certify import ReservedTestCertifier
 from idaudit.data import EmbeddingSet
 from idaudit.mechanisms import GaussianNoise, LaplaceNoise, sample_embeddings
+from idaudit.testing import Claim, assert_sound, check_rate, check_soundness
 
 pytestmark = [pytest.mark.calibration, pytest.mark.slow]
 
@@ -46,15 +47,11 @@ def test_laplace_certificates_are_sound() -> None:
     truth = mech.pair_epsilon("a", "b")
     assert mech.is_exact("a", "b")
     assert truth == 1.0
-    above = missed = 0
-    bounds = []
-    for r in range(reps):
-        es = sample_embeddings(mech, n, rng=r)
+
+    def certify(es: EmbeddingSet, r: int) -> dict[str, object]:
         cert = ReservedTestCertifier(
             n_select=1, n_candidates=1, n_folds=2, alpha=ALPHA_SHARP, rng=10_000 + r, progress=False
         ).fit(es, [("a", "b")])
-        bounds.append(cert.epsilon_lb_)
-        above += cert.epsilon_lb_ > truth
         w, t, _ = _predicts_b(cert)
         cut = t / w[0]  # predict b iff x >= cut (w > 0) or x <= cut (w < 0)
         if w[0] > 0:
@@ -64,17 +61,27 @@ def test_laplace_certificates_are_sound() -> None:
             fpr = stats.laplace(0.0, 1.0).cdf(cut)
             fnr = stats.laplace(1.0, 1.0).sf(cut)
         c = cert.certificates_
-        missed += bool(float(c["ufpr"][0]) < fpr or float(c["ufnr"][0]) < fnr)
+        upper = [float(c["ufpr"][0]), float(c["ufnr"][0])]
+        return {"epsilon": cert, "rates": Claim(upper, "certified_upper_bound", truth=[fpr, fnr])}
+
+    res = check_soundness(
+        certify,
+        lambda r: sample_embeddings(mech, n, rng=r),
+        {"epsilon": truth},
+        n_reps=reps,
+        alpha=ALPHA_SHARP,
+        rng=0,
+        significance=0.01,
+    )
     # Both counts must be consistent with a rate <= ALPHA_SHARP = 0.2. Under a true rate of
     # exactly 0.2, a count over 400 repetitions has sd sqrt(400 * 0.2 * 0.8) = 8 around 80;
     # the test fails if binomtest rejects "rate <= 0.2" at 0.01 (about 99 or more). Clopper-
     # Pearson is conservative, so `missed` sits near 0.12 * 400 = 50 (five sd below the
     # failure line); a certifier that dropped the factor 2 of the union bound misses about
     # 0.27 of the time (about 107) and fails.
-    assert stats.binomtest(above, reps, ALPHA_SHARP, alternative="greater").pvalue > 0.01
-    assert stats.binomtest(missed, reps, ALPHA_SHARP, alternative="greater").pvalue > 0.01
-    assert missed > 0  # the bounds are not vacuous: miscoverage does happen
-    assert np.mean(bounds) > 0.1  # and the certificates have power
+    assert_sound(res)
+    assert res["rates"].n_violations > 0  # the bounds are not vacuous: miscoverage does happen
+    assert res["epsilon"].tightness * truth > 0.1  # and the certificates have power
 
 
 def test_gaussian_certificates_are_sound() -> None:
@@ -86,9 +93,8 @@ def test_gaussian_certificates_are_sound() -> None:
     assert mech.is_exact("a", "b", delta)
     assert 1.0 < truth < 2.0
     centre_a, centre_b = base.get("a")[0], base.get("b")[0]
-    above = missed = 0
-    for r in range(reps):
-        es = sample_embeddings(mech, n, rng=r)
+
+    def certify(es: EmbeddingSet, r: int) -> dict[str, object]:
         cert = ReservedTestCertifier(
             n_select=1,
             n_candidates=1,
@@ -98,19 +104,28 @@ def test_gaussian_certificates_are_sound() -> None:
             rng=20_000 + r,
             progress=False,
         ).fit(es, [("a", "b")])
-        above += cert.epsilon_lb_ > truth
         # w.x ~ N(w.mu, sigma^2 |w|^2) under each identity: exact error rates of the fixed test
         w, t, _ = _predicts_b(cert)
         scale = 1.0 * float(np.linalg.norm(w))
         fpr = stats.norm(w @ centre_a, scale).sf(t)
         fnr = stats.norm(w @ centre_b, scale).cdf(t)
         c = cert.certificates_
-        missed += bool(float(c["ufpr"][0]) < fpr or float(c["ufnr"][0]) < fnr)
+        upper = [float(c["ufpr"][0]), float(c["ufnr"][0])]
+        return {"epsilon": cert, "rates": Claim(upper, "certified_upper_bound", truth=[fpr, fnr])}
+
+    res = check_soundness(
+        certify,
+        lambda r: sample_embeddings(mech, n, rng=r),
+        {"epsilon": truth},
+        n_reps=reps,
+        alpha=ALPHA,
+        rng=0,
+        significance=0.01,
+    )
     # sd of a count under rate 0.05 over 200 repetitions: sqrt(200 * 0.05 * 0.95) = 3.1 around
     # 10; fails if "rate <= 0.05" is rejected at 0.01 (about 18 or more). Observed: none
     # above the truth, and a handful of missed rates (the certificate is conservative here).
-    assert stats.binomtest(above, reps, ALPHA, alternative="greater").pvalue > 0.01
-    assert stats.binomtest(missed, reps, ALPHA, alternative="greater").pvalue > 0.01
+    assert_sound(res)
 
 
 def test_band_certifies_the_whole_curve_of_the_fixed_classifier() -> None:
@@ -124,9 +139,9 @@ def test_band_certifies_the_whole_curve_of_the_fixed_classifier() -> None:
     base = EmbeddingSet(np.array([[0.0], [1.0]]), ["a", "b"], normalize=False)
     mech = LaplaceNoise(base, scale=1.0)
     truth = mech.pair_epsilon("a", "b")
-    events = above = 0
-    for r in range(reps):
-        es = sample_embeddings(mech, n, rng=r)
+    law_a, law_b = stats.laplace(0.0, 1.0), stats.laplace(1.0, 1.0)
+
+    def certify(es: EmbeddingSet, r: int) -> dict[str, object]:
         cert = ReservedTestCertifier(
             n_select=1,
             n_candidates=1,
@@ -136,23 +151,36 @@ def test_band_certifies_the_whole_curve_of_the_fixed_classifier() -> None:
             rng=30_000 + r,
             progress=False,
         ).fit(es, [("a", "b")])
-        above += bool((cert.epsilon_lb_curve_.values > truth + 1e-12).any())
         sa, sb = cert.test_scores_[0]
         points = certify_scores(sa, sb, alpha=2 * cert.alpha_per_bound_, thresholds="band")
         clf, sign = cert.classifiers_[0], float(cert.certificates_["direction"][0])
         # oriented score sign * (w x + b) >= t  <=>  x >= cut (sign * w > 0) or x <= cut
         slope = sign * float(clf.coef_[0][0])
         cut = (points.thresholds - sign * float(clf.intercept_[0])) / slope
-        law_a, law_b = stats.laplace(0.0, 1.0), stats.laplace(1.0, 1.0)
         fpr = law_a.sf(cut) if slope > 0 else law_a.cdf(cut)
         fnr = law_b.cdf(cut) if slope > 0 else law_b.sf(cut)
-        events += bool(np.any(points.fpr_upper < fpr) or np.any(points.fnr_upper < fnr))
+        upper = np.concatenate([points.fpr_upper, points.fnr_upper])
+        return {
+            "curve": Claim(cert.epsilon_lb_curve_.values, "certified_lower_bound"),
+            "points": Claim(upper, "certified_upper_bound", truth=np.concatenate([fpr, fnr])),
+        }
+
+    res = check_soundness(
+        certify,
+        lambda r: sample_embeddings(mech, n, rng=r),
+        {"curve": truth + 1e-12},
+        n_reps=reps,
+        alpha=ALPHA_SHARP,
+        rng=0,
+        significance=0.01,
+    )
+    events, above = res["points"], res["curve"]
     # Under a rate of exactly 0.2 the count has sd sqrt(200 * 0.2 * 0.8) = 5.7 around 40; the
     # check fails when binomtest rejects "rate <= 0.2" at 0.01 (about 54 or more). The band's
     # level is exact for continuous scores, so the count should sit near (but below) 40.
-    assert stats.binomtest(events, reps, ALPHA_SHARP, alternative="greater").pvalue > 0.01
-    assert above <= events  # the curve can only fail through a missed point
-    assert events > 0  # the band is not vacuous
+    assert_sound(events)
+    assert above.n_violations <= events.n_violations  # the curve fails only at a missed point
+    assert events.n_violations > 0  # the band is not vacuous
 
 
 def test_split_half_controls_reject_at_the_nominal_rate() -> None:
@@ -170,7 +198,7 @@ def test_split_half_controls_reject_at_the_nominal_rate() -> None:
     # count over 300 controls has sd sqrt(300 * 0.05 * 0.95) = 3.8 around 15; the test fails
     # if binomtest rejects "rate <= 0.05" at 0.001 (about 29 or more), or if no control ever
     # rejects (a test with no power; the paper saw 16 of 400).
-    assert stats.binomtest(k, n_id, 0.05, alternative="greater").pvalue > 1e-3
+    assert_sound(check_rate(k, n_id, 0.05, significance=1e-3, name="split-half rejections"))
     assert k > 0
     # split-half classifiers sit at chance: mean AUC within 0.05 of 0.5, no exact corner
     assert abs(float(ctl.attrs["mean_auc"]) - 0.5) < 0.05

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from idaudit.audits import MMDTVAuditor, audit_pairs
 from idaudit.data import EmbeddingSet
 from idaudit.mechanisms import LaplaceNoise, sample_embeddings
+from idaudit.testing import assert_sound, check_rate
 from references import median_mmd
 
 pytestmark = pytest.mark.calibration
@@ -71,7 +71,12 @@ def test_sample_estimate_overshoots_at_small_n() -> None:
     # of the pairs. The documented rates (module docstring, docs/mechanisms.md) are pinned as a
     # regression check: two-sided binomtest, sd sqrt(400 * 0.215 * 0.785) = 8.2 pairs, so it
     # fails only on a clear change (p < 0.001).
-    assert stats.binomtest(over, 400, 0.215).pvalue > 1e-3
-    assert stats.binomtest(over_hs, 400, 0.31).pvalue > 1e-3
+    pinned = {"alternative": "two-sided", "significance": 1e-3}
+    assert_sound(
+        {
+            "MMD-TV > truth": check_rate(over, 400, 0.215, **pinned),
+            "hockey-stick > truth": check_rate(over_hs, 400, 0.31, **pinned),
+        }
+    )
     # the tighter hockey-stick route overshoots at least as often
     assert over_hs >= over > 0

@@ -15,15 +15,23 @@ likelihood ratio (ties everywhere: the bounds are conservative there).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 from scipy import stats
 
 import jax_privacy_reference as jref
 from idaudit.certify import certify_scores
-from idaudit.dp import gdp_epsilon, score_error_counts, simultaneous_rate_bounds
+from idaudit.dp import score_error_counts, simultaneous_rate_bounds
+from idaudit.testing import (
+    Claim,
+    assert_sound,
+    atom_scores,
+    check_rate,
+    check_soundness,
+    gaussian_scores,
+    laplace_scores,
+    randomized_response,
+)
 
 pytestmark = [pytest.mark.calibration]
 
@@ -32,100 +40,68 @@ REPS = 200
 N = 100
 DELTAS = np.array([0.0, 1e-3, 1e-2, 0.1])
 
-_Q = 1.0 / (1.0 + np.e)  # randomized response at ε = 1: P(report 1 | A) = q, | B) = 1 − q
-_ATOMS_A = np.array([0.4, 0.3, 0.2, 0.1])  # P_A(score = 0, 1, 2, 3)
-_ATOMS_B = np.array([0.1, 0.2, 0.3, 0.4])
-
-
-def _atom_tails(probs: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """P(S >= t), P(S < t) for scores 0..len(probs) − 1 with the given masses."""
-    ge = np.array([probs[np.arange(probs.size) >= ti].sum() for ti in t])
-    return ge, 1.0 - ge
-
-
-class Mech:
-    """Score sampler and exact tail rates for one mechanism (A = negatives, B = positives)."""
-
-    def __init__(
-        self,
-        sample: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]],
-        fpr: Callable[[np.ndarray], np.ndarray],
-        fnr: Callable[[np.ndarray], np.ndarray],
-        threshold: float,
-        epsilon: Callable[[np.ndarray], np.ndarray] | None = None,
-    ) -> None:
-        self.sample, self.fpr, self.fnr = sample, fpr, fnr
-        self.threshold, self.epsilon = threshold, epsilon
-
-
+# the score laws with their exact error rates and ε(δ) (idaudit.testing): N(0, 1) vs N(1, 1)
+# is 1-GDP (ε(0) = inf); Laplace(0, 1) vs Laplace(1, 1) has ε(δ) = max(0, 1 + 2 ln(1 − δ));
+# randomized response at ε = 1 has ε(δ) = ln((1 − δ − q)/q), q = 1/(1 + e)
 MECHANISMS = {
-    "gaussian": Mech(
-        lambda g, n: (g.normal(0, 1, n), g.normal(1, 1, n)),
-        lambda t: stats.norm.sf(t),
-        lambda t: stats.norm.cdf(t - 1.0),
-        0.5,
-        lambda d: np.asarray(gdp_epsilon(d, 1.0)),  # inf at δ = 0: GDP is not pure DP
-    ),
-    "laplace": Mech(
-        lambda g, n: (g.laplace(0, 1, n), g.laplace(1, 1, n)),
-        lambda t: stats.laplace.sf(t),
-        lambda t: stats.laplace.cdf(t - 1.0),
-        0.5,
-        # δ(ε) = 1 − exp((ε − 1)/2) for the unit shift (hockey-stick divergence), so
-        # ε(δ) = max(0, 1 + 2 ln(1 − δ))
-        lambda d: np.maximum(0.0, 1.0 + 2.0 * np.log1p(-d)),
-    ),
-    "randomized_response": Mech(
-        lambda g, n: ((g.random(n) < _Q) * 1.0, (g.random(n) < 1 - _Q) * 1.0),
-        lambda t: np.where(t <= 0, 1.0, np.where(t <= 1, _Q, 0.0)),
-        lambda t: np.where(t <= 0, 0.0, np.where(t <= 1, _Q, 1.0)),
-        0.5,
-        # the (1, 0)-DP trade-off: ε(δ) = ln((1 − δ − q)/q)
-        lambda d: np.maximum(0.0, np.log((1 - d - _Q) / _Q)),
-    ),
-    "atoms": Mech(
-        lambda g, n: (
-            g.choice(4, n, p=_ATOMS_A).astype(float),
-            g.choice(4, n, p=_ATOMS_B).astype(float),
-        ),
-        lambda t: _atom_tails(_ATOMS_A, t)[0],
-        lambda t: _atom_tails(_ATOMS_B, t)[1],
-        1.5,
-        None,
-    ),
+    "gaussian": gaussian_scores(1.0),
+    "laplace": laplace_scores(1.0),
+    "randomized_response": randomized_response(1.0),
+    "atoms": atom_scores([0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4]),
 }
+
+
+def _points(cert, mech) -> Claim:
+    """Every certified point's two rate bounds against its threshold test's true rates."""
+    t = cert.thresholds
+    return Claim(
+        np.concatenate([cert.fpr_upper, cert.fnr_upper]),
+        "certified_upper_bound",
+        truth=np.concatenate([mech.fpr(t), mech.fnr(t)]),
+    )
 
 
 @pytest.mark.parametrize("strategy", ["given", "split", "bonferroni", "band"])
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
 def test_certified_points_cover_the_truth(name: str, strategy: str) -> None:
     mech = MECHANISMS[name]
-    missed = above = 0
     bounds = []
-    for rep in range(REPS):
-        a, b = mech.sample(np.random.default_rng(1000 * rep + 7), N)
+
+    def certify(scores, rep: int) -> dict[str, Claim]:
         cert = certify_scores(
-            a,
-            b,
+            *scores,
             alpha=ALPHA,
             thresholds=strategy,  # type: ignore[arg-type]
             threshold=mech.threshold if strategy == "given" else None,
             rng=rep,
         )
-        t = cert.thresholds
-        missed += bool(np.any(mech.fpr(t) > cert.fpr_upper) or np.any(mech.fnr(t) > cert.fnr_upper))
-        if mech.epsilon is not None:
-            curve = cert.epsilon_curve(DELTAS).values
-            above += bool(np.any(curve > mech.epsilon(DELTAS) + 1e-12))
         bounds.append(cert.epsilon_lb_)
+        claims = {"points": _points(cert, mech)}
+        if mech.epsilon is not None:
+            claims["curve"] = Claim(
+                cert.epsilon_curve(DELTAS).values,
+                "certified_lower_bound",
+                truth=mech.epsilon(DELTAS) + 1e-12,
+            )
+        return claims
+
+    res = check_soundness(
+        certify,
+        lambda rep: mech.sample(np.random.default_rng(1000 * rep + 7), N),
+        n_reps=REPS,
+        alpha=ALPHA,
+        rng=0,
+        significance=0.01,
+    )
     # Under a failure rate of exactly ALPHA = 0.2 the count over 200 repetitions has mean 40
     # and sd sqrt(200 * 0.2 * 0.8) = 5.7; binomtest rejects "rate <= 0.2" at 0.01 from about
     # 54 failures. The exact band sits near 0.2 on the continuous mechanisms (its
     # simultaneous level is exact there, and data thresholds make it slightly conservative);
     # a band calibrated at twice the level, or a strategy that dropped the factor 2 of the
     # two rates, fails at 0.3-0.4 (60-80 failures) and is caught.
-    assert stats.binomtest(missed, REPS, ALPHA, alternative="greater").pvalue > 0.01, missed
-    assert above <= missed  # the ε curve can only fail when some point does
+    assert_sound(res["points"])
+    if "curve" in res:  # the ε curve can only fail when some point does
+        assert res["curve"].n_violations <= res["points"].n_violations
     assert np.mean(bounds) > 0.05  # the certificates have power: not vacuous
 
 
@@ -135,25 +111,36 @@ def test_band_is_sharp_on_continuous_scores() -> None:
     # a count near 0.2/5). Gaussian mechanism, 400 reps of n = 60: mean count <= 80, and the
     # band's local level makes it >= 60 in expectation (sd 8); we require > 40 (2.5 sd margin).
     mech = MECHANISMS["gaussian"]
-    missed = 0
-    for rep in range(400):
-        a, b = mech.sample(np.random.default_rng(rep), 60)
-        cert = certify_scores(a, b, alpha=ALPHA, thresholds="band")
-        t = cert.thresholds
-        missed += bool(np.any(mech.fpr(t) > cert.fpr_upper) or np.any(mech.fnr(t) > cert.fnr_upper))
-    assert missed > 40
-    assert stats.binomtest(missed, 400, ALPHA, alternative="greater").pvalue > 0.01
+    res = check_soundness(
+        lambda scores, _: _points(certify_scores(*scores, alpha=ALPHA, thresholds="band"), mech),
+        lambda rep: mech.sample(np.random.default_rng(rep), 60),
+        n_reps=400,
+        alpha=ALPHA,
+        rng=0,
+        significance=0.01,
+    )
+    assert res.n_violations > 40
+    assert_sound(res)
 
 
 def test_gdp_mu_lower_bound_is_sound_on_the_gaussian() -> None:
     # μ_lb > μ = 1 needs some certified point below G_1, i.e. a failed point: rate <= α
     mech = MECHANISMS["gaussian"]
-    above = 0
-    for rep in range(REPS):
-        a, b = mech.sample(np.random.default_rng(5000 + rep), N)
-        cert = certify_scores(a, b, alpha=ALPHA, thresholds="band")
-        above += cert.mu_lb_ > 1.0
-    assert stats.binomtest(above, REPS, ALPHA, alternative="greater").pvalue > 0.01, above
+
+    def mu_lb(scores, _: int) -> Claim:
+        cert = certify_scores(*scores, alpha=ALPHA, thresholds="band")
+        return Claim(cert.mu_lb_, cert.statuses["mu_lb"])
+
+    res = check_soundness(
+        mu_lb,
+        lambda seed: mech.sample(np.random.default_rng(seed), N),
+        1.0,
+        n_reps=REPS,
+        alpha=ALPHA,
+        rng=5000,
+        significance=0.01,
+    )
+    assert_sound(res)
 
 
 def test_jax_hull_bonferroni_points_are_not_jointly_valid() -> None:
@@ -170,19 +157,33 @@ def test_jax_hull_bonferroni_points_are_not_jointly_valid() -> None:
     # not in its single-δ ε claim.
     n, reps = 1000, 300
     band = simultaneous_rate_bounds(n, ALPHA / 2)  # (n + 1,), one class's share of α
-    jax_missed = jax_eps = band_missed = 0
-    for rep in range(reps):
-        gen = np.random.default_rng([rep, 24])
-        a, b = gen.normal(0, 1, n), gen.normal(0, 1, n)
+    jax_eps = 0
+
+    def both(scores, _: int) -> dict[str, Claim]:
+        nonlocal jax_eps
+        a, b = scores
         t, tn, fn = jref.pruned_counts(b, a)
         s = ALPHA / len(fn)
         fnr_u, fpr_u = jref.cp_upper(fn, n, s / 2), jref.cp_upper(n - tn, n, s / 2)
-        jax_missed += bool(np.any(stats.norm.sf(t) > fpr_u) or np.any(stats.norm.cdf(t) > fnr_u))
         jax_eps += bool(np.any(fpr_u + fnr_u < 1.0))  # its ε(0) > 0 = the true ε
         tt, fp, fn_b = score_error_counts(a, b)  # certify_scores' band, without the rest
-        band_missed += bool(
-            np.any(stats.norm.sf(tt) > band[fp]) or np.any(stats.norm.cdf(tt) > band[fn_b])
-        )
-    assert stats.binomtest(jax_missed, reps, ALPHA, alternative="greater").pvalue < 1e-6, jax_missed
-    assert stats.binomtest(band_missed, reps, ALPHA, alternative="greater").pvalue > 0.01
-    assert stats.binomtest(jax_eps, reps, ALPHA, alternative="greater").pvalue > 0.01
+        return {
+            "jax": Claim(
+                np.concatenate([fpr_u, fnr_u]),
+                "certified_upper_bound",
+                truth=np.concatenate([stats.norm.sf(t), stats.norm.cdf(t)]),
+            ),
+            "band": Claim(
+                np.concatenate([band[fp], band[fn_b]]),
+                "certified_upper_bound",
+                truth=np.concatenate([stats.norm.sf(tt), stats.norm.cdf(tt)]),
+            ),
+        }
+
+    def draw(rep: int) -> tuple[np.ndarray, np.ndarray]:
+        gen = np.random.default_rng([rep, 24])
+        return gen.normal(0, 1, n), gen.normal(0, 1, n)
+
+    res = check_soundness(both, draw, n_reps=reps, alpha=ALPHA, rng=0, significance=0.01)
+    assert res["jax"].pvalue < 1e-6, res["jax"].message()
+    assert_sound({"band": res["band"], "jax eps(0)": check_rate(jax_eps, reps, ALPHA)})

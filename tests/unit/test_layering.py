@@ -52,6 +52,9 @@ LAYERS: list[tuple[set[str], set[str]]] = [
     # "everything": the command line, and the package root with the ``ds.idaudit`` accessor
     # it registers (its plot methods fit and draw through audits and plotting)
     ({"idaudit.cli", "idaudit", "idaudit._accessor"}, set()),
+    # the harness for testing mechanisms and auditors, and the checks of the installed copy
+    # (idaudit.test): they exercise the whole library from above, as a user's tests do
+    ({"idaudit.testing", "idaudit.selftest"}, set()),
 ]
 
 #: (importing module, imported layer) -> why the arrow goes against DESIGN's table.

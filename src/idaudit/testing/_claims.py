@@ -1,0 +1,124 @@
+"""Claims: a reported number together with its formal status (and, optionally, its truth).
+
+Every check in :mod:`idaudit.testing` reads the status from what it is given and never
+guesses it: a bare float is refused, because the sentence a number supports (a certified
+lower bound, a sample estimate, a proved truth) is part of the number.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import xarray as xr
+
+from idaudit._results import Status, check_status
+from idaudit.exceptions import InvalidInputError
+
+__all__ = ["Claim", "read_claim"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A reported value with its formal status, and the truth it speaks about if it varies.
+
+    Parameters
+    ----------
+    value : float or array_like
+        The reported number, or a whole family of them (every pair, every δ of a curve,
+        every threshold of a trade-off band): a family is one claim that holds only if all
+        its members do.
+    status : str
+        Its formal status, a key of :data:`idaudit.results.STATUSES`
+        (``"certified_lower_bound"``, ``"certified_upper_bound"``, ...).
+    truth : float or array_like, optional
+        The true value(s) the claim bounds, when they change from run to run (for instance
+        the true error rates of the test a certifier chose on that run's data). Otherwise the
+        truth is given once to :func:`~idaudit.testing.check_soundness`.
+
+    Examples
+    --------
+    >>> from idaudit.testing import Claim
+    >>> Claim(0.8, "certified_lower_bound")
+    Claim(value=0.8, status='certified_lower_bound', truth=None)
+    """
+
+    value: Any
+    status: Status
+    truth: Any = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", check_status(self.status))
+
+
+def read_claim(obj: Any, name: str) -> tuple[npt.NDArray[np.float64], Status, Any]:
+    """Return ``(values, status, truth)`` of anything that states a number with its status.
+
+    Parameters
+    ----------
+    obj : Claim, xarray.DataArray or fitted estimator
+        A :class:`Claim`; a ``DataArray`` whose ``status`` attribute names its status (any
+        variable of an idaudit result); a fitted certifier (``epsilon_lb_`` and its class
+        attribute ``status``) or auditor (``epsilon_`` and ``status``).
+    name : str
+        What to call ``obj`` in error messages.
+
+    Returns
+    -------
+    values : ndarray of float
+        The value(s), at least 0-d.
+    status : str
+        The formal status.
+    truth : object or None
+        A :class:`Claim`'s own truth, else ``None``.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``obj`` is a number or array without a status, a ``Dataset`` (pick one variable),
+        a ``DataArray`` without a ``status`` attribute, or holds NaN.
+    """
+    truth = None
+    if isinstance(obj, Claim):
+        raw, status, truth = obj.value, obj.status, obj.truth
+    elif isinstance(obj, xr.Dataset):
+        raise InvalidInputError(
+            f"`{name}` is a Dataset, whose variables carry different statuses; pass one "
+            "variable, e.g. ds['mmdtv_epsilon_lb']."
+        )
+    elif isinstance(obj, xr.DataArray):
+        if "status" not in obj.attrs:
+            raise InvalidInputError(
+                f"`{name}` is a DataArray without a 'status' attribute ({obj.name!r}); wrap "
+                "it as Claim(values, status=...) to say what kind of statement it is."
+            )
+        raw, status = obj.values, check_status(obj.attrs["status"])
+    elif isinstance(getattr(obj, "status", None), str) and (
+        hasattr(obj, "epsilon_lb_") or hasattr(obj, "epsilon_")
+    ):
+        # a certifier reports epsilon_lb_ under its status; an auditor epsilon_
+        attr = "epsilon_" if hasattr(obj, "epsilon_") else "epsilon_lb_"
+        raw, status = getattr(obj, attr), check_status(obj.status)
+    elif isinstance(obj, numbers.Number | np.ndarray | list | tuple):
+        raise InvalidInputError(
+            f"`{name}` is a number without a status ({type(obj).__name__}); wrap it as "
+            "Claim(value, status='certified_lower_bound') (or the status it really has)."
+        )
+    else:
+        raise TypeError(
+            f"`{name}` must be a Claim, an xarray.DataArray with a 'status' attribute or a "
+            f"fitted idaudit estimator; got {type(obj).__name__}."
+        )
+    try:
+        values = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise InvalidInputError(f"`{name}` holds values that are not numbers: {raw!r}.") from err
+    if np.isnan(values).any():
+        raise InvalidInputError(
+            f"`{name}` holds NaN ({int(np.isnan(values).sum())} of {values.size} values): a "
+            "claim must state a number."
+        )
+    return values, status, truth

@@ -1,0 +1,195 @@
+"""idaudit.testing's soundness checks: counts by brute force, p-values from scipy, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+
+from idaudit.dp import clopper_pearson_upper
+from idaudit.exceptions import InvalidInputError
+from idaudit.testing import (
+    Claim,
+    assert_sound,
+    check_claims,
+    check_rate,
+    check_soundness,
+    smallest_testable_alpha,
+)
+
+P = 0.3  # a Bernoulli rate bounded from above by Clopper-Pearson from 50 draws
+
+
+def _draw(seed: int) -> int:
+    return int(np.random.default_rng(seed).binomial(50, P))
+
+
+def _cp(level: float):
+    return lambda k, _: Claim(clopper_pearson_upper(k, 50, level), "certified_upper_bound")
+
+
+def test_count_pvalue_and_seeds_match_a_plain_loop() -> None:
+    res = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=500)
+    # the same runs written out by hand
+    missed = [s for s in range(500, 800) if clopper_pearson_upper(_draw(s), 50, 0.1) < P]
+    assert res.n_violations == len(missed)
+    assert res.failing_seeds == tuple(missed)
+    assert res.pvalue == stats.binomtest(len(missed), 300, 0.1, alternative="greater").pvalue
+    bounds = [clopper_pearson_upper(_draw(s), 50, 0.1) for s in range(500, 800)]
+    assert res.tightness == pytest.approx(np.mean(bounds) / P, rel=1e-12)
+    assert res.sound
+    assert res.status == "certified_upper_bound"
+    # a failing seed reproduces its violation alone
+    assert clopper_pearson_upper(_draw(res.failing_seeds[0]), 50, 0.1) < P
+
+
+def test_a_bound_without_its_confidence_correction_is_caught() -> None:
+    # the same upper bound at level 0.5 claimed as a 0.1-level certificate: it misses about
+    # half the time (a median, not a bound), far above 0.1
+    res = check_soundness(_cp(0.5), _draw, P, n_reps=300, alpha=0.1)
+    assert not res.sound
+    assert res.rate > 0.25
+    with pytest.raises(AssertionError, match=r"unsound: claim: \d+ of 300 runs violated") as err:
+        assert_sound(res)
+    message = str(err.value)
+    assert f"p-value {res.pvalue:.3g}" in message
+    assert "nominal level alpha = 0.1" in message
+    assert "mean 30, sd 5.2" in message  # the tolerance's arithmetic
+    assert "failing seeds: " in message
+    assert "tightness" in message
+
+
+def test_a_family_is_one_event_per_run() -> None:
+    # two bounds per run, each missing with its own chance: the run misses if either does
+    def both(k: tuple[int, int], _: int) -> Claim:
+        return Claim(
+            [clopper_pearson_upper(k[0], 50, 0.05), clopper_pearson_upper(k[1], 50, 0.05)],
+            "certified_upper_bound",
+        )
+
+    res = check_soundness(both, lambda s: (_draw(s), _draw(s + 10_000)), P, n_reps=200, alpha=0.1)
+    one = [clopper_pearson_upper(_draw(s), 50, 0.05) < P for s in range(200)]
+    two = [clopper_pearson_upper(_draw(s + 10_000), 50, 0.05) < P for s in range(200)]
+    assert res.n_violations == sum(a or b for a, b in zip(one, two, strict=True))
+
+
+def test_named_claims_and_per_run_truths() -> None:
+    def claims(k: int, _: int) -> dict[str, Claim]:
+        return {
+            "upper": Claim(clopper_pearson_upper(k, 50, 0.1), "certified_upper_bound", truth=P),
+            "lower": Claim(1 - clopper_pearson_upper(50 - k, 50, 0.1), "certified_lower_bound"),
+        }
+
+    res = check_soundness(claims, _draw, {"lower": P}, n_reps=200, alpha=0.1)
+    assert set(res) == {"upper", "lower"}
+    assert res["lower"].status == "certified_lower_bound"
+    assert_sound(res)
+
+
+def test_check_claims_reads_a_dataarray_status() -> None:
+    lb = np.random.default_rng(0).uniform(0.0, 1.05, size=200)  # P(lb > 1) = 0.05 / 1.05
+    da = xr.DataArray(lb, dims="pair", name="epsilon_lb", attrs={"status": "certified_lower_bound"})
+    res = check_claims(da, 1.0, alpha=0.05)
+    assert res.n_violations == int((lb > 1.0).sum())
+    assert res.name == "epsilon_lb"
+    assert res.tightness == pytest.approx(lb.mean())
+
+
+def test_check_rate_matches_scipy_both_ways() -> None:
+    for k in (0, 11, 25):
+        for alt in ("greater", "two-sided"):
+            res = check_rate(k, 300, 0.05, alternative=alt)
+            assert res.pvalue == stats.binomtest(k, 300, 0.05, alternative=alt).pvalue
+    with pytest.raises(AssertionError, match="miscalibrated"):
+        assert_sound(check_rate(1, 300, 0.05, alternative="two-sided"))
+
+
+def test_smallest_testable_alpha() -> None:
+    assert smallest_testable_alpha(200) == 0.005
+    with pytest.raises(InvalidInputError, match=r"`n_reps` = 10 is too small to test `alpha` = "):
+        check_soundness(_cp(0.01), _draw, P, n_reps=10, alpha=0.01)
+    with pytest.raises(InvalidInputError, match=r"smallest level 50 runs resolve is 0.02"):
+        check_rate(0, 50, 0.01)
+
+
+@pytest.mark.parametrize(
+    ("make_claim", "truth", "error", "match"),
+    [
+        (lambda k, s: 0.5, P, InvalidInputError, "number without a status"),
+        (lambda k, s: Claim(np.nan, "certified_upper_bound"), P, InvalidInputError, "NaN"),
+        (
+            lambda k, s: Claim([0.5, 0.6, 0.7], "certified_upper_bound"),
+            [P, P],
+            InvalidInputError,
+            r"shape \(3,\), which does not match the truth's \(2,\)",
+        ),
+        (
+            lambda k, s: Claim(0.5, "sample_estimate"),
+            P,
+            InvalidInputError,
+            "status 'sample_estimate', which states no probability",
+        ),
+        (
+            lambda k, s: Claim(0.5, "certified_lower_bound"),
+            np.inf,
+            InvalidInputError,
+            "could not fail",
+        ),
+        (lambda k, s: Claim(0.5, "certified_lower_bound"), np.nan, InvalidInputError, "NaN"),
+        (lambda k, s: Claim(0.5, "certified_lower_bound"), None, InvalidInputError, "missing"),
+        (
+            lambda k, s: Claim(0.5, "certified_lower_bound", truth=1.0),
+            1.0,
+            InvalidInputError,
+            "carries its own truth",
+        ),
+        (
+            lambda k, s: xr.DataArray([0.5], dims="pair"),
+            P,
+            InvalidInputError,
+            "without a 'status' attribute",
+        ),
+        (lambda k, s: xr.Dataset(), P, InvalidInputError, "pass one variable"),
+        (lambda k, s: "0.5", P, TypeError, "must be a Claim"),
+    ],
+)
+def test_bad_claims_are_named(make_claim, truth, error, match) -> None:
+    with pytest.raises(error, match=match):
+        check_soundness(make_claim, _draw, truth, n_reps=20, alpha=0.1)
+
+
+def test_claims_that_change_between_runs_are_refused() -> None:
+    def flip(k: int, seed: int) -> Claim:
+        return Claim(0.5, "certified_upper_bound" if seed == 0 else "certified_lower_bound")
+
+    with pytest.raises(InvalidInputError, match=r"run 1 \(seed 1\) has status"):
+        check_soundness(flip, _draw, P, n_reps=20, alpha=0.1)
+
+    def names(k: int, seed: int) -> dict[str, Claim]:
+        return {"a" if seed == 0 else "b": Claim(0.5, "certified_upper_bound")}
+
+    with pytest.raises(InvalidInputError, match=r"returned claims \['b'\] in run 1"):
+        check_soundness(names, _draw, P, n_reps=20, alpha=0.1)
+
+
+def test_bad_levels_and_seeds() -> None:
+    with pytest.raises(InvalidInputError, match=r"`alpha` must be in \(0, 1\); got 1.5"):
+        check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=1.5)
+    with pytest.raises(InvalidInputError, match="one seed per run: 3 vs n_reps = 20"):
+        check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=[1, 2, 3])
+    with pytest.raises(TypeError, match="`make_claim` must be callable"):
+        check_soundness(0.5, _draw, P, n_reps=20, alpha=0.1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"`n_events` must be <= n_reps = 10; got 11"):
+        check_rate(11, 10, 0.5)
+    with pytest.raises(TypeError, match="SoundnessResult"):
+        assert_sound(0.5)  # type: ignore[arg-type]
+
+
+def test_seed_forms() -> None:
+    a = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=list(range(7, 27)))
+    b = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=7)
+    assert a == b
+    c = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
+    d = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
+    assert c == d

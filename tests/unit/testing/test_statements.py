@@ -1,0 +1,68 @@
+"""Assertions about ε read the result's status and refuse what it cannot say."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from idaudit.certify import certify_scores
+from idaudit.exceptions import InvalidInputError, UnsupportedStatementError
+from idaudit.testing import (
+    Claim,
+    assert_epsilon_above,
+    assert_epsilon_below,
+    assert_private,
+    known_pair,
+)
+
+
+def test_a_lower_bound_never_shows_privacy() -> None:
+    lb = Claim(0.3, "certified_lower_bound")
+    with pytest.raises(UnsupportedStatementError, match=r"status 'certified_lower_bound'.*1-DP"):
+        assert_private(lb, 1.0)
+    # ... whatever its value: the refusal is not a comparison
+    with pytest.raises(UnsupportedStatementError):
+        assert_private(Claim(100.0, "certified_lower_bound"), 1.0)
+
+
+def test_estimates_and_diagnostics_never_certify_a_leak() -> None:
+    for status in ("sample_estimate", "diagnostic", "certified_upper_bound"):
+        with pytest.raises(UnsupportedStatementError, match=f"status '{status}'"):
+            assert_epsilon_above(Claim(5.0, status), 1.0)
+
+
+def test_below_requires_the_named_status() -> None:
+    with pytest.raises(UnsupportedStatementError, match="Pass status='sample_estimate'"):
+        assert_epsilon_below(Claim(0.1, "sample_estimate"), 2.0)
+    assert_epsilon_below(Claim(0.1, "sample_estimate"), 2.0, status="sample_estimate")
+
+
+def test_comparisons_pass_and_fail_on_the_values() -> None:
+    lb = Claim([0.4, 2.5, 1.0], "certified_lower_bound")
+    assert_epsilon_above(lb, 2.0)
+    with pytest.raises(
+        AssertionError, match=r"no certified_lower_bound exceeds 3: the largest is 2\.5"
+    ):
+        assert_epsilon_above(lb, 3.0)
+    assert_epsilon_below(lb, 2.5)
+    with pytest.raises(AssertionError, match=r"exceeds 2 at 1 of 3 values \(\(1,\): 2.5\)"):
+        assert_epsilon_below(lb, 2.0)
+    ref = known_pair("laplace", distance=2.0)  # pure epsilon exactly 2
+    assert_private(Claim(ref.epsilon(), "reference"), 2.0)
+    with pytest.raises(AssertionError, match=r"reference exceeds 1\.5"):
+        assert_private(Claim(ref.epsilon(), "reference"), 1.5)
+
+
+def test_statuses_are_read_from_fitted_results() -> None:
+    gen = np.random.default_rng(0)
+    cert = certify_scores(gen.normal(0, 1, 200), gen.normal(3, 1, 200), alpha=0.05)
+    assert_epsilon_above(cert, 0.5)  # a 3-sd shift: a certified leak
+    with pytest.raises(UnsupportedStatementError):
+        assert_private(cert, 100.0)
+    with pytest.raises(InvalidInputError, match="number without a status"):
+        assert_private(cert.epsilon_lb_, 100.0)
+    assert_epsilon_below(cert.epsilon_curve([1e-3, 1e-2]), 50.0)  # a DataArray's status
+    with pytest.raises(ValueError, match="`bound` must be in"):
+        assert_epsilon_below(cert, float("nan"))
+    with pytest.raises(ValueError, match="'nope'"):
+        assert_epsilon_below(cert, 1.0, status="nope")
