@@ -86,11 +86,21 @@ def test_every_docs_python_block_runs_or_says_why_not() -> None:
 
 
 def _assert_example_is_run(block: Block) -> None:
-    """An included ``examples/`` script is run by tests/unit/test_examples.py."""
+    """An included ``examples/`` script is run by tests/unit/test_examples.py; an included
+    downstream pytest file (``test_*.py``) by a test that runs pytest on it."""
     assert block.include is not None
     path = Path(block.include)
     assert path.parts[0] == "examples", block.name
     assert (ROOT / path).is_file(), block.name
+    if path.name.startswith("test_"):
+        runners = [
+            test
+            for test in (ROOT / "tests").rglob("test_*.py")
+            if all(f'"{part}"' in (text := test.read_text(encoding="utf-8")) for part in path.parts)
+            and "pytest" in text
+        ]
+        assert runners, f"{block.name} includes {path}, which no test under tests/ runs"
+        return
     tests = (ROOT / "tests" / "unit" / "test_examples.py").read_text(encoding="utf-8")
     assert re.search(rf'run_path\(str\(EXAMPLES / "{re.escape(path.name)}"\)', tests), (
         f"{block.name} includes {path}, which tests/unit/test_examples.py does not run"
