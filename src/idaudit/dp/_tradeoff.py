@@ -228,7 +228,7 @@ class _TableCache:
         return sum(t.nbytes for t in self._tables.values())
 
     def keys(self) -> list[tuple[Any, ...]]:
-        """The kept keys, least recently used first."""
+        """Return the kept keys, least recently used first."""
         with self._lock:
             return list(self._tables)
 

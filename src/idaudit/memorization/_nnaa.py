@@ -269,11 +269,11 @@ class _MaskedMin:
     """
 
     def __init__(self, matrix: torch.Tensor, *, exclude_diagonal: bool = False) -> None:
-        if exclude_diagonal:  # a point is not its own neighbour
-            m = matrix.clone().fill_diagonal_(torch.inf)
-        else:  # never written to; a transposed block is laid out by rows once
-            m = matrix.contiguous()
-        self.matrix = m  # (rows, cols)
+        # a point is not its own neighbour; other blocks are never written to (a transposed
+        # block is laid out by rows once)
+        self.matrix = (
+            matrix.clone().fill_diagonal_(torch.inf) if exclude_diagonal else matrix.contiguous()
+        )  # (rows, cols)
         self._nearest: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def nearest(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -352,9 +352,7 @@ class _AAKernel:
         other synthetic distance ``(n_s,)``.
         """
         if self._pooled is None:
-            tt, hh, ss, ts, hs, th = (
-                self.blocks[k] for k in ("tt", "hh", "ss", "ts", "hs", "th")
-            )
+            tt, hh, ts, hs, th = (self.blocks[k] for k in ("tt", "hh", "ts", "hs", "th"))
             pp = torch.cat([torch.cat([tt, th], dim=1), torch.cat([th.T, hh], dim=1)])
             ps = torch.cat([ts, hs])  # (n_p, n_s)
             self._pooled = (

@@ -1,0 +1,246 @@
+"""Speed of ``certify_scores`` and of the NNAA point estimate next to the peers' own code.
+
+Both sides run in this one process, one thread each (``threadpoolctl`` caps BLAS/OpenMP,
+``torch.set_num_threads(1)``, ``JAX_PLATFORMS=cpu``), alternating call by call, on identical
+inputs; the tables give median times and the ratio idaudit / peer (below 1: idaudit faster).
+
+Cases (n scores per class, Gaussian scores N(0, 1) vs N(1, 1), α = 0.05):
+
+* ``bonferroni``: ``certify_scores(a, b, thresholds="bonferroni")`` against jax_privacy's
+  ``CanaryScoreAuditor(b, a).epsilon_clopper_pearson(0.05, threshold_strategy=Bonferroni())``
+  (constructor included: it sorts the scores and prunes the thresholds to the convex hull,
+  which idaudit's call also has to do its way), and against the same jax call on an auditor
+  built beforehand ("jax, no set-up"); ``one_sided=False`` on both sides (idaudit's default).
+* ``given``: one threshold fixed in advance, against jax's ``Explicit(threshold)`` (both
+  ``one_sided=False``; the two ε agree to the last digit, printed).
+* ``band``: ``thresholds="band"`` after its first call, against jax's ``Bonferroni``.
+* ``straightforward``: the computation ``certify_scores`` did per call before its bound tables
+  were kept: every distinct score a threshold (``np.union1d`` and two ``searchsorted``), a
+  Clopper–Pearson bound per count with ``scipy.stats.beta.isf``, then ε and μ.
+* ``first call``: the first ``certify_scores`` call at a sample size (tables not yet made;
+  for ``"band"`` its calibration, the exact non-crossing probability inside a root search),
+  with every cache emptied before each timed call.
+* ``nnaa``: ``nnaa(train, held-out, synthetic, n_bootstrap=0, n_permutations=0,
+  metric="euclidean")`` on 1000 × 1000 × 1000 rows of dimension 128, against syntheval's
+  ``NearestNeighbourAdversarialAccuracy`` with ``nn_dist="euclid"`` and the held-out set
+  (its privacy loss is idaudit's, printed), and against a straightforward numpy script
+  (``scipy.spatial.distance.cdist`` blocks and row minima).
+
+The peers come from the ``bench-peers`` extra (``pip install -e ".[bench-peers]"``:
+jax-privacy, syntheval, threadpoolctl). On Python 3.11 with torch 2.14 and numpy 2.4 they
+install with their own dependencies without replacing torch, numpy or scipy (jax-privacy 2.0.0
+brings jax and jaxlib 0.10 CPU wheels, dp-accounting, chex and optax; syntheval 1.7.3 brings
+lightgbm, seaborn and rich); check with ``pip install --dry-run`` first on another setup and add
+``--no-deps`` plus the packages listed here if it would replace one.
+
+Usage::
+
+    python benchmarks/bench_certify_speed.py            # about two minutes on one core
+    python benchmarks/bench_certify_speed.py --quick    # fewer repetitions
+    python benchmarks/bench_certify_speed.py --large    # also the band's first call at 1e5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np
+import torch
+from scipy import special, stats
+from scipy.spatial.distance import cdist
+from threadpoolctl import threadpool_limits
+
+import idaudit.dp._tradeoff as tradeoff
+from idaudit.certify import certify_scores
+from idaudit.dp import epsilon_from_tradeoff
+from idaudit.memorization import nnaa
+
+SEED = 20261205
+ALPHA = 0.05
+
+
+def alternate(ours: Callable[[], Any], peer: Callable[[], Any], reps: int) -> tuple[float, float]:
+    """Median seconds of each side over ``reps`` alternating calls (after one warm-up each)."""
+    ours()
+    peer()
+    t_ours, t_peer = [], []
+    for r in range(reps):
+        order = ((ours, t_ours), (peer, t_peer)) if r % 2 == 0 else ((peer, t_peer), (ours, t_ours))
+        for fn, out in order:
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return statistics.median(t_ours), statistics.median(t_peer)
+
+
+def row(case: str, peer: str, ours: float, theirs: float) -> None:
+    print(f"| {case} | {peer} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ours / theirs:.2f}× |")
+
+
+def straightforward_bonferroni(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float]:
+    """Per call: every threshold, a Clopper–Pearson bound per count (scipy), then ε and μ."""
+    t = np.union1d(a, b)
+    fp = a.size - np.searchsorted(np.sort(a), t, side="left")
+    fn = np.searchsorted(np.sort(b), t, side="left")
+
+    def bounds(n: int, level: float) -> np.ndarray:
+        k = np.arange(n, dtype=np.float64)
+        u = np.maximum.accumulate(stats.beta.isf(level, k + 1.0, n - k))
+        return np.concatenate((u, [1.0]))
+
+    x = bounds(a.size, alpha / (2 * a.size))[fp]
+    y = bounds(b.size, alpha / (2 * b.size))[fn]
+    eps = float(epsilon_from_tradeoff(x, y, 0.0))
+    with np.errstate(invalid="ignore"):
+        mu = special.ndtri(1.0 - x) - special.ndtri(y)
+    return eps, max(0.0, float(np.nanmax(mu)))
+
+
+def clear_caches() -> None:
+    tradeoff._BOUND_TABLES.clear()
+    tradeoff._calibrated_level.cache_clear()
+
+
+def certify_part(n: int, reps: int) -> None:
+    from jax_privacy import auditing
+
+    gen = np.random.default_rng(SEED)
+    a, b = gen.normal(0.0, 1.0, n), gen.normal(1.0, 1.0, n)
+    bonf = auditing.Bonferroni()
+    built = auditing.CanaryScoreAuditor(b, a)
+
+    def jax_bonf() -> float:
+        auditor = auditing.CanaryScoreAuditor(b, a)
+        return float(auditor.epsilon_clopper_pearson(ALPHA, one_sided=False))
+
+    def jax_bonf_built() -> float:
+        return float(built.epsilon_clopper_pearson(ALPHA, one_sided=False, threshold_strategy=bonf))
+
+    thr = 0.5
+    explicit = auditing.Explicit(thr)
+
+    def jax_given() -> float:
+        return float(
+            auditing.CanaryScoreAuditor(b, a).epsilon_clopper_pearson(
+                ALPHA, one_sided=False, threshold_strategy=explicit
+            )
+        )
+
+    def ours_given() -> float:
+        return certify_scores(a, b, alpha=ALPHA, thresholds="given", threshold=thr).epsilon_lb_
+
+    def ours_bonf() -> float:
+        return certify_scores(a, b, alpha=ALPHA, thresholds="bonferroni").epsilon_lb_
+
+    def ours_band() -> float:
+        return certify_scores(a, b, alpha=ALPHA, thresholds="band").epsilon_lb_
+
+    print(f"\n### certify_scores, n = {n} scores per class, {reps} alternating reps\n")
+    print("| case | against | idaudit ms | peer ms | idaudit / peer |")
+    print("|---|---|---|---|---|")
+    row('"bonferroni"', "jax Bonferroni", *alternate(ours_bonf, jax_bonf, reps))
+    row('"bonferroni"', "jax Bonferroni, no set-up", *alternate(ours_bonf, jax_bonf_built, reps))
+    row('"given" (1 threshold)', "jax Explicit", *alternate(ours_given, jax_given, reps))
+    row('"band" (after 1st call)', "jax Bonferroni", *alternate(ours_band, jax_bonf, reps))
+    row(
+        '"bonferroni"',
+        "straightforward",
+        *alternate(ours_bonf, lambda: straightforward_bonferroni(a, b, ALPHA), reps),
+    )
+    print(
+        f"\nε values: idaudit given {ours_given():.12f}, jax Explicit {jax_given():.12f}; "
+        f"idaudit bonferroni {ours_bonf():.6f}, band {ours_band():.6f}, jax Bonferroni "
+        f"{jax_bonf():.6f} (hull points only: not jointly valid, docs/certify.md)"
+    )
+
+
+def first_calls(sizes: list[int]) -> None:
+    gen = np.random.default_rng(SEED + 1)
+    print("\n### first call at a sample size (every cache emptied before it)\n")
+    print("| n | \"bonferroni\" s | \"band\" s |")
+    print("|---|---|---|")
+    for n in sizes:
+        a, b = gen.normal(0.0, 1.0, n), gen.normal(1.0, 1.0, n)
+        times = []
+        for strategy in ("bonferroni", "band"):
+            clear_caches()
+            start = time.perf_counter()
+            certify_scores(a, b, alpha=ALPHA, thresholds=strategy)  # type: ignore[arg-type]
+            times.append(time.perf_counter() - start)
+        print(f"| {n} | {times[0]:.3f} | {times[1]:.2f} |")
+
+
+def nnaa_part(reps: int, n: int = 1000, dim: int = 128) -> None:
+    import pandas as pd
+    from syntheval.metrics.privacy.metric_nn_adversarial_accuracy import (
+        NearestNeighbourAdversarialAccuracy,
+    )
+
+    gen = np.random.default_rng(SEED + 2)
+    train, held = gen.standard_normal((2, n, dim))
+    copies = train[: n // 4] + 0.3 * gen.standard_normal((n // 4, dim))  # near-copies
+    synth = np.concatenate([copies, gen.standard_normal((n - n // 4, dim))])
+    cols = [f"x{i}" for i in range(dim)]
+    frames = [pd.DataFrame(x, columns=cols) for x in (train, held, synth)]
+
+    def ours() -> float:
+        return nnaa(
+            train, held, synth, n_bootstrap=0, n_permutations=0, metric="euclidean"
+        ).privacy_loss
+
+    def theirs() -> float:
+        metric = NearestNeighbourAdversarialAccuracy(
+            frames[0],
+            frames[2],
+            hout_data=frames[1],
+            cat_cols=[],
+            num_cols=cols,
+            nn_dist="euclid",
+            do_preprocessing=False,
+        )
+        return float(metric.evaluate()["priv_loss"])
+
+    def plain() -> float:
+        def aa(x: np.ndarray, s: np.ndarray) -> float:
+            xx, ss, xs = cdist(x, x), cdist(s, s), cdist(x, s)
+            np.fill_diagonal(xx, np.inf)
+            np.fill_diagonal(ss, np.inf)
+            left = np.mean(xx.min(1) < xs.min(1))
+            right = np.mean(ss.min(1) < xs.min(0))
+            return 0.5 * (left + right)
+
+        return aa(held, synth) - aa(train, synth)
+
+    print(f"\n### NNAA point estimate, {n} × {n} × {n} rows, d = {dim}, {reps} alternating reps\n")
+    print("| case | against | idaudit ms | peer ms | idaudit / peer |")
+    print("|---|---|---|---|---|")
+    row("nnaa (euclidean)", "syntheval NNAA", *alternate(ours, theirs, reps))
+    row("nnaa (euclidean)", "straightforward (cdist)", *alternate(ours, plain, reps))
+    print(
+        f"\nprivacy loss: idaudit {ours():.6f}, syntheval {theirs():.6f}, "
+        f"straightforward {plain():.6f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--large", action="store_true", help="band's first call at 1e5 too")
+    args = parser.parse_args()
+    reps = 11 if args.quick else 41
+    torch.set_num_threads(1)
+    with threadpool_limits(1):
+        certify_part(10_000, reps)
+        first_calls([1_000, 10_000] + ([100_000] if args.large else []))
+        nnaa_part(5 if args.quick else 15)
+
+
+if __name__ == "__main__":
+    main()
