@@ -269,11 +269,9 @@ class _MaskedMin:
     """
 
     def __init__(self, matrix: torch.Tensor, *, exclude_diagonal: bool = False) -> None:
-        # a point is not its own neighbour; other blocks are never written to (a transposed
-        # block is laid out by rows once)
-        self.matrix = (
-            matrix.clone().fill_diagonal_(torch.inf) if exclude_diagonal else matrix.contiguous()
-        )  # (rows, cols)
+        # a point is not its own neighbour; other blocks (or their transposed views) are only
+        # read, never written to
+        self.matrix = matrix.clone().fill_diagonal_(torch.inf) if exclude_diagonal else matrix
         self._nearest: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def nearest(self) -> tuple[torch.Tensor, torch.Tensor]:
