@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,6 +41,8 @@ _NEGLIGIBLE = 1e-300
 _SMALLEST_CALIBRATED = 1e-9
 # epsilon_from_tradeoff evaluates at most this many (δ, point) terms at once
 _CHUNK_TERMS = 1 << 22
+# the rate-bound tables kept for reuse (n + 1 floats each) take at most this many bytes
+_TABLE_CACHE_BYTES = 1 << 28
 
 
 def score_error_counts(
@@ -77,17 +82,36 @@ def score_error_counts(
     """
     a = _check_scores(scores_a, "scores_a")
     b = _check_scores(scores_b, "scores_b")
-    if thresholds is None:
-        t = np.union1d(a, b)
-    else:
+    if thresholds is not None:
         t = as_float_array(thresholds, "thresholds").ravel()
         if t.size == 0 or np.isnan(t).any():
             raise InvalidInputError(
                 f"`thresholds` must hold at least one number and no NaN; got {t.tolist()!r}."
             )
-    fp = a.size - np.searchsorted(np.sort(a), t, side="left")  # a >= t
-    fn = np.searchsorted(np.sort(b), t, side="left")  # b < t
-    return t, fp.astype(np.int64), fn.astype(np.int64)
+        fp = a.size - np.searchsorted(np.sort(a), t, side="left")  # a >= t
+        fn = np.searchsorted(np.sort(b), t, side="left")  # b < t
+        return t, fp.astype(np.int64), fn.astype(np.int64)
+    return _all_threshold_counts(a, b)
+
+
+def _all_threshold_counts(
+    a: FloatArray, b: FloatArray
+) -> tuple[FloatArray, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`score_error_counts` at every distinct pooled score, in one merge of the classes.
+
+    The pooled sorted scores give each distinct value t its first position ``j``; the ``j``
+    scores before it are exactly those ``< t``, so ``#{a < t}`` is a running count of class A
+    and ``#{b < t} = j - #{a < t}`` (the values of ``np.union1d`` and ``np.searchsorted``
+    without their two extra sorts).
+    """
+    pooled = np.concatenate((np.sort(a), np.sort(b)))  # (n_a + n_b,) two sorted runs
+    order = np.argsort(pooled, kind="stable")  # a merge of the two runs
+    values = pooled[order]
+    first = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])  # (n_t,) a new value
+    a_before = np.concatenate(([0], np.cumsum(order < a.size)))[first]  # #{a < t}
+    fp = a.size - a_before  # #{a >= t}
+    fn = first - a_before  # #{b < t}
+    return values[first], fp.astype(np.int64), fn.astype(np.int64)
 
 
 def noncrossing_probability(bounds: npt.ArrayLike) -> float:
@@ -165,6 +189,67 @@ def _noncrossing(h: FloatArray) -> float:
             return 0.0
         q = q[: keep[-1] + 1]
     return float(min(1.0, q[n - lo] / stats.poisson.pmf(n, n))) if lo + q.size > n else 0.0
+
+
+class _TableCache:
+    """Least-recently-used store of read-only float64 tables, ``max_bytes`` of them at most.
+
+    A table is made outside the lock (two threads asking for the same new key both make it;
+    the values are equal); the lock guards only the dictionary.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._tables: OrderedDict[tuple[Any, ...], FloatArray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple[Any, ...], make: Callable[[], FloatArray]) -> FloatArray:
+        """Return the table of ``key``, calling ``make()`` the first time (read-only)."""
+        with self._lock:
+            table = self._tables.get(key)
+            if table is not None:
+                self._tables.move_to_end(key)
+                self.hits += 1
+                return table
+        table = make()
+        table.setflags(write=False)
+        with self._lock:
+            self.misses += 1
+            self._tables[key] = table
+            self._tables.move_to_end(key)
+            while len(self._tables) > 1 and self.nbytes() > self.max_bytes:
+                self._tables.popitem(last=False)
+        return table
+
+    def nbytes(self) -> int:
+        """Total size of the kept tables."""
+        return sum(t.nbytes for t in self._tables.values())
+
+    def keys(self) -> list[tuple[Any, ...]]:
+        """Return the kept keys, least recently used first."""
+        with self._lock:
+            return list(self._tables)
+
+    def clear(self) -> None:
+        """Drop every table and reset the counters."""
+        with self._lock:
+            self._tables.clear()
+            self.hits = self.misses = 0
+
+
+#: The rate-bound tables of :func:`simultaneous_rate_bounds`, keyed by ``(n, local level)``
+#: (the only two numbers a table depends on), so repeated certificates on samples of one
+#: size reuse their n Beta quantiles instead of recomputing them.
+_BOUND_TABLES = _TableCache(_TABLE_CACHE_BYTES)
+
+
+def _rate_bound_table(n: int, level: float) -> FloatArray:
+    """Read-only ``(n + 1,)`` table: :func:`_order_bounds` at ``level``, then 1 (cached)."""
+    return _BOUND_TABLES.get(
+        (n, level), lambda: np.concatenate((_order_bounds(n, level), [1.0]))
+    )
 
 
 def _order_bounds(n: int, level: float) -> FloatArray:
@@ -249,6 +334,8 @@ def simultaneous_rate_bounds(n: int, alpha: float, *, method: str = "band") -> F
     -------
     numpy.ndarray of float64, shape (n + 1,)
         ``u[k]``, the bound for a test whose count on the sample is ``k``; ``u[n] = 1``.
+        The table is computed once per ``(n, local level)`` and kept (least recently used
+        first out, 256 MiB in all); each call returns a fresh copy.
 
     Raises
     ------
@@ -299,7 +386,7 @@ def simultaneous_rate_bounds(n: int, alpha: float, *, method: str = "band") -> F
         level = aa / nn
     else:
         raise InvalidInputError(f"`method` must be 'band' or 'bonferroni'; got {method!r}.")
-    return np.concatenate((_order_bounds(nn, level), [1.0]))
+    return np.array(_rate_bound_table(nn, level))  # a writable copy of the cached table
 
 
 def epsilon_from_tradeoff(
@@ -375,11 +462,27 @@ def epsilon_from_tradeoff(
 
 def _pareto(x: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Keep the points no other point beats in both rates (lower-left frontier), by FPR."""
+    if x.size > 1 and (x[1:] <= x[:-1]).all() and (y[1:] >= y[:-1]).all():
+        return _pareto_along_thresholds(x, y)
     order = np.lexsort((y, x))
     xs, ys = x[order], y[order]
     best_before = np.minimum.accumulate(np.r_[np.inf, ys[:-1]])
     keep = ys < best_before  # strictly below every point with a smaller or equal FPR
     return xs[keep], ys[keep]
+
+
+def _pareto_along_thresholds(x: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """:func:`_pareto` of points along ascending thresholds (x non-increasing, y non-decreasing).
+
+    Then the lexicographic order is the runs of equal ``x`` taken last run first, each in
+    its own order; a run's first point has its smallest ``y`` and is kept when that is
+    strictly below the next run's first ``y`` (the smallest ``y`` at any smaller FPR). The
+    same points as the general path, in O(n) instead of a two-key sort.
+    """
+    start = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])  # (runs,) first point of each run
+    xs, ys = x[start], y[start]
+    keep = ys < np.r_[ys[1:], np.inf]
+    return xs[keep][::-1], ys[keep][::-1]
 
 
 def gdp_tradeoff(x: npt.ArrayLike, mu: npt.ArrayLike) -> Any:
@@ -553,8 +656,9 @@ def gdp_mu_lower_bound(fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike) -> fl
         raise InvalidInputError(
             f"`fpr_upper` and `fnr_upper` must have the same shape; got {x.shape} vs {y.shape}."
         )
+    x, y = _pareto(x, y)  # a point beaten in both rates by another never gives the maximum
     with np.errstate(invalid="ignore"):
-        mu = special.ndtri(1.0 - x) - special.ndtri(y)  # (n_points,)
+        mu = special.ndtri(1.0 - x) - special.ndtri(y)  # (n_frontier,)
     mu = np.where(np.isnan(mu), -np.inf, mu)  # inf - inf at (0, 1) and (1, 0): no evidence
     return float(max(0.0, float(np.max(mu))))
 

@@ -284,29 +284,39 @@ class NNAAResult:
 class _MaskedMin:
     """Row minima of a fixed matrix over any subset of its columns, for many subsets at once.
 
-    The rows are sorted once; the minimum over the present columns is then the first present
-    column in a row's sorted order, which a subset finds within a few steps. Rows whose
+    With every column present this is the plain row minimum. Otherwise the minimum over the
+    present columns is the first present column among a row's ``_SCAN`` nearest, found by
+    partial selection (``torch.topk``, made once, on the first masked call) rather than a
+    full sort: the columns left out are no nearer than the last one kept, so a present
+    column found among the kept ones is the minimum whatever the order of ties. Rows whose
     ``_SCAN`` nearest columns are all absent fall back to the full masked minimum, in chunks.
     """
 
     def __init__(self, matrix: torch.Tensor, *, exclude_diagonal: bool = False) -> None:
-        m = matrix.clone()
-        if exclude_diagonal:
-            m.fill_diagonal_(torch.inf)  # a point is not its own neighbour
-        self.matrix = m  # (rows, cols)
-        values, order = torch.sort(m, dim=1, stable=True)
-        k = min(_SCAN, m.shape[1])
-        self.values = values[:, :k].contiguous()  # (rows, k)
-        self.order = order[:, :k].contiguous()  # (rows, k)
+        # a point is not its own neighbour; other blocks (or their transposed views) are only
+        # read, never written to
+        self.matrix = matrix.clone().fill_diagonal_(torch.inf) if exclude_diagonal else matrix
+        self._nearest: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def nearest(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Distances and columns ``(rows, k)`` of each row's ``k = _SCAN`` nearest, ascending."""
+        if self._nearest is None:
+            k = min(_SCAN, self.matrix.shape[1])
+            values, order = torch.topk(self.matrix, k, dim=1, largest=False, sorted=True)
+            self._nearest = (values.contiguous(), order.contiguous())
+        return self._nearest
 
     def __call__(self, present: torch.Tensor) -> torch.Tensor:
         """Minima ``(b, rows)`` for presence masks ``(b, cols)``; inf where nothing is present."""
         b = present.shape[0]
-        rows, k = self.order.shape
-        hit = present[:, self.order]  # (b, rows, k)
+        if bool(present.all()):  # every column present (the point estimate): no selection
+            return self.matrix.min(dim=1).values.expand(b, -1)
+        values, order = self.nearest()
+        rows, k = order.shape
+        hit = present[:, order]  # (b, rows, k)
         found = hit.any(dim=2)  # (b, rows)
         first = hit.to(torch.uint8).argmax(dim=2)  # (b, rows) first present column
-        out = torch.gather(self.values.expand(b, rows, k), 2, first[..., None])[..., 0]
+        out = torch.gather(values.expand(b, rows, k), 2, first[..., None])[..., 0]
         missing = (~found).nonzero()  # the rare rows whose nearest columns are all absent
         cols = self.matrix.shape[1]
         step = max(1, _FALLBACK_BYTES // (8 * max(cols, 1)))
@@ -335,11 +345,14 @@ class _AAKernel:
     """AA(train, synth), AA(held-out, synth) and the loss over many subsets or relabellings.
 
     Built once from the distance blocks tt, hh, ss, ts, hs, th (float64, one device); every
-    subset or relabelling is then a mask over the rows of those fixed matrices.
+    subset or relabelling is then a mask over the rows of those fixed matrices. The pooled
+    matrices of the relabellings are made on the first relabelling (``th`` may be left out
+    when there is none).
     """
 
     def __init__(self, blocks: dict[str, torch.Tensor]) -> None:
-        tt, hh, ss, ts, hs, th = (blocks[k] for k in ("tt", "hh", "ss", "ts", "hs", "th"))
+        tt, hh, ss, ts, hs = (blocks[k] for k in ("tt", "hh", "ss", "ts", "hs"))
+        self.blocks = blocks
         self.sizes = (tt.shape[0], hh.shape[0], ss.shape[0])
         self.device = tt.device
         self.mins = {
@@ -351,14 +364,26 @@ class _AAKernel:
             "hs": _MaskedMin(hs),
             "sh": _MaskedMin(hs.T),
         }
-        # pooled real set [train; held-out]: what a relabelling permutes
-        pp = torch.cat([torch.cat([tt, th], dim=1), torch.cat([th.T, hh], dim=1)])  # (n_p, n_p)
-        ps = torch.cat([ts, hs])  # (n_p, n_s)
-        self.pooled = _MaskedMin(pp, exclude_diagonal=True)
-        self.synth_to_pooled = _MaskedMin(ps.T)  # (n_s, n_p)
-        self.pooled_cross = ps.min(dim=1).values  # (n_p,) nearest synthetic image
-        own_s = ss.clone().fill_diagonal_(torch.inf)
-        self.synth_own = own_s.min(dim=1).values  # (n_s,)
+        self._pooled: tuple[_MaskedMin, _MaskedMin, torch.Tensor, torch.Tensor] | None = None
+
+    def pooled(self) -> tuple[_MaskedMin, _MaskedMin, torch.Tensor, torch.Tensor]:
+        """Minima over the pooled real set [train; held-out], which a relabelling permutes.
+
+        Returns the pooled set's own minima, the synthetic set's minima over it, each pooled
+        image's nearest synthetic distance ``(n_p,)`` and each synthetic image's nearest
+        other synthetic distance ``(n_s,)``.
+        """
+        if self._pooled is None:
+            tt, hh, ts, hs, th = (self.blocks[k] for k in ("tt", "hh", "ts", "hs", "th"))
+            pp = torch.cat([torch.cat([tt, th], dim=1), torch.cat([th.T, hh], dim=1)])
+            ps = torch.cat([ts, hs])  # (n_p, n_s)
+            self._pooled = (
+                _MaskedMin(pp, exclude_diagonal=True),  # (n_p, n_p)
+                _MaskedMin(ps.T),  # (n_s, n_p)
+                ps.min(dim=1).values,  # (n_p,) nearest synthetic image
+                self.mins["ss"].matrix.min(dim=1).values,  # (n_s,) diagonal excluded
+            )
+        return self._pooled
 
     def subsets(self, w_t: torch.Tensor, w_h: torch.Tensor, w_s: torch.Tensor) -> torch.Tensor:
         """Return the ``(b, 3)`` values on subsets given by 0/1 weights ``(b, n_*)``.
@@ -378,14 +403,15 @@ class _AAKernel:
         The images marked in ``is_train`` ``(b, n_p)`` form the training set, the others the
         held-out set (sizes as observed, or varying when whole subjects move).
         """
-        own_t, own_h = self.pooled(is_train), self.pooled(~is_train)  # (b, n_p) each
+        pooled, synth_to_pooled, pooled_cross, synth_own = self.pooled()
+        own_t, own_h = pooled(is_train), pooled(~is_train)  # (b, n_p) each
         own = torch.where(is_train, own_t, own_h)  # nearest other image of the same label
-        closer = (own < self.pooled_cross).to(torch.float64)  # (b, n_p)
+        closer = (own < pooled_cross).to(torch.float64)  # (b, n_p)
         # set sizes per relabelling: they vary when whole subjects are moved
         frac_t = (closer * is_train).sum(dim=1) / is_train.sum(dim=1)
         frac_h = (closer * ~is_train).sum(dim=1) / (~is_train).sum(dim=1)
-        frac_st = (self.synth_own < self.synth_to_pooled(is_train)).to(torch.float64).mean(1)
-        frac_sh = (self.synth_own < self.synth_to_pooled(~is_train)).to(torch.float64).mean(1)
+        frac_st = (synth_own < synth_to_pooled(is_train)).to(torch.float64).mean(1)
+        frac_sh = (synth_own < synth_to_pooled(~is_train)).to(torch.float64).mean(1)
         return 0.5 * (frac_h + frac_sh) - 0.5 * (frac_t + frac_st)
 
 
@@ -886,8 +912,9 @@ def nnaa(
         "ss": block(s, None),
         "ts": block(t, s),
         "hs": block(h, s),
-        "th": block(t, h),
     }
+    if n_permutations:  # only the relabellings read train x held-out
+        blocks["th"] = block(t, h)
     return _nnaa_core(
         blocks, n_bootstrap, n_permutations, confidence_level, gen, units, layers,
         cap=(cap_unit, capped),
@@ -975,8 +1002,9 @@ def nnaa_from_distances(
         "ss": block(s, s),
         "ts": block(t, s),
         "hs": block(h, s),
-        "th": block(t, h),
     }
+    if n_permutations:  # only the relabellings read train x held-out
+        blocks["th"] = block(t, h)
     units = _codes(labels, kept)
     layers = _kept_layers(strata_codes, kept)
     return _nnaa_core(

@@ -135,3 +135,33 @@ def test_non_numeric_inputs_get_clear_errors() -> None:
     with pytest.raises(InvalidInputError, match="`deltas` must hold real numbers"):
         certify_scores(a, b).epsilon_curve(["a"])
     assert certify_scores(a, b, delta=-0.0).delta == 0.0
+
+
+def _cp_point_by_point(counts: np.ndarray, n: int, level: float) -> np.ndarray:
+    """Brute force: a scipy Beta quantile per count of the certificate, 1 at k = n."""
+    from scipy import stats
+
+    table = [float(stats.beta.isf(level, k + 1, n - k)) for k in range(n)]
+    table = np.concatenate((np.maximum.accumulate(table), [1.0]))  # the band's running max
+    return table[counts]
+
+
+@pytest.mark.parametrize("strategy", ["bonferroni", "band"])
+def test_kept_tables_give_the_point_by_point_bounds(strategy: str) -> None:
+    from idaudit.dp import _tradeoff, band_local_level
+
+    _tradeoff._BOUND_TABLES.clear()
+    runs = [(120, 0.05), (120, 0.05), (121, 0.05), (120, 0.1), (120, 0.05)]
+    for n, alpha in runs:  # repeated, then another n, another alpha, then the first again
+        a, b = _scores(n, seed=n)
+        cert = certify_scores(a, b, alpha=alpha, thresholds=strategy)
+        if strategy == "band":
+            level_a, level_b = band_local_level(n, alpha / 2), band_local_level(n + 10, alpha / 2)
+        else:
+            level_a, level_b = alpha / (2 * n), alpha / (2 * (n + 10))
+        np.testing.assert_array_equal(cert.fpr_upper, _cp_point_by_point(cert.fp, n, level_a))
+        np.testing.assert_array_equal(cert.fnr_upper, _cp_point_by_point(cert.fn, n + 10, level_b))
+        assert (cert.level_a, cert.level_b) == (level_a, level_b)
+    # (120, 0.05), (121, 0.05), (120, 0.1) each made their own two tables; the rest were read
+    assert _tradeoff._BOUND_TABLES.misses == 6
+    assert _tradeoff._BOUND_TABLES.hits == 4

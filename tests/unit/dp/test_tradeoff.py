@@ -177,3 +177,117 @@ def test_band_falls_back_to_bonferroni_below_a_resolvable_level() -> None:
         bonf = simultaneous_rate_bounds(50, alpha, method="bonferroni")
         np.testing.assert_array_equal(simultaneous_rate_bounds(50, alpha), bonf)
     assert band_local_level(50, 0.05) > 0.05 / 50  # the calibrated band above that
+
+
+# --------------------------------------------------------------------------- kept bound tables
+def _bounds_point_by_point(n: int, level: float) -> np.ndarray:
+    """Brute force: one scipy call per count, then the running maximum and the final 1."""
+    u = [float(stats.beta.isf(level, k + 1, n - k)) for k in range(n)]
+    return np.concatenate((np.maximum.accumulate(u), [1.0]))
+
+
+def test_kept_bound_tables_equal_scipy_point_by_point() -> None:
+    from idaudit.dp import _tradeoff
+
+    _tradeoff._BOUND_TABLES.clear()
+    for n, alpha in ((1, 0.3), (37, 0.025), (500, 0.025), (500, 0.05), (501, 0.025)):
+        for _ in range(2):  # made, then read back from the store
+            got = simultaneous_rate_bounds(n, alpha, method="bonferroni")
+            ref = _bounds_point_by_point(n, alpha / n)
+            np.testing.assert_array_equal(got, ref)  # the same bits
+            # and jax_privacy's form, beta.ppf(1 - level): equal up to its rounding of 1 - level
+            k = np.arange(n)
+            ppf = np.where(k < n, stats.beta.ppf(1 - alpha / n, k + 1, n - k), 1.0)
+            np.testing.assert_allclose(got[:-1], np.maximum.accumulate(ppf), rtol=1e-9)
+    band = simultaneous_rate_bounds(300, 0.025)
+    np.testing.assert_array_equal(band, _bounds_point_by_point(300, band_local_level(300, 0.025)))
+
+
+def test_kept_bound_tables_are_keyed_by_size_and_level() -> None:
+    from idaudit.dp import _tradeoff
+
+    store = _tradeoff._BOUND_TABLES
+    store.clear()
+    first = simultaneous_rate_bounds(200, 0.05, method="bonferroni")
+    assert (store.hits, store.misses) == (0, 1)
+    # another size, another level, the band at the same size: each its own table
+    other_n = simultaneous_rate_bounds(201, 0.05, method="bonferroni")
+    other_alpha = simultaneous_rate_bounds(200, 0.01, method="bonferroni")
+    band = simultaneous_rate_bounds(200, 0.05)
+    assert (store.hits, store.misses) == (0, 4)
+    assert set(store.keys()) == {
+        (200, 0.05 / 200),
+        (201, 0.05 / 201),
+        (200, 0.01 / 200),
+        (200, band_local_level(200, 0.05)),
+    }
+    np.testing.assert_array_equal(other_n, _bounds_point_by_point(201, 0.05 / 201))
+    np.testing.assert_array_equal(other_alpha, _bounds_point_by_point(200, 0.01 / 200))
+    assert other_alpha[0] > first[0]
+    assert band[0] < first[0]
+    # a caller's copy can be written without touching the kept table
+    first[:] = -1.0
+    again = simultaneous_rate_bounds(200, 0.05, method="bonferroni")
+    assert store.hits == 1
+    np.testing.assert_array_equal(again, _bounds_point_by_point(200, 0.05 / 200))
+
+
+def test_kept_bound_tables_stay_under_their_byte_cap() -> None:
+    from idaudit.dp._tradeoff import _TableCache
+
+    store = _TableCache(max_bytes=3 * 8 * 101)  # three tables of 101 floats
+    for n in range(100, 106):
+        store.get((n,), lambda n=n: np.zeros(101))
+    assert store.keys() == [(103,), (104,), (105,)]  # least recently used first out
+    store.get((103,), lambda: np.ones(101))  # a hit: still zeros, now most recent
+    assert store.keys() == [(104,), (105,), (103,)]
+    table = store.get((103,), lambda: np.ones(101))
+    assert not table.any()
+    assert not table.flags.writeable
+
+
+def test_score_error_counts_at_every_score_equal_union_and_searchsorted() -> None:
+    gen = np.random.default_rng(7)
+    for _ in range(20):
+        n_a, n_b = gen.integers(1, 60, 2)
+        # rounded scores: many ties within and across classes; infinities and both zeros
+        a = np.round(gen.normal(0, 1, n_a), 1)
+        b = np.round(gen.normal(0.5, 1, n_b), 1)
+        a[gen.random(n_a) < 0.1] = -np.inf
+        b[gen.random(n_b) < 0.1] = np.inf
+        a[gen.random(n_a) < 0.1] = -0.0
+        t, fp, fn = score_error_counts(a, b)
+        ref_t = np.union1d(a, b)
+        np.testing.assert_array_equal(t, ref_t)
+        np.testing.assert_array_equal(fp, [(a >= x).sum() for x in ref_t])
+        np.testing.assert_array_equal(fn, [(b < x).sum() for x in ref_t])
+        assert fp.dtype == fn.dtype == np.int64
+
+
+def test_pareto_along_thresholds_keeps_the_lexsort_frontier() -> None:
+    from idaudit.dp._tradeoff import _pareto
+
+    gen = np.random.default_rng(3)
+    for _ in range(50):
+        m = int(gen.integers(1, 40))
+        # points along ascending thresholds: FPR non-increasing, FNR non-decreasing, with ties
+        x = np.sort(gen.integers(0, 8, m) / 8.0)[::-1].copy()
+        y = np.sort(gen.integers(0, 8, m) / 8.0)
+        xs, ys = _pareto(x, y)
+        order = np.lexsort((y, x))  # the general path, written out
+        best = np.minimum.accumulate(np.r_[np.inf, y[order][:-1]])
+        keep = y[order] < best
+        np.testing.assert_array_equal(xs, x[order][keep])
+        np.testing.assert_array_equal(ys, y[order][keep])
+
+
+def test_gdp_mu_lower_bound_is_the_max_over_all_points() -> None:
+    gen = np.random.default_rng(4)
+    for _ in range(30):
+        x, y = gen.uniform(0, 1, (2, int(gen.integers(1, 30))))
+        x[gen.random(x.size) < 0.2] = 0.0
+        y[gen.random(y.size) < 0.2] = 1.0
+        with np.errstate(invalid="ignore"):
+            every = stats.norm.isf(x) - stats.norm.ppf(y)  # closed form at every point
+        ref = max(0.0, float(np.max(np.where(np.isnan(every), -np.inf, every))))
+        assert gdp_mu_lower_bound(x, y) == pytest.approx(ref, rel=1e-12)

@@ -339,3 +339,31 @@ def test_strata_keep_relabellings_within_each_cohort() -> None:
         nnaa_from_distances(-d, (2, 2, 2), n_bootstrap=0)
     with pytest.raises(InvalidInputError, match="`strata` must label every heldout row"):
         nnaa(t, h, s, strata=(strata[0], strata[1][:3]), n_bootstrap=0)
+
+
+# ------------------------------------------------------------------ partial selection
+
+
+@pytest.mark.parametrize("exclude_diagonal", [False, True])
+def test_masked_minimum_by_partial_selection_equals_a_brute_force_masked_minimum(
+    exclude_diagonal: bool,
+) -> None:
+    import torch
+
+    from idaudit.memorization._nnaa import _SCAN, _MaskedMin
+
+    gen = np.random.default_rng(11)
+    n = 3 * _SCAN  # wider than the selection, so some rows fall back to the full minimum
+    # integer distances: many ties, also across the edge of each row's selected columns
+    d = gen.integers(0, 6, (n, n)).astype(np.float64)
+    present = gen.random((40, n)) < np.linspace(0.02, 1.0, 40)[:, None]  # sparse to full
+    present[-1] = True  # every column present: the plain row minimum
+    present[0] = False  # none present: inf
+    kernel = _MaskedMin(torch.from_numpy(d), exclude_diagonal=exclude_diagonal)
+    got = kernel(torch.from_numpy(present)).numpy()  # (40, n)
+    ref = np.where(present[:, None, :], d[None], np.inf)  # (40, n, n) brute force
+    if exclude_diagonal:
+        ref[:, np.arange(n), np.arange(n)] = np.inf
+    np.testing.assert_array_equal(got, ref.min(axis=2))
+    full = kernel(torch.ones((1, n), dtype=torch.bool)).numpy()
+    np.testing.assert_array_equal(full[0], ref[-1].min(axis=1))
