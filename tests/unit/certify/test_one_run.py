@@ -121,5 +121,5 @@ def test_certifier_counts_failures_as_outputs() -> None:
 def test_certifier_is_not_fitted_before_fit() -> None:
     with pytest.raises(NotFittedError, match="fit"):
         _ = OneRunCertifier().epsilon_lb_
-    with pytest.raises(TypeError, match="`es` must be an idaudit.EmbeddingSet"):
+    with pytest.raises(TypeError, match=r"`es` must be an idaudit\.EmbeddingSet"):
         OneRunCertifier().fit(np.zeros((4, 2)), [(0, 1)])
