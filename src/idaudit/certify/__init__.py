@@ -9,7 +9,8 @@
                                     ``certified_lower_bound`` ε valid at every sample size
 :func:`certify_scores`              scores of any two-class attack → certified trade-off
                                     points and ε(δ) for every δ at once (threshold strategies
-                                    ``given``, ``split``, ``bonferroni``, ``band``) and a
+                                    ``given``, ``split``, ``bonferroni``, ``band``,
+                                    ``multisplit``) and a
                                     certified GDP μ lower bound → :class:`ScoreCertificate`
 :func:`certify_one_run`             scores of canaries whose identity a fair coin chose, one
                                     output each → ε and GDP μ lower bounds from one run
@@ -37,6 +38,7 @@ from idaudit.certify._measures import (
     roc_hull,
     tpr_at_fpr,
 )
+from idaudit.certify._multisplit import MultiSplitCertificate
 from idaudit.certify._one_run import OneRunCertificate, OneRunCertifier, certify_one_run
 from idaudit.certify._reserved import ReservedTestCertifier
 from idaudit.certify._sanity import sanity_controls
@@ -45,6 +47,7 @@ from idaudit.certify._sequential import SequentialCertifier
 
 __all__ = [
     "BootstrapInterval",
+    "MultiSplitCertificate",
     "OneRunCertificate",
     "OneRunCertifier",
     "ReservedTestCertifier",
