@@ -16,7 +16,7 @@ import xarray as xr
 
 from idaudit._results import Status, variable
 from idaudit._validation import RngLike, check_integer, check_random_state, spawn_seeds
-from idaudit.certify._scores import ScoreCertificate, certify_scores
+from idaudit.certify._scores import STRATEGY_RUNNERS, ScoreCertificate, certify_scores
 from idaudit.dp import epsilon_from_tradeoff
 
 __all__ = ["MultiSplitCertificate", "certify_multisplit"]
@@ -187,3 +187,6 @@ def certify_multisplit(
         seed=seed,
         n_splits=n,
     )
+
+
+STRATEGY_RUNNERS["multisplit"] = certify_multisplit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -26,6 +27,9 @@ __all__ = ["ScoreCertificate", "certify_scores"]
 
 Strategy = Literal["given", "split", "bonferroni", "band", "multisplit"]
 STRATEGIES: tuple[str, ...] = ("given", "split", "bonferroni", "band", "multisplit")
+#: Runners of the strategies that live in other modules, registered there on import
+#: (``"multisplit"``: :mod:`idaudit.certify._multisplit`, which builds on this module).
+STRATEGY_RUNNERS: dict[str, Callable[..., ScoreCertificate]] = {}
 
 #: The model the GDP-route ε(δ) rests on (an attribute of every such number).
 GDP_ASSUMPTION = (
@@ -327,10 +331,8 @@ def certify_scores(
         raise InvalidInputError(f"`one_sided` must be True or False; got {one_sided!r}.")
     one_sided = bool(one_sided)
     delta = float(delta) + 0.0  # -0.0 becomes 0.0
-    if thresholds == "multisplit":
-        from idaudit.certify._multisplit import certify_multisplit  # it builds on this module
-
-        return certify_multisplit(
+    if thresholds in STRATEGY_RUNNERS:  # strategies defined in their own modules
+        return STRATEGY_RUNNERS[thresholds](
             a,
             b,
             alpha=alpha,
