@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -24,8 +25,11 @@ from idaudit.exceptions import InvalidInputError
 
 __all__ = ["ScoreCertificate", "certify_scores"]
 
-Strategy = Literal["given", "split", "bonferroni", "band"]
-STRATEGIES: tuple[str, ...] = ("given", "split", "bonferroni", "band")
+Strategy = Literal["given", "split", "bonferroni", "band", "multisplit"]
+STRATEGIES: tuple[str, ...] = ("given", "split", "bonferroni", "band", "multisplit")
+#: Runners of the strategies that live in other modules, registered there on import
+#: (``"multisplit"``: :mod:`idaudit.certify._multisplit`, which builds on this module).
+STRATEGY_RUNNERS: dict[str, Callable[..., ScoreCertificate]] = {}
 
 #: The model the GDP-route ε(δ) rests on (an attribute of every such number).
 GDP_ASSUMPTION = (
@@ -248,6 +252,7 @@ def certify_scores(
     split_fraction: float = 0.5,
     one_sided: bool = False,
     rng: RngLike = None,
+    n_splits: int = 100,
 ) -> ScoreCertificate:
     r"""Certify ε(δ) and the trade-off curve from the scores of a two-class attack.
 
@@ -274,6 +279,10 @@ def certify_scores(
         * ``"band"``: every distinct score; the exact equal-local-level band on each
           class's tail rates, each at simultaneous level α/2
           (:func:`~idaudit.dp.simultaneous_rate_bounds`).
+        * ``"multisplit"``: ``"split"`` over ``n_splits`` seeded partitions at α/2 each,
+          reporting medians (Meinshausen et al. 2009; jax_privacy's ``MultiSplit``): a
+          :class:`~idaudit.certify.MultiSplitCertificate`, whose values each hold at
+          1 − α but not jointly.
     threshold : float or array_like, optional
         The threshold(s) for ``"given"`` (required there, refused elsewhere).
     split_fraction : float, default 0.5
@@ -282,7 +291,9 @@ def certify_scores(
         Use only ln((1 − δ − FNR)/FPR); the default also uses ln((1 − δ − FPR)/FNR), which
         the same bounds pay for (no α is spent on it).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
-        Randomness of the ``"split"`` partition.
+        Randomness of the ``"split"`` (and ``"multisplit"``) partitions.
+    n_splits : int, default 100
+        Partitions of ``"multisplit"``, >= 1.
 
     Returns
     -------
@@ -320,6 +331,17 @@ def certify_scores(
         raise InvalidInputError(f"`one_sided` must be True or False; got {one_sided!r}.")
     one_sided = bool(one_sided)
     delta = float(delta) + 0.0  # -0.0 becomes 0.0
+    if thresholds in STRATEGY_RUNNERS:  # strategies defined in their own modules
+        return STRATEGY_RUNNERS[thresholds](
+            a,
+            b,
+            alpha=alpha,
+            delta=delta,
+            split_fraction=split_fraction,
+            one_sided=one_sided,
+            n_splits=n_splits,
+            rng=rng,
+        )
     if thresholds == "split":
         seed = int(rng) if isinstance(rng, int | np.integer) and not isinstance(rng, bool) else None
         return _certify_split(a, b, alpha, delta, split_fraction, one_sided, rng, seed)

@@ -31,6 +31,12 @@ array_likes broadcast and give an ``ndarray``. Bad values raise
 :func:`gdp_tradeoff`                        μ-GDP trade-off G_μ(x) = Φ(Φ⁻¹(1−x) − μ)
 :func:`gdp_delta`, :func:`gdp_epsilon`      μ-GDP ↔ (ε, δ) (Dong–Roth–Su Cor. 2.13)
 :func:`gdp_mu_lower_bound`                  μ lower bound from trade-off points
+:func:`one_run_epsilon`                     ε lower bound from one run: m canaries, r guesses,
+                                            v right (Steinke, Nasr & Jagielski 2023)
+:func:`one_run_p_value`                     its tail bound on v under (ε, δ)-DP
+:func:`one_run_gdp_mu`                      GDP μ lower bound from one run (f-DP variant,
+                                            Mahloujifar, Melis & Chaudhuri 2024)
+:func:`one_run_gdp_refutes`                 whether one run refutes μ-GDP
 ==========================================  =====================================================
 
 Each function's docstring states the formal status of what it returns: these are exact maps;
@@ -51,6 +57,12 @@ from idaudit.dp._confseq import (
 from idaudit.dp._gaussian import calibrate_gaussian_sigma, gaussian_delta, gaussian_epsilon
 from idaudit.dp._hypothesis import epsilon_from_error_rates, epsilon_from_roc, exact_corner
 from idaudit.dp._mmd import epsilon_from_mmd_hockey_stick
+from idaudit.dp._one_run import (
+    one_run_epsilon,
+    one_run_gdp_mu,
+    one_run_gdp_refutes,
+    one_run_p_value,
+)
 from idaudit.dp._tradeoff import (
     band_local_level,
     epsilon_from_tradeoff,
@@ -89,6 +101,10 @@ __all__ = [
     "gdp_mu_lower_bound",
     "gdp_tradeoff",
     "noncrossing_probability",
+    "one_run_epsilon",
+    "one_run_gdp_mu",
+    "one_run_gdp_refutes",
+    "one_run_p_value",
     "score_error_counts",
     "simultaneous_rate_bounds",
     "tv_bound",
