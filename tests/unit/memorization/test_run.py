@@ -251,6 +251,33 @@ def test_arcface_route_with_stand_in_weights(roots: Path, buffalo_dir: Path) -> 
     assert counts.loc[("b", "synthetic"), "ok"] == 5
 
 
+def test_arcface_dir_brings_its_retinaface(roots: Path, buffalo_dir: Path) -> None:
+    """Seed 003's pipeline from one flag: buffalo_l's det_10g.onnx detects, ArcFace embeds."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        report = run_privacy_check(*_args(roots), dlib=False, arcface=buffalo_dir, **FAST)
+    identity = report.models.identity[0]
+    assert identity["detector"] == "retinaface-det-10g"
+    assert set(identity["detector_weights"]) == {"det_10g.onnx"}
+    assert set(identity["encoder_weights"]) == {"w600k_r50.onnx"}
+    # a file, not the folder: no detector comes with it (MTCNN stays)
+    from idaudit.memorization._images import build_models
+
+    only = build_models(
+        dlib=False,
+        dlib_runtime="torch",
+        arcface=buffalo_dir / "w600k_r50.onnx",
+        adaface=None,
+        lvface=None,
+        retinaface=None,
+        lpips_backbone=None,
+        aligned=False,
+        threads=1,
+        device="cpu",
+    )
+    assert type(only.detector).__name__ == "MTCNNDetector"
+
+
 def test_typed_parts_render_the_written_files(first) -> None:
     report, out = first
     assert report.to_json() == (out / "privacy_results.json").read_text(encoding="utf-8")
