@@ -200,8 +200,9 @@ class RankedAdversary:
     ----------
     settings_ : dict
         After :meth:`invert_many`: the resolved ``attack``, ``norm``, ``eps``, ``top_n``,
-        ``t_max`` (per code; under ``"carry"`` the first code's share), ``query_split`` and
-        ``tau_a``.
+        ``t_max`` (per code and restart; under ``"carry"`` the first code's share),
+        ``query_budget`` (the default's too), ``query_split``, ``tau_a``, ``sparsity``
+        (``None``: every pixel), ``n_restarts`` and ``init``.
 
     Examples
     --------

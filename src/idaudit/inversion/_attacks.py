@@ -105,8 +105,7 @@ def apgd_checkpoints(n_iter: int, rule: Literal["paper", "code"] = "paper") -> l
     ([0, 22, 41, 57, 70, 80, 87, 93, 99], [21, 40, 57, 72, 85, 96])
     """
     n_iter = check_integer(n_iter, "n_iter", minimum=1)
-    rule = check_option(rule, "rule", ("paper", "code"))
-    if rule == "code":
+    if check_option(rule, "rule", ("paper", "code")) == "code":
         span = max(int(0.22 * n_iter), 1)
         shrink, floor = max(int(0.03 * n_iter), 1), max(int(0.06 * n_iter), 1)
         out, at = [], 0

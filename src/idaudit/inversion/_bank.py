@@ -213,7 +213,7 @@ class LatentBank:
             max_draws = int(min(1000 * volume / max(1.0 - tau_k, 1e-6), 2**62))
         max_draws = check_integer(max_draws, "max_draws", minimum=1)
         chunk = check_integer(generate_batch_size, "generate_batch_size", minimum=1)
-        normality = check_option(normality, "normality", ("code", "per_channel"))
+        check_option(normality, "normality", ("code", "per_channel"))
         if detector is None:
             from idaudit.faces import MTCNNDetector
 

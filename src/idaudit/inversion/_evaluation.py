@@ -973,14 +973,15 @@ def joint_evaluation(
             status="sample_estimate",
         )
         fdims = (*dims, "fmr")
-        for key, name, label, status in (
+        rows: tuple[tuple[str, str, str, Status], ...] = (
             ("type_i", "type_i_fmr", "Type I accuracy at the FMR threshold", "sample_estimate"),
             ("type_ii", "type_ii_fmr", "Type II accuracy at the FMR threshold", "sample_estimate"),
             ("i_low", "type_i_fmr_low", "exact lower end of Type I at the FMR", "diagnostic"),
             ("i_high", "type_i_fmr_high", "exact upper end of Type I at the FMR", "diagnostic"),
             ("ii_low", "type_ii_fmr_low", "exact lower end of Type II at the FMR", "diagnostic"),
             ("ii_high", "type_ii_fmr_high", "exact upper end of Type II at the FMR", "diagnostic"),
-        ):
+        )
+        for key, name, label, status in rows:
             ds[name] = variable(fdims, at_fmr[key], long_name=label, status=status)
     return ds
 

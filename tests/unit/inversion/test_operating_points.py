@@ -90,7 +90,7 @@ def test_type_intervals_are_clopper_pearson() -> None:
     k = int(acc.per_target_i.sum())
     assert 0 < k < 12
     np.testing.assert_allclose((acc.type_i_low, acc.type_i_high), _exact(k, 12), rtol=1e-9)
-    hits = int(round(np.nansum(acc.per_target_ii) * 5))  # 5 other images per identity
+    hits = round(float(np.nansum(acc.per_target_ii)) * 5)  # 5 other images per identity
     assert acc.n_type_ii_pairs == 60
     np.testing.assert_allclose((acc.type_ii_low, acc.type_ii_high), _exact(hits, 60), rtol=1e-9)
     np.testing.assert_allclose(proportion_interval(3, 10, 0.9), _exact(3, 10, 0.9), rtol=1e-9)
