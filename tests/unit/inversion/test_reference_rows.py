@@ -314,3 +314,32 @@ def test_toy_generators_still_work_with_the_new_defaults() -> None:
     bank = LatentBank.build(gen, 2, detector=MeanDetector(), tau_k=0.0, tau_d=0.0, rng=0)
     res = RankedAdversary(gen, enc, bank=bank, top_n=1, t_max=5).invert(np.ones(enc.dim))
     assert res.queries == 2 + 6
+
+
+def test_the_new_options_refuse_bad_values() -> None:
+    f = _cosine_to(torch.ones(1, 3))
+    x0 = torch.ones(1, 3)
+    with pytest.raises(InvalidInputError, match="`init` must be one of"):
+        APGD(init="zero").run(f, x0)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="`n_restarts` must be"):
+        APGD(n_restarts=0).run(f, x0)
+    with pytest.raises(InvalidInputError, match="`checkpoints` must be one of"):
+        APGD(checkpoints="croce").run(f, x0)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="`last_visit` must be one of"):
+        GreedyPixel(last_visit="never").run(f, x0, f(x0, torch.tensor([0])))  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="`keep` must be one of"):
+        GreedyPixel(keep="first").run(f, x0, f(x0, torch.tensor([0])))  # type: ignore[arg-type]
+    gen, enc = LinearGenerator(), LinearEncoder()
+    bank = LatentBank.build(gen, 2, detector=MeanDetector(), tau_k=0.0, tau_d=0.0, rng=0)
+    with pytest.raises(InvalidInputError, match="`normality` must be one of"):
+        LatentBank.build(gen, 2, detector=MeanDetector(), normality="channel")  # type: ignore[arg-type]
+    target = np.ones(enc.dim)
+    for kw, match in (
+        ({"attack_options": {"keep": "last"}}, r"`attack_options` for 'apgd' may hold"),
+        ({"attack": "greedypixel", "init": "code"}, "`init` and `n_restarts` are APGD's"),
+        ({"attack": "greedypixel", "sparsity": "some"}, "`sparsity` must be one of"),
+        ({"n_restarts": 2, "init": "code"}, r"`n_restarts` > 1 needs `init='random'`"),
+    ):
+        adv = RankedAdversary(gen, enc, bank=bank, top_n=1, t_max=2, **kw)
+        with pytest.raises(InvalidInputError, match=match):
+            adv.invert(target)
