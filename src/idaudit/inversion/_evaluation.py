@@ -907,23 +907,34 @@ def joint_evaluation(
             ends["ii_low"][a, b], ends["ii_high"][a, b] = acc.type_ii_low, acc.type_ii_high
             if points is not None:
                 for j, tau_j in enumerate(points[sm].threshold):
-                    if not np.isnan(tau_j):
+                    if np.isnan(tau_j):
+                        continue  # not resolved
+                    if tau_j > 1.0:  # "reject all" (+inf): no cosine reaches it
+                        i_ends = proportion_interval(0, acc.n_targets, confidence_level)
+                        ii_ends = proportion_interval(0, acc.n_type_ii_pairs, confidence_level)
+                        values = (0.0, 0.0 if acc.n_type_ii else np.nan, *i_ends, *ii_ends)
+                    else:
                         got = type_accuracy(
                             reconstructions[tm][sm],
                             targets[sm],
                             others[sm],
-                            min(float(tau_j), math.nextafter(1.0, 2.0)),
+                            float(tau_j),
                             confidence_level=confidence_level,
                         )
-                        for key, val in (
-                            ("type_i", got.type_i),
-                            ("type_ii", got.type_ii),
-                            ("i_low", got.type_i_low),
-                            ("i_high", got.type_i_high),
-                            ("ii_low", got.type_ii_low),
-                            ("ii_high", got.type_ii_high),
-                        ):
-                            at_fmr[key][a, b, j] = val
+                        values = (
+                            got.type_i,
+                            got.type_ii,
+                            got.type_i_low,
+                            got.type_i_high,
+                            got.type_ii_low,
+                            got.type_ii_high,
+                        )
+                    for key, val in zip(
+                        ("type_i", "type_ii", "i_low", "i_high", "ii_low", "ii_high"),
+                        values,
+                        strict=True,
+                    ):
+                        at_fmr[key][a, b, j] = val
             ids = identity_scores(reconstructions[tm][sm], targets[sm], others[sm])
             if n_i is not None and acc.n_targets != n_i:
                 raise InvalidInputError(

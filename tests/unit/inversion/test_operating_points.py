@@ -118,3 +118,21 @@ def test_joint_evaluation_reports_intervals_and_fmr_points() -> None:
         assert float(cell["type_i_fmr_high"]) == at.type_i_high
         assert float(ds["fmr_threshold"].sel(test_model="m").isel(fmr=j)) == tau
     np.testing.assert_array_equal(ds["fmr"].values, [1e-3, 1e-4])
+
+
+def test_a_reject_all_threshold_matches_nothing() -> None:
+    # 4 impostors above every genuine score and 3 false matches allowed (1e-3 of 3000): only
+    # "reject all" (+inf) qualifies
+    rng = np.random.default_rng(5)
+    impostor = np.concatenate([rng.normal(0.0, 0.1, 2996), [0.99] * 4])
+    points = fmr_thresholds(np.full(40, 0.5), impostor, (1e-3,))
+    assert points.threshold[0] == np.inf
+    assert points.fnmr[0] == 1.0
+    e = np.eye(3)
+    ds = joint_evaluation(
+        {"m": {"m": e[:2]}}, {"m": e[:2]}, {"m": [e[[0]], e[[1]]]}, {"m": 0.5},
+        operating_points={"m": points},
+    )  # fmt: skip
+    cell = ds.sel(target_model="m", test_model="m").isel(fmr=0)
+    assert float(cell["type_i_fmr"]) == 0.0
+    assert float(cell["type_i_fmr_high"]) == pytest.approx(1 - 0.025 ** (1 / 2))
