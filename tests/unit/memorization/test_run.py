@@ -31,6 +31,12 @@ pytest.importorskip("dlib")
 pytest.importorskip("facenet_pytorch")
 
 FAST = {"n_bootstrap": 50, "n_permutations": 199, "threads": 1, "progress": False}
+#: The note a run on a few held-out images adds (9-12 here cannot resolve p = 1 %): tests
+#: about other warnings let it pass; the privacy fixture (tests/unit/conftest.py) checks it.
+POWER_NOTE = (
+    r"ignore:flagging \(.*\): \d+ held-out images do not resolve"
+    ":idaudit.exceptions.IdauditWarning"
+)
 
 
 @pytest.fixture(scope="module")
@@ -358,6 +364,7 @@ def three_cohorts(tmp_path_factory: pytest.TempPathFactory, dcgan) -> Path:
     return root
 
 
+@pytest.mark.filterwarnings(POWER_NOTE)
 def test_each_unordered_pair_is_computed_once_and_a_rerun_computes_none(
     three_cohorts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -428,6 +435,7 @@ def test_an_empty_cohort_folder_is_named_as_such(tmp_path: Path) -> None:
         run_privacy_check(*_args(tmp_path), **FAST)
 
 
+@pytest.mark.filterwarnings(POWER_NOTE)
 def test_unreadable_and_too_small_files_are_named(roots: Path, first, tmp_path: Path) -> None:
     copy, cache = _copy_with_cache(roots, first, tmp_path)
     (copy / "heldout" / "b" / "empty.png").write_bytes(b"")
@@ -508,6 +516,7 @@ def test_the_held_out_folder_given_as_synthetic_is_refused(roots: Path) -> None:
         run_privacy_check(roots / "train", roots / "heldout", roots / "heldout", **FAST)
 
 
+@pytest.mark.filterwarnings(POWER_NOTE)
 def test_a_few_training_copies_among_the_samples_warn(roots: Path, first, tmp_path: Path) -> None:
     copy, cache = _copy_with_cache(roots, first, tmp_path)
     shutil.copy(copy / "train" / "a" / "s00_0.png", copy / "synthetic" / "a" / "copied.png")
