@@ -440,13 +440,7 @@ def test_readme_privacy_command_and_example(in_tmp: Path) -> None:
     with one_torch_thread(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert _main(argv) == 0
-    # 12 held-out images cannot resolve p = 1, 2, 5 % (the smallest held-out distance already
-    # flags 1/12 of them): the run says so for each metric, and nothing else
-    assert [str(w.message) for w in caught] == [
-        f"flagging ({metric}): 12 held-out images do not resolve p = 1, 2, 5 %: the smallest "
-        "held-out distance already flags 8.33 % of them."
-        for metric in ("dlib-resnet-v1-torch", "ssim-gaussian1.5-64px")
-    ]
+    assert [str(w.message) for w in caught] == []
     out = in_tmp / "results"
     for name in (
         "flagging.csv",
