@@ -1,7 +1,7 @@
 """Inversion on CPU: time and queries per attack, batched targets, DDIM checkpointing.
 
     python benchmarks/bench_inversion.py [--targets 32] [--bank 64] [--t-max 10] [--budget Q]
-        [--threads N]
+        [--attack-targets 4] [--skip-attacks] [--skip-invert-many] [--skip-ddim] [--threads N]
 
 Sections:
 
@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--top-n", type=int, default=3)
     parser.add_argument("--skip-attacks", action="store_true", help="skip section 1")
     parser.add_argument("--skip-invert-many", action="store_true", help="skip section 2")
+    parser.add_argument("--skip-ddim", action="store_true", help="skip section 3")
     parser.add_argument("--attack-targets", type=int, default=4)
     parser.add_argument("--budget", type=int, default=None, help="Q (default: V + 3 * 40)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
@@ -141,7 +142,8 @@ def main() -> None:
             f"max {gain.max():+.4f})"
         )
     if args.skip_invert_many:
-        ddim_section()
+        if not args.skip_ddim:
+            ddim_section()
         return
     print(
         f"\n2. invert_many vs a loop of invert ({args.targets} targets, APGD, N={args.top_n}, "
@@ -165,7 +167,8 @@ def main() -> None:
         f"({'meets' if ratio >= 5 else 'misses'} the 5× target); max |Δ similarity| {gap:.1e}"
     )
 
-    ddim_section()
+    if not args.skip_ddim:
+        ddim_section()
 
 
 def ddim_section() -> None:
