@@ -68,7 +68,9 @@ from idaudit.inversion import (
     RankedAdversary,
     attack_threshold,
     eer_threshold,
+    fmr_thresholds,
     identity_scores,
+    proportion_interval,
     reference_bounds,
     type_accuracy,
 )
@@ -154,6 +156,36 @@ def independent_check(
         f"({tau_f.n_genuine} genuine pairs) [sample estimates]"
     )
     return {"identity": every, "identity_held_out": held, "accuracy": acc, "tau_f": tau_f}
+
+
+def operating_points(genuine: np.ndarray, impostor: np.ndarray) -> Any:
+    """Thresholds at FMR 1e-3 and 1e-4, printed with what the impostor count resolves."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        points = fmr_thresholds(genuine, impostor)
+    for f, tau, n_fm, need, ok in zip(
+        points.fmr_target,
+        points.threshold,
+        points.n_false_match,
+        points.n_needed,
+        points.resolved,
+        strict=True,
+    ):
+        if not ok:
+            print(
+                f"FMR {f:g}: not resolved by {points.n_impostor} impostor pairs "
+                f"(at least {int(np.ceil(1 / f))}; {need} for 95%)"
+            )
+        else:
+            print(
+                f"FMR {f:g}: τ = {tau:.4f}, {n_fm} false matches of {points.n_impostor}, FNMR "
+                f"{points.fnmr[list(points.fmr_target).index(f)]:.3f}"
+                + ("" if points.n_impostor >= need else f" (fewer than the {need} pairs needed)")
+            )
+    del caught  # each warning's content is printed above
+    return points
 
 
 def save_pairs(folder: Path, names: list[str], targets: list[np.ndarray], recs: np.ndarray) -> None:
@@ -243,8 +275,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"[{tau_f.eer_low:.3f}, {tau_f.eer_high:.3f}], on {tau_f.n_genuine} genuine / "
         f"{tau_f.n_impostor} impostor synthetic pairs); τ_A = {tau_a:.4f} (Eq. 14)"
     )
+    points = operating_points(sims[same[iu]], sims[~same[iu]])
 
-    out: dict[str, Any] = {"tau_f": tau_f.threshold, "tau_a": tau_a}
+    out: dict[str, Any] = {"tau_f": tau_f.threshold, "tau_a": tau_a, "fmr_points": points}
     t1 = time.perf_counter()
     adv = RankedAdversary(
         gen,
@@ -310,9 +343,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     random_emb = unit(black.encode(gen.generator.crops(bank.images[: args.identities], black)))
     bounds = reference_bounds(z_dlib[syn], others, random_emb, tau_f)
     print(
-        f"\nsynthetic identities (dlib, τ_F={tau_f.threshold:.3f}): Type I {acc.type_i:.2f}, "
-        f"Type II {acc.type_ii:.2f} over {acc.n_targets} targets [sample estimates]"
+        f"\nsynthetic identities (dlib, τ_F={tau_f.threshold:.3f}): Type I {acc.type_i:.2f} "
+        f"[{acc.type_i_low:.2f}, {acc.type_i_high:.2f}], Type II {acc.type_ii:.2f} "
+        f"[{acc.type_ii_low:.2f}, {acc.type_ii_high:.2f}] over {acc.n_targets} targets "
+        "[sample estimates; exact 95% Clopper-Pearson intervals, diagnostic]"
     )
+    for f, tau in zip(points.fmr_target, points.threshold, strict=True):
+        if np.isfinite(tau):
+            at = type_accuracy(after[syn], z_dlib[syn], others, min(float(tau), 1.0))
+            print(
+                f"  at FMR {f:g} (τ = {tau:.3f}): Type I {at.type_i:.2f} "
+                f"[{at.type_i_low:.2f}, {at.type_i_high:.2f}], Type II {at.type_ii:.2f} "
+                f"[{at.type_ii_low:.2f}, {at.type_ii_high:.2f}]"
+            )
     print(
         f"  bounds: original Type II {float(bounds.type_ii.sel(row='original')):.2f}, "
         f"random Type II {float(bounds.type_ii.sel(row='random')):.2f} "
@@ -349,6 +392,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(
             f"{name:12s} before {r.initial_similarity:.4f} after {r.similarity:.4f} "
             f"queries {r.queries} (≤ {budget})"
+        )
+    for label, runs in (("white-box", out["white"]), ("black-box", bb)):
+        hits = sum(r.success for r in runs)
+        low, high = proportion_interval(hits, len(runs))
+        print(
+            f"{label} success (similarity ≥ τ_A): {hits} of {len(runs)}, exact 95% interval "
+            f"[{low:.2f}, {high:.2f}]"
         )
     out["black"] = bb
     if args.save is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import socket
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,8 +163,13 @@ def privacy_run(privacy_roots: Path, tmp_path_factory: pytest.TempPathFactory) -
 
     out = tmp_path_factory.mktemp("out") / "privacy"
     roots = privacy_roots
-    with pytest.warns(IdauditWarning, match=r"only_train \(missing from heldout and synthetic\)"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         report = run_privacy_check(
             roots / "train", roots / "heldout", roots / "synthetic", out, **PRIVACY_FAST
         )
+    said = [str(w.message) for w in caught if issubclass(w.category, IdauditWarning)]
+    assert any("only_train (missing from heldout and synthetic)" in t for t in said), said
+    # 9 held-out images cannot resolve p = 1 %: the run says so (and writes it in the notes)
+    assert any("9 held-out images do not resolve p = 1," in t for t in said), said
     return report, out

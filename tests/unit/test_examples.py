@@ -108,7 +108,11 @@ def test_inversion_demo_runs_small(
     assert "black-box GreedyPixel" in text
     white = out["white"]
     assert len(white) == 3  # one real face, two synthetic identities
-    assert all(r.similarity >= r.initial_similarity - 1e-6 for r in white)
+    # APGD starts on the ε-sphere (init="random"): the result is the best iterate seen,
+    # which may sit below the bank code itself (a deliberate change of default)
+    assert all(r.similarity == pytest.approx(max(h.max() for h in r.history)) for r in white)
+    assert "white-box success" in text
+    assert "FMR 0.001: not resolved by" in text  # 3 identities × 6 images: 135 impostor pairs
     assert all(r.queries <= 6 + 2 * 3 for r in white)
     assert out["black"][0].queries <= 6 + 2 * 2
     assert 0.0 <= out["accuracy"].type_ii <= 1.0

@@ -76,7 +76,8 @@ def add_parser(sub: Any) -> None:
     inv.add_argument(
         "--t-max",
         type=int,
-        help="most iterations per code (default: 100, or what --query-budget leaves each code)",
+        help="most iterations per code (default: 100 for apgd, or what --query-budget leaves "
+        "each code; greedypixel without either gets DiffMI's budget of 10,000 queries)",
     )
     inv.add_argument("--tau-a", type=float, help="attack threshold in [-1, 1] (default: none)")
     inv.add_argument("--tau-k", type=float, default=0.999, help="K² threshold (default: 0.999)")
@@ -146,9 +147,34 @@ def _photo_target(path: str, detector: Any, encoders: list[Any]) -> list[np.ndar
     if not faces:
         raise InvalidInputError(f"`--image` {path!r}: no face found.")
     face = max(faces, key=lambda f: f.area)
+    from idaudit.faces import DlibEncoder
+
+    # dlib's descriptor is kept raw: its match threshold (0.6) is a distance between raw ones
     return [
-        np.asarray(enc.encode(enc.align(photo, face)[None]), dtype=np.float32) for enc in encoders
+        np.asarray(
+            enc.encode(enc.align(photo, face)[None], normalize=False)
+            if isinstance(enc, DlibEncoder)
+            else enc.encode(enc.align(photo, face)[None]),
+            dtype=np.float32,
+        )
+        for enc in encoders
     ]
+
+
+def _dlib_distances(
+    dlib: Any, gen: Any, targets: np.ndarray, images: np.ndarray
+) -> tuple[np.ndarray, bool]:
+    """Return dlib's raw-descriptor distance of each image to its target, and if it applies.
+
+    dlib's 0.6 is a distance between *raw* descriptors (norms about 1.3-1.6 on photos); a
+    target stored L2-normalised (norm 1) has lost the scale the threshold is set on.
+    """
+    import numpy as np
+
+    raw = np.asarray(dlib.encode(gen.generator.crops(images, dlib), normalize=False), np.float64)
+    tgt = np.asarray(targets, dtype=np.float64)
+    applies = not bool(np.any(np.abs(np.linalg.norm(tgt, axis=1) - 1.0) < 0.02))
+    return np.linalg.norm(raw - tgt, axis=1), applies
 
 
 def _test_similarity(test: Any, gen: Any, target: np.ndarray, images: list[np.ndarray]) -> Any:
@@ -228,6 +254,8 @@ def run(args: argparse.Namespace) -> int:
     # a labelled file is read (and its row chosen) before the output folder is made
     targets, chosen = (None, {}) if args.embeddings is None else _file_targets(args)
     out = out_dir(args.out)
+    import numpy as np
+
     from idaudit._results import write_atomic, write_netcdf
     from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
     from idaudit.inversion import (
@@ -297,6 +325,28 @@ def run(args: argparse.Namespace) -> int:
         images = [r.image for r in results]
         ds["test_similarity"] = _test_similarity(test, gen, test_target, images)
         ds.attrs["test_model"] = f"{test.name} (independent of the target model, dlib)"
+    from idaudit._results import variable
+    from idaudit.faces import DLIB_THRESHOLD
+
+    start_codes = adv.top_n_codes(targets)[0][:, 0]
+    before, applies = _dlib_distances(dlib, gen, targets, bank.images[start_codes])
+    after, _ = _dlib_distances(dlib, gen, targets, np.stack([r.image for r in results]))
+    for name, values, what in (
+        ("initial_distance", before, "the Top-1 bank code's image"),
+        ("distance", after, "the reconstruction"),
+    ):
+        ds[name] = variable(
+            "target",
+            values,
+            long_name=f"dlib raw-descriptor distance of {what} to the target (match below "
+            f"{DLIB_THRESHOLD}; C++ dlib, its own alignment)",
+            status="sample_estimate",
+        )
+    ds.attrs["match_threshold"] = (
+        f"dlib distance < {DLIB_THRESHOLD} on raw descriptors"
+        if applies
+        else "none: the target is L2-normalised, dlib's raw-distance threshold does not apply"
+    )
     write_netcdf(ds, out / "results.nc")
     say(
         f"bank: {bank.volume} codes from {bank.n_drawn} draws ({bank.n_rejected_k} failed K², "
@@ -306,6 +356,22 @@ def run(args: argparse.Namespace) -> int:
         say(
             f"target {i}: similarity {r.initial_similarity:.4f} -> {r.similarity:.4f} "
             f"(rank {r.rank}, {r.iterations} iterations, {r.queries} queries, {r.seconds:.1f} s)"
+        )
+        if applies:
+            say(
+                f"  dlib distance {before[i]:.3f} -> {after[i]:.3f} (a match is below "
+                f"{DLIB_THRESHOLD}, dlib's threshold): "
+                + ("match" if after[i] < DLIB_THRESHOLD else "no match")
+                + (
+                    "; the starting bank code already matched, before any attack"
+                    if before[i] < DLIB_THRESHOLD
+                    else ""
+                )
+            )
+    if not applies:
+        say(
+            f"the target is L2-normalised: dlib's match threshold ({DLIB_THRESHOLD}, a distance "
+            "between raw descriptors) does not apply, and no match is claimed"
         )
     if test is None:
         say("similarities are the target model's own (no independent test model given)")

@@ -135,6 +135,13 @@ class InceptionResnetV1Encoder(_TorchEncoder):
     verify : bool, default True
         Check the SHA-256 when the registry pins one.
 
+    Attributes
+    ----------
+    seed_l2_radius : float
+        25.0: the L2 attack radius seed 002 uses against FaceNet on 3×256×256 latents (Tab. II;
+        35 for the other models). :class:`~idaudit.inversion.RankedAdversary` scales it to
+        the generator's latent.
+
     Notes
     -----
     The state dict is read with ``torch.load(weights_only=True)`` into
@@ -156,6 +163,9 @@ class InceptionResnetV1Encoder(_TorchEncoder):
     >>> enc.forward(torch.rand(2, 3, 160, 160, requires_grad=True)).shape  # doctest: +SKIP
     torch.Size([2, 512])
     """
+
+    #: Seed 002, Tab. II: the FaceNet row's L2 radius (the other models': 35).
+    seed_l2_radius = 25.0
 
     def __init__(
         self,

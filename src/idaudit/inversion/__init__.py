@@ -7,13 +7,16 @@
 * Steps (b)–(c): :class:`RankedAdversary` → :class:`InversionResult`, with the attacks
   :class:`APGD` (white-box) and :class:`GreedyPixel` (black-box); :func:`max_iterations` (Eq. 18);
   :func:`calibrate_radius`.
-* Evaluation: :func:`eer_threshold`, :func:`attack_threshold` (Eq. 14), :func:`type_accuracy`
+* Evaluation: :func:`eer_threshold`, :func:`fmr_thresholds` (fixed false-match-rate operating
+  points), :func:`proportion_interval` (exact Clopper–Pearson), :func:`attack_threshold`
+  (Eq. 14), :func:`type_accuracy`
   (Type I / II), :func:`identity_scores` (rank-1 identification and own-vs-other margins),
   :func:`joint_evaluation`, :func:`reference_bounds` and :class:`OODDetector`;
   :func:`results_to_xarray` stacks :class:`InversionResult` objects into one Dataset.
 
 ``__all__`` lists these and the result classes they return (:class:`AttackOutput`,
-:class:`RadiusCalibration`, :class:`EERResult`, :class:`TypeAccuracy`, :class:`OODResult`).
+:class:`RadiusCalibration`, :class:`EERResult`, :class:`FMRResult`, :class:`TypeAccuracy`,
+:class:`OODResult`).
 The building blocks they share stay importable from here, outside ``__all__``, as an internal
 API that may change without deprecation: ``TargetModel`` (generator, warp and encoder as one
 function of the latent), ``project``, ``apgd_checkpoints``, ``detection_scores``,
@@ -38,13 +41,16 @@ from idaudit.inversion._calibrate import RadiusCalibration, calibrate_radius
 from idaudit.inversion._evaluation import MIN_GENUINE_PAIRS as MIN_GENUINE_PAIRS
 from idaudit.inversion._evaluation import (
     EERResult,
+    FMRResult,
     OODDetector,
     OODResult,
     TypeAccuracy,
     attack_threshold,
     eer_threshold,
+    fmr_thresholds,
     identity_scores,
     joint_evaluation,
+    proportion_interval,
     reference_bounds,
     type_accuracy,
 )
@@ -62,6 +68,7 @@ __all__ = [
     "DCGANGenerator",
     "DiffusionGenerator",
     "EERResult",
+    "FMRResult",
     "FrameWarp",
     "GreedyPixel",
     "InversionResult",
@@ -76,9 +83,11 @@ __all__ = [
     "calibrate_radius",
     "dagostino_k2",
     "eer_threshold",
+    "fmr_thresholds",
     "identity_scores",
     "joint_evaluation",
     "max_iterations",
+    "proportion_interval",
     "reference_bounds",
     "results_to_xarray",
     "type_accuracy",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -29,9 +30,27 @@ from idaudit.inversion._generators import LatentGenerator
 from idaudit.inversion._target import TargetModel, to_uint8
 from idaudit.inversion._warp import FrameWarp
 
-__all__ = ["InversionResult", "RankedAdversary", "max_iterations"]
+__all__ = [
+    "BLACK_BOX_BUDGET",
+    "BLACK_BOX_PIXEL_SHARE",
+    "InversionResult",
+    "RankedAdversary",
+    "max_iterations",
+]
 
 _DEFAULT_T_MAX = 100  # updates per code when neither t_max nor a query budget is given
+#: Black-box budget when neither ``t_max`` nor ``query_budget`` is given: Q_max of DiffMI's code
+#: (10,000 queries in all, the bank's V included).
+BLACK_BOX_BUDGET = 10_000
+#: Black-box pixel share when ``sparsity`` is not given, for image-shaped latents: DiffMI's 1 %
+#: (655 of the 256 × 256 pixels).
+BLACK_BOX_PIXEL_SHARE = 0.01
+#: What ``attack_options`` may set, per attack (the rest is set by the adversary's arguments).
+_ATTACK_OPTIONS: dict[str, set[str]] = {
+    "apgd": {"checkpoints", "alpha", "rho"},
+    "greedypixel": {"last_visit", "keep"},
+    "coordinate": set(),
+}
 
 
 def max_iterations(query_budget: int, volume: int, top_n: int) -> int:
@@ -119,10 +138,12 @@ class RankedAdversary:
     top_n : int, default 3
         ``N``.
     t_max : int, optional
-        Most updates (APGD: ``t_max + 1`` queries with the start) or queries (GreedyPixel)
-        per code. Default: 100 without ``query_budget``; with one, the budget alone decides
-        (Eq. 18's ``⌊(Q_max − V)/N⌋``, or each code's carried share). A given ``t_max`` caps
-        every code as well.
+        Most updates (APGD: ``t_max + 1`` queries with the start, per restart) or queries
+        (GreedyPixel) per code. Default: 100 for APGD and CoordinateSearch without
+        ``query_budget``; with one, the budget alone decides (Eq. 18's ``⌊(Q_max − V)/N⌋``, or
+        each code's carried share). A given ``t_max`` caps every code as well. GreedyPixel
+        with neither ``t_max`` nor ``query_budget`` gets DiffMI's budget,
+        ``query_budget = 10_000`` (:data:`BLACK_BOX_BUDGET`).
     tau_a : float, optional
         Attack threshold in [−1, 1] (Eq. 14, :func:`attack_threshold`); ``None``: no early
         stop, every code is attacked and the best kept (Tab. VIII, "NO").
@@ -133,7 +154,10 @@ class RankedAdversary:
     eps : float, optional
         Radius; default ``generator.default_radius[norm]``, and for GreedyPixel its step
         ``generator.default_radius["greedypixel"]`` (1.0, the authors' setting, for the
-        diffusion prior; the calibrated L∞ radius 0.5 for the DCGAN; 1.0 when absent).
+        diffusion prior; the calibrated L∞ radius 0.5 for the DCGAN; 1.0 when absent). For
+        a generator whose L2 radius follows seed 002 (``generator.seed_radius_scale``, the
+        :class:`DiffusionGenerator`), an encoder declaring ``seed_l2_radius`` (25 for the
+        FaceNet family, Tab. II) sets the L2 radius: ``seed_l2_radius · seed_radius_scale``.
     query_budget : int, optional
         ``Q_max``: each code gets ``q = ⌊(Q_max − V)/N⌋`` queries (Eq. 18), i.e.
         ``min(t_max, q)`` GreedyPixel queries or ``min(t_max, q − 1)`` APGD updates (the
@@ -146,9 +170,22 @@ class RankedAdversary:
         exactly when no code reaches ``tau_a``, no given ``t_max`` caps a code below its
         share, and the attack can use its share (CoordinateSearch stops once its
         ``sparsity`` is used up).
-    sparsity : int, optional
+    sparsity : int or "all", optional
         GreedyPixel: pixels cycled over (the head of the priority order); CoordinateSearch:
-        most coordinates changed.
+        most coordinates changed. Default for GreedyPixel on image-shaped latents
+        ``(C, H, W)``: DiffMI's 1 % of the ``H · W`` pixels (655 for 256 × 256); on flat
+        latents (the DCGAN's 100 values, no pixels) and for CoordinateSearch: all.
+        ``"all"``: every pixel.
+    init : {"random", "code"}, default "random"
+        APGD's start (:class:`APGD`): a random point on the ε-sphere around the code, seeded
+        per (target, rank) from ``rng``, or the code itself.
+    n_restarts : int, default 1
+        APGD restarts per code (the best kept). Under ``query_budget`` a code's queries are
+        split evenly between its restarts.
+    attack_options : mapping, optional
+        Further keyword arguments of the attack: APGD's ``checkpoints``, ``alpha``, ``rho``;
+        GreedyPixel's ``last_visit`` and ``keep`` (``{"last_visit": "skip", "keep":
+        "last"}`` is the authors' code).
     surrogate : Encoder, optional
         A differentiable encoder whose gradient orders the black-box attack's pixels. It
         scores similarity to the target embedding, so it must embed into the target model's
@@ -163,8 +200,9 @@ class RankedAdversary:
     ----------
     settings_ : dict
         After :meth:`invert_many`: the resolved ``attack``, ``norm``, ``eps``, ``top_n``,
-        ``t_max`` (per code; under ``"carry"`` the first code's share), ``query_split`` and
-        ``tau_a``.
+        ``t_max`` (per code and restart; under ``"carry"`` the first code's share),
+        ``query_budget`` (the default's too), ``query_split``, ``tau_a``, ``sparsity``
+        (``None``: every pixel), ``n_restarts`` and ``init``.
 
     Examples
     --------
@@ -193,11 +231,14 @@ class RankedAdversary:
         eps: float | None = None,
         query_budget: int | None = None,
         query_split: Literal["eq18", "carry"] = "eq18",
-        sparsity: int | None = None,
+        sparsity: int | Literal["all"] | None = None,
         surrogate: Any = None,
         warp: FrameWarp | None = None,
         rng: RngLike = 0,
         progress: bool = False,
+        init: Literal["random", "code"] = "random",
+        n_restarts: int = 1,
+        attack_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.generator = generator
         self.encoder = encoder
@@ -215,6 +256,9 @@ class RankedAdversary:
         self.warp = warp
         self.rng = rng
         self.progress = progress
+        self.init = init
+        self.n_restarts = n_restarts
+        self.attack_options = attack_options
         self._bank_embeddings: torch.Tensor | None = None
         self._bank_key: tuple[int, ...] = ()
 
@@ -237,29 +281,41 @@ class RankedAdversary:
                 f"`top_n` must be <= the bank volume {self.bank.volume}; got {top_n}."
             )
         cap = None if self.t_max is None else check_integer(self.t_max, "t_max", minimum=1)
-        t_max = _DEFAULT_T_MAX if cap is None and self.query_budget is None else cap
-        start_query = int(attack == "apgd")  # APGD's gradient at the start is a query
-        if self.query_budget is not None:
-            per_code = max_iterations(self.query_budget, self.bank.volume, top_n)
-            if per_code <= start_query:
+        budget = self.query_budget
+        if budget is None and cap is None and attack == "greedypixel":
+            budget = BLACK_BOX_BUDGET
+            if budget < self.bank.volume + top_n:
+                raise InvalidInputError(
+                    f"GreedyPixel's default budget, {BLACK_BOX_BUDGET} queries (DiffMI's), does "
+                    f"not cover the bank volume {self.bank.volume} plus one query per code: "
+                    "give `query_budget` or `t_max`."
+                )
+        t_max = _DEFAULT_T_MAX if cap is None and budget is None else cap
+        check_option(self.init, "init", ("random", "code"))
+        restarts = check_integer(self.n_restarts, "n_restarts", minimum=1)
+        if attack != "apgd" and (self.init != "random" or restarts != 1):
+            raise InvalidInputError(
+                "`init` and `n_restarts` are APGD's; the black-box attacks start at the code."
+            )
+        # APGD's gradient at the start is a query, once per restart
+        start_query = restarts if attack == "apgd" else 0
+        if budget is not None:
+            per_code = max_iterations(budget, self.bank.volume, top_n)
+            if per_code < 2 * start_query:
                 raise InvalidInputError(
                     f"`query_budget` must leave at least two queries per code for APGD (the "
-                    f"start and one update): >= {self.bank.volume + 2 * top_n} for "
-                    f"top_n = {top_n}; got {self.query_budget}."
+                    f"start and one update, per restart): >= "
+                    f"{self.bank.volume + 2 * start_query * top_n} for top_n = {top_n}; got "
+                    f"{self.query_budget}."
                 )
-            t_max = per_code - start_query if cap is None else min(cap, per_code - start_query)
+            share = per_code // restarts - 1 if attack == "apgd" else per_code
+            t_max = share if cap is None else min(cap, share)
         tau_a = (
             None
             if self.tau_a is None
             else check_in_range(self.tau_a, "tau_a", -1.0, 1.0, closed="both")
         )
-        if self.eps is not None:
-            eps = self.eps
-        elif attack == "greedypixel":
-            eps = self.generator.default_radius.get("greedypixel", 1.0)
-        else:
-            eps = self.generator.default_radius[norm]
-        eps = check_in_range(eps, "eps", 0.0, None)
+        eps = check_in_range(self._default_eps(attack, norm), "eps", 0.0, None)
         return {
             "attack": attack,
             "norm": norm,
@@ -267,10 +323,37 @@ class RankedAdversary:
             "t_max": t_max,
             "t_max_cap": cap,
             "start_query": start_query,
+            "n_restarts": restarts,
+            "query_budget": budget,
             "query_split": split,
             "tau_a": tau_a,
             "eps": eps,
+            "sparsity": self._default_sparsity(attack),
         }
+
+    def _default_eps(self, attack: str, norm: str) -> float:
+        """Return the given ``eps``, else the generator's radius (the encoder's for seed L2)."""
+        if self.eps is not None:
+            return float(self.eps)
+        if attack == "greedypixel":
+            return float(self.generator.default_radius.get("greedypixel", 1.0))
+        scale = getattr(self.generator, "seed_radius_scale", None)
+        declared = getattr(self.encoder, "seed_l2_radius", None)
+        if norm == "l2" and scale is not None and declared is not None:
+            return float(declared) * float(scale)
+        return float(self.generator.default_radius[norm])
+
+    def _default_sparsity(self, attack: str) -> int | None:
+        """Return ``sparsity``, else DiffMI's 1 % of the pixels for GreedyPixel on images."""
+        if isinstance(self.sparsity, str):
+            check_option(self.sparsity, "sparsity", ("all",))
+            return None
+        if self.sparsity is not None:
+            return check_integer(self.sparsity, "sparsity", minimum=1)
+        shape = tuple(self.generator.latent_shape)
+        if attack == "greedypixel" and len(shape) == 3:
+            return max(1, int(BLACK_BOX_PIXEL_SHARE * shape[1] * shape[2]))
+        return None
 
     def _check_combination(self, attack: str, split: str) -> None:
         """Refuse settings the chosen attack would ignore, and a bank of another generator."""
@@ -282,6 +365,13 @@ class RankedAdversary:
             )
         if split == "carry" and self.query_budget is None:
             raise InvalidInputError("`query_split='carry'` shares a budget: give `query_budget`.")
+        allowed = _ATTACK_OPTIONS[attack]
+        unknown = sorted(set(self.attack_options or {}) - allowed)
+        if unknown:
+            raise InvalidInputError(
+                f"`attack_options` for {attack!r} may hold {sorted(allowed) or 'nothing'}; got "
+                f"{unknown}."
+            )
         if attack == "apgd" and (self.sparsity is not None or self.surrogate is not None):
             raise InvalidInputError(
                 "`sparsity` and `surrogate` steer the black-box attacks; APGD uses neither."
@@ -389,8 +479,21 @@ class RankedAdversary:
         start = time.perf_counter()
         s = self._settings()
         self.settings_ = {
-            k: s[k] for k in ("attack", "norm", "eps", "top_n", "t_max", "query_split", "tau_a")
+            k: s[k]
+            for k in (
+                "attack",
+                "norm",
+                "eps",
+                "top_n",
+                "t_max",
+                "query_budget",
+                "query_split",
+                "tau_a",
+                "sparsity",
+                "n_restarts",
+            )
         }
+        self.settings_["init"] = self.init if s["attack"] == "apgd" else "code"
         if s["attack"] == "greedypixel":
             self.settings_["norm"] = "linf"  # an L∞ attack whatever `norm` says
         z = self._check_targets(targets, int(self.encoder.dim))
@@ -466,11 +569,13 @@ class RankedAdversary:
         gets ``⌊left / (N − r)⌋`` of what *that* target has left, so targets that have spent
         different amounts run in separate batches.
         """
-        if self.query_budget is None or s["query_split"] != "carry":
+        if s["query_budget"] is None or s["query_split"] != "carry":
             return [(active, s)]
         groups = []
         for spent in np.unique(queries[active]):
-            share = (int(self.query_budget) - int(spent)) // (s["top_n"] - r) - s["start_query"]
+            share = (int(s["query_budget"]) - int(spent)) // (s["top_n"] - r)
+            if s["attack"] == "apgd":
+                share = share // s["n_restarts"] - 1
             t_max = share if s["t_max_cap"] is None else min(s["t_max_cap"], share)
             groups.append((active[queries[active] == spent], {**s, "t_max": t_max}))
         return groups
@@ -484,10 +589,17 @@ class RankedAdversary:
         seeds: npt.NDArray[np.int64],
         targets: torch.Tensor,
     ) -> AttackOutput:
+        options = dict(self.attack_options or {})
         if s["attack"] == "apgd":
-            return APGD(norm=s["norm"], eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"]).run(
-                objective, x0
-            )
+            return APGD(
+                norm=s["norm"],
+                eps=s["eps"],
+                t_max=s["t_max"],
+                tau=s["tau_a"],
+                init=self.init,
+                n_restarts=s["n_restarts"],
+                **options,
+            ).run(objective, x0, row_seeds=seeds)
         priority = None
         if self.surrogate is not None:
             same = self.warp is not None and self.warp.output_size == self.surrogate.input_size
@@ -502,7 +614,7 @@ class RankedAdversary:
         attack: GreedyPixel | CoordinateSearch
         if s["attack"] == "greedypixel":
             attack = GreedyPixel(
-                eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"], sparsity=self.sparsity
+                eps=s["eps"], t_max=s["t_max"], tau=s["tau_a"], sparsity=s["sparsity"], **options
             )
         else:
             attack = CoordinateSearch(
@@ -510,7 +622,8 @@ class RankedAdversary:
                 eps=s["eps"],
                 t_max=s["t_max"],
                 tau=s["tau_a"],
-                sparsity=self.sparsity,
+                sparsity=s["sparsity"],
+                **options,
             )
         initial_t = torch.as_tensor(initial, dtype=torch.float32, device=x0.device)
         return attack.run(objective, x0, initial_t, priority, row_seeds=seeds)

@@ -25,7 +25,15 @@ from idaudit._validation import (
 )
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["APGD", "AttackOutput", "CoordinateSearch", "GreedyPixel", "apgd_checkpoints", "project"]
+__all__ = [
+    "APGD",
+    "AttackOutput",
+    "CoordinateSearch",
+    "GreedyPixel",
+    "apgd_checkpoints",
+    "project",
+    "random_starts",
+]
 
 Norm = Literal["l2", "linf"]
 #: ``f(latents, rows) -> values``: the objective of the rows ``rows`` at ``latents`` (one per row).
@@ -78,19 +86,34 @@ def _direction(grad: torch.Tensor, norm: str) -> torch.Tensor:
     return out
 
 
-def apgd_checkpoints(n_iter: int) -> list[int]:
+def apgd_checkpoints(n_iter: int, rule: Literal["paper", "code"] = "paper") -> list[int]:
     """Return the iterations at which APGD may halve its step (Croce & Hein 2020, Sec. 3.2).
 
-    ``p_0 = 0``, ``p_1 = 0.22``, ``p_{j+1} = p_j + max(p_j − p_{j−1} − 0.03, 0.06)``;
-    checkpoints ``w_j = ⌈p_j · n_iter⌉`` for ``p_j ≤ 1``.
+    ``rule="paper"``: ``p_0 = 0``, ``p_1 = 0.22``,
+    ``p_{j+1} = p_j + max(p_j − p_{j−1} − 0.03, 0.06)``; checkpoints ``w_j = ⌈p_j · n_iter⌉``
+    for ``p_j ≤ 1``. ``rule="code"``: the integer recurrence of Croce's ``autopgd_base.py``:
+    first span ``k = max(⌊0.22 n⌋, 1)``, then ``k ← max(k − max(⌊0.03 n⌋, 1), max(⌊0.06 n⌋, 1))``
+    after each checkpoint. Both agree at ``n_iter`` = 100, 200 and 1000 (besides the paper's
+    ``0``, which is no halving point).
 
     Examples
     --------
     >>> from idaudit.inversion import apgd_checkpoints
     >>> apgd_checkpoints(100)
     [0, 22, 41, 57, 70, 80, 87, 93, 99]
+    >>> apgd_checkpoints(99), apgd_checkpoints(99, "code")
+    ([0, 22, 41, 57, 70, 80, 87, 93, 99], [21, 40, 57, 72, 85, 96])
     """
     n_iter = check_integer(n_iter, "n_iter", minimum=1)
+    if check_option(rule, "rule", ("paper", "code")) == "code":
+        span = max(int(0.22 * n_iter), 1)
+        shrink, floor = max(int(0.03 * n_iter), 1), max(int(0.06 * n_iter), 1)
+        out, at = [], 0
+        while at + span <= n_iter:
+            at += span
+            out.append(at)
+            span = max(span - shrink, floor)
+        return out
     p = [0.0, 0.22]
     while True:
         nxt = p[-1] + max(p[-1] - p[-2] - 0.03, 0.06)
@@ -98,6 +121,27 @@ def apgd_checkpoints(n_iter: int) -> list[int]:
             break
         p.append(nxt)
     return sorted({math.ceil(round(q * n_iter, 9)) for q in p})
+
+
+def random_starts(x0: torch.Tensor, eps: float, norm: str, seeds: npt.ArrayLike) -> torch.Tensor:
+    """One random start per row around ``x0``, each row from its own seed.
+
+    L2: ``x0 + ε · u/‖u‖`` with ``u`` standard normal, a point *on* the sphere of radius ``ε``
+    (Croce's ``autopgd_base.py`` and DiffMI). L∞: ``x0 + ε · (2v − 1)``, ``v`` uniform on
+    [0, 1), inside the cube. Drawn on the CPU in float32, so a row's start depends only on its
+    seed, not on the device or the batch.
+    """
+    seeds = np.asarray(seeds, dtype=np.int64).ravel()
+    out = []
+    for row, s in zip(x0, seeds, strict=True):
+        g = torch.Generator().manual_seed(int(s))
+        if norm == "l2":
+            u = torch.randn(row.shape, generator=g)
+            u = u / u.norm().clamp_min(1e-12)
+        else:
+            u = 2.0 * torch.rand(row.shape, generator=g) - 1.0
+        out.append(row + eps * u.to(row.device, row.dtype))
+    return torch.stack(out)
 
 
 class APGD:
@@ -109,22 +153,35 @@ class APGD:
     eps : float
         Radius of the ball around the starting code.
     t_max : int, default 100
-        Most updates per code.
+        Most updates per code and restart.
     tau : float, optional
         Stop a row as soon as its best value reaches ``tau`` (the attack threshold τ_A).
     alpha : float, default 0.75
         Momentum weight.
     rho : float, default 0.75
         A checkpoint halves the step when fewer than ``rho`` of the steps since the last one
-        increased the objective.
+        increased the objective (``rule="code"``: at most ``rho``).
+    init : {"random", "code"}, default "random"
+        ``"random"``: start at a random point on the L2 sphere of radius ``eps`` around the
+        code (in the L∞ cube for ``"linf"``), as Croce's ``autopgd_base.py`` and DiffMI do;
+        the ball stays centred on the code. ``"code"``: start at the code itself.
+    n_restarts : int, default 1
+        Independent random starts per row; the best result is kept. Rows that reached
+        ``tau`` are not restarted. Needs ``init="random"`` when above 1.
+    checkpoints : {"paper", "code"}, default "paper"
+        :func:`apgd_checkpoints` rule and halving test: ``"paper"`` halves when the share of
+        increasing steps is ``< rho`` at ``⌈p_j n⌉``; ``"code"`` halves at ``≤ rho`` at the
+        integer checkpoints of Croce's code.
+    rng : int, SeedSequence or Generator, default 0
+        Random starts when :meth:`run` gets no ``row_seeds``.
 
     Notes
     -----
     Start ``x⁰``, step ``η = 2ε``; ``x¹ = P(x⁰ + η s(∇f(x⁰)))`` and then
     ``z = P(xᵏ + η s(∇f(xᵏ)))``, ``xᵏ⁺¹ = P(xᵏ + α(z − xᵏ) + (1 − α)(xᵏ − xᵏ⁻¹))`` with
     ``s`` the sign (L∞) or the L2-normalised gradient (L2) and ``P`` the projection on the
-    ball. At each checkpoint ``w_j`` (:func:`apgd_checkpoints`) the step is halved, and the
-    iterate reset to the best point, when
+    ball around the code. At each checkpoint ``w_j`` (:func:`apgd_checkpoints`) the step is
+    halved, and the iterate reset to the best point, when
 
     1. fewer than ``ρ · (w_j − w_{j−1})`` of the steps since ``w_{j−1}`` increased ``f``, or
     2. ``η^(w_{j−1}) = η^(w_j)`` and ``f_max^(w_{j−1}) = f_max^(w_j)``: the step was not
@@ -133,7 +190,8 @@ class APGD:
 
     A restart keeps the momentum: the next step's momentum term is ``x_max − xᵏ⁻¹``, as in
     Croce's code. The best iterate is returned. Queries: the start and one per update,
-    ``t_max + 1`` per code without an early stop.
+    ``t_max + 1`` per code and restart without an early stop. With ``init="random"`` the
+    best iterate can score below the code itself (the code is not among the iterates).
 
     References
     ----------
@@ -160,6 +218,10 @@ class APGD:
         tau: float | None = None,
         alpha: float = 0.75,
         rho: float = 0.75,
+        init: Literal["random", "code"] = "random",
+        n_restarts: int = 1,
+        checkpoints: Literal["paper", "code"] = "paper",
+        rng: RngLike = 0,
     ) -> None:
         self.norm = norm
         self.eps = eps
@@ -167,6 +229,10 @@ class APGD:
         self.tau = tau
         self.alpha = alpha
         self.rho = rho
+        self.init = init
+        self.n_restarts = n_restarts
+        self.checkpoints = checkpoints
+        self.rng = rng
 
     def _check(self) -> None:
         check_option(self.norm, "norm", ("l2", "linf"))
@@ -176,9 +242,23 @@ class APGD:
             check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
         check_in_range(self.alpha, "alpha", 0.0, 1.0, closed="right")
         check_in_range(self.rho, "rho", 0.0, 1.0, closed="both")
+        check_option(self.init, "init", ("random", "code"))
+        check_option(self.checkpoints, "checkpoints", ("paper", "code"))
+        n = check_integer(self.n_restarts, "n_restarts", minimum=1)
+        if n > 1 and self.init == "code":
+            raise InvalidInputError(
+                f"`n_restarts` > 1 needs `init='random'`: restarts from the code itself repeat "
+                f"one run; got n_restarts={n} with init='code'."
+            )
 
-    def run(self, objective: Objective, x0: torch.Tensor) -> AttackOutput:
-        """Maximise ``objective`` from ``x0``.
+    def run(
+        self,
+        objective: Objective,
+        x0: torch.Tensor,
+        *,
+        row_seeds: npt.ArrayLike | None = None,
+    ) -> AttackOutput:
+        """Maximise ``objective`` in the ball around ``x0``.
 
         Parameters
         ----------
@@ -186,16 +266,83 @@ class APGD:
             ``objective(latents, rows)`` returns the ``(k,)`` values of rows ``rows`` (a long
             tensor of row indices) at ``latents`` ``(k, *latent_shape)``, differentiably.
         x0 : torch.Tensor, shape (B, *latent_shape)
-            Starting codes.
+            The codes: centres of the balls (and the starts with ``init="code"``).
+        row_seeds : array_like of int, shape (B,), optional
+            One seed per row for its random starts (then a row's run does not depend on the
+            other rows of the batch); default: drawn from ``rng``.
 
         Returns
         -------
         AttackOutput
+            ``initial`` is the value at the first start; ``queries`` and ``iterations`` add
+            up over restarts; ``history`` runs on over restarts (best value so far).
         """
         self._check()
-        eps, norm, t_max = float(self.eps), str(self.norm), int(self.t_max)
+        eps, norm = float(self.eps), str(self.norm)
         tau = math.inf if self.tau is None else float(self.tau)
         x0 = x0.detach()
+        b = x0.shape[0]
+        seeds = (
+            check_random_state(self.rng).integers(0, 2**63 - 1, size=b)
+            if row_seeds is None
+            else _row_seeds(row_seeds, b)
+        )
+        best_x = x0.clone()
+        best_f = torch.full((b,), -math.inf, device=x0.device)
+        initial = torch.zeros(b, device=x0.device)
+        queries = np.zeros(b, dtype=np.int64)
+        iterations = np.zeros(b, dtype=np.int64)
+        history: list[list[float]] = [[] for _ in range(b)]
+        for restart in range(int(self.n_restarts)):
+            rows = torch.nonzero(best_f < tau).flatten() if restart else torch.arange(b)
+            if rows.numel() == 0:
+                break
+            rows = rows.to(x0.device)
+            sub = rows.cpu().numpy()
+            if self.init == "random":
+                # restart r of a row draws from (row seed, r): batching never changes it
+                starts = random_starts(
+                    x0[rows],
+                    eps,
+                    norm,
+                    [
+                        np.random.SeedSequence([int(seeds[i]), restart]).generate_state(1)[0] >> 1
+                        for i in sub
+                    ],
+                )
+            else:
+                starts = x0[rows]
+
+            def local(x: torch.Tensor, r: torch.Tensor, rows: torch.Tensor = rows) -> torch.Tensor:
+                return objective(x, rows[r.to(rows.device)])
+
+            out = self._run_once(local, x0[rows], starts, tau)
+            if restart == 0:
+                initial = out.initial.clone()
+            queries[sub] += out.queries
+            iterations[sub] += out.iterations
+            better = out.values > best_f[rows]
+            up = rows[better]
+            best_x[up], best_f[up] = out.latents[better], out.values[better]
+            for j, i in enumerate(sub.tolist()):
+                h = out.history[j]
+                prev = history[i][-1] if history[i] else -math.inf
+                history[i].extend(np.maximum(h, prev).tolist())
+        return AttackOutput(
+            latents=best_x,
+            values=best_f,
+            initial=initial,
+            iterations=iterations,
+            queries=queries,
+            history=[np.asarray(h, dtype=np.float64) for h in history],
+        )
+
+    def _run_once(
+        self, objective: Objective, x0: torch.Tensor, start: torch.Tensor, tau: float
+    ) -> AttackOutput:
+        """One APGD run of every row from ``start`` in the balls around ``x0``."""
+        eps, norm, t_max = float(self.eps), str(self.norm), int(self.t_max)
+        code_rule = self.checkpoints == "code"
         b = x0.shape[0]
         view = (-1, *([1] * (x0.ndim - 1)))
         all_rows = torch.arange(b, device=x0.device)
@@ -211,15 +358,16 @@ class APGD:
                 raise InvalidInputError(_NOT_FINITE)
             return f.detach().float(), g.detach()
 
-        f0, g0 = value_and_grad(x0, all_rows)
+        start = start.detach()
+        f0, g0 = value_and_grad(start, all_rows)
         queries = np.ones(b, dtype=np.int64)
         iterations = np.zeros(b, dtype=np.int64)
         history: list[list[float]] = [[float(v)] for v in f0.cpu()]
-        best_x, best_f, best_g = x0.clone(), f0.clone(), g0.clone()
-        x_cur, g_cur, f_cur = x0.clone(), g0, f0.clone()
-        x_prev = x0.clone()
+        best_x, best_f, best_g = start.clone(), f0.clone(), g0.clone()
+        x_cur, g_cur, f_cur = start.clone(), g0, f0.clone()
+        x_prev = start.clone()
         step = torch.full((b,), 2.0 * eps, device=x0.device)
-        checkpoints = set(apgd_checkpoints(t_max)) - {0}
+        checkpoints = set(apgd_checkpoints(t_max, "code" if code_rule else "paper")) - {0}
         last_ckpt = torch.zeros(b, dtype=torch.long, device=x0.device)
         n_better = torch.zeros(b, device=x0.device)
         # condition 2 needs a previous checkpoint: off at the first (Croce's code starts
@@ -252,7 +400,12 @@ class APGD:
                 history[r].append(float(best_f[r]))
             if k + 1 in checkpoints:
                 span = (k + 1 - last_ckpt[rows]).float()
-                cond1 = n_better[rows] < self.rho * span
+                # Croce's code halves at "at most rho" increasing steps, the paper at "fewer"
+                cond1 = (
+                    n_better[rows] <= self.rho * span
+                    if code_rule
+                    else n_better[rows] < self.rho * span
+                )
                 # condition 2 compares with the step and best value *at* the previous
                 # checkpoint, recorded before that checkpoint's halving (Croce & Hein, Sec. 3.2)
                 cond2 = (step_at_ckpt[rows] == step[rows]) & (best_at_ckpt[rows] == best_f[rows])
@@ -298,6 +451,12 @@ class GreedyPixel:
         Early stop at the attack threshold.
     rng : int, SeedSequence or Generator, default 0
         Random pixel order when no priority is given.
+    last_visit : {"partial", "skip"}, default "partial"
+        When fewer queries are left than a visit has candidates: score only those (the
+        budget is spent exactly), or stop before the visit (the authors' code).
+    keep : {"best", "last"}, default "best"
+        Return the best point seen, or the last iterate (the authors' code). Every value
+        was observed, so ``"best"`` is never worse for the same queries.
 
     Notes
     -----
@@ -308,9 +467,10 @@ class GreedyPixel:
     queries, and moves the pixel to the best candidate — also when it is worse than the
     current point (the candidates are centred on the start, so a revisit may undo a move).
     The iterate therefore stays in the L∞ ball of radius ``ε`` and differs from ``x⁰`` by
-    exactly ``±ε`` on every channel of each visited pixel. The last visit scores only the
-    candidates the budget still pays for, so a row spends exactly ``t_max`` queries. The
-    best point seen is returned.
+    exactly ``±ε`` on every channel of each visited pixel. By default the last visit scores
+    only the candidates the budget still pays for, so a row spends exactly ``t_max`` queries,
+    and the best point seen is returned (``last_visit="skip", keep="last"``: the authors'
+    code, which stops before a partial visit and returns the last iterate).
 
     The priority of row ``i`` can come from a surrogate's gradient ``g_i``: pixels by
     decreasing ``Σ_c |g_i[c, p]|``. Without one the order is a random permutation. The
@@ -341,12 +501,16 @@ class GreedyPixel:
         sparsity: int | None = None,
         tau: float | None = None,
         rng: RngLike = 0,
+        last_visit: Literal["partial", "skip"] = "partial",
+        keep: Literal["best", "last"] = "best",
     ) -> None:
         self.eps = eps
         self.t_max = t_max
         self.sparsity = sparsity
         self.tau = tau
         self.rng = rng
+        self.last_visit = last_visit
+        self.keep = keep
 
     def _order(
         self,
@@ -412,13 +576,15 @@ class GreedyPixel:
             if self.tau is None
             else check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
         )
+        partial = check_option(self.last_visit, "last_visit", ("partial", "skip")) == "partial"
+        keep_last = check_option(self.keep, "keep", ("best", "last")) == "last"
         n_ch, n_px = _check_greedy_inputs(x0, initial)
         k = n_px if self.sparsity is None else check_integer(self.sparsity, "sparsity", minimum=1)
         order = self._order(x0, priority, row_seeds, n_ch, n_px)[:, : min(k, n_px)]  # (B, k)
         b = x0.shape[0]
         start = x0.detach().reshape(b, n_ch, n_px)  # (B, C, P)
         best_x, best, queries, visits, history = _greedy_search(
-            objective, x0, start, initial, order, eps, t_max, tau
+            objective, x0, start, initial, order, eps, t_max, tau, partial, keep_last
         )
         return AttackOutput(
             latents=best_x.reshape(x0.shape),
@@ -486,10 +652,16 @@ def _greedy_search(
     eps: float,
     t_max: int,
     tau: float,
+    partial: bool = True,
+    keep_last: bool = False,
 ) -> tuple[
     torch.Tensor, torch.Tensor, npt.NDArray[np.int64], npt.NDArray[np.int64], list[list[float]]
 ]:
-    """Visit each row's pixels cyclically; score every sign pattern; always move to the best."""
+    """Visit each row's pixels cyclically; score every sign pattern; always move to the best.
+
+    Returns the best point seen and its value, or with ``keep_last`` the last iterate and its
+    value (the start while no visit was made).
+    """
     b, n_ch, n_px = start.shape
     k = order.shape[1]
     # the 2^C sign patterns, in itertools.product order: (−,−,−), (−,−,+), ...
@@ -502,11 +674,14 @@ def _greedy_search(
     cur = start.clone()
     best_x = start.clone()
     best = initial.detach().double().clone()  # float64: small gains of a precise objective count
+    cur_val = best.clone()
+    # without partial visits a row stops when a whole visit no longer fits in its budget
+    room = 1 if partial else n_cand
     queries = np.zeros(b, dtype=np.int64)
     visits = np.zeros(b, dtype=np.int64)
     history: list[list[float]] = [[float(v)] for v in best.cpu()]
     while True:
-        act = np.flatnonzero((queries < t_max) & (best.cpu().numpy() < tau))
+        act = np.flatnonzero((t_max - queries >= room) & (best.cpu().numpy() < tau))
         if act.size == 0:
             break
         sizes = np.minimum(n_cand, t_max - queries[act])  # a partial last visit
@@ -534,6 +709,7 @@ def _greedy_search(
             v = vals[at : at + m]
             j = int(torch.argmax(v))  # first best: ties go to the earlier candidate
             cur[r] = cands[at + j]  # always move (Wang et al.): revisits may undo it
+            cur_val[r] = v[j]
             for val in v.tolist():
                 history[r].append(max(history[r][-1], val))
             if v[j] > best[r]:
@@ -542,6 +718,8 @@ def _greedy_search(
             at += m
         queries[act] += sizes
         visits[act] += 1
+    if keep_last:
+        return cur, cur_val, queries, visits, history
     return best_x, best, queries, visits, history
 
 

@@ -6,14 +6,20 @@ import json
 import os
 import zipfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
 from idaudit._results import write_atomic
-from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_option,
+    check_random_state,
+)
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion._generators import LatentGenerator, check_images
 from idaudit.inversion._normality import dagostino_k2
@@ -78,6 +84,8 @@ class LatentBank:
         Name of the generator.
     seed : int or None
         Integer ``rng`` used, when one was given.
+    normality : {"code", "per_channel"}
+        The K² filter used (:meth:`build`).
     """
 
     latents: npt.NDArray[np.float32] = field(repr=False)
@@ -91,6 +99,7 @@ class LatentBank:
     tau_d: float
     generator: str
     seed: int | None = None
+    normality: str = "code"
 
     def __post_init__(self) -> None:
         """Refuse a bank whose arrays cannot be a bank: Step (b) pairs code i with image i."""
@@ -139,6 +148,7 @@ class LatentBank:
         max_bytes: int = 2**30,
         max_draws: int | None = None,
         generate_batch_size: int = 64,
+        normality: Literal["code", "per_channel"] = "code",
     ) -> LatentBank:
         """Draw Gaussian codes until ``volume`` pass both filters (seed 002, Fig. 14).
 
@@ -172,6 +182,13 @@ class LatentBank:
             Codes that passed K² generated and scored by the detector at once. ``max_bytes``
             does not bound this step: its memory is the generator's and the detector's (for a
             256² diffusion model, lower it if a chunk of 64 images does not fit).
+        normality : {"code", "per_channel"}, default "code"
+            ``"code"``: one K² test on the raw draw, as the paper states (Eq. 8–9).
+            ``"per_channel"``: DiffMI's filter — each channel of a ``(C, H, W)`` code is drawn
+            until its own K² p-value is ``≥ tau_k``, each channel is standardised (mean 0,
+            sample standard deviation 1), and the assembled code must pass K² again; ``p_k``
+            is that last p-value, and the draw counts count assembled codes (the channel draws
+            rejected before assembly are not counted). A flat latent is one channel.
 
         Returns
         -------
@@ -196,6 +213,7 @@ class LatentBank:
             max_draws = int(min(1000 * volume / max(1.0 - tau_k, 1e-6), 2**62))
         max_draws = check_integer(max_draws, "max_draws", minimum=1)
         chunk = check_integer(generate_batch_size, "generate_batch_size", minimum=1)
+        check_option(normality, "normality", ("code", "per_channel"))
         if detector is None:
             from idaudit.faces import MTCNNDetector
 
@@ -218,7 +236,10 @@ class LatentBank:
                     "`tau_k` or `tau_d`, or raise `max_draws`."
                 )
             m = min(batch_size, max_draws - n_drawn)
-            z = torch.randn((m, *shape), generator=gen, device=device)
+            if normality == "per_channel":
+                z = _per_channel_draws(gen, m, shape, tau_k, max_draws)
+            else:
+                z = torch.randn((m, *shape), generator=gen, device=device)
             _, p = dagostino_k2(z)
             where = torch.nonzero(p >= tau_k).flatten().cpu().numpy()  # draws passing K²
             cut = m  # draws examined in this batch (less when the bank fills up in it)
@@ -253,6 +274,7 @@ class LatentBank:
             tau_d=tau_d,
             generator=str(getattr(generator, "name", type(generator).__name__)),
             seed=seed,
+            normality=normality,
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -269,6 +291,7 @@ class LatentBank:
             "tau_d": self.tau_d,
             "generator": self.generator,
             "seed": self.seed,
+            "normality": self.normality,
         }
 
         def write(tmp: Any) -> None:
@@ -333,4 +356,35 @@ class LatentBank:
             tau_d=float(header["tau_d"]),
             generator=str(header["generator"]),
             seed=None if header["seed"] is None else int(header["seed"]),
+            normality=str(header.get("normality", "code")),  # files before the option: "code"
         )
+
+
+def _per_channel_draws(
+    gen: torch.Generator, m: int, shape: tuple[int, ...], tau_k: float, max_draws: int
+) -> torch.Tensor:
+    """``m`` codes of DiffMI's filter: channels that pass K² alone, each standardised.
+
+    Channel draws run in batches of ``m``; more than ``max_draws · C`` channel draws without
+    enough passing channels raise.
+    """
+    n_ch = shape[0] if len(shape) == 3 else 1
+    ch_shape = (*shape[1:],) if len(shape) == 3 else shape
+    need = m * n_ch
+    kept: list[torch.Tensor] = []
+    n_kept = drawn = 0
+    while n_kept < need:
+        if drawn >= max_draws * n_ch:
+            raise InvalidInputError(
+                f"only {n_kept} of {need} channels passed K² after {drawn} channel draws; lower "
+                "`tau_k` or raise `max_draws`."
+            )
+        c = torch.randn((need, *ch_shape), generator=gen, device=gen.device)
+        _, p = dagostino_k2(c.reshape(need, -1))
+        ok = c[p >= tau_k]
+        kept.append(ok[: need - n_kept])
+        n_kept += int(kept[-1].shape[0])
+        drawn += need
+    ch = torch.cat(kept).reshape(m, n_ch, -1)  # (m, C, H·W)
+    ch = (ch - ch.mean(dim=2, keepdim=True)) / ch.std(dim=2, keepdim=True)  # unbiased std
+    return ch.reshape(m, *shape)

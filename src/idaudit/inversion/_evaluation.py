@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -13,18 +15,21 @@ import xarray as xr
 from idaudit._results import Status, provenance, variable
 from idaudit._validation import check_in_range, check_integer
 from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = [
     "MIN_GENUINE_PAIRS",
     "EERResult",
+    "FMRResult",
     "OODDetector",
     "OODResult",
     "TypeAccuracy",
     "attack_threshold",
     "eer_threshold",
+    "fmr_thresholds",
     "identity_scores",
     "joint_evaluation",
+    "proportion_interval",
     "reference_bounds",
     "type_accuracy",
 ]
@@ -251,6 +256,237 @@ def attack_threshold(encoder: Any, crops: npt.NDArray[np.uint8]) -> float:
     return float(sims.max())
 
 
+def proportion_interval(k: int, n: int, confidence_level: float = 0.95) -> tuple[float, float]:
+    """Exact two-sided Clopper–Pearson interval for ``k`` successes out of ``n``.
+
+    Each side is a one-sided exact bound at ``(1 − confidence_level)/2``; ``(nan, nan)``
+    when ``n = 0``.
+
+    Examples
+    --------
+    >>> from idaudit.inversion import proportion_interval
+    >>> [round(v, 4) for v in proportion_interval(8, 8)]  # 8 of 8: [0.025^(1/8), 1]
+    [0.6306, 1.0]
+    """
+    level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
+    n = check_integer(n, "n", minimum=0)
+    k = check_integer(k, "k", minimum=0)
+    if k > n:
+        raise InvalidInputError(f"`k` must be <= `n` ({n}); got {k}.")
+    if n == 0:
+        return float("nan"), float("nan")
+    a = (1.0 - level) / 2.0
+    return float(clopper_pearson_lower(k, n, a)), float(clopper_pearson_upper(k, n, a))
+
+
+def impostor_pairs_needed(fmr: float, confidence_level: float = 0.95) -> int:
+    """Fewest impostor pairs for which zero false matches bound the FMR by ``fmr``.
+
+    ``n ≥ ln(1 − confidence_level) / ln(1 − fmr)``: with fewer, even a run with no false
+    match leaves the exact one-sided upper bound above ``fmr`` (the "rule of 3": about
+    ``3/fmr`` at 95 %; ISO/IEC 19795-1).
+    """
+    return math.ceil(math.log(1.0 - confidence_level) / math.log1p(-fmr) - 1e-9)
+
+
+@dataclass(frozen=True)
+class FMRResult:
+    """Decision thresholds at fixed false-match rates (ISO/IEC 19795-1 operating points).
+
+    Attributes
+    ----------
+    fmr_target : numpy.ndarray of float64, shape (k,)
+        The rates asked for.
+    threshold : numpy.ndarray of float64, shape (k,)
+        The lowest observed score ``τ`` with ``#{impostor ≥ τ} ≤ ⌊f · n_impostor⌋`` (``+inf``
+        when only "reject all" qualifies); NaN where not resolved.
+    fmr, fnmr : numpy.ndarray of float64, shape (k,)
+        Observed false-match and false-non-match rates at ``threshold``.
+    n_false_match, n_false_nonmatch : numpy.ndarray of int64, shape (k,)
+    fmr_low, fmr_high, fnmr_low, fnmr_high : numpy.ndarray of float64, shape (k,)
+        Exact two-sided Clopper–Pearson intervals at ``confidence_level`` (``diagnostic``:
+        the threshold was read off the same scores).
+    n_needed : numpy.ndarray of int64, shape (k,)
+        Impostor pairs that resolve each rate at ``confidence_level``
+        (:func:`impostor_pairs_needed`).
+    resolved : numpy.ndarray of bool, shape (k,)
+        ``n_impostor ≥ ⌈1/f⌉``: at least one false match can be afforded.
+    n_genuine, n_impostor : int
+    confidence_level : float
+    """
+
+    fmr_target: npt.NDArray[np.float64]
+    threshold: npt.NDArray[np.float64]
+    fmr: npt.NDArray[np.float64]
+    fnmr: npt.NDArray[np.float64]
+    n_false_match: npt.NDArray[np.int64]
+    n_false_nonmatch: npt.NDArray[np.int64]
+    fmr_low: npt.NDArray[np.float64]
+    fmr_high: npt.NDArray[np.float64]
+    fnmr_low: npt.NDArray[np.float64]
+    fnmr_high: npt.NDArray[np.float64]
+    n_needed: npt.NDArray[np.int64]
+    resolved: npt.NDArray[np.bool_]
+    n_genuine: int
+    n_impostor: int
+    confidence_level: float
+    STATUS: ClassVar[dict[str, Status]] = {
+        "threshold": "sample_estimate",
+        "fmr": "sample_estimate",
+        "fnmr": "sample_estimate",
+        "fmr_low": "diagnostic",
+        "fmr_high": "diagnostic",
+        "fnmr_low": "diagnostic",
+        "fnmr_high": "diagnostic",
+        "n_false_match": "descriptive",
+        "n_false_nonmatch": "descriptive",
+        "n_needed": "descriptive",
+        "resolved": "descriptive",
+    }
+
+    def to_xarray(self) -> xr.Dataset:
+        """One Dataset with dim ``fmr`` (the target rates), every variable with its status.
+
+        The observed rate :attr:`fmr` is the variable ``fmr_observed``.
+        """
+        names = {
+            "threshold": "decision threshold at the false-match rate",
+            "fmr": "observed false-match rate at the threshold",
+            "fnmr": "observed false-non-match rate at the threshold",
+            "fmr_low": "exact lower end of the FMR interval",
+            "fmr_high": "exact upper end of the FMR interval",
+            "fnmr_low": "exact lower end of the FNMR interval",
+            "fnmr_high": "exact upper end of the FNMR interval",
+            "n_false_match": "impostor pairs at or above the threshold",
+            "n_false_nonmatch": "genuine pairs below the threshold",
+            "n_needed": "impostor pairs that resolve the rate",
+            "resolved": "enough impostor pairs for one false match",
+        }
+        # the observed FMR is stored as "fmr_observed": "fmr" is the dim of the target rates
+        data = {
+            ("fmr_observed" if k == "fmr" else k): variable(
+                "fmr", getattr(self, k), long_name=v, status=self.STATUS[k]
+            )
+            for k, v in names.items()
+        }
+        return xr.Dataset(
+            data,
+            coords={"fmr": self.fmr_target},
+            attrs=provenance(
+                title="fmr_thresholds",
+                settings={
+                    "n_genuine": self.n_genuine,
+                    "n_impostor": self.n_impostor,
+                    "confidence_level": self.confidence_level,
+                },
+            ),
+        )
+
+
+def fmr_thresholds(
+    genuine: npt.ArrayLike,
+    impostor: npt.ArrayLike,
+    fmr: Sequence[float] = (1e-3, 1e-4),
+    *,
+    confidence_level: float = 0.95,
+) -> FMRResult:
+    """Thresholds at fixed false-match rates, with their error counts and exact intervals.
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        Similarities of same-identity and different-identity pairs.
+    fmr : sequence of float, default (1e-3, 1e-4)
+        False-match rates in (0, 1) (the ISO/IEC 19795-1 operating points face-recognition
+        papers report besides the EER).
+    confidence_level : float, default 0.95
+        Of the intervals and of :func:`impostor_pairs_needed`.
+
+    Returns
+    -------
+    FMRResult
+
+    Warns
+    -----
+    IdauditWarning
+        When a rate is not resolved (fewer than ``⌈1/f⌉`` impostor pairs: its threshold is
+        NaN), or resolved with fewer than ``n_needed`` pairs (zero false matches would not
+        bound the FMR by ``f``).
+
+    Notes
+    -----
+    A pair with similarity ``≥ τ`` is a match. The threshold is the lowest observed score
+    (genuine or impostor) or ``+inf`` whose false-match count ``#{impostor ≥ τ}`` is at most
+    ``⌊f · n_impostor⌋``, so the FNMR is the lowest any observed threshold gives at an
+    observed FMR ``≤ f``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.inversion import fmr_thresholds
+    >>> rng = np.random.default_rng(0)
+    >>> r = fmr_thresholds(rng.normal(0.6, 0.1, 500), rng.normal(0.0, 0.1, 40_000), [1e-3])
+    >>> int(r.n_false_match[0]) <= 40, bool(r.resolved[0])
+    (True, True)
+    """
+    level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
+    g = _scores(genuine, "genuine")
+    i = _scores(impostor, "impostor")
+    rates = np.asarray(fmr, dtype=np.float64).ravel()
+    if rates.size == 0 or not ((rates > 0) & (rates < 1)).all():
+        raise InvalidInputError(f"`fmr` must hold rates in (0, 1); got {list(rates)}.")
+    gs, is_ = np.sort(g), np.sort(i)
+    cand = np.unique(np.concatenate([g, i, [np.inf]]))  # ascending
+    fm_count = i.size - np.searchsorted(is_, cand, side="left")  # impostor ≥ τ, descending
+    k = len(rates)
+    out: dict[str, Any] = {
+        "threshold": np.full(k, np.nan),
+        "n_false_match": np.zeros(k, np.int64),
+        "n_false_nonmatch": np.zeros(k, np.int64),
+        **{name: np.full(k, np.nan) for name in ("fmr_low", "fmr_high", "fnmr_low", "fnmr_high")},
+    }
+    needed = np.array([impostor_pairs_needed(f, level) for f in rates], np.int64)
+    resolved = i.size >= np.ceil(1.0 / rates - 1e-9)
+    for j, f in enumerate(rates):
+        if not resolved[j]:
+            warnings.warn(
+                f"FMR {f:g} is not resolved by {i.size} impostor pairs (one false match is "
+                f"already 1/{i.size} > {f:g}); its threshold is NaN. It needs >= "
+                f"{int(needed[j])} impostor pairs at {level:.0%}.",
+                IdauditWarning,
+                stacklevel=2,
+            )
+            continue
+        if i.size < needed[j]:
+            warnings.warn(
+                f"FMR {f:g} rests on {i.size} impostor pairs, fewer than {int(needed[j])}: "
+                f"even no false match would not bound the FMR by {f:g} at {level:.0%}.",
+                IdauditWarning,
+                stacklevel=2,
+            )
+        allowed = math.floor(f * i.size + 1e-9)
+        tau = float(cand[int(np.argmax(fm_count <= allowed))])  # +inf qualifies always
+        n_fm = int(i.size - np.searchsorted(is_, tau, side="left"))
+        n_fnm = int(np.searchsorted(gs, tau, side="left"))
+        out["threshold"][j] = tau
+        out["n_false_match"][j], out["n_false_nonmatch"][j] = n_fm, n_fnm
+        out["fmr_low"][j], out["fmr_high"][j] = proportion_interval(n_fm, i.size, level)
+        out["fnmr_low"][j], out["fnmr_high"][j] = proportion_interval(n_fnm, g.size, level)
+    fmr_obs = np.where(resolved, out["n_false_match"] / i.size, np.nan)
+    fnmr_obs = np.where(resolved, out["n_false_nonmatch"] / g.size, np.nan)
+    return FMRResult(
+        fmr_target=rates,
+        fmr=fmr_obs,
+        fnmr=fnmr_obs,
+        n_needed=needed,
+        resolved=np.asarray(resolved, bool),
+        n_genuine=int(g.size),
+        n_impostor=int(i.size),
+        confidence_level=level,
+        **out,
+    )
+
+
 @dataclass(frozen=True)
 class TypeAccuracy:
     """Type I and Type II accuracy of a set of reconstructions at one threshold.
@@ -267,6 +503,17 @@ class TypeAccuracy:
         NaN for a target with no other image.
     threshold : float
     n_targets, n_type_ii : int
+    type_i_low, type_i_high : float
+        Exact two-sided Clopper–Pearson interval at ``confidence_level`` for Type I: matched
+        targets out of ``n_targets``. Exact when the targets are independent and ``τ_F``
+        was fixed on other data, which the function cannot check: ``diagnostic``.
+    type_ii_low, type_ii_high : float
+        The same on the pooled counts, matched other images out of ``n_type_ii_pairs``; the
+        images of one identity share a reconstruction, so it is narrower than the truth when
+        matches cluster by identity: ``diagnostic``.
+    n_type_ii_pairs : int
+        (reconstruction, other image) pairs behind Type II.
+    confidence_level : float
     """
 
     type_i: float
@@ -276,11 +523,22 @@ class TypeAccuracy:
     threshold: float
     n_targets: int
     n_type_ii: int
+    type_i_low: float = float("nan")
+    type_i_high: float = float("nan")
+    type_ii_low: float = float("nan")
+    type_ii_high: float = float("nan")
+    n_type_ii_pairs: int = 0
+    confidence_level: float = 0.95
     STATUS: ClassVar[dict[str, Status]] = {
         "type_i": "sample_estimate",
         "type_ii": "sample_estimate",
+        "type_i_low": "diagnostic",
+        "type_i_high": "diagnostic",
+        "type_ii_low": "diagnostic",
+        "type_ii_high": "diagnostic",
         "n_targets": "descriptive",
         "n_type_ii": "descriptive",
+        "n_type_ii_pairs": "descriptive",
     }
 
 
@@ -330,6 +588,7 @@ def type_accuracy(
     threshold: float | EERResult,
     *,
     min_genuine: int = MIN_GENUINE_PAIRS,
+    confidence_level: float = 0.95,
 ) -> TypeAccuracy:
     """Type I / II accuracy of reconstructions in one test model (seed 002, Eq. 22 and 34).
 
@@ -346,6 +605,8 @@ def type_accuracy(
         on fewer than ``min_genuine`` genuine pairs; a plain float is taken as given.
     min_genuine : int, default MIN_GENUINE_PAIRS (30)
         Fewest genuine pairs behind an :class:`EERResult` threshold.
+    confidence_level : float, default 0.95
+        Of the exact intervals on Type I and Type II.
 
     Returns
     -------
@@ -377,10 +638,15 @@ def type_accuracy(
     galleries = _galleries(others, rec.shape[0], rec.shape[1])
     match_i = (rec * tgt).sum(axis=1) >= tau
     per_ii = np.full(rec.shape[0], np.nan)
+    hits = pairs = 0
     for t, g in enumerate(galleries):
         if g is not None:
-            per_ii[t] = float(np.mean(g @ rec[t] >= tau))
+            matched = g @ rec[t] >= tau
+            per_ii[t] = float(np.mean(matched))
+            hits, pairs = hits + int(matched.sum()), pairs + int(matched.size)
     has = ~np.isnan(per_ii)
+    i_low, i_high = proportion_interval(int(match_i.sum()), int(rec.shape[0]), confidence_level)
+    ii_low, ii_high = proportion_interval(hits, pairs, confidence_level)
     return TypeAccuracy(
         type_i=float(match_i.mean()),
         type_ii=float(per_ii[has].mean()) if has.any() else float("nan"),
@@ -389,6 +655,12 @@ def type_accuracy(
         threshold=tau,
         n_targets=int(rec.shape[0]),
         n_type_ii=int(has.sum()),
+        type_i_low=i_low,
+        type_i_high=i_high,
+        type_ii_low=ii_low,
+        type_ii_high=ii_high,
+        n_type_ii_pairs=pairs,
+        confidence_level=float(confidence_level),
     )
 
 
@@ -543,6 +815,8 @@ def joint_evaluation(
     *,
     same_weights: Iterable[tuple[str, str]] = (),
     min_genuine: int = MIN_GENUINE_PAIRS,
+    operating_points: Mapping[str, FMRResult] | None = None,
+    confidence_level: float = 0.95,
 ) -> xr.Dataset:
     """Type I / II and identification for every target model × test model (Sec. IV, Tab. III).
 
@@ -564,17 +838,28 @@ def joint_evaluation(
         port and its C++ original). A model name shared by both axes counts too. Such a test
         model is no independent check: it is recorded in ``same_weights`` and in the attrs.
     min_genuine : int, default MIN_GENUINE_PAIRS (30)
+    operating_points : mapping, optional
+        ``operating_points[test_model]``: an :class:`FMRResult` of that test model
+        (:func:`fmr_thresholds`), all with the same rates. Type I / II are then also given at
+        each fixed-FMR threshold (dim ``fmr``).
+    confidence_level : float, default 0.95
+        Of the exact Clopper–Pearson intervals.
 
     Returns
     -------
     xarray.Dataset
-        Dims ``target_model`` and ``test_model``; variables ``type_i``, ``type_ii``,
+        Dims ``target_model`` and ``test_model``; variables ``type_i``, ``type_ii``, their
+        exact intervals ``type_i_low``/``type_i_high``/``type_ii_low``/``type_ii_high``
+        (``diagnostic``, see :class:`TypeAccuracy`),
         ``rank1`` (rank-1 identification rate), ``margin`` and ``gallery_margin`` (mean
         own-vs-other margins), all sample estimates; ``similarity`` with dims
         ``(target_model, test_model, target, candidate)`` (the own-vs-other matrix);
         ``same_weights`` (bool) and ``n_targets``; ``type_i_avg`` / ``type_ii_avg`` over test
         models (the target model included: the joint evaluation's "Avg."). The attr
         ``same_weights`` lists the shared-weight pairs as ``"target=test"`` (``"none"``).
+        With ``operating_points``: ``fmr_threshold`` (test_model, fmr), ``type_i_fmr``,
+        ``type_ii_fmr`` and their ``_low``/``_high`` ends (target_model, test_model, fmr);
+        NaN where a rate is not resolved.
     """
     target_models = list(reconstructions)
     test_models = list(thresholds)
@@ -590,8 +875,15 @@ def joint_evaluation(
             )
     shared = {(str(a), str(b)) for a, b in same_weights}
     shared |= {(m, m) for m in target_models if m in test_models}
+    points = _check_points(operating_points, test_models)
     t1 = np.full((len(target_models), len(test_models)), np.nan)
     t2, r1, mg, gm = (np.full_like(t1, np.nan) for _ in range(4))
+    ends = {k: np.full_like(t1, np.nan) for k in ("i_low", "i_high", "ii_low", "ii_high")}
+    n_fmr = 0 if points is None else len(points[test_models[0]].fmr_target)
+    at_fmr = {
+        k: np.full((len(target_models), len(test_models), n_fmr), np.nan)
+        for k in ("type_i", "type_ii", "i_low", "i_high", "ii_low", "ii_high")
+    }
     counts = np.zeros_like(t1, dtype=np.int64)
     same = np.zeros_like(t1, dtype=bool)
     n_i = None
@@ -609,7 +901,40 @@ def joint_evaluation(
                 others[sm],
                 thresholds[sm],
                 min_genuine=min_genuine,
+                confidence_level=confidence_level,
             )
+            ends["i_low"][a, b], ends["i_high"][a, b] = acc.type_i_low, acc.type_i_high
+            ends["ii_low"][a, b], ends["ii_high"][a, b] = acc.type_ii_low, acc.type_ii_high
+            if points is not None:
+                for j, tau_j in enumerate(points[sm].threshold):
+                    if np.isnan(tau_j):
+                        continue  # not resolved
+                    if tau_j > 1.0:  # "reject all" (+inf): no cosine reaches it
+                        i_ends = proportion_interval(0, acc.n_targets, confidence_level)
+                        ii_ends = proportion_interval(0, acc.n_type_ii_pairs, confidence_level)
+                        values = (0.0, 0.0 if acc.n_type_ii else np.nan, *i_ends, *ii_ends)
+                    else:
+                        got = type_accuracy(
+                            reconstructions[tm][sm],
+                            targets[sm],
+                            others[sm],
+                            float(tau_j),
+                            confidence_level=confidence_level,
+                        )
+                        values = (
+                            got.type_i,
+                            got.type_ii,
+                            got.type_i_low,
+                            got.type_i_high,
+                            got.type_ii_low,
+                            got.type_ii_high,
+                        )
+                    for key, val in zip(
+                        ("type_i", "type_ii", "i_low", "i_high", "ii_low", "ii_high"),
+                        values,
+                        strict=True,
+                    ):
+                        at_fmr[key][a, b, j] = val
             ids = identity_scores(reconstructions[tm][sm], targets[sm], others[sm])
             if n_i is not None and acc.n_targets != n_i:
                 raise InvalidInputError(
@@ -635,7 +960,59 @@ def joint_evaluation(
         n_i or 0,
     )
     ds.attrs["same_weights"] = ", ".join(f"{a}={b}" for a, b in sorted(shared)) or "none"
+    ds.attrs["confidence_level"] = float(confidence_level)
+    dims = ("target_model", "test_model")
+    for key, name, what in (
+        ("i_low", "type_i_low", "Type I"),
+        ("i_high", "type_i_high", "Type I"),
+        ("ii_low", "type_ii_low", "Type II (pooled pairs)"),
+        ("ii_high", "type_ii_high", "Type II (pooled pairs)"),
+    ):
+        side = "lower" if key.endswith("low") else "upper"
+        ds[name] = variable(
+            dims,
+            ends[key],
+            long_name=f"exact {side} end of the {what} interval",
+            status="diagnostic",
+        )
+    if points is not None:
+        ds = ds.assign_coords(fmr=points[test_models[0]].fmr_target)
+        ds["fmr_threshold"] = variable(
+            ("test_model", "fmr"),
+            np.stack([points[m].threshold for m in test_models]),
+            long_name="decision threshold at the false-match rate",
+            status="sample_estimate",
+        )
+        fdims = (*dims, "fmr")
+        rows: tuple[tuple[str, str, str, Status], ...] = (
+            ("type_i", "type_i_fmr", "Type I accuracy at the FMR threshold", "sample_estimate"),
+            ("type_ii", "type_ii_fmr", "Type II accuracy at the FMR threshold", "sample_estimate"),
+            ("i_low", "type_i_fmr_low", "exact lower end of Type I at the FMR", "diagnostic"),
+            ("i_high", "type_i_fmr_high", "exact upper end of Type I at the FMR", "diagnostic"),
+            ("ii_low", "type_ii_fmr_low", "exact lower end of Type II at the FMR", "diagnostic"),
+            ("ii_high", "type_ii_fmr_high", "exact upper end of Type II at the FMR", "diagnostic"),
+        )
+        for key, name, label, status in rows:
+            ds[name] = variable(fdims, at_fmr[key], long_name=label, status=status)
     return ds
+
+
+def _check_points(
+    points: Mapping[str, FMRResult] | None, test_models: list[str]
+) -> Mapping[str, FMRResult] | None:
+    """Every test model has an :class:`FMRResult`, all at the same rates."""
+    if points is None:
+        return None
+    missing = [m for m in test_models if m not in points]
+    if missing:
+        raise InvalidInputError(f"`operating_points` has no FMRResult for test model(s) {missing}.")
+    bad = [m for m in test_models if not isinstance(points[m], FMRResult)]
+    if bad:
+        raise TypeError(f"`operating_points[{bad[0]!r}]` must be an FMRResult (fmr_thresholds).")
+    first = points[test_models[0]].fmr_target
+    if any(not np.array_equal(points[m].fmr_target, first) for m in test_models):
+        raise InvalidInputError("every FMRResult in `operating_points` must use the same rates.")
+    return points
 
 
 def _check_model_names(

@@ -166,12 +166,15 @@ class DiffusionGenerator(torch.nn.Module):
         DDIM steps.
     checkpointing : bool, default True
         Recompute each step in the backward pass instead of storing its activations.
-    gradient : {"full", "shortcut"}, default "full"
+    gradient : {"full", "shortcut", "shortcut_unmasked"}, default "full"
         What the backward pass through :meth:`forward` computes. ``"full"``: the exact
-        gradient through every DDIM step and the UNet. ``"shortcut"``: DiffMI's gradient — the
-        chain is sampled without a graph and the image's gradient is carried straight to the
-        latent, ``∂L/∂x_T = 0.5 · ∂L/∂x̂ · 1[0 < x̂ < 1]`` (the UNet's Jacobian skipped); it
-        needs ``latent_shape == (3, H, W)``. The forward values are the same either way.
+        gradient through every DDIM step and the UNet. ``"shortcut"``: the chain is sampled
+        without a graph and the image's gradient is carried straight to the latent,
+        ``∂L/∂x_T = 0.5 · ∂L/∂x̂ · 1[0 < x̂ < 1]`` (the UNet's Jacobian skipped; pixels
+        clipped to 0 or 1 pass none). ``"shortcut_unmasked"``: ``0.5 · ∂L/∂x̂`` on every pixel,
+        clipped ones included — what DiffMI's code computes under the torch it pins (2.1.2).
+        Both shortcuts need ``latent_shape == (3, H, W)``. The forward values are the same
+        whichever is chosen.
     device : str or torch.device, optional
         Default: the UNet's device. ``"cuda"`` without CUDA raises.
     dtype : torch.dtype, default torch.float32
@@ -186,10 +189,14 @@ class DiffusionGenerator(torch.nn.Module):
         The DDIM timesteps, from noisiest to cleanest.
     default_radius : dict
         ``{"l2": 35.0, "linf": 0.15, "greedypixel": 1.0}`` for 3×256×256 latents (seed 002,
-        Tab. II and Tab. X; GreedyPixel's step is the authors' setting);
+        Tab. II and Tab. X; GreedyPixel's step is the authors' setting; FaceNet-family
+        encoders declare their own L2 radius, 25, through ``seed_l2_radius``);
         for other latent sizes the L2 radius keeps the same per-coordinate RMS
         (``35 · sqrt(d / 196608)``) — a starting point only, calibrate it
         (:func:`~idaudit.inversion.calibrate_radius`).
+    seed_radius_scale : float
+        ``sqrt(d / 196608)``: seed 002's L2 radii (given for 3×256×256 latents) times this
+        give this generator's.
 
     Notes
     -----
@@ -229,7 +236,7 @@ class DiffusionGenerator(torch.nn.Module):
         num_inference_steps: int = 20,
         *,
         checkpointing: bool = True,
-        gradient: Literal["full", "shortcut"] = "full",
+        gradient: Literal["full", "shortcut", "shortcut_unmasked"] = "full",
         device: str | torch.device | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> None:
@@ -246,8 +253,11 @@ class DiffusionGenerator(torch.nn.Module):
         if config is None or not hasattr(config, "sample_size"):
             raise TypeError(f"`unet` must be a diffusers UNet2DModel; got {type(unet).__name__}.")
         self.checkpointing = bool(checkpointing)
-        if gradient not in ("full", "shortcut"):
-            raise InvalidInputError(f"`gradient` must be 'full' or 'shortcut'; got {gradient!r}.")
+        if gradient not in ("full", "shortcut", "shortcut_unmasked"):
+            raise InvalidInputError(
+                "`gradient` must be 'full', 'shortcut' or 'shortcut_unmasked'; got "
+                f"{gradient!r}."
+            )
         self.gradient = gradient
         first = next(unet.parameters())
         self.device = resolve_device(first.device if device is None else device)
@@ -261,9 +271,9 @@ class DiffusionGenerator(torch.nn.Module):
         size = int(size if isinstance(size, int) else size[0])
         self.image_size = size
         self.latent_shape = (int(config.in_channels), size, size)
-        if gradient == "shortcut" and self.latent_shape[0] != 3:
+        if gradient != "full" and self.latent_shape[0] != 3:
             raise InvalidInputError(
-                "`gradient='shortcut'` carries the image gradient to the latent, so the latent "
+                f"`gradient={gradient!r}` carries the image gradient to the latent, so the latent "
                 f"must be an image: (3, H, W); got {self.latent_shape}."
             )
         scheduler.set_timesteps(self.num_inference_steps)
@@ -281,8 +291,9 @@ class DiffusionGenerator(torch.nn.Module):
         self.clip_sample = bool(getattr(scheduler.config, "clip_sample", False))
         self.clip_sample_range = float(getattr(scheduler.config, "clip_sample_range", 1.0))
         d = int(np.prod(self.latent_shape))
+        self.seed_radius_scale = float(np.sqrt(d / (3 * 256 * 256)))
         self.default_radius = {
-            "l2": 35.0 * float(np.sqrt(d / (3 * 256 * 256))),
+            "l2": 35.0 * self.seed_radius_scale,
             "linf": 0.15,
             "greedypixel": 1.0,
         }
@@ -398,12 +409,15 @@ class DiffusionGenerator(torch.nn.Module):
             The same values for either ``gradient``; only the backward pass differs.
         """
         x = _check_tensor(latents, self.latent_shape).to(self.device, torch.float32)
-        if self.gradient == "shortcut" and torch.is_grad_enabled() and x.requires_grad:
+        if self.gradient != "full" and torch.is_grad_enabled() and x.requires_grad:
             with torch.no_grad():
                 image = self._sample(x)  # (n, 3, H, W), no graph
-            # straight-through: value `image`, gradient 0.5 · 1[0 < image < 1] to x (DiffMI)
-            inside = ((image > 0.0) & (image < 1.0)).to(x.dtype)
-            return image + 0.5 * inside * (x - x.detach())
+            # straight-through: value `image`, gradient 0.5 · 1[0 < image < 1] to x, or 0.5
+            # everywhere (DiffMI's code: its clamp passes gradient through clipped pixels)
+            if self.gradient == "shortcut":
+                inside = ((image > 0.0) & (image < 1.0)).to(x.dtype)
+                return image + 0.5 * inside * (x - x.detach())
+            return image + 0.5 * (x - x.detach())
         return self._sample(x)
 
     def _sample(self, x: torch.Tensor) -> torch.Tensor:

@@ -219,6 +219,8 @@ def build_models(
 ) -> FaceModels:
     """Load every model the options name.
 
+    ``arcface`` given as an InsightFace ``buffalo_l`` folder also sets the detector to its
+    RetinaFace (``det_10g.onnx``) unless ``retinaface`` or ``aligned`` says otherwise.
     Nothing is downloaded: a missing file raises
     :class:`~idaudit.exceptions.MissingWeightsError` naming it.
     """
@@ -244,6 +246,12 @@ def build_models(
             "--adaface-*, --lvface-onnx."
         )
     detector: Any
+    if retinaface is None and arcface is not None and not aligned:
+        # a buffalo_l folder brings its own detector: seed 003's RetinaFace (det_10g.onnx),
+        # whose five points give ArcFace's 112×112 alignment
+        pack = Path(arcface)
+        if pack.is_dir() and (pack / "det_10g.onnx").is_file():
+            retinaface = pack / "det_10g.onnx"
     if aligned:
         detector = AlignedDetector()
     elif retinaface is not None:

@@ -16,6 +16,11 @@ import xarray as xr
 from idaudit._results import variable
 from idaudit.memorization._flagging import FLAGGING_STATUS
 from idaudit.memorization._nnaa import MIN_INTERVAL_SIZE, NNAA_STATUS, NNAA_TEST_STATUS
+from idaudit.memorization._power import (
+    flagging_smallest_p,
+    nnaa_smallest_p,
+    unresolved_percentiles,
+)
 
 __all__ = [
     "CacheUse",
@@ -375,6 +380,7 @@ class PrivacyReport:
                     self.settings.n_permutations,
                     confidence_level,
                     self.settings.percentile_method,
+                    self.flagging_by_cohort,
                 ),
                 *_markdown_flagging_by_cohort(self.flagging_by_cohort),
                 *_markdown_nnaa(self.nnaa, self.settings.n_bootstrap, confidence_level),
@@ -504,9 +510,16 @@ def _pct(x: Any) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.1f}"
 
 
-def _verdict_flagging(rows: Any, alpha: float) -> str:
+def _verdict_flagging(rows: Any, alpha: float, p_min: float = float("nan")) -> str:
     above = rows[rows["synthetic_pct"] > rows["heldout_pct"]]
     significant = rows[rows["p_value"] <= alpha]
+    if not len(significant) and np.isfinite(p_min) and p_min > alpha:
+        # no data can reject: the sizes leave the test without power at alpha
+        return (
+            f"no verdict: with these set sizes the smallest attainable p-value is {p_min:.3g} "
+            f"> {alpha:g}, so the test cannot reject whatever the images; this is no evidence "
+            "either way."
+        )
     if len(significant):
         ps = ", ".join(f"{p:g}" for p in significant["percentile"])
         return (
@@ -560,6 +573,7 @@ def _markdown_flagging(
     n_permutations: int,
     confidence_level: float,
     percentile_method: str = "order_statistic",
+    by_cohort: pd.DataFrame | None = None,
 ) -> list[str]:
     """Render how the thresholds are set, then one verdict and table per metric."""
     definition = (
@@ -584,9 +598,21 @@ def _markdown_flagging(
     ]
     for metric, rows in flagging.groupby("metric", sort=False):
         axis = rows["axis"].iloc[0]
+        p_min = flagging_smallest_p(rows, by_cohort, str(metric), n_permutations)
+        coarse = unresolved_percentiles(list(rows["percentile"]), int(rows["n_heldout"].iloc[0]))
         lines += [
-            f"**{metric}** ({axis} axis): {_verdict_flagging(rows, alpha)}",
+            f"**{metric}** ({axis} axis): {_verdict_flagging(rows, alpha, p_min)}",
             "",
+            *(
+                [
+                    f"Not resolved by {int(rows['n_heldout'].iloc[0])} held-out images: "
+                    f"p = {', '.join(f'{p:g}' for p in coarse)} (the smallest held-out distance "
+                    "already flags a larger share).",
+                    "",
+                ]
+                if coarse
+                else []
+            ),
             "| p (%) | threshold | synthetic (%) | interval (%) | held-out (%) | p-value |",
             "|---|---|---|---|---|---|",
         ]
@@ -678,6 +704,13 @@ def _verdict_nnaa(r: Any, alpha: float, confidence_level: float) -> str:
     if r.p_value <= alpha:
         caveat = "; the approximate interval still reaches 0" if has_ci and r.ci_lower <= 0 else ""
         return f"memorisation detected (p = {r.p_value:.3g}); {interval}{caveat}"
+    p_min = nnaa_smallest_p(r)
+    if np.isfinite(p_min) and p_min > alpha:
+        return (
+            f"no verdict (p = {r.p_value:.3g}): the smallest attainable p-value is "
+            f"{p_min:.3g} > {alpha:g} with these set sizes, so the test cannot reject; "
+            f"{interval}"
+        )
     caveat = (
         "; the approximate interval excludes 0 where the exact test does not reject: weak "
         "evidence at most"
@@ -744,12 +777,19 @@ def _markdown_nnaa(nnaa: pd.DataFrame, n_bootstrap: int, confidence_level: float
             f"| {r.privacy_loss:+.3f} | {interval} | {p_value} "
             f"| {r.n_train}, {r.n_heldout}, {r.n_synthetic} |"
         )
+    both_above = bool(((nnaa["aa_train_synth"] > 0.5) & (nnaa["aa_heldout_synth"] > 0.5)).all())
+    level = (
+        "synthetic faces are usually separable from real ones, and here both AA values sit "
+        "above 0.5 in every row."
+        if both_above
+        else "synthetic faces are often separable from real ones, which would put both AA "
+        "values above 0.5, but not every row of this table does."
+    )
     return [
         *lines,
         "",
-        "The absolute AA level carries no privacy meaning on its own: synthetic faces are "
-        "usually separable from real ones, so both AA values sit above 0.5. Only their "
-        "difference, the privacy loss, is informative.",
+        f"The absolute AA level carries no privacy meaning on its own: {level} Only the "
+        "difference of the two, the privacy loss, is informative.",
         "",
     ]
 

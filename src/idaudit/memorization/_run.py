@@ -65,6 +65,7 @@ from idaudit.memorization._nnaa import (
     nnaa,
     nnaa_from_distances,
 )
+from idaudit.memorization._power import power_notes
 from idaudit.memorization._report import (
     CacheUse,
     InputListing,
@@ -405,6 +406,15 @@ def run_privacy_check(
             device=device,
         )
         report = _run(settings, cohorts, models, store, counters_before, notes)
+        # tests the set sizes leave without power are said so, never read as "no evidence"
+        for text in power_notes(
+            report.flagging,
+            report.nnaa,
+            1.0 - settings.confidence_level,
+            settings.n_permutations,
+            report.flagging_by_cohort,
+        ):
+            _say(report.notes, text, warn=True)
         if out_dir is not None:
             report.files.update(_write_outputs(report, out_dir))
         return report

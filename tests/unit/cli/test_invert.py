@@ -12,7 +12,9 @@ from idaudit.results import check_result_dataset
 pytestmark = pytest.mark.faces
 
 
-def test_invert_a_photo_writes_results_and_no_image_unless_asked(tmp_path: Path) -> None:
+def test_invert_a_photo_writes_results_and_no_image_unless_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     skimage_data = pytest.importorskip("skimage.data")
     from PIL import Image
 
@@ -37,9 +39,9 @@ def test_invert_a_photo_writes_results_and_no_image_unless_asked(tmp_path: Path)
         "0.9",
         "--warp-samples",
         "4",
-        "--quiet",
     ]
     assert main(argv) == 0
+    printed = capsys.readouterr().out
     ds = xr.open_dataset(out / "results.nc")
     check_result_dataset(ds)
     assert ds.sizes["target"] == 1
@@ -47,6 +49,12 @@ def test_invert_a_photo_writes_results_and_no_image_unless_asked(tmp_path: Path)
     assert ds["similarity"].attrs["status"] == "sample_estimate"
     assert not list(out.glob("*.png"))
     assert (out.stat().st_mode & 0o777) == 0o700
+    # the match threshold next to the similarity: dlib's 0.6 on raw descriptors of the photo
+    assert ds.attrs["match_threshold"] == "dlib distance < 0.6 on raw descriptors"
+    before, after = float(ds["initial_distance"][0]), float(ds["distance"][0])
+    assert 0.0 < after < 2.0
+    assert f"dlib distance {before:.3f} -> {after:.3f} (a match is below 0.6" in printed
+    assert ("the starting bank code already matched" in printed) == (before < 0.6)
 
 
 def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -161,7 +161,7 @@ def test_carry_split_hands_unused_queries_to_later_codes(
     np.testing.assert_array_equal([len(h) for h in res[0].history], np.array([7, 8, 8]) + extra)
 
 
-def test_t_max_defaults_to_the_budget_share_and_to_100_without_a_budget(
+def test_t_max_defaults_to_the_budget_share_and_without_a_budget(
     toy: dict[str, Any], bank: LatentBank
 ) -> None:
     enc = LinearEncoder(differentiable=False)
@@ -174,11 +174,21 @@ def test_t_max_defaults_to_the_budget_share_and_to_100_without_a_budget(
     assert all(r.queries == bank.volume + 3 * 130 for r in res)  # no hidden cap of 100
     capped = RankedAdversary(toy["generator"], enc, bank=bank, query_budget=budget, t_max=20, **kw)
     assert all(r.queries == bank.volume + 3 * 20 for r in capped.invert_many(z))
+    # without t_max or a budget: APGD 100 updates per code; GreedyPixel DiffMI's budget of
+    # 10,000 queries in all (a deliberate change: it used to get 100 queries per code).
+    # tau_a = -1 is met at the start, so the defaults are resolved without running them.
+    white = RankedAdversary(
+        toy["generator"], LinearEncoder(), bank=bank, top_n=1, t_max=None, tau_a=-1.0
+    )
+    white.invert_many(z[:1])
+    assert white.settings_["t_max"] == 100
+    assert white.settings_["query_budget"] is None
     plain = RankedAdversary(
-        toy["generator"], enc, bank=bank, top_n=1, t_max=None, attack="greedypixel"
+        toy["generator"], enc, bank=bank, top_n=1, t_max=None, attack="greedypixel", tau_a=-1.0
     )
     plain.invert_many(z[:1])
-    assert plain.settings_["t_max"] == 100
+    assert plain.settings_["query_budget"] == 10_000
+    assert plain.settings_["t_max"] == 10_000 - bank.volume  # Eq. 18 with N = 1
 
 
 def test_carry_shares_are_per_target(toy: dict[str, Any], bank: LatentBank) -> None:

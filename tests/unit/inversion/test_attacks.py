@@ -70,7 +70,8 @@ def test_apgd_stops_each_row_at_tau_and_rows_do_not_interact() -> None:
     x0 = torch.randn(4, 8, generator=g)
     c = torch.randn(4, 8, generator=g)
     f = _cosine_to(c)
-    out = APGD(eps=3.0, t_max=50, tau=0.6).run(f, x0)
+    seeds = [11, 12, 13, 14]  # a row's random start comes from its own seed
+    out = APGD(eps=3.0, t_max=50, tau=0.6).run(f, x0, row_seeds=seeds)
     reached = out.values >= 0.6
     assert reached.any()
     for r in range(4):
@@ -81,7 +82,7 @@ def test_apgd_stops_each_row_at_tau_and_rows_do_not_interact() -> None:
             assert out.history[r][-1] >= 0.6
             assert len(out.history[r]) == 1 or out.history[r][-2] < 0.6
         single = APGD(eps=3.0, t_max=50, tau=0.6).run(
-            lambda x, rows, r=r: f(x, rows + r), x0[r : r + 1]
+            lambda x, rows, r=r: f(x, rows + r), x0[r : r + 1], row_seeds=seeds[r : r + 1]
         )
         np.testing.assert_allclose(single.values.numpy(), out.values[r : r + 1].numpy(), atol=1e-6)
         assert int(single.iterations[0]) == int(out.iterations[r])
@@ -132,7 +133,8 @@ def test_apgd_step_rule_and_momentum_follow_a_hand_traced_schedule() -> None:
         return torch.as_tensor(v[len(seen) - 1], dtype=x.dtype) + pull - pull.detach()
 
     x0 = torch.zeros(1, 1, dtype=torch.float64)
-    out = APGD(norm="l2", eps=eps, t_max=100, alpha=alpha).run(f, x0)
+    # traced from the code itself (init="code"); the default starts on the sphere
+    out = APGD(norm="l2", eps=eps, t_max=100, alpha=alpha, init="code").run(f, x0)
     np.testing.assert_allclose(seen, xs, rtol=0, atol=1e-12)
     assert float(out.values[0]) == 23.0
     assert int(out.queries[0]) == 101
@@ -158,7 +160,9 @@ def test_apgd_condition_two_is_off_at_the_first_checkpoint() -> None:
         pull = -(x[:, 0] - c).abs()  # gradient sign(c - x); the value is prescribed
         return torch.as_tensor(v[len(seen) - 1], dtype=x.dtype) + pull - pull.detach()
 
-    APGD(norm="l2", eps=eps, t_max=30, alpha=alpha).run(f, torch.zeros(1, 1, dtype=torch.float64))
+    APGD(norm="l2", eps=eps, t_max=30, alpha=alpha, init="code").run(
+        f, torch.zeros(1, 1, dtype=torch.float64)
+    )
     np.testing.assert_allclose(seen[:9], xs, rtol=0, atol=1e-12)
 
 

@@ -1,0 +1,94 @@
+"""When a memorisation test cannot reject: smallest attainable p-values and coarse percentiles."""
+
+from __future__ import annotations
+
+import itertools
+from collections import namedtuple
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import comb
+
+from idaudit.memorization import flagging_from_distances
+from idaudit.memorization._power import power_notes, smallest_p_value, unresolved_percentiles
+from idaudit.memorization._report import _markdown_nnaa, _verdict_flagging, _verdict_nnaa
+
+
+def test_smallest_p_value_counts_the_distinct_relabellings() -> None:
+    # 2 + 2 images: C(4, 2) = 6 relabellings, so the exact test never goes below 1/6
+    assert smallest_p_value([(2, 2)], 9999) == pytest.approx(1 / 6)
+    # within two cohorts of 2 + 2: 6 · 6 = 36
+    assert smallest_p_value([(2, 2), (2, 2)], 9999) == pytest.approx(1 / 36)
+    assert smallest_p_value([(40, 40)], 199) == pytest.approx(1 / 200)  # the Monte-Carlo floor
+    assert smallest_p_value([(5, 7)], 10**6) == pytest.approx(1 / comb(12, 5))
+
+
+def test_the_flagging_test_on_two_images_per_split_never_goes_below_the_bound() -> None:
+    # the most extreme data: both synthetic images closer than both held-out ones
+    p_seen = []
+    for seed in range(5):
+        res = flagging_from_distances(
+            [1.0, 1.1], [0.1, 0.2], percentiles=[50], n_permutations=999, rng=seed
+        )
+        p_seen.append(float(res.p_values[0]))
+    bound = smallest_p_value([(2, 2)], 999)
+    # every p-value is the +1 estimate of 1/6: (1 + b)/(1000) with b ~ Binomial(999, 1/6);
+    # 3 sd of b is 35, so none falls below (1 + 166.5 - 35)/1000 = 0.132
+    assert min(p_seen) > bound - 0.035
+    assert min(p_seen) > 0.05  # it cannot reject at 5 %
+    # the exact count, by enumerating the relabellings: 1 of the 6 is as extreme
+    pooled = [1.0, 1.1, 0.1, 0.2]
+    extreme = sum(
+        1 for syn in itertools.combinations(range(4), 2) if max(pooled[i] for i in syn) <= 0.2
+    )
+    assert extreme / comb(4, 2) == pytest.approx(bound)
+
+
+def test_percentiles_the_held_out_count_cannot_resolve() -> None:
+    # 2 held-out images: the first order statistic already flags 50 % of them
+    assert unresolved_percentiles([1, 2, 5, 10, 20], 2) == [1, 2, 5, 10, 20]
+    assert unresolved_percentiles([1, 2, 5, 10, 20], 20) == [1, 2]
+    assert unresolved_percentiles([1, 2, 5, 10, 20], 100) == []
+
+
+_Row = namedtuple(
+    "_Row",
+    "metric cohort p_value n_permutations n_train n_heldout n_synthetic privacy_loss ci_lower "
+    "ci_upper below_min_size",
+)
+
+
+def test_no_verdict_instead_of_no_evidence_without_power() -> None:
+    tiny = _Row("m", "pooled", 0.168, 999, 2, 2, 2, 0.1, np.nan, np.nan, True)
+    words = _verdict_nnaa(tiny, 0.05, 0.95)
+    assert "no evidence" not in words
+    assert "cannot reject" in words
+    large = tiny._replace(n_train=40, n_heldout=40, p_value=0.4)
+    assert _verdict_nnaa(large, 0.05, 0.95).startswith("no evidence of memorisation")
+    rows = pd.DataFrame(
+        {"percentile": [1.0, 5.0], "synthetic_pct": [50.0, 50.0], "heldout_pct": [50.0, 50.0],
+         "p_value": [0.5, 0.5], "n_heldout": [2, 2], "n_synthetic": [2, 2]}
+    )  # fmt: skip
+    assert _verdict_flagging(rows, 0.05, smallest_p_value([(2, 2)], 999)).startswith("no verdict")
+    flag = rows.assign(metric="m")
+    nnaa = pd.DataFrame([tiny._asdict()])
+    notes = power_notes(flag, nnaa, 0.05, 999)
+    assert len(notes) == 3  # flagging without power, coarse percentiles, NNAA without power
+    assert "0.167 > 0.05" in notes[0]
+
+
+def test_the_canned_aa_sentence_follows_the_table() -> None:
+    base = {
+        "metric": "m", "cohort": "pooled", "privacy_loss": 0.0, "ci_lower": np.nan,
+        "ci_upper": np.nan, "p_value": 0.5, "n_permutations": 99, "n_train": 30,
+        "n_heldout": 30, "n_synthetic": 30, "below_min_size": False,
+    }  # fmt: skip
+    above = pd.DataFrame([{**base, "aa_train_synth": 0.8, "aa_heldout_synth": 0.8}])
+    below = pd.DataFrame([{**base, "aa_train_synth": 0.4, "aa_heldout_synth": 0.45}])
+    assert "here both AA values sit above 0.5 in every row" in "\n".join(
+        _markdown_nnaa(above, 10, 0.95)
+    )
+    text = "\n".join(_markdown_nnaa(below, 10, 0.95))
+    assert "both AA values sit above 0.5" not in text
+    assert "not every row of this table does" in text
