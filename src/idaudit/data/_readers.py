@@ -16,6 +16,7 @@ import os
 import re
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -197,24 +198,39 @@ def read_npz(
     :data:`OUTCOMES_KEY` array, checked (one non-empty string per row), or None if it has none.
     """
     raw = _read_bytes(path)
+    where = os.fspath(path)
+    if not raw.startswith(_ZIP_MAGIC):
+        # numpy would try the bytes as a pickle and suggest loading them "unsafely": never
+        raise InvalidInputError(
+            f"{where!r} is not a .npz archive (the zip of .npy arrays that numpy.savez "
+            f"writes): {_what_it_is(raw)}."
+        )
     try:
         archive = np.load(io.BytesIO(raw), allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise InvalidInputError(f"cannot read {os.fspath(path)!r} as .npz: {exc}") from exc
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InvalidInputError(f"cannot read {where!r} as .npz: {exc}") from exc
     with archive:
         keys = list(archive.keys())
         for name, key in (("embeddings_key", embeddings_key), ("labels_key", labels_key)):
             if key not in keys:
-                raise InvalidInputError(
-                    f"`{name}` {key!r} is not in {os.fspath(path)!r}; it holds {keys}."
-                )
+                raise InvalidInputError(f"`{name}` {key!r} is not in {where!r}; it holds {keys}.")
         try:
             x = archive[embeddings_key]
             labels = archive[labels_key]
             outcomes = archive[OUTCOMES_KEY] if OUTCOMES_KEY in keys else None
-        except ValueError as exc:  # object arrays need pickle
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            # a damaged archive: the zip directory reads, a member's bytes do not
             raise InvalidInputError(
-                f"{os.fspath(path)!r} stores Python objects, which idaudit never unpickles; "
+                f"{where!r} is a damaged .npz archive ({exc}); write it again."
+            ) from exc
+        except ValueError as exc:  # object arrays need pickle
+            if "pickle" not in str(exc):
+                # a member whose .npy header or data is cut short or garbled
+                raise InvalidInputError(
+                    f"{where!r} is a damaged .npz archive ({exc}); write it again."
+                ) from exc
+            raise InvalidInputError(
+                f"{where!r} stores Python objects, which idaudit never unpickles; "
                 "save the embeddings as a float array, the labels as a string or integer "
                 f"array and any {OUTCOMES_KEY!r} as a string array."
             ) from exc
@@ -560,6 +576,25 @@ def _is_missing(v: Any) -> bool:
     if isinstance(v, float) and np.isnan(v):
         return True
     return v is pd.NA or v is pd.NaT
+
+
+#: How a .npz archive starts: a zip local file header, or the end record of an empty zip.
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def _what_it_is(raw: bytes) -> str:
+    """Say what a file that is not a zip archive looks like, from its first bytes."""
+    if not raw:
+        return "it is empty"
+    if raw.startswith(b"\x93NUMPY"):
+        return "it is a single .npy array (numpy.save), which holds no labels"
+    head = raw[:4096]
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not merely a character cut at the end of the head
+            return "its first bytes are not a zip header"
+    return "it holds text (if it is a CSV file, give it the .csv suffix)"
 
 
 def _read_bytes(path: str | os.PathLike[str]) -> bytes:

@@ -1,4 +1,5 @@
 import hashlib
+from re import match as re_match
 
 import numpy as np
 import pandas as pd
@@ -274,6 +275,64 @@ def test_npz_refuses_pickled_objects(tmp_path):
     np.savez(path, embeddings=np.eye(2), labels=np.array(["a", 1], dtype=object))
     with pytest.raises(InvalidInputError, match="never unpickles"):
         EmbeddingSet.from_npz(path)
+
+
+def _embed_like_npz(path):
+    """An archive laid out as `idaudit embed` writes it (60 rows of 128 float32, ~32 kB)."""
+    gen = np.random.default_rng(0)
+    with open(path, "wb") as fh:
+        np.savez(
+            fh,
+            embeddings=gen.normal(size=(60, 128)).astype(np.float32),
+            labels=np.repeat([f"id{i}" for i in range(6)], 10),
+            sources=np.array([f"id{i // 10}/{i}.jpg" for i in range(60)]),
+            encoder=np.asarray("dlib"),
+        )
+
+
+def test_npz_damaged_inside_is_an_input_error_naming_the_file(tmp_path):
+    path = tmp_path / "flipped.npz"
+    _embed_like_npz(path)
+    raw = bytearray(path.read_bytes())
+    raw[2000:2400] = bytes(b ^ 0xFF for b in raw[2000:2400])  # inside embeddings.npy's data
+    path.write_bytes(bytes(raw))
+    expected = (
+        r"'.*flipped\.npz' is a damaged \.npz archive \(Bad CRC-32 for file "
+        r"'embeddings\.npy'\); write it again\.$"
+    )
+    for read in (EmbeddingSet.read, EmbeddingSet.from_npz):
+        with pytest.raises(InvalidInputError, match=expected):
+            read(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"label,e0\na,0.1\n", r"it holds text \(if it is a CSV file, give it the \.csv suffix\)"),
+        (b"", "it is empty"),
+        (b"\x00\xff\xfe\x80" * 64, "its first bytes are not a zip header"),
+    ],
+)
+def test_npz_that_is_not_an_archive_says_what_it_is_not_never_pickle(tmp_path, content, said):
+    path = tmp_path / "x.npz"
+    path.write_bytes(content)
+    with pytest.raises(InvalidInputError) as info:
+        EmbeddingSet.read(path)
+    message = str(info.value)
+    assert re_match(
+        r"'.*x\.npz' is not a \.npz archive \(the zip of \.npy arrays that numpy\.savez "
+        rf"writes\): {said}\.$",
+        message,
+    )
+    assert "pickle" not in message  # numpy's own message suggests allow_pickle=: never
+
+
+def test_npy_file_named_npz_is_said_to_be_one_array(tmp_path):
+    path = tmp_path / "one.npz"
+    with open(path, "wb") as fh:
+        np.save(fh, np.zeros((3, 4)))
+    with pytest.raises(InvalidInputError, match=r"it is a single \.npy array \(numpy\.save\)"):
+        EmbeddingSet.read(path)
 
 
 def test_parquet_list_column(tmp_path, table):
