@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from pathlib import Path
 from typing import Any
 
 from idaudit.cli._common import add_quiet, at_least, check_device, inside, out_dir, relay, say
@@ -212,6 +213,23 @@ def _check(args: argparse.Namespace) -> None:
     if args.aligned and args.retinaface_onnx:
         raise InvalidInputError("`--aligned` skips detection; drop `--retinaface-onnx`.")
     check_device(args.device)
+    _check_paths(args)
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Check the three roots and the ``--subjects`` file, before torch loads."""
+    for split in ("train", "heldout", "synthetic"):
+        root = Path(getattr(args, split))
+        if not root.is_dir():
+            raise InvalidInputError(f"`{split}` must be an existing folder; got {str(root)!r}.")
+        if not any(c.is_dir() and not c.name.startswith(".") for c in root.iterdir()):
+            raise InvalidInputError(
+                f"`{split}` must hold one sub-folder per cohort; {str(root)!r} has none."
+            )
+    if args.subjects is not None and not Path(args.subjects).is_file():
+        raise InvalidInputError(f"`--subjects` must be an existing file; got {args.subjects!r}.")
+    # a missing weight file is the library's to report: its MissingWeightsError says where
+    # the file is published and where to put it
 
 
 def _run(args: argparse.Namespace) -> int:

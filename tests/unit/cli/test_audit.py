@@ -230,3 +230,18 @@ def test_manifest_names_the_conditions(tmp_path: Path) -> None:
     assert main(argv) == 0
     t1 = pd.read_csv(out / "table1.csv")
     assert t1["dataset"].tolist() == ["B", "E"]
+
+
+def test_the_rows_each_method_needs_are_what_the_auditors_say() -> None:
+    # `idaudit audit` checks --min-rows before the library loads, from its own table: pin it
+    # to the auditors' min_rows() as the command builds them (defaults: ROC-HT 5 folds)
+    from idaudit.audits import GaussMechAuditor, KDELRAuditor, MMDTVAuditor, ROCHTAuditor
+    from idaudit.cli._audit import _MIN_ROWS
+
+    auditors = {
+        "gaussmech": GaussMechAuditor(),
+        "kdelr": KDELRAuditor(mix=0.01),
+        "mmdtv": MMDTVAuditor(n_permutations=200, rng=0),
+        "rocht": ROCHTAuditor(classifier="random_forest", rng=0),
+    }
+    assert {name: aud.min_rows() for name, aud in auditors.items()} == _MIN_ROWS
