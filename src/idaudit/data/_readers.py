@@ -105,7 +105,13 @@ def read_csv(
             columns = [
                 str(c) for c in pd.read_csv(io.BytesIO(raw), nrows=0, **_CSV_OPTIONS).columns
             ]
-            label = _choose_label_column(columns, label_column) if len(columns) >= 2 else None
+            label = None
+            if len(columns) >= 2 and label_column is None and not _named_label(columns):
+                # no column is named for the labels: the values say which holds text
+                guess = pd.read_csv(io.BytesIO(raw), low_memory=False, **_CSV_OPTIONS)
+                label = _guess_label_column(guess, where)
+            elif len(columns) >= 2:
+                label = _choose_label_column(columns, label_column)
             if label is not None:
                 _check_header(columns, label, by_name=label_column is not None, where=where)
                 na_values: Any = {c: list(_DEFAULT_NA) for c in columns}
@@ -131,7 +137,9 @@ def read_csv(
     if label is not None and len(frame) == 0:
         shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
         raise InvalidInputError(f"{where!r} has no data rows: it holds only the header {shown}.")
-    return _parse_frame(frame, label_column, vector_column), _sha256(raw)
+    if label is not None:
+        label_column = label  # chosen once, from the values when no column is named for it
+    return _parse_frame(frame, label_column, vector_column, where=where), _sha256(raw)
 
 
 def _check_header(columns: list[str], label: str, *, by_name: bool, where: str) -> None:
@@ -186,7 +194,7 @@ def read_parquet(
     frame = table.to_pandas(integer_object_nulls=True)
     if len(frame) == 0 and frame.shape[1] >= 2:
         raise InvalidInputError(f"{os.fspath(path)!r} has no data rows.")
-    return _parse_frame(frame, label_column, vector_column), _sha256(raw)
+    return _parse_frame(frame, label_column, vector_column, where=os.fspath(path)), _sha256(raw)
 
 
 def read_npz(
@@ -248,7 +256,11 @@ def read_npz(
 
 # ---------------------------------------------------------------------- frames
 def _parse_frame(
-    frame: pd.DataFrame, label_column: str | None, vector_column: str | list[str] | None
+    frame: pd.DataFrame,
+    label_column: str | None,
+    vector_column: str | list[str] | None,
+    *,
+    where: str,
 ) -> Parsed:
     columns = [str(c) for c in frame.columns]
     frame.columns = pd.Index(columns)
@@ -257,7 +269,10 @@ def _parse_frame(
             f"the table must have a label column and at least one vector column; got "
             f"columns {columns}."
         )
-    label = _choose_label_column(columns, label_column)
+    if label_column is None and not _named_label(columns):
+        label = _guess_label_column(frame, where)
+    else:
+        label = _choose_label_column(columns, label_column)
     if vector_column is None:
         # columns without a header name are never guessed into a role: the usual one is the
         # row index that DataFrame.to_csv writes by default, which would become coordinate 0
@@ -399,12 +414,59 @@ def _check_labels(col: pd.Series, label: str) -> npt.NDArray[Any]:
 
 
 def _choose_label_column(columns: list[str], label_column: str | None) -> str:
+    """Return the column ``label_column`` names, else the first of :data:`LABEL_COLUMN_NAMES`."""
     if label_column is not None:
         _check_columns(columns, [label_column], "label_column")
         return label_column
-    for name in LABEL_COLUMN_NAMES:
-        if name in columns:
-            return name
+    named = _named_label(columns)
+    if named is None:  # pragma: no cover - callers guess from the values first
+        raise InvalidInputError("no column is named for the labels; give `label_column`.")
+    return named
+
+
+def _named_label(columns: list[str]) -> str | None:
+    """Return the first of :data:`LABEL_COLUMN_NAMES` that is a column, if any."""
+    return next((name for name in LABEL_COLUMN_NAMES if name in columns), None)
+
+
+def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
+    """Choose the label column of a table none of whose columns is named for the labels.
+
+    A single column of text is the label column wherever it stands (said in a warning when
+    it is not the first); several are ambiguous and refused. Without a column of text, the
+    first column holds the labels (integer identities) unless it holds fractions, which are
+    coordinates, not identities: refused too.
+    """
+    columns = [str(c) for c in frame.columns]
+    text = [c for c in _text_columns(frame, columns) if not _UNNAMED.match(c)]
+    named = [c for c in columns if not _UNNAMED.match(c)]  # an unnamed index is refused later
+    if len(text) == 1:
+        if text[0] != named[0]:
+            warnings.warn(
+                f"no column of {where!r} is named {' or '.join(LABEL_COLUMN_NAMES)}; column "
+                f"{text[0]!r}, the only one holding text, is taken as the identity labels "
+                "(name the label column with `label_column` to choose another).",
+                IdauditWarning,
+                stacklevel=5,  # _guess_label_column <- read_* <- from_* <- read <- the caller
+            )
+        return text[0]
+    if len(text) > 1:
+        shown = text if len(text) <= 8 else [*text[:8], "..."]
+        raise InvalidInputError(
+            f"cannot tell which column of {where!r} holds the identity labels: none is named "
+            f"{', '.join(LABEL_COLUMN_NAMES)}, and {len(text)} columns hold text ({shown}); "
+            "name the label column with `label_column`."
+        )
+    first = frame[columns[0]]
+    values = pd.to_numeric(first, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    finite = values[np.isfinite(values)]
+    if finite.size and not np.all(finite == np.round(finite)):
+        raise InvalidInputError(
+            f"cannot tell which column of {where!r} holds the identity labels: none is named "
+            f"{', '.join(LABEL_COLUMN_NAMES)} or holds text, and the first, {columns[0]!r}, "
+            "holds fractions (a coordinate, not an identity); name the label column with "
+            "`label_column`."
+        )
     return columns[0]
 
 

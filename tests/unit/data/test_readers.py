@@ -529,3 +529,60 @@ def test_readers_pass_failures_through(tmp_path):
         np.testing.assert_array_equal(dropped.embeddings, kept.embeddings)
     with pytest.raises(InvalidInputError, match="`failures` must be one of 'keep', 'drop'"):
         EmbeddingSet.from_csv(path, failures="ignore")
+
+
+def test_a_single_text_column_is_the_label_wherever_it_stands(tmp_path, table):
+    # columns e0..e3 then `subject`: the text column holds the labels, said in a warning
+    x, labels = table
+    path = tmp_path / "last.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(subject=labels).to_csv(
+        path, index=False
+    )
+    expected = (
+        r"no column of '.*last\.csv' is named label or identity or id; column 'subject', the "
+        r"only one holding text, is taken as the identity labels \(name the label column with "
+        r"`label_column` to choose another\)\."
+    )
+    with pytest.warns(IdauditWarning, match=expected):
+        es = EmbeddingSet.from_csv(path)
+    assert es.counts == {"n01": 3, "n02": 4, "n03": 2}
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+    # the same table as Parquet reads the same way
+    pytest.importorskip("pyarrow")
+    pq_path = tmp_path / "last.parquet"
+    pd.read_csv(path).to_parquet(pq_path, index=False)
+    with pytest.warns(IdauditWarning, match=r"column 'subject', the only one holding text"):
+        assert EmbeddingSet.from_parquet(pq_path).counts == es.counts
+
+
+def test_an_ambiguous_label_column_is_refused_naming_label_column(tmp_path, table):
+    x, labels = table
+    two = tmp_path / "two.csv"
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(
+        subject=labels, file=[f"img{i}.png" for i in range(9)]
+    )
+    frame.to_csv(two, index=False)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"cannot tell which column of '.*two\.csv' holds the identity labels: none is "
+        r"named label, identity, id, and 2 columns hold text \(\['subject', 'file'\]\); name "
+        r"the label column with `label_column`\.$",
+    ):
+        EmbeddingSet.from_csv(two)
+    assert EmbeddingSet.from_csv(two, label_column="subject", vector_column="e*").dim == 4
+    # no text at all, and fractions in the first column: a coordinate, never the labels
+    bare = tmp_path / "bare.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).to_csv(bare, index=False)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"none is named label, identity, id or holds text, and the first, 'e0', holds "
+        r"fractions \(a coordinate, not an identity\); name the label column with "
+        r"`label_column`\.$",
+    ):
+        EmbeddingSet.from_csv(bare)
+    # integer identities in the first column stay the labels, as before
+    ints = tmp_path / "ints.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(
+        who=[1, 1, 1, 2, 2, 2, 2, 3, 3]
+    )[["who", "e0", "e1", "e2", "e3"]].to_csv(ints, index=False)
+    assert EmbeddingSet.from_csv(ints).counts == {"1": 3, "2": 4, "3": 2}
