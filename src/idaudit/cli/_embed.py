@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 from typing import Any
 
 from idaudit.cli._common import add_quiet, out_dir, plural, say
+from idaudit.exceptions import IdauditWarning
 
 __all__ = ["add_parser"]
 
@@ -254,7 +256,10 @@ def _embed(args: argparse.Namespace, found: tuple[list[Path], list[str], int, li
         progress=not args.quiet,
     )
     try:
-        emb, outcomes = pipeline.encode(paths, cache=cache)
+        with warnings.catch_warnings():
+            # "kept no face": said below with the counts, and refused with one line
+            warnings.filterwarnings("ignore", "FacePipeline.encode kept no face", IdauditWarning)
+            emb, outcomes = pipeline.encode(paths, cache=cache)
     except KeyboardInterrupt:
         if cache is None:
             say("interrupted: nothing was saved (no cache); a re-run starts again")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from idaudit._validation import check_integer
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.faces._cache import EmbeddingCache, content_key
 from idaudit.faces._io import read_pixels, to_rgb_uint8
 from idaudit.faces._types import Detector, Encoder, Face
@@ -201,6 +202,12 @@ class FacePipeline:
         ------
         TypeError
             If ``images`` is not iterable or holds something other than arrays and paths.
+
+        Warns
+        -----
+        IdauditWarning
+            When inputs were given but none kept a face: the (0, dim) embeddings come with
+            the count of each failure (``no_face``, ``unreadable``, ``bad_format``).
         """
         items = _as_items(images)
         if cache is not None and self.all_faces:
@@ -275,6 +282,8 @@ class FacePipeline:
             if chunks
             else np.zeros((0, dim), dtype=np.float32)
         )
+        if items and n_rows == 0:
+            _warn_nothing_kept(rows, len(items))
         return embeddings, _outcomes_frame(rows)
 
     @staticmethod
@@ -314,6 +323,21 @@ class FacePipeline:
 
     def _encode(self, crops: list[npt.NDArray[np.uint8]]) -> npt.NDArray[np.float32]:
         return np.asarray(self.encoder.encode(np.stack(crops)), dtype=np.float32)
+
+
+def _warn_nothing_kept(rows: list[dict[str, Any]], n_inputs: int) -> None:
+    """Warn that no input gave a face, with the count of each reason."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    reasons = ", ".join(f"{status}: {n}" for status, n in sorted(counts.items()))
+    inputs = "the 1 input" if n_inputs == 1 else f"any of the {n_inputs} inputs"
+    warnings.warn(
+        f"FacePipeline.encode kept no face from {inputs} ({reasons}); the embeddings are "
+        "empty and the outcomes' status and message columns say why for each input.",
+        IdauditWarning,
+        stacklevel=3,
+    )
 
 
 def _describe(obj: Any) -> str:
