@@ -680,6 +680,8 @@ def _choose_pairs(
     pairs: int | str | Sequence[tuple[Any, Any]],
     excluded: Sequence[Any],
     seed: int,
+    *,
+    stacklevel: int = 4,  # the warning points at the caller of audit_generator (via _audit)
 ) -> tuple[list[tuple[Any, Any]], tuple[tuple[Any, Any], ...]]:
     ids = list(identities)
     if len(ids) < 2:
@@ -693,6 +695,13 @@ def _choose_pairs(
         return sample_pairs(ids, n_all, rng=seed), ()
     if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
         n = check_integer(int(pairs), "pairs", minimum=1)
+        if n > n_all:  # the rule of sample_pairs: all of them, with a warning, in attrs too
+            warnings.warn(
+                f"`pairs` asks for {n} pairs, but the {len(ids)} identities kept have only "
+                f"{n_all}; all {n_all} are audited.",
+                IdauditWarning,
+                stacklevel=stacklevel,
+            )
         return sample_pairs(ids, min(n, n_all), rng=seed), ()
     chosen: list[tuple[Any, Any]] = []
     dropped: list[tuple[Any, Any]] = []
@@ -750,8 +759,9 @@ def audit_generator(
         pixels and edge-padded before detection, as ``ShippedFaceGenerator.crops`` does.
     pairs : int, "all" or sequence of (label, label), default 100
         An int audits that many pairs of a seeded shuffle of all pairs of the kept
-        identities (all, if there are fewer: the results attr ``n_pairs_requested`` keeps the
-        number asked for and ``to_markdown`` says so); a list is filtered: pairs with an excluded
+        identities (all, if there are fewer, with a warning naming both numbers: the results
+        attrs ``n_pairs_requested`` and ``n_pairs_available`` keep them and ``to_markdown`` says
+        so); a list is filtered: pairs with an excluded
         identity are dropped and returned in ``dropped_pairs``.
     auditors : sequence of auditors, optional
         Default: GaussMech, KDE-LR (α = 0), MMD-TV and ROC-HT (5 folds).
@@ -894,6 +904,8 @@ def _audit(
     if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
         # an int asks for up to that many pairs: record what was asked beside what exists
         ds.attrs["n_pairs_requested"] = int(pairs)
+        n_ids = len(es.identities)
+        ds.attrs["n_pairs_available"] = n_ids * (n_ids - 1) // 2
     certs = None
     if certifier is not None:
         fitted = clone(certifier).fit(es, pair_list)
@@ -1023,7 +1035,7 @@ def compare_conditions(
             f"only {len(common)} identities have min_rows={need} usable outputs in every "
             "condition; at least 2 are needed."
         )
-    pair_list, _ = _choose_pairs(common, pairs, (), seed)
+    pair_list, _ = _choose_pairs(common, pairs, (), seed, stacklevel=3)
     results: dict[str, xr.Dataset] = {}
     certs: dict[str, xr.Dataset] = {}
     for name in names:

@@ -753,11 +753,21 @@ def test_generator_audit_to_markdown_reports_ceilings_controls_and_losses() -> N
 def test_more_pairs_asked_than_exist_audits_all_and_says_so() -> None:
     people = _marked_people({"id0": 0, "id1": 0, "id2": 0}, n_images=6)  # no face lost
     pipe = FacePipeline(_MarkedDetector(), _ColourEncoder(), progress=False)
-    run = audit_generator(
-        lambda im: im, people, pipeline=pipe, pairs=100, auditors=[MMDTVAuditor()], progress=False
+    expected = (
+        r"^`pairs` asks for 100 pairs, but the 3 identities kept have only 3; all 3 are audited\.$"
     )
+    with pytest.warns(IdauditWarning, match=expected):
+        run = audit_generator(
+            lambda im: im,
+            people,
+            pipeline=pipe,
+            pairs=100,
+            auditors=[MMDTVAuditor()],
+            progress=False,
+        )
     assert run.results.sizes["pair"] == 3  # every pair of 3 identities
     assert run.results.attrs["n_pairs_requested"] == 100
+    assert run.results.attrs["n_pairs_available"] == 3
     assert "All 3 pairs of the identities were audited (`pairs=100` asked for more)." in (
         run.to_markdown()
     )
