@@ -39,7 +39,10 @@ def add_parser(sub: Any) -> None:
         help="run the four audits on a file of embeddings",
         description=(
             "Audit identity pairs of an embedding file (CSV, NPZ or Parquet; rows are L2-"
-            "normalised, missing and zero-norm rows dropped and counted) with GaussMech, "
+            "normalised; rows without a label are dropped and counted; rows whose vector is "
+            "missing, unparseable, not finite or of zero norm are failed outputs of their "
+            "identity, kept and counted, and the audits report each identity's failure rate) "
+            "with GaussMech, "
             "KDE-LR, MMD-TV and ROC-HT. Writes results.nc and pairs.csv (per pair) and "
             "summary.md. With several files (conditions: encoder x dataset x generator, "
             "seed 000 Section 4) also writes Table 1's and Table 2's layouts (table1.md/.csv, "

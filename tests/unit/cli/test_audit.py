@@ -13,7 +13,7 @@ import xarray as xr
 
 from idaudit.cli import main
 from idaudit.data import sample_pairs
-from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.exceptions import IdauditWarning
 
 
 def _mode(path: Path) -> int:
@@ -245,3 +245,31 @@ def test_the_rows_each_method_needs_are_what_the_auditors_say() -> None:
         "rocht": ROCHTAuditor(classifier="random_forest", rng=0),
     }
     assert {name: aud.min_rows() for name, aud in auditors.items()} == _MIN_ROWS
+
+
+def test_help_and_run_agree_that_failed_rows_are_kept_as_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # DESIGN: failures are outputs. The help said "missing and zero-norm rows dropped", while
+    # a run kept them as failed outputs: both now say what happens
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "rows without a label are dropped and counted; rows whose vector is missing, "
+        "unparseable, not finite or of zero norm are failed outputs of their identity, kept "
+        "and counted, and the audits report each identity's failure rate"
+    ) in text
+    gen = np.random.default_rng(0)
+    x = gen.normal(size=(40, 4))
+    x[0], x[1] = np.nan, 0.0  # a missing vector and a zero-norm one, both of identity a
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(4)])
+    frame.insert(0, "identity", np.repeat(list("abcd"), 10))
+    frame.loc[5, "identity"] = np.nan  # no label: dropped
+    frame.to_csv(tmp_path / "fail.csv", index=False)
+    argv = ["audit", str(tmp_path / "fail.csv"), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--methods", "gaussmech", "--quiet"]) == 0
+    assert (
+        "dropped 1 (missing: 1); failed 2 (missing: 1, zero_norm: 1), kept as failed outputs"
+        in capsys.readouterr().out
+    )
