@@ -362,7 +362,7 @@ def _check_draw_plan(
 
 
 def _run_draws(
-    engine: EncodedGenerator, plan: _DrawPlan, rng: RngLike, progress: bool
+    engine: EncodedGenerator, plan: _DrawPlan, rng: RngLike, progress: bool, desc: str
 ) -> tuple[npt.NDArray[np.float64], pd.DataFrame, pd.DataFrame]:
     """Draw every identity's sources, run them through ``engine`` and gather the rows.
 
@@ -384,7 +384,7 @@ def _run_draws(
     if progress:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(iterator, total=len(labels), desc="identities", unit="identity")
+        iterator = tqdm(iterator, total=len(labels), desc=desc, unit="identity")
     blocks: list[npt.NDArray[np.float64]] = []
     records: list[dict[str, Any]] = []
     for label, seed in iterator:
@@ -488,6 +488,7 @@ def encode_generator(
     progress: bool = True,
     failures: Literal["keep", "drop"] = "keep",
     original_faces: MutableMapping[tuple[Any, int], Face | None] | None = None,
+    progress_desc: str = "identities",
 ) -> GeneratorEmbeddings:
     """Run ``generator`` over every identity's source images and encode the outputs' faces.
 
@@ -516,6 +517,8 @@ def encode_generator(
         calls over the same ``images_by_identity`` and ``pipeline`` (as
         :func:`compare_conditions` does) and each original is detected once. Default: a
         fresh mapping for this call. Unused in detect mode.
+    progress_desc : str, default "identities"
+        Label of the progress bar (:func:`compare_conditions` names each condition's).
 
     Returns
     -------
@@ -546,7 +549,7 @@ def encode_generator(
         progress=False,
         original_faces=original_faces,
     )
-    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress)
+    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress, progress_desc)
     counts = _counts(engine, outcomes, vectors, rows, plan.min_rows)
     excluded = tuple(counts.index[counts["excluded"]].tolist())
     _warn_exclusions(counts, excluded, plan)
@@ -1074,7 +1077,11 @@ def _encode_conditions(
             warnings.filterwarnings("ignore", message=".*left with fewer than min_rows")
             warnings.filterwarnings("ignore", message=".*draws of the kept identities")
             coded[name] = encode_generator(
-                gen, images_by_identity, original_faces=original_faces, **settings
+                gen,
+                images_by_identity,
+                original_faces=original_faces,
+                progress_desc=f"{name}: identities",
+                **settings,
             )
     return coded
 

@@ -278,3 +278,24 @@ def test_input_errors_answer_in_one_line_before_torch_or_sklearn_load(
     assert proc.stderr.count("\n") == 1, proc.stderr  # one line, no traceback
     assert proc.stderr.startswith(f"idaudit {argv[0]}: error: ")
     assert re.search(message, proc.stderr), proc.stderr
+
+
+def test_python_dash_m_idaudit_is_the_command() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "idaudit", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("idaudit ")
+    proc = subprocess.run(
+        [sys.executable, "-m", "idaudit", "audit", "missing.npz"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "idaudit audit: error: `embeddings` must be an existing file; got 'missing.npz'.\n"
+    )

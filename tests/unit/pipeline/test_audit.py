@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -583,6 +584,25 @@ def test_compare_conditions_detects_each_original_once() -> None:
         progress=False,
     )
     assert det.calls == 15  # 3 identities x 5 originals, shared by the 3 conditions
+
+
+def test_compare_conditions_labels_each_conditions_progress_bar(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # one bar per condition, each saying whose identities it counts (they were all
+    # "identities x/3", nine of them in the demo, with nothing to tell them apart)
+    compare_conditions(
+        {"none": lambda im: im, "blur σ=1": GaussianBlur(1.0)},
+        _people(n_ids=3, n_images=5),
+        pipeline=FacePipeline(_BrightDetector(), _ColourEncoder(), progress=False),
+        pairs="all",
+        auditors=[MMDTVAuditor()],
+        rng=0,
+        progress=True,
+    )
+    err = capsys.readouterr().err
+    assert re.search(r"none: identities: 100%.* 3/3", err), err[-500:]
+    assert re.search(r"blur σ=1: identities: 100%.* 3/3", err), err[-500:]
 
 
 class _MarkedDetector(_BrightDetector):
