@@ -122,9 +122,12 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         status: int = args.run(args)
     except KeyboardInterrupt:
-        # embed says itself what its cache holds; the demo caches its encoded faces too
+        # embed says itself what its cache holds; the demo caches its encoded faces too, and
+        # a re-run resumes from them only once something is there
         resumes = (
-            ", and a re-run resumes from the embedding cache" if args.command == "demo" else ""
+            ", and a re-run resumes from the embedding cache"
+            if args.command == "demo" and _cache_holds_faces(args.out)
+            else ""
         )
         sys.stderr.write(
             f"idaudit {args.command}: interrupted; files already written are complete "
@@ -138,6 +141,16 @@ def _main(argv: Sequence[str] | None) -> int:
         # errors (missing input, an --out that cannot be created) their path; no traceback
         parser.exit(2, f"idaudit {args.command}: error: {as_flags(str(exc), command)}\n")
     return status
+
+
+def _cache_holds_faces(out: str) -> bool:
+    """Whether the demo's embedding cache, ``OUT/.cache``, holds any stored result."""
+    cache = os.path.join(out, ".cache")
+    if not os.path.isdir(cache):
+        return False  # not made yet (EmbeddingCache would create it)
+    from idaudit.faces import EmbeddingCache
+
+    return len(EmbeddingCache(cache)) > 0
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -257,7 +257,8 @@ def describe(es: Any) -> str:
     else:
         failed = "failed rows dropped (certificates condition on success)"
     return (
-        f"{len(es)} rows, {len(es.identities)} identities, dim {es.dim}; dropped "
+        f"{plural(len(es), 'row', 'rows')}, "
+        f"{plural(len(es.identities), 'identity', 'identities')}, dim {es.dim}; dropped "
         f"{es.n_dropped_} ({dropped}); {failed}; exact duplicates {es.n_duplicates_}; "
         f"sha256 {es.sha256[:12]}…"
     )

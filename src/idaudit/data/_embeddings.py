@@ -965,7 +965,8 @@ class EmbeddingSet:
             return self, dropped
         if len(dropped) == len(rows):
             raise InvalidInputError(
-                f"`min_rows` {min_rows} leaves none of the {len(rows)} identities "
+                f"`min_rows` {min_rows} leaves none of the "
+                f"{'1 identity' if len(rows) == 1 else f'{len(rows)} identities'} "
                 f"(the largest has {max(rows.values())} rows)."
             )
         return self.subset(label for label in rows if label not in dropped), dropped
@@ -978,7 +979,8 @@ class EmbeddingSet:
             more = ", ..." if len(self._rows) > 3 else ""
             raise InvalidInputError(
                 f"identity {label!r} is not in this EmbeddingSet "
-                f"({len(self._rows)} identities: {shown}{more})."
+                f"({len(self._rows)} {'identity' if len(self._rows) == 1 else 'identities'}: "
+                f"{shown}{more})."
             ) from None
 
     def _known(self, label: Any) -> Any:

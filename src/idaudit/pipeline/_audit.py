@@ -1035,8 +1035,8 @@ def compare_conditions(
     ]
     if len(common) < 2:
         raise InvalidInputError(
-            f"only {len(common)} identities have min_rows={need} usable outputs in every "
-            "condition; at least 2 are needed."
+            f"only {len(common)} {'identity has' if len(common) == 1 else 'identities have'} "
+            f"min_rows={need} usable outputs in every condition; at least 2 are needed."
         )
     pair_list, _ = _choose_pairs(common, pairs, (), seed, stacklevel=3)
     results: dict[str, xr.Dataset] = {}

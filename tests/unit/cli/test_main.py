@@ -7,6 +7,7 @@ import re
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from idaudit.cli import main
@@ -93,6 +94,34 @@ def test_interrupt_exits_130_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("idaudit demo: interrupted")
+
+
+def test_demo_interrupt_promises_a_resume_only_when_the_cache_holds_faces(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from idaudit.cli import _demo
+    from idaudit.faces import EmbeddingCache
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_demo, "run", interrupted)
+    out = tmp_path / "d"
+    out.mkdir()
+    plain = (
+        "idaudit demo: interrupted; files already written are complete (every file is written "
+        "atomically)"
+    )
+    assert main(["demo", "--out", str(out)]) == 130
+    assert capsys.readouterr().err == plain + ".\n"  # no cache yet: nothing to resume from
+    (out / ".cache").mkdir()
+    assert main(["demo", "--out", str(out)]) == 130
+    assert capsys.readouterr().err == plain + ".\n"  # an empty cache: still nothing
+    EmbeddingCache(out / ".cache").put("ab" * 32, np.ones(4, np.float32))
+    assert main(["demo", "--out", str(out)]) == 130
+    assert capsys.readouterr().err == (
+        plain + ", and a re-run resumes from the embedding cache.\n"
+    )
 
 
 def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
