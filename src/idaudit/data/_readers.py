@@ -432,13 +432,18 @@ def _named_label(columns: list[str]) -> str | None:
 def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
     """Choose the label column of a table none of whose columns is named for the labels.
 
-    A single column of text is the label column wherever it stands (said in a warning when
-    it is not the first); several are ambiguous and refused. Without a column of text, the
-    first column holds the labels (integer identities) unless it holds fractions, which are
-    coordinates, not identities: refused too.
+    A single column of text (other than text or list vectors) is the label column wherever
+    it stands (said in a warning when it is not the first); several are ambiguous and
+    refused. Without a column of text, the first column holds the labels (integer
+    identities) unless it holds fractions, which are coordinates, not identities: refused
+    too.
     """
     columns = [str(c) for c in frame.columns]
-    text = [c for c in _text_columns(frame, columns) if not _UNNAMED.match(c)]
+    text = [
+        c
+        for c in _text_columns(frame, columns)
+        if not _UNNAMED.match(c) and not _holds_vectors(frame[c])
+    ]
     named = [c for c in columns if not _UNNAMED.match(c)]  # an unnamed index is refused later
     if len(text) == 1:
         if text[0] != named[0]:
@@ -468,6 +473,20 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
             "`label_column`."
         )
     return columns[0]
+
+
+def _holds_vectors(col: pd.Series) -> bool:
+    """Whether a column's first filled cells are vectors (lists, or text like "[0.1, 0.2]")."""
+    filled = [v for v in col.to_numpy(dtype=object)[:20] if not _is_missing(v)]
+
+    def vector(v: Any) -> bool:
+        if not isinstance(v, str):
+            return hasattr(v, "__len__")  # a list or array cell of a Parquet file
+        if "(" in v:
+            v = _CALL.sub("", v).replace(")", " ")  # "array([0.1, ...])"
+        return _parses_as_number(v) and len(v.strip(_STRIP).replace(",", " ").split()) >= 2
+
+    return bool(filled) and all(vector(v) for v in filled)
 
 
 def _check_columns(columns: list[str], wanted: list[str], argument: str) -> None:

@@ -586,3 +586,19 @@ def test_an_ambiguous_label_column_is_refused_naming_label_column(tmp_path, tabl
         who=[1, 1, 1, 2, 2, 2, 2, 3, 3]
     )[["who", "e0", "e1", "e2", "e3"]].to_csv(ints, index=False)
     assert EmbeddingSet.from_csv(ints).counts == {"1": 3, "2": 4, "3": 2}
+
+
+def test_a_column_of_text_vectors_is_never_taken_for_the_labels(tmp_path, table):
+    # `who` (text) and `vec` (text vectors): one label candidate, read without a warning when
+    # it stands first, as before; a list column of a Parquet file is a vector column too
+    x, labels = table
+    path = tmp_path / "tv.csv"
+    pd.DataFrame({"who": labels, "vec": [str(list(r)) for r in x]}).to_csv(path, index=False)
+    es = EmbeddingSet.from_csv(path)
+    assert es.counts == {"n01": 3, "n02": 4, "n03": 2}
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-12)
+    pytest.importorskip("pyarrow")
+    pq_path = tmp_path / "tv.parquet"
+    pd.DataFrame({"vec": [list(r) for r in x], "who": labels}).to_parquet(pq_path)
+    with pytest.warns(IdauditWarning, match=r"column 'who', the only one holding text"):
+        assert EmbeddingSet.from_parquet(pq_path).counts == es.counts
