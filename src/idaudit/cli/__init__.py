@@ -30,14 +30,16 @@ status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
 
 __all__ = ["as_flags", "main"]
 
@@ -120,7 +122,8 @@ def _main(argv: Sequence[str] | None) -> int:
         # a misspelled flag of a sub-command: that sub-command's usage, not the top level's
         command.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        status: int = args.run(args)
+        with _warnings_between_bars(args.command):
+            status: int = args.run(args)
     except KeyboardInterrupt:
         # embed says itself what its cache holds; the demo caches its encoded faces too, and
         # a re-run resumes from them only once something is there
@@ -141,6 +144,41 @@ def _main(argv: Sequence[str] | None) -> int:
         # errors (missing input, an --out that cannot be created) their path; no traceback
         parser.exit(2, f"idaudit {args.command}: error: {as_flags(str(exc), command)}\n")
     return status
+
+
+@contextlib.contextmanager
+def _warnings_between_bars(command: str) -> Iterator[None]:
+    """Print each warning on a line of its own, never on the tail of a progress bar.
+
+    While a sub-command runs, a warning goes through ``tqdm.write``, which clears the bars,
+    writes the line and draws them again; idaudit's own warnings read as the command's
+    ``idaudit COMMAND: warning: ...`` lines.
+    """
+    previous = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        from tqdm import tqdm
+
+        from idaudit.exceptions import IdauditWarning
+
+        if issubclass(category, IdauditWarning):
+            text = f"idaudit {command}: warning: {message}"
+        else:
+            text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
+        tqdm.write(text, file=sys.stderr if file is None else file)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
 
 
 def _cache_holds_faces(out: str) -> bool:

@@ -124,6 +124,31 @@ def test_demo_interrupt_promises_a_resume_only_when_the_cache_holds_faces(
     )
 
 
+def test_a_warning_during_a_progress_bar_gets_a_line_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # a certifier warned from inside the benchmark's loop, and the line was glued to the
+    # bar's tail ("noise_sweep (gaussian):  40%|####  | 2/5 [...]/path.py:12: IdauditWarning")
+    import sys
+
+    from tqdm import tqdm
+
+    from idaudit.cli import _certify
+
+    def run(args: object) -> int:
+        for step in tqdm(range(3), desc="certify: development", file=sys.stderr):
+            if step == 1:
+                warnings.warn("can only certify epsilon_lb = 0", IdauditWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(_certify, "run", run)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # shown, as outside pytest, not raised
+        assert main(["certify", "x.npz", "--out", str(tmp_path / "o")]) == 0
+    lines = [line.split("\r")[-1] for line in capsys.readouterr().err.split("\n")]
+    assert "idaudit certify: warning: can only certify epsilon_lb = 0" in lines, lines
+
+
 def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
     # `idaudit ... | head`: the reader leaves after a few bytes; the command must not report
     # "[Errno 32] Broken pipe" as an input error (rc 2) but end as Unix tools do (128 + SIGPIPE)
