@@ -180,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
         n_pairs = min(_DEFAULT_N_PAIRS, available)
         if n_pairs < _DEFAULT_N_PAIRS:
             say(
-                f"auditing all {available} pairs of the {m} identities (fewer than the "
+                f"auditing {'the 1 pair' if available == 1 else f'all {available} pairs'} "
+                f"of the {m} identities (fewer than the "
                 f"default --n-pairs {_DEFAULT_N_PAIRS})"
             )
     elif n_pairs > available:
@@ -269,7 +270,8 @@ def _summary_markdown(
         min_rows_line(min_rows, small),
         "",
         (
-            f"Pairs: all {n_pairs} pairs of the {n_identities} identities kept"
+            f"Pairs: {'the 1 pair' if n_pairs == 1 else f'all {n_pairs} pairs'} of the "
+            f"{n_identities} identities kept"
             if n_pairs == n_identities * (n_identities - 1) // 2
             else f"Pairs: the first {n_pairs} of one seeded shuffle of all pairs of the "
             f"{n_identities} identities kept"

@@ -273,3 +273,22 @@ def test_help_and_run_agree_that_failed_rows_are_kept_as_outputs(
         "dropped 1 (missing: 1); failed 2 (missing: 1, zero_norm: 1), kept as failed outputs"
         in capsys.readouterr().out
     )
+
+
+def test_counts_of_one_are_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gen = np.random.default_rng(0)
+    np.savez(
+        tmp_path / "two.npz", embeddings=gen.normal(size=(20, 4)), labels=["a"] * 10 + ["b"] * 10
+    )
+    argv = ["audit", str(tmp_path / "two.npz"), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--methods", "gaussmech", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ": 20 rows, 2 identities, dim 4;" in out
+    assert "auditing the 1 pair of the 2 identities (fewer than the default --n-pairs 100)" in out
+    assert (
+        "Pairs: the 1 pair of the 2 identities kept" in (tmp_path / "o" / "summary.md").read_text()
+    )
+    np.savez(tmp_path / "one.npz", embeddings=gen.normal(size=(1, 4)), labels=["a"])
+    with pytest.raises(SystemExit):
+        main(["audit", str(tmp_path / "one.npz"), "--out", str(tmp_path / "p"), "--quiet"])
+    assert ": 1 row, 1 identity, dim 4;" in capsys.readouterr().out

@@ -267,7 +267,8 @@ def test_a_lone_text_column_is_the_label_and_ambiguity_names_the_flag(
         main(["certify", str(tmp_path / "two.csv"), "--out", str(tmp_path / "c"), "--quiet"])
     assert exc.value.code == 2
     assert capsys.readouterr().err == (
-        "idaudit certify: error: cannot tell which column of '" + str(tmp_path / "two.csv")
+        "idaudit certify: error: cannot tell which column of '"
+        + str(tmp_path / "two.csv")
         + "' holds the identity labels: none is named label, identity, id, and 2 columns hold "
         "text (['subject', 'file']); name the label column with `--label-column`.\n"
     )

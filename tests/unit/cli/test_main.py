@@ -119,9 +119,7 @@ def test_demo_interrupt_promises_a_resume_only_when_the_cache_holds_faces(
     assert capsys.readouterr().err == plain + ".\n"  # an empty cache: still nothing
     EmbeddingCache(out / ".cache").put("ab" * 32, np.ones(4, np.float32))
     assert main(["demo", "--out", str(out)]) == 130
-    assert capsys.readouterr().err == (
-        plain + ", and a re-run resumes from the embedding cache.\n"
-    )
+    assert capsys.readouterr().err == (plain + ", and a re-run resumes from the embedding cache.\n")
 
 
 def test_a_warning_during_a_progress_bar_gets_a_line_of_its_own(

@@ -582,9 +582,9 @@ def test_an_ambiguous_label_column_is_refused_naming_label_column(tmp_path, tabl
         EmbeddingSet.from_csv(bare)
     # integer identities in the first column stay the labels, as before
     ints = tmp_path / "ints.csv"
-    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(
-        who=[1, 1, 1, 2, 2, 2, 2, 3, 3]
-    )[["who", "e0", "e1", "e2", "e3"]].to_csv(ints, index=False)
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(who=[1, 1, 1, 2, 2, 2, 2, 3, 3])[
+        ["who", "e0", "e1", "e2", "e3"]
+    ].to_csv(ints, index=False)
     assert EmbeddingSet.from_csv(ints).counts == {"1": 3, "2": 4, "3": 2}
 
 
