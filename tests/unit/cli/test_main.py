@@ -295,6 +295,7 @@ def _input_error_files(folder: Path) -> dict[str, Path]:
         (["embed", "{noimg}", "--all-faces", "--cache", "c"], "`--cache` works without"),
         (["privacy", "a", "b", "c"], "`train` must be an existing folder; got 'a'"),
         (["privacy", "{empty}", "{empty}", "{empty}"], "`train` must hold one sub-folder"),
+        (["privacy", "{noimg}", "{noimg}", "{noimg}"], "`train` holds no image file in its"),
         (["demo", "--out", "{text}/o"], "`--out` must be a folder that can be created"),
     ],
 )
