@@ -126,9 +126,14 @@ class FacePipeline:
     >>> import numpy as np
     >>> from idaudit.faces import DlibEncoder, FacePipeline, MTCNNDetector
     >>> pipe = FacePipeline(MTCNNDetector(), DlibEncoder(), progress=False)
-    >>> emb, outcomes = pipe.encode([np.zeros((64, 64, 3), np.uint8), np.zeros((0, 0))])
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     emb, outcomes = pipe.encode([np.zeros((64, 64, 3), np.uint8), np.zeros((0, 0))])
     >>> emb.shape, outcomes["status"].tolist()
     ((0, 128), ['no_face', 'bad_format'])
+    >>> print(caught[0].message)  # no input kept a face: said, with the count of each reason
+    FacePipeline.encode kept no face from any of the 2 inputs (bad_format: 1, no_face: 1); ...
     """
 
     def __init__(
