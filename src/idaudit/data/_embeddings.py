@@ -264,8 +264,8 @@ class EmbeddingSet:
             Column holding the identity labels. Default: the first column named ``"label"``,
             ``"identity"`` or ``"id"``; else the one column holding text (not text vectors)
             wherever it stands, with a warning when it is not the first; else the first
-            column. Several text columns, or fractions in that first column, are refused as
-            ambiguous, asking for ``label_column``.
+            column. Several text columns, one beside a first column of integers, or fractions
+            in the first column are refused as ambiguous, asking for ``label_column``.
         vector_column : str or list of str, optional
             One column holding text vectors; the list of numeric columns; a pattern naming
             them (``"f*"``, :func:`fnmatch.fnmatchcase` rules); or an inclusive range of

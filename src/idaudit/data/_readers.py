@@ -137,9 +137,8 @@ def read_csv(
     if label is not None and len(frame) == 0:
         shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
         raise InvalidInputError(f"{where!r} has no data rows: it holds only the header {shown}.")
-    if label is not None:
-        label_column = label  # chosen once, from the values when no column is named for it
-    return _parse_frame(frame, label_column, vector_column, where=where), _sha256(raw)
+    # the label column is chosen once (from the values, when no column is named for it)
+    return _parse_frame(frame, label_column, vector_column, where=where, label=label), _sha256(raw)
 
 
 def _check_header(columns: list[str], label: str, *, by_name: bool, where: str) -> None:
@@ -261,6 +260,7 @@ def _parse_frame(
     vector_column: str | list[str] | None,
     *,
     where: str,
+    label: str | None = None,
 ) -> Parsed:
     columns = [str(c) for c in frame.columns]
     frame.columns = pd.Index(columns)
@@ -269,9 +269,9 @@ def _parse_frame(
             f"the table must have a label column and at least one vector column; got "
             f"columns {columns}."
         )
-    if label_column is None and not _named_label(columns):
+    if label is None and label_column is None and not _named_label(columns):
         label = _guess_label_column(frame, where)
-    else:
+    elif label is None:
         label = _choose_label_column(columns, label_column)
     if vector_column is None:
         # columns without a header name are never guessed into a role: the usual one is the
@@ -433,10 +433,11 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
     """Choose the label column of a table none of whose columns is named for the labels.
 
     A single column of text (other than text or list vectors) is the label column wherever
-    it stands (said in a warning when it is not the first); several are ambiguous and
-    refused. Without a column of text, the first column holds the labels (integer
+    it stands (said in a warning when it is not the first), unless the first column holds
+    integers, which may be identities too; that, and several text columns, are ambiguous
+    and refused. Without a column of text, the first column holds the labels (integer
     identities) unless it holds fractions, which are coordinates, not identities: refused
-    too.
+    too. Columns without a header name (a written row index) are never candidates.
     """
     columns = [str(c) for c in frame.columns]
     text = [
@@ -444,9 +445,22 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
         for c in _text_columns(frame, columns)
         if not _UNNAMED.match(c) and not _holds_vectors(frame[c])
     ]
-    named = [c for c in columns if not _UNNAMED.match(c)]  # an unnamed index is refused later
+    named = [c for c in columns if not _UNNAMED.match(c)] or columns  # unnamed: refused later
+    first = named[0]
+    values = pd.to_numeric(frame[first], errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan
+    )
+    finite = values[np.isfinite(values)]
+    integers = finite.size > 0 and bool(np.all(finite == np.round(finite)))
+    if len(text) == 1 and text[0] != first and integers:
+        raise InvalidInputError(
+            f"cannot tell which column of {where!r} holds the identity labels: none is named "
+            f"{', '.join(LABEL_COLUMN_NAMES)}; {text[0]!r} is the only one holding text, but "
+            f"the first, {first!r}, holds integers, which may be identities too; name the label "
+            "column with `label_column`."
+        )
     if len(text) == 1:
-        if text[0] != named[0]:
+        if text[0] != first:
             warnings.warn(
                 f"no column of {where!r} is named {' or '.join(LABEL_COLUMN_NAMES)}; column "
                 f"{text[0]!r}, the only one holding text, is taken as the identity labels "
@@ -462,17 +476,14 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
             f"{', '.join(LABEL_COLUMN_NAMES)}, and {len(text)} columns hold text ({shown}); "
             "name the label column with `label_column`."
         )
-    first = frame[columns[0]]
-    values = pd.to_numeric(first, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    finite = values[np.isfinite(values)]
-    if finite.size and not np.all(finite == np.round(finite)):
+    if finite.size and not integers:
         raise InvalidInputError(
             f"cannot tell which column of {where!r} holds the identity labels: none is named "
-            f"{', '.join(LABEL_COLUMN_NAMES)} or holds text, and the first, {columns[0]!r}, "
+            f"{', '.join(LABEL_COLUMN_NAMES)} or holds text, and the first, {first!r}, "
             "holds fractions (a coordinate, not an identity); name the label column with "
             "`label_column`."
         )
-    return columns[0]
+    return first
 
 
 def _holds_vectors(col: pd.Series) -> bool:

@@ -580,6 +580,26 @@ def test_an_ambiguous_label_column_is_refused_naming_label_column(tmp_path, tabl
         r"`label_column`\.$",
     ):
         EmbeddingSet.from_csv(bare)
+    # integers in the first column may be identities too: a lone text column beside them
+    # (a file name?) is ambiguous, not silently the labels
+    mixed = tmp_path / "mixed.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(
+        subject=[1, 1, 1, 2, 2, 2, 2, 3, 3], file=[f"img{i}.png" for i in range(9)]
+    )[["subject", "file", "e0", "e1", "e2", "e3"]].to_csv(mixed, index=False)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"none is named label, identity, id; 'file' is the only one holding text, but the "
+        r"first, 'subject', holds integers, which may be identities too; name the label column "
+        r"with `label_column`\.$",
+    ):
+        EmbeddingSet.from_csv(mixed)
+    # a row index written by to_csv is never a label candidate: still refused by name
+    indexed = tmp_path / "indexed.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(who=[1, 1, 1, 2, 2, 2, 2, 3, 3])[
+        ["who", "e0", "e1", "e2", "e3"]
+    ].to_csv(indexed)
+    with pytest.raises(InvalidInputError, match=r"\['Unnamed: 0'\] have no header name"):
+        EmbeddingSet.from_csv(indexed)
     # integer identities in the first column stay the labels, as before
     ints = tmp_path / "ints.csv"
     pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(who=[1, 1, 1, 2, 2, 2, 2, 3, 3])[
