@@ -525,7 +525,8 @@ class _Plan:
                         f"more (the auditors' minimum); `es` has {len(self.identities)}."
                     )
                 warnings.warn(
-                    f'pairs="all" leaves out {len(self.excluded)} identities with fewer than '
+                    f'pairs="all" leaves out {len(self.excluded)} '
+                    f"{'identity' if len(self.excluded) == 1 else 'identities'} with fewer than "
                     f"{min_rows} successful rows, the auditors' minimum: {shown}{more}. The "
                     "result records them (attributes n_identities_excluded, "
                     "identities_excluded).",

@@ -44,7 +44,14 @@ from idaudit.certify._base import (
     threshold_cuts,
 )
 from idaudit.certify._scores import certify_scores
-from idaudit.data import DUPLICATES, EmbeddingSet, all_pairs, sample_pairs, split_identities
+from idaudit.data import (
+    DUPLICATES,
+    EmbeddingSet,
+    all_pairs,
+    sample_pairs,
+    split_identities,
+    split_min_rows,
+)
 from idaudit.dp import (
     epsilon_from_error_rates,
     epsilon_from_tradeoff,
@@ -361,7 +368,7 @@ class ReservedTestCertifier(BaseCertifier):
         """
         test_size = check_in_range(self.test_size, "test_size", 0.0, 1.0)
         n_folds = check_integer(self.n_folds, "n_folds", minimum=2)
-        return _smallest(lambda n: n - _n_test(n, test_size) >= n_folds, start=4)
+        return split_min_rows(test_size, n_folds)
 
     # -- fitted attributes ------------------------------------------------------------------
     @property

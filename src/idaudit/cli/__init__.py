@@ -30,14 +30,16 @@ status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
 
 __all__ = ["as_flags", "main"]
 
@@ -120,11 +122,15 @@ def _main(argv: Sequence[str] | None) -> int:
         # a misspelled flag of a sub-command: that sub-command's usage, not the top level's
         command.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        status: int = args.run(args)
+        with _warnings_between_bars(args.command):
+            status: int = args.run(args)
     except KeyboardInterrupt:
-        # embed says itself what its cache holds; the demo caches its encoded faces too
+        # embed says itself what its cache holds; the demo caches its encoded faces too, and
+        # a re-run resumes from them only once something is there
         resumes = (
-            ", and a re-run resumes from the embedding cache" if args.command == "demo" else ""
+            ", and a re-run resumes from the embedding cache"
+            if args.command == "demo" and _cache_holds_faces(args.out)
+            else ""
         )
         sys.stderr.write(
             f"idaudit {args.command}: interrupted; files already written are complete "
@@ -138,6 +144,51 @@ def _main(argv: Sequence[str] | None) -> int:
         # errors (missing input, an --out that cannot be created) their path; no traceback
         parser.exit(2, f"idaudit {args.command}: error: {as_flags(str(exc), command)}\n")
     return status
+
+
+@contextlib.contextmanager
+def _warnings_between_bars(command: str) -> Iterator[None]:
+    """Print each warning on a line of its own, never on the tail of a progress bar.
+
+    While a sub-command runs, a warning goes through ``tqdm.write``, which clears the bars,
+    writes the line and draws them again; idaudit's own warnings read as the command's
+    ``idaudit COMMAND: warning: ...`` lines.
+    """
+    previous = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        from tqdm import tqdm
+
+        from idaudit.exceptions import IdauditWarning
+
+        if issubclass(category, IdauditWarning):
+            text = f"idaudit {command}: warning: {message}"
+        else:
+            text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
+        tqdm.write(text, file=sys.stderr if file is None else file)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
+def _cache_holds_faces(out: str) -> bool:
+    """Whether the demo's embedding cache, ``OUT/.cache``, holds any stored result."""
+    cache = os.path.join(out, ".cache")
+    if not os.path.isdir(cache):
+        return False  # not made yet (EmbeddingCache would create it)
+    from idaudit.faces import EmbeddingCache
+
+    return len(EmbeddingCache(cache)) > 0
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -115,7 +115,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # every flag is checked before the input is read, and before the library loads
+    # every flag and the input itself are checked before the library (torch, scikit-learn)
+    # loads, so that an input error answers in about a second
     inside(args.alpha, "--alpha", 0.0, 1.0)
     inside(args.delta, "--delta", 0.0, 1.0, closed="left")
     inside(args.test_size, "--test-size", 0.0, 1.0)
@@ -128,7 +129,31 @@ def run(args: argparse.Namespace) -> int:
         ("--seed", args.seed, 0),
     ):
         at_least(value, flag, minimum)
+    from idaudit.data import split_min_rows
+
+    # what ReservedTestCertifier.min_rows() says: a split leaving one development row a fold
+    need = split_min_rows(args.test_size, args.n_folds)
+    who = "the certifier needs to split and fold"
+    if args.controls and 2 * args.n_folds > need:
+        need, who = 2 * args.n_folds, "the --controls need (2 x --n-folds)"
+    min_rows = check_min_rows(args.min_rows, need, who)
     check_device(args.device)  # used by the controls only, but never ignored
+
+    read = load_input(args)
+    say(f"read {args.embeddings}: {describe(read)}")
+    counted = "rows"
+    if args.duplicates == "collapse":  # an identity has as many draws as distinct rows
+        _, few = keep_min_rows(read.drop_duplicates(), min_rows)
+        es = read.subset(label for label in read.counts if label not in few)
+        small = {label: read.counts[label] for label in few}  # the rows dropped, copies too
+        counted = "distinct rows"
+    else:
+        es, small = keep_min_rows(read, min_rows)
+    min_rows_text = min_rows_line(min_rows, small, counted=counted)
+    if small:
+        say(min_rows_text)
+    out = out_dir(args.out)
+
     from idaudit._results import write_netcdf, write_text
     from idaudit.certify import ReservedTestCertifier, sanity_controls
 
@@ -146,26 +171,6 @@ def run(args: argparse.Namespace) -> int:
         rng=args.seed,
         progress=not args.quiet,
     )
-    need, who = cert.min_rows(), "the certifier needs to split and fold"
-    if args.controls and 2 * args.n_folds > need:
-        need, who = 2 * args.n_folds, "the --controls need (2 x --n-folds)"
-    min_rows = check_min_rows(args.min_rows, need, who)
-
-    read = load_input(args)
-    say(f"read {args.embeddings}: {describe(read)}")
-    counted = "rows"
-    if args.duplicates == "collapse":  # an identity has as many draws as distinct rows
-        _, few = keep_min_rows(read.drop_duplicates(), min_rows)
-        es = read.subset(label for label in read.counts if label not in few)
-        small = {label: read.counts[label] for label in few}  # the rows dropped, copies too
-        counted = "distinct rows"
-    else:
-        es, small = keep_min_rows(read, min_rows)
-    min_rows_text = min_rows_line(min_rows, small, counted=counted)
-    if small:
-        say(min_rows_text)
-    out = out_dir(args.out)
-
     # the library's warnings (duplicates, too few test rows) go to stderr and the report
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", IdauditWarning)

@@ -207,8 +207,19 @@ def load_input(args: argparse.Namespace, path: str | Path | None = None) -> Any:
         if not issubclass(w.category, IdauditWarning):
             warnings.warn(w.message, w.category, stacklevel=2)  # not ours: pass it on
         elif not str(w.message).startswith("EmbeddingSet"):
-            say(f"note: {w.message}")
+            say(f"note: {_input_flags(str(w.message))}")
     return es
+
+
+#: The readers' parameters that :func:`add_input` offers as flags.
+_INPUT_FLAGS = ("label_column", "vector_column", "embeddings_key", "labels_key")
+
+
+def _input_flags(message: str) -> str:
+    """Name the flags of :func:`add_input` in a reader's note, not the Python parameters."""
+    for name in _INPUT_FLAGS:
+        message = message.replace(f"`{name}`", f"`--{name.replace('_', '-')}`")
+    return message
 
 
 def _vector_columns(value: list[str] | None) -> str | list[str] | None:
@@ -246,7 +257,8 @@ def describe(es: Any) -> str:
     else:
         failed = "failed rows dropped (certificates condition on success)"
     return (
-        f"{len(es)} rows, {len(es.identities)} identities, dim {es.dim}; dropped "
+        f"{plural(len(es), 'row', 'rows')}, "
+        f"{plural(len(es.identities), 'identity', 'identities')}, dim {es.dim}; dropped "
         f"{es.n_dropped_} ({dropped}); {failed}; exact duplicates {es.n_duplicates_}; "
         f"sha256 {es.sha256[:12]}…"
     )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 from typing import Any
 
-from idaudit.cli._common import add_quiet, out_dir, say
+from idaudit.cli._common import add_quiet, out_dir, plural, say
+from idaudit.exceptions import IdauditWarning
 
 __all__ = ["add_parser"]
 
@@ -129,17 +131,29 @@ def _find_images(root: Path) -> tuple[list[Path], list[str], int, list[Path]]:
                 skipped.append(path)
     if not paths:
         raise ValueError(
-            f"`IMAGES_DIR` holds {len(folders)} identity folder(s) but no image files "
-            f"({', '.join(sorted(_IMAGE_SUFFIXES))}); {len(skipped)} other file(s)."
+            f"`IMAGES_DIR` holds {plural(len(folders), 'identity folder', 'identity folders')} "
+            f"but no image files ({', '.join(sorted(_IMAGE_SUFFIXES))}); "
+            f"{plural(len(skipped), 'other file', 'other files')}."
         )
     return paths, labels, len(folders), skipped
 
 
-def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
-    """Build the detector and encoder that ``--encoder`` names, on ``--device``/``--threads``."""
-    encoder = args.encoder or ("arcface" if args.arcface_dir else "dlib")
+def _encoder_name(args: argparse.Namespace) -> str:
+    """Return the encoder ``--encoder`` names (or its default), checked against the flags."""
+    encoder: str = args.encoder or ("arcface" if args.arcface_dir else "dlib")
     if args.arcface_dir and encoder != "arcface":
         raise ValueError(f"`--arcface-dir` is used by --encoder arcface only; got {encoder!r}.")
+    if encoder == "dlib" and args.device != "cpu":
+        raise ValueError(
+            "`--device` must be cpu for --encoder dlib (dlib runs on the CPU; "
+            f"--encoder torch-dlib is the same network on CUDA); got {args.device!r}."
+        )
+    return encoder
+
+
+def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Build the detector and encoder that ``--encoder`` names, on ``--device``/``--threads``."""
+    encoder = _encoder_name(args)
     if encoder == "arcface":
         from idaudit.faces import ArcFaceEncoder, RetinaFaceDetector
 
@@ -151,11 +165,6 @@ def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
     from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
 
     if encoder == "dlib":
-        if args.device != "cpu":
-            raise ValueError(
-                "`--device` must be cpu for --encoder dlib (dlib runs on the CPU; "
-                f"--encoder torch-dlib is the same network on CUDA); got {args.device!r}."
-            )
         return MTCNNDetector(), DlibEncoder()
     return MTCNNDetector(args.device), TorchDlibEncoder(device=args.device)
 
@@ -195,31 +204,35 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"`--out` must end in .npz, .csv, .parquet or .pq; got {out.name!r}.")
     if args.batch_size < 1:
         raise ValueError(f"`--batch-size` must be >= 1; got {args.batch_size}.")
+    if args.all_faces and args.cache not in (None, "none"):
+        raise ValueError("`--cache` works without --all-faces only (one face per photo).")
+    _encoder_name(args)
+    # the folder's contents too, before torch loads: a wrong folder answers at once
+    found = _find_images(Path(args.images_dir))
     from idaudit._device import default_threads, thread_limit
 
     if args.threads is None:
         args.threads = default_threads()
     with thread_limit(args.threads):
-        return _embed(args)
+        return _embed(args, found)
 
 
-def _embed(args: argparse.Namespace) -> int:
+def _embed(args: argparse.Namespace, found: tuple[list[Path], list[str], int, list[Path]]) -> int:
     from idaudit._results import write_atomic
     from idaudit.faces import FacePipeline
 
     out = Path(args.out)  # its suffix and --batch-size were checked by run()
     outcomes_path = Path(args.outcomes) if args.outcomes else out.with_suffix(".outcomes.csv")
     root = Path(args.images_dir)
-    paths, labels, n_folders, skipped = _find_images(root)
+    paths, labels, n_folders, skipped = found
     n_ids = len(set(labels))
     say(
-        f"read {root}: {len(paths)} images in {n_folders} identity folders"
+        f"read {root}: {plural(len(paths), 'image', 'images')} in "
+        f"{plural(n_folders, 'identity folder', 'identity folders')}"
         + (f" ({n_folders - n_ids} without images)" if n_ids < n_folders else "")
         + (f"; {len(skipped)} other files skipped (named in the outcomes)" if skipped else "")
     )
     cache = None
-    if args.all_faces and args.cache not in (None, "none"):
-        raise ValueError("`--cache` works without --all-faces only (one face per photo).")
     if not args.all_faces and args.cache != "none":
         from idaudit.faces import EmbeddingCache
 
@@ -243,7 +256,10 @@ def _embed(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     try:
-        emb, outcomes = pipeline.encode(paths, cache=cache)
+        with warnings.catch_warnings():
+            # "kept no face": said below with the counts, and refused with one line
+            warnings.filterwarnings("ignore", "FacePipeline.encode kept no face", IdauditWarning)
+            emb, outcomes = pipeline.encode(paths, cache=cache)
     except KeyboardInterrupt:
         if cache is None:
             say("interrupted: nothing was saved (no cache); a re-run starts again")
@@ -262,8 +278,8 @@ def _embed(args: argparse.Namespace) -> int:
     _say_kept(outcomes, kept, labels, all_faces=args.all_faces)
     if len(kept) == 0:
         raise ValueError(
-            f"no face was embedded from the {len(paths)} images, so {str(out)!r} was not "
-            f"written; see {str(outcomes_path)!r}."
+            f"no face was embedded from {plural(len(paths), 'image', 'images')}, so "
+            f"{str(out)!r} was not written; see {str(outcomes_path)!r}."
         )
     sources = [str(Path(s).relative_to(root)) for s in kept["source"]]
     write = _embeddings_writer(out, emb, kept["identity"].to_numpy(), sources, encoder.name)

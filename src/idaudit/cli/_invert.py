@@ -214,7 +214,7 @@ def _file_targets(args: argparse.Namespace) -> tuple[np.ndarray, dict[str, Any]]
                 "`--identity` and `--index` select a row of a labelled file (.npz, .csv, "
                 ".parquet); a .npy has no labels, and every row of it is a target."
             )
-        arr = np.load(path, allow_pickle=False)
+        arr = _read_npy(path)
         chosen: dict[str, Any] = {}
     else:
         from idaudit.data import EmbeddingSet
@@ -246,6 +246,32 @@ def _file_targets(args: argparse.Namespace) -> tuple[np.ndarray, dict[str, Any]]
             "`EMBEDDINGS` must hold at least one target, each finite and non-zero."
         )
     return np.asarray(arr, dtype=np.float32), chosen
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    """Read a .npy array without unpickling; say what a file that is not one is not."""
+    import numpy as np
+
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if head != b"\x93NUMPY":
+        # numpy would try the bytes as a pickle and suggest loading them "unsafely": never
+        raise InvalidInputError(
+            f"`EMBEDDINGS` {str(path)!r} is not a .npy array (numpy.save's format): it does "
+            "not start with the .npy header."
+        )
+    try:
+        arr: np.ndarray = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc):  # an object array
+            raise InvalidInputError(
+                f"`EMBEDDINGS` {str(path)!r} stores Python objects, which idaudit never "
+                "unpickles; save the embeddings as a float array."
+            ) from exc
+        raise InvalidInputError(
+            f"`EMBEDDINGS` {str(path)!r} is a damaged .npy array ({exc}); write it again."
+        ) from exc
+    return arr
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from pathlib import Path
 from typing import Any
 
 from idaudit.cli._common import add_quiet, at_least, check_device, inside, out_dir, relay, say
+from idaudit.cli._embed import _IMAGE_SUFFIXES as IMAGE_SUFFIXES
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["add_parser"]
@@ -212,6 +214,39 @@ def _check(args: argparse.Namespace) -> None:
     if args.aligned and args.retinaface_onnx:
         raise InvalidInputError("`--aligned` skips detection; drop `--retinaface-onnx`.")
     check_device(args.device)
+    _check_paths(args)
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Check the three roots and the ``--subjects`` file, before torch loads."""
+    for split in ("train", "heldout", "synthetic"):
+        root = Path(getattr(args, split))
+        if not root.is_dir():
+            raise InvalidInputError(f"`{split}` must be an existing folder; got {str(root)!r}.")
+        cohorts = sorted(c for c in root.iterdir() if c.is_dir() and not c.name.startswith("."))
+        if not cohorts:
+            raise InvalidInputError(
+                f"`{split}` must hold one sub-folder per cohort; {str(root)!r} has none."
+            )
+        if not any(_holds_an_image(c) for c in cohorts):
+            shown = ", ".join(c.name for c in cohorts[:5]) + (", ..." if len(cohorts) > 5 else "")
+            raise InvalidInputError(
+                f"`{split}` holds no image file in its cohort folders ({shown}) in "
+                f"{str(root)!r}; images end in {', '.join(sorted(IMAGE_SUFFIXES))}."
+            )
+    if args.subjects is not None and not Path(args.subjects).is_file():
+        raise InvalidInputError(f"`--subjects` must be an existing file; got {args.subjects!r}.")
+    # a missing weight file is the library's to report: its MissingWeightsError says where
+    # the file is published and where to put it
+
+
+def _holds_an_image(folder: Path) -> bool:
+    """Whether an image file lies anywhere below ``folder`` (hidden ones not counted)."""
+    for path in folder.rglob("*"):
+        hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
+        if not hidden and path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
+            return True
+    return False
 
 
 def _run(args: argparse.Namespace) -> int:

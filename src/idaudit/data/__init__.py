@@ -12,14 +12,16 @@
   :func:`all_pairs` — any slice of all pairs in lexicographic order (what
   ``audit_pairs(es, "all", ...)`` audits), :func:`decode_pair_indices`, :func:`n_pairs_of`.
 * :func:`split_identities` — each identity's rows split once into development and test sides
-  (seed 000, Section 4.3); :data:`DUPLICATES` names its two readings of exact duplicates.
+  (seed 000, Section 4.3); :data:`DUPLICATES` names its two readings of exact duplicates;
+  :func:`split_min_rows` — the fewest rows an identity needs to keep a number of
+  development rows.
 """
 
 from __future__ import annotations
 
 from idaudit.data._embeddings import DROP_REASONS, FAILURES, EmbeddingSet
 from idaudit.data._pairs import all_pairs, decode_pair_indices, n_pairs_of, sample_pairs
-from idaudit.data._splits import DUPLICATES, split_identities
+from idaudit.data._splits import DUPLICATES, split_identities, split_min_rows
 
 __all__ = [
     "DROP_REASONS",
@@ -31,4 +33,5 @@ __all__ = [
     "n_pairs_of",
     "sample_pairs",
     "split_identities",
+    "split_min_rows",
 ]

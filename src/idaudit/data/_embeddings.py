@@ -262,7 +262,10 @@ class EmbeddingSet:
             The CSV file.
         label_column : str, optional
             Column holding the identity labels. Default: the first column named ``"label"``,
-            ``"identity"`` or ``"id"``, else the first column.
+            ``"identity"`` or ``"id"``; else the one column holding text (not text vectors)
+            wherever it stands, with a warning when it is not the first; else the first
+            column. Several text columns, one beside a first column of integers, or fractions
+            in the first column are refused as ambiguous, asking for ``label_column``.
         vector_column : str or list of str, optional
             One column holding text vectors; the list of numeric columns; a pattern naming
             them (``"f*"``, :func:`fnmatch.fnmatchcase` rules); or an inclusive range of
@@ -965,7 +968,8 @@ class EmbeddingSet:
             return self, dropped
         if len(dropped) == len(rows):
             raise InvalidInputError(
-                f"`min_rows` {min_rows} leaves none of the {len(rows)} identities "
+                f"`min_rows` {min_rows} leaves none of the "
+                f"{'1 identity' if len(rows) == 1 else f'{len(rows)} identities'} "
                 f"(the largest has {max(rows.values())} rows)."
             )
         return self.subset(label for label in rows if label not in dropped), dropped
@@ -978,7 +982,8 @@ class EmbeddingSet:
             more = ", ..." if len(self._rows) > 3 else ""
             raise InvalidInputError(
                 f"identity {label!r} is not in this EmbeddingSet "
-                f"({len(self._rows)} identities: {shown}{more})."
+                f"({len(self._rows)} {'identity' if len(self._rows) == 1 else 'identities'}: "
+                f"{shown}{more})."
             ) from None
 
     def _known(self, label: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy.typing as npt
 
 from idaudit._validation import RngLike, check_integer, check_random_state
 from idaudit.data._rows import normalise_label_dtype
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["all_pairs", "decode_pair_indices", "n_pairs_of", "sample_pairs"]
 
@@ -28,7 +29,8 @@ def sample_pairs(
     identities : array_like, shape (n_identities,)
         Identity labels (e.g. ``EmbeddingSet.identities``); duplicates are ignored.
     n : int, optional
-        How many pairs to return; default all :math:`m(m-1)/2` of them.
+        How many pairs to return; default all :math:`m(m-1)/2` of them. More than there
+        are returns all of them, with a warning naming both numbers.
     rng : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
         Seed of the one shuffle.
 
@@ -40,9 +42,14 @@ def sample_pairs(
     Raises
     ------
     InvalidInputError
-        If there are fewer than 2 distinct identities, or ``n`` exceeds the number of pairs.
+        If there are fewer than 2 distinct identities, or ``n`` is negative.
     TypeError
         If ``n`` is not an integer, or the labels are not mutually orderable.
+
+    Warns
+    -----
+    IdauditWarning
+        If ``n`` exceeds the number of pairs: all of them are returned, never a silent cut.
 
     Notes
     -----
@@ -72,10 +79,13 @@ def sample_pairs(
         n = total
     n = check_integer(n, "n", minimum=0)
     if n > total:
-        raise InvalidInputError(
-            f"`n` must be at most the number of unordered pairs, {total} for {m} identities; "
-            f"got {n}."
+        warnings.warn(
+            f"`n` asks for {n} pairs, but {m} identities have only {total}; all {total} are "
+            "returned.",
+            IdauditWarning,
+            stacklevel=2,
         )
+        n = total
     index = check_random_state(rng).permutation(total)[:n]  # (n,) lexicographic pair indices
     first, second = _decode_pairs(index, m)
     values = labels.tolist()

@@ -16,6 +16,7 @@ import os
 import re
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -104,7 +105,13 @@ def read_csv(
             columns = [
                 str(c) for c in pd.read_csv(io.BytesIO(raw), nrows=0, **_CSV_OPTIONS).columns
             ]
-            label = _choose_label_column(columns, label_column) if len(columns) >= 2 else None
+            label = None
+            if len(columns) >= 2 and label_column is None and not _named_label(columns):
+                # no column is named for the labels: the values say which holds text
+                guess = pd.read_csv(io.BytesIO(raw), low_memory=False, **_CSV_OPTIONS)
+                label = _guess_label_column(guess, where)
+            elif len(columns) >= 2:
+                label = _choose_label_column(columns, label_column)
             if label is not None:
                 _check_header(columns, label, by_name=label_column is not None, where=where)
                 na_values: Any = {c: list(_DEFAULT_NA) for c in columns}
@@ -130,7 +137,8 @@ def read_csv(
     if label is not None and len(frame) == 0:
         shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
         raise InvalidInputError(f"{where!r} has no data rows: it holds only the header {shown}.")
-    return _parse_frame(frame, label_column, vector_column), _sha256(raw)
+    # the label column is chosen once (from the values, when no column is named for it)
+    return _parse_frame(frame, label_column, vector_column, where=where, label=label), _sha256(raw)
 
 
 def _check_header(columns: list[str], label: str, *, by_name: bool, where: str) -> None:
@@ -185,7 +193,7 @@ def read_parquet(
     frame = table.to_pandas(integer_object_nulls=True)
     if len(frame) == 0 and frame.shape[1] >= 2:
         raise InvalidInputError(f"{os.fspath(path)!r} has no data rows.")
-    return _parse_frame(frame, label_column, vector_column), _sha256(raw)
+    return _parse_frame(frame, label_column, vector_column, where=os.fspath(path)), _sha256(raw)
 
 
 def read_npz(
@@ -197,24 +205,39 @@ def read_npz(
     :data:`OUTCOMES_KEY` array, checked (one non-empty string per row), or None if it has none.
     """
     raw = _read_bytes(path)
+    where = os.fspath(path)
+    if not raw.startswith(_ZIP_MAGIC):
+        # numpy would try the bytes as a pickle and suggest loading them "unsafely": never
+        raise InvalidInputError(
+            f"{where!r} is not a .npz archive (the zip of .npy arrays that numpy.savez "
+            f"writes): {_what_it_is(raw)}."
+        )
     try:
         archive = np.load(io.BytesIO(raw), allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise InvalidInputError(f"cannot read {os.fspath(path)!r} as .npz: {exc}") from exc
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InvalidInputError(f"cannot read {where!r} as .npz: {exc}") from exc
     with archive:
         keys = list(archive.keys())
         for name, key in (("embeddings_key", embeddings_key), ("labels_key", labels_key)):
             if key not in keys:
-                raise InvalidInputError(
-                    f"`{name}` {key!r} is not in {os.fspath(path)!r}; it holds {keys}."
-                )
+                raise InvalidInputError(f"`{name}` {key!r} is not in {where!r}; it holds {keys}.")
         try:
             x = archive[embeddings_key]
             labels = archive[labels_key]
             outcomes = archive[OUTCOMES_KEY] if OUTCOMES_KEY in keys else None
-        except ValueError as exc:  # object arrays need pickle
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            # a damaged archive: the zip directory reads, a member's bytes do not
             raise InvalidInputError(
-                f"{os.fspath(path)!r} stores Python objects, which idaudit never unpickles; "
+                f"{where!r} is a damaged .npz archive ({exc}); write it again."
+            ) from exc
+        except ValueError as exc:  # object arrays need pickle
+            if "pickle" not in str(exc):
+                # a member whose .npy header or data is cut short or garbled
+                raise InvalidInputError(
+                    f"{where!r} is a damaged .npz archive ({exc}); write it again."
+                ) from exc
+            raise InvalidInputError(
+                f"{where!r} stores Python objects, which idaudit never unpickles; "
                 "save the embeddings as a float array, the labels as a string or integer "
                 f"array and any {OUTCOMES_KEY!r} as a string array."
             ) from exc
@@ -232,7 +255,12 @@ def read_npz(
 
 # ---------------------------------------------------------------------- frames
 def _parse_frame(
-    frame: pd.DataFrame, label_column: str | None, vector_column: str | list[str] | None
+    frame: pd.DataFrame,
+    label_column: str | None,
+    vector_column: str | list[str] | None,
+    *,
+    where: str,
+    label: str | None = None,
 ) -> Parsed:
     columns = [str(c) for c in frame.columns]
     frame.columns = pd.Index(columns)
@@ -241,7 +269,10 @@ def _parse_frame(
             f"the table must have a label column and at least one vector column; got "
             f"columns {columns}."
         )
-    label = _choose_label_column(columns, label_column)
+    if label is None and label_column is None and not _named_label(columns):
+        label = _guess_label_column(frame, where)
+    elif label is None:
+        label = _choose_label_column(columns, label_column)
     if vector_column is None:
         # columns without a header name are never guessed into a role: the usual one is the
         # row index that DataFrame.to_csv writes by default, which would become coordinate 0
@@ -383,13 +414,90 @@ def _check_labels(col: pd.Series, label: str) -> npt.NDArray[Any]:
 
 
 def _choose_label_column(columns: list[str], label_column: str | None) -> str:
+    """Return the column ``label_column`` names, else the first of :data:`LABEL_COLUMN_NAMES`."""
     if label_column is not None:
         _check_columns(columns, [label_column], "label_column")
         return label_column
-    for name in LABEL_COLUMN_NAMES:
-        if name in columns:
-            return name
-    return columns[0]
+    named = _named_label(columns)
+    if named is None:  # pragma: no cover - callers guess from the values first
+        raise InvalidInputError("no column is named for the labels; give `label_column`.")
+    return named
+
+
+def _named_label(columns: list[str]) -> str | None:
+    """Return the first of :data:`LABEL_COLUMN_NAMES` that is a column, if any."""
+    return next((name for name in LABEL_COLUMN_NAMES if name in columns), None)
+
+
+def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
+    """Choose the label column of a table none of whose columns is named for the labels.
+
+    A single column of text (other than text or list vectors) is the label column wherever
+    it stands (said in a warning when it is not the first), unless the first column holds
+    integers, which may be identities too; that, and several text columns, are ambiguous
+    and refused. Without a column of text, the first column holds the labels (integer
+    identities) unless it holds fractions, which are coordinates, not identities: refused
+    too. Columns without a header name (a written row index) are never candidates.
+    """
+    columns = [str(c) for c in frame.columns]
+    text = [
+        c
+        for c in _text_columns(frame, columns)
+        if not _UNNAMED.match(c) and not _holds_vectors(frame[c])
+    ]
+    named = [c for c in columns if not _UNNAMED.match(c)] or columns  # unnamed: refused later
+    first = named[0]
+    values = pd.to_numeric(frame[first], errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan
+    )
+    finite = values[np.isfinite(values)]
+    integers = finite.size > 0 and bool(np.all(finite == np.round(finite)))
+    if len(text) == 1 and text[0] != first and integers:
+        raise InvalidInputError(
+            f"cannot tell which column of {where!r} holds the identity labels: none is named "
+            f"{', '.join(LABEL_COLUMN_NAMES)}; {text[0]!r} is the only one holding text, but "
+            f"the first, {first!r}, holds integers, which may be identities too; name the label "
+            "column with `label_column`."
+        )
+    if len(text) == 1:
+        if text[0] != first:
+            warnings.warn(
+                f"no column of {where!r} is named {' or '.join(LABEL_COLUMN_NAMES)}; column "
+                f"{text[0]!r}, the only one holding text, is taken as the identity labels "
+                "(name the label column with `label_column` to choose another).",
+                IdauditWarning,
+                stacklevel=5,  # _guess_label_column <- read_* <- from_* <- read <- the caller
+            )
+        return text[0]
+    if len(text) > 1:
+        shown = text if len(text) <= 8 else [*text[:8], "..."]
+        raise InvalidInputError(
+            f"cannot tell which column of {where!r} holds the identity labels: none is named "
+            f"{', '.join(LABEL_COLUMN_NAMES)}, and {len(text)} columns hold text ({shown}); "
+            "name the label column with `label_column`."
+        )
+    if finite.size and not integers:
+        raise InvalidInputError(
+            f"cannot tell which column of {where!r} holds the identity labels: none is named "
+            f"{', '.join(LABEL_COLUMN_NAMES)} or holds text, and the first, {first!r}, "
+            "holds fractions (a coordinate, not an identity); name the label column with "
+            "`label_column`."
+        )
+    return first
+
+
+def _holds_vectors(col: pd.Series) -> bool:
+    """Whether a column's first filled cells are vectors (lists, or text like "[0.1, 0.2]")."""
+    filled = [v for v in col.to_numpy(dtype=object)[:20] if not _is_missing(v)]
+
+    def vector(v: Any) -> bool:
+        if not isinstance(v, str):
+            return hasattr(v, "__len__")  # a list or array cell of a Parquet file
+        if "(" in v:
+            v = _CALL.sub("", v).replace(")", " ")  # "array([0.1, ...])"
+        return _parses_as_number(v) and len(v.strip(_STRIP).replace(",", " ").split()) >= 2
+
+    return bool(filled) and all(vector(v) for v in filled)
 
 
 def _check_columns(columns: list[str], wanted: list[str], argument: str) -> None:
@@ -560,6 +668,25 @@ def _is_missing(v: Any) -> bool:
     if isinstance(v, float) and np.isnan(v):
         return True
     return v is pd.NA or v is pd.NaT
+
+
+#: How a .npz archive starts: a zip local file header, or the end record of an empty zip.
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def _what_it_is(raw: bytes) -> str:
+    """Say what a file that is not a zip archive looks like, from its first bytes."""
+    if not raw:
+        return "it is empty"
+    if raw.startswith(b"\x93NUMPY"):
+        return "it is a single .npy array (numpy.save), which holds no labels"
+    head = raw[:4096]
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not merely a character cut at the end of the head
+            return "its first bytes are not a zip header"
+    return "it holds text (if it is a CSV file, give it the .csv suffix)"
 
 
 def _read_bytes(path: str | os.PathLike[str]) -> bytes:

@@ -9,11 +9,17 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._validation import RngLike, check_in_range, check_option, spawn_seeds
+from idaudit._validation import (
+    RngLike,
+    check_in_range,
+    check_integer,
+    check_option,
+    spawn_seeds,
+)
 from idaudit.data._embeddings import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["DUPLICATES", "split_identities"]
+__all__ = ["DUPLICATES", "split_identities", "split_min_rows"]
 
 #: Fewest rows each side of a split keeps per identity.
 MIN_ROWS_PER_SIDE = 2
@@ -119,12 +125,67 @@ def split_identities(
     for label in draws.counts:
         rows = draws._rows_of(label)  # (n_id,) positions in input order
         n = len(rows)
-        n_test = min(max(math.floor(test_size * n + 0.5), MIN_ROWS_PER_SIDE), n - 2)
+        n_test = _n_test(n, test_size)
         gen = np.random.default_rng(np.random.SeedSequence(base, spawn_key=_label_key(label)))
         order = gen.permutation(n)  # (n_id,)
         test_rows.append(rows[order[:n_test]])
         dev_rows.append(rows[order[n_test:]])
     return draws._take(np.concatenate(dev_rows)), draws._take(np.concatenate(test_rows))
+
+
+def _n_test(n: int, test_size: float) -> int:
+    """Test rows :func:`split_identities` takes from an identity of ``n`` rows (its Notes)."""
+    return min(max(math.floor(test_size * n + 0.5), MIN_ROWS_PER_SIDE), n - MIN_ROWS_PER_SIDE)
+
+
+def split_min_rows(test_size: float = 0.3, n_dev: int = MIN_ROWS_PER_SIDE) -> int:
+    """Return the fewest rows an identity needs to keep ``n_dev`` development rows in a split.
+
+    Parameters
+    ----------
+    test_size : float, default 0.3
+        The ``test_size`` of :func:`split_identities`, in (0, 1).
+    n_dev : int, default 2
+        Development rows wanted (e.g. one per fold of a cross-validation), at least 2.
+
+    Returns
+    -------
+    int
+        The smallest ``n >= 4`` whose split by :func:`split_identities` leaves at least
+        ``n_dev`` rows on the development side (and, as every split, 2 on the test side).
+
+    Raises
+    ------
+    InvalidInputError
+        If ``test_size`` is outside (0, 1) or ``n_dev`` is below 2.
+    TypeError
+        If ``n_dev`` is not an integer.
+
+    Examples
+    --------
+    >>> from idaudit.data import split_min_rows
+    >>> split_min_rows(0.3, 5)  # 7 rows: 2 test rows, 5 development rows
+    7
+    >>> split_min_rows(0.5, 10)
+    20
+    """
+    test_size = check_in_range(test_size, "test_size", 0.0, 1.0, closed="neither")
+    n_dev = check_integer(n_dev, "n_dev", minimum=MIN_ROWS_PER_SIDE)
+
+    def enough(n: int) -> bool:
+        return n - _n_test(n, test_size) >= n_dev
+
+    # n - n_test(n) never decreases with n: doubling, then bisection (O(log n) evaluations)
+    low = high = 2 * MIN_ROWS_PER_SIDE
+    while not enough(high):
+        low, high = high + 1, 2 * high
+    while low < high:
+        mid = (low + high) // 2
+        if enough(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def _label_key(label: Any) -> tuple[int, int]:

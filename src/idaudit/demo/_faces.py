@@ -125,6 +125,8 @@ class FaceDemoResult:
         Wall time of the run.
     files : dict of str to pathlib.Path
         The files written, by role.
+    n_cached : int, default 0
+        Draws whose result (a face's embedding, or no face) was read from the cache.
     """
 
     results: xr.Dataset
@@ -136,6 +138,7 @@ class FaceDemoResult:
     n_encoded: int
     seconds: float
     files: dict[str, Path]
+    n_cached: int = 0
 
     @property
     def top1_chance(self) -> float:
@@ -264,6 +267,7 @@ def run_face_demo(
     spreads = {name: _spread(cmp.embeddings[name].embeddings, cmp.identities) for name in names}
     table = _table(ds, cmp.certificates, cmp.linkage, cmp.lost, names, spreads)
     n_encoded = sum(e.n_encoded for e in cmp.embeddings.values())
+    n_cached = sum(int(e.counts["n_cached"].sum()) for e in cmp.embeddings.values())
     files = _write(out, ds, table, cmp, controls, sheet, ["source", *names[1:]])
     return FaceDemoResult(
         results=ds,
@@ -275,6 +279,7 @@ def run_face_demo(
         n_encoded=n_encoded,
         seconds=time.perf_counter() - start,
         files=files,
+        n_cached=n_cached,
     )
 
 

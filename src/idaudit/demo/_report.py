@@ -771,8 +771,8 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "the identity map are deterministic, so drawing sources with replacement would repeat "
         "rows exactly (iid draws of the channel over these sources, but no new information "
         "about the identity).",
-        f"* Embeddings are cached by content hash in `.cache/` (owner-only): a re-run "
-        f"encodes nothing. This run encoded {faces.n_encoded} faces in {faces.seconds:.0f} s.",
+        "* Embeddings are cached by content hash in `.cache/` (owner-only): a re-run "
+        f"encodes nothing. {_encoding_sentence(faces)}",
         "",
         "### Results",
         "",
@@ -815,3 +815,14 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         lines += _controls_lines(ctrl, fc.n_per_identity // 2)
     lines += _FACES_FILES
     return "\n".join(lines)
+
+
+def _encoding_sentence(faces: FaceDemoResult) -> str:
+    """Say what this run encoded and what it read from the cache, and how long it took."""
+    took = f"the faces part took {faces.seconds:.0f} s"
+    encoded = f"{faces.n_encoded} {'face' if faces.n_encoded == 1 else 'faces'}"
+    if faces.n_encoded == 0 and faces.n_cached:
+        return f"This run read all {faces.n_cached} results from the cache, encoding none; {took}."
+    if faces.n_cached:
+        return f"This run encoded {encoded} and read {faces.n_cached} from the cache; {took}."
+    return f"This run encoded {encoded}; {took}."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from idaudit._validation import check_integer
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.faces._cache import EmbeddingCache, content_key
 from idaudit.faces._io import read_pixels, to_rgb_uint8
 from idaudit.faces._types import Detector, Encoder, Face
@@ -125,9 +126,14 @@ class FacePipeline:
     >>> import numpy as np
     >>> from idaudit.faces import DlibEncoder, FacePipeline, MTCNNDetector
     >>> pipe = FacePipeline(MTCNNDetector(), DlibEncoder(), progress=False)
-    >>> emb, outcomes = pipe.encode([np.zeros((64, 64, 3), np.uint8), np.zeros((0, 0))])
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     emb, outcomes = pipe.encode([np.zeros((64, 64, 3), np.uint8), np.zeros((0, 0))])
     >>> emb.shape, outcomes["status"].tolist()
     ((0, 128), ['no_face', 'bad_format'])
+    >>> print(caught[0].message)  # no input kept a face: said, with the count of each reason
+    FacePipeline.encode kept no face from any of the 2 inputs (bad_format: 1, no_face: 1); ...
     """
 
     def __init__(
@@ -201,6 +207,12 @@ class FacePipeline:
         ------
         TypeError
             If ``images`` is not iterable or holds something other than arrays and paths.
+
+        Warns
+        -----
+        IdauditWarning
+            When inputs were given but none kept a face: the (0, dim) embeddings come with
+            the count of each failure (``no_face``, ``unreadable``, ``bad_format``).
         """
         items = _as_items(images)
         if cache is not None and self.all_faces:
@@ -275,6 +287,8 @@ class FacePipeline:
             if chunks
             else np.zeros((0, dim), dtype=np.float32)
         )
+        if items and n_rows == 0:
+            _warn_nothing_kept(rows, len(items))
         return embeddings, _outcomes_frame(rows)
 
     @staticmethod
@@ -314,6 +328,21 @@ class FacePipeline:
 
     def _encode(self, crops: list[npt.NDArray[np.uint8]]) -> npt.NDArray[np.float32]:
         return np.asarray(self.encoder.encode(np.stack(crops)), dtype=np.float32)
+
+
+def _warn_nothing_kept(rows: list[dict[str, Any]], n_inputs: int) -> None:
+    """Warn that no input gave a face, with the count of each reason."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    reasons = ", ".join(f"{status}: {n}" for status, n in sorted(counts.items()))
+    inputs = "the 1 input" if n_inputs == 1 else f"any of the {n_inputs} inputs"
+    warnings.warn(
+        f"FacePipeline.encode kept no face from {inputs} ({reasons}); the embeddings are "
+        "empty and the outcomes' status and message columns say why for each input.",
+        IdauditWarning,
+        stacklevel=3,
+    )
 
 
 def _describe(obj: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from idaudit._device import resolve_device
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.faces import FRAME_PAD_FRACTION
 
 __all__ = [
@@ -339,7 +340,10 @@ def embed_images(
     if not items:
         return statuses, out, messages
     pipe = FacePipeline(detector, encoder, batch_size=batch_size, progress=False)
-    emb, outcomes = pipe.encode(items)
+    with warnings.catch_warnings():
+        # each image's status is returned and counted by the report: no warning on top
+        warnings.filterwarnings("ignore", "FacePipeline.encode kept no face", IdauditWarning)
+        emb, outcomes = pipe.encode(items)
     first = outcomes.drop_duplicates("input_index").set_index("input_index")
     for k, i in enumerate(sent):
         row = first.loc[k]

@@ -362,7 +362,7 @@ def _check_draw_plan(
 
 
 def _run_draws(
-    engine: EncodedGenerator, plan: _DrawPlan, rng: RngLike, progress: bool
+    engine: EncodedGenerator, plan: _DrawPlan, rng: RngLike, progress: bool, desc: str
 ) -> tuple[npt.NDArray[np.float64], pd.DataFrame, pd.DataFrame]:
     """Draw every identity's sources, run them through ``engine`` and gather the rows.
 
@@ -384,7 +384,7 @@ def _run_draws(
     if progress:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(iterator, total=len(labels), desc="identities", unit="identity")
+        iterator = tqdm(iterator, total=len(labels), desc=desc, unit="identity")
     blocks: list[npt.NDArray[np.float64]] = []
     records: list[dict[str, Any]] = []
     for label, seed in iterator:
@@ -488,6 +488,7 @@ def encode_generator(
     progress: bool = True,
     failures: Literal["keep", "drop"] = "keep",
     original_faces: MutableMapping[tuple[Any, int], Face | None] | None = None,
+    progress_desc: str = "identities",
 ) -> GeneratorEmbeddings:
     """Run ``generator`` over every identity's source images and encode the outputs' faces.
 
@@ -516,6 +517,8 @@ def encode_generator(
         calls over the same ``images_by_identity`` and ``pipeline`` (as
         :func:`compare_conditions` does) and each original is detected once. Default: a
         fresh mapping for this call. Unused in detect mode.
+    progress_desc : str, default "identities"
+        Label of the progress bar (:func:`compare_conditions` names each condition's).
 
     Returns
     -------
@@ -546,7 +549,7 @@ def encode_generator(
         progress=False,
         original_faces=original_faces,
     )
-    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress)
+    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress, progress_desc)
     counts = _counts(engine, outcomes, vectors, rows, plan.min_rows)
     excluded = tuple(counts.index[counts["excluded"]].tolist())
     _warn_exclusions(counts, excluded, plan)
@@ -680,6 +683,8 @@ def _choose_pairs(
     pairs: int | str | Sequence[tuple[Any, Any]],
     excluded: Sequence[Any],
     seed: int,
+    *,
+    stacklevel: int = 4,  # the warning points at the caller of audit_generator (via _audit)
 ) -> tuple[list[tuple[Any, Any]], tuple[tuple[Any, Any], ...]]:
     ids = list(identities)
     if len(ids) < 2:
@@ -693,6 +698,13 @@ def _choose_pairs(
         return sample_pairs(ids, n_all, rng=seed), ()
     if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
         n = check_integer(int(pairs), "pairs", minimum=1)
+        if n > n_all:  # the rule of sample_pairs: all of them, with a warning, in attrs too
+            warnings.warn(
+                f"`pairs` asks for {n} pairs, but the {len(ids)} identities kept have only "
+                f"{n_all}; all {n_all} are audited.",
+                IdauditWarning,
+                stacklevel=stacklevel,
+            )
         return sample_pairs(ids, min(n, n_all), rng=seed), ()
     chosen: list[tuple[Any, Any]] = []
     dropped: list[tuple[Any, Any]] = []
@@ -750,8 +762,9 @@ def audit_generator(
         pixels and edge-padded before detection, as ``ShippedFaceGenerator.crops`` does.
     pairs : int, "all" or sequence of (label, label), default 100
         An int audits that many pairs of a seeded shuffle of all pairs of the kept
-        identities (all, if there are fewer: the results attr ``n_pairs_requested`` keeps the
-        number asked for and ``to_markdown`` says so); a list is filtered: pairs with an excluded
+        identities (all, if there are fewer, with a warning naming both numbers: the results
+        attrs ``n_pairs_requested`` and ``n_pairs_available`` keep them and ``to_markdown`` says
+        so); a list is filtered: pairs with an excluded
         identity are dropped and returned in ``dropped_pairs``.
     auditors : sequence of auditors, optional
         Default: GaussMech, KDE-LR (α = 0), MMD-TV and ROC-HT (5 folds).
@@ -894,6 +907,8 @@ def _audit(
     if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
         # an int asks for up to that many pairs: record what was asked beside what exists
         ds.attrs["n_pairs_requested"] = int(pairs)
+        n_ids = len(es.identities)
+        ds.attrs["n_pairs_available"] = n_ids * (n_ids - 1) // 2
     certs = None
     if certifier is not None:
         fitted = clone(certifier).fit(es, pair_list)
@@ -1020,10 +1035,10 @@ def compare_conditions(
     ]
     if len(common) < 2:
         raise InvalidInputError(
-            f"only {len(common)} identities have min_rows={need} usable outputs in every "
-            "condition; at least 2 are needed."
+            f"only {len(common)} {'identity has' if len(common) == 1 else 'identities have'} "
+            f"min_rows={need} usable outputs in every condition; at least 2 are needed."
         )
-    pair_list, _ = _choose_pairs(common, pairs, (), seed)
+    pair_list, _ = _choose_pairs(common, pairs, (), seed, stacklevel=3)
     results: dict[str, xr.Dataset] = {}
     certs: dict[str, xr.Dataset] = {}
     for name in names:
@@ -1062,7 +1077,11 @@ def _encode_conditions(
             warnings.filterwarnings("ignore", message=".*left with fewer than min_rows")
             warnings.filterwarnings("ignore", message=".*draws of the kept identities")
             coded[name] = encode_generator(
-                gen, images_by_identity, original_faces=original_faces, **settings
+                gen,
+                images_by_identity,
+                original_faces=original_faces,
+                progress_desc=f"{name}: identities",
+                **settings,
             )
     return coded
 

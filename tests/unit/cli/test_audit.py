@@ -13,7 +13,7 @@ import xarray as xr
 
 from idaudit.cli import main
 from idaudit.data import sample_pairs
-from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.exceptions import IdauditWarning
 
 
 def _mode(path: Path) -> int:
@@ -44,7 +44,7 @@ def test_n_pairs_above_the_pairs_available_is_an_error(
     tmp_path: Path, uneven_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # 7 identities keep >= 5 rows ('tiny' is dropped): 21 pairs, as sample_pairs counts them
-    with pytest.raises(InvalidInputError, match=r"at most the number of unordered pairs, 21"):
+    with pytest.warns(IdauditWarning, match=r"asks for 22 pairs, but 7 identities have only 21"):
         sample_pairs([f"p{i}" for i in range(6)] + ["small"], 22)
     argv = ["audit", str(uneven_file), "--out", str(tmp_path / "o"), "--n-pairs", "22"]
     with pytest.raises(SystemExit) as exc:
@@ -230,3 +230,65 @@ def test_manifest_names_the_conditions(tmp_path: Path) -> None:
     assert main(argv) == 0
     t1 = pd.read_csv(out / "table1.csv")
     assert t1["dataset"].tolist() == ["B", "E"]
+
+
+def test_the_rows_each_method_needs_are_what_the_auditors_say() -> None:
+    # `idaudit audit` checks --min-rows before the library loads, from its own table: pin it
+    # to the auditors' min_rows() as the command builds them (defaults: ROC-HT 5 folds)
+    from idaudit.audits import GaussMechAuditor, KDELRAuditor, MMDTVAuditor, ROCHTAuditor
+    from idaudit.cli._audit import _MIN_ROWS
+
+    auditors = {
+        "gaussmech": GaussMechAuditor(),
+        "kdelr": KDELRAuditor(mix=0.01),
+        "mmdtv": MMDTVAuditor(n_permutations=200, rng=0),
+        "rocht": ROCHTAuditor(classifier="random_forest", rng=0),
+    }
+    assert {name: aud.min_rows() for name, aud in auditors.items()} == _MIN_ROWS
+
+
+def test_help_and_run_agree_that_failed_rows_are_kept_as_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # DESIGN: failures are outputs. The help said "missing and zero-norm rows dropped", while
+    # a run kept them as failed outputs: both now say what happens
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "rows without a label are dropped and counted; rows whose vector is missing, "
+        "unparseable, not finite or of zero norm are failed outputs of their identity, kept "
+        "and counted, and the audits report each identity's failure rate"
+    ) in text
+    gen = np.random.default_rng(0)
+    x = gen.normal(size=(40, 4))
+    x[0], x[1] = np.nan, 0.0  # a missing vector and a zero-norm one, both of identity a
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(4)])
+    frame.insert(0, "identity", np.repeat(list("abcd"), 10))
+    frame.loc[5, "identity"] = np.nan  # no label: dropped
+    frame.to_csv(tmp_path / "fail.csv", index=False)
+    argv = ["audit", str(tmp_path / "fail.csv"), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--methods", "gaussmech", "--quiet"]) == 0
+    assert (
+        "dropped 1 (missing: 1); failed 2 (missing: 1, zero_norm: 1), kept as failed outputs"
+        in capsys.readouterr().out
+    )
+
+
+def test_counts_of_one_are_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gen = np.random.default_rng(0)
+    np.savez(
+        tmp_path / "two.npz", embeddings=gen.normal(size=(20, 4)), labels=["a"] * 10 + ["b"] * 10
+    )
+    argv = ["audit", str(tmp_path / "two.npz"), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--methods", "gaussmech", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ": 20 rows, 2 identities, dim 4;" in out
+    assert "auditing the 1 pair of the 2 identities (fewer than the default --n-pairs 100)" in out
+    assert (
+        "Pairs: the 1 pair of the 2 identities kept" in (tmp_path / "o" / "summary.md").read_text()
+    )
+    np.savez(tmp_path / "one.npz", embeddings=gen.normal(size=(1, 4)), labels=["a"])
+    with pytest.raises(SystemExit):
+        main(["audit", str(tmp_path / "one.npz"), "--out", str(tmp_path / "p"), "--quiet"])
+    assert ": 1 row, 1 identity, dim 4;" in capsys.readouterr().out

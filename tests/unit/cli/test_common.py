@@ -241,3 +241,34 @@ def test_a_text_column_is_left_out_of_the_vectors_and_said(
     argv = ["audit", str(tmp_path / "emb.csv"), "--out", str(tmp_path / "o2")]
     assert main([*argv, "--methods", "gaussmech", "--vector-column", "e0:e1", "--quiet"]) == 0
     assert "dim 2" in capsys.readouterr().out
+
+
+def test_a_lone_text_column_is_the_label_and_ambiguity_names_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # columns e0..e5 then `subject`: the labels, said in a note that names the flag
+    gen = np.random.default_rng(2)
+    frame = pd.DataFrame(gen.normal(size=(40, 6)), columns=[f"e{j}" for j in range(6)])
+    frame["subject"] = np.repeat(["a", "b", "c", "d"], 10)
+    frame.to_csv(tmp_path / "emb.csv", index=False)
+    argv = ["audit", str(tmp_path / "emb.csv"), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--methods", "gaussmech", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "note: no column of '" + str(tmp_path / "emb.csv") + "' is named label or identity or "
+        "id; column 'subject', the only one holding text, is taken as the identity labels "
+        "(name the label column with `--label-column` to choose another).\n"
+    ) in printed
+    assert "40 rows, 4 identities, dim 6" in printed
+    # a second text column makes it ambiguous: refused, naming the flag
+    frame["file"] = [f"img{i}.png" for i in range(40)]
+    frame.to_csv(tmp_path / "two.csv", index=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["certify", str(tmp_path / "two.csv"), "--out", str(tmp_path / "c"), "--quiet"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == (
+        "idaudit certify: error: cannot tell which column of '"
+        + str(tmp_path / "two.csv")
+        + "' holds the identity labels: none is named label, identity, id, and 2 columns hold "
+        "text (['subject', 'file']); name the label column with `--label-column`.\n"
+    )

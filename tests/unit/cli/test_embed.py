@@ -187,7 +187,7 @@ def test_folder_without_identity_folders_or_faces(
     with pytest.raises(SystemExit):  # images, but not one face: outcomes only
         main(["embed", str(tmp_path), "--out", str(tmp_path / "e.npz"), "--quiet"])
     err = capsys.readouterr().err
-    assert "no face was embedded from the 1 images" in err
+    assert "no face was embedded from 1 image, so" in err
     assert not (tmp_path / "e.npz").exists()
     assert (tmp_path / "e.outcomes.csv").is_file()
 
@@ -208,7 +208,7 @@ def test_identity_folders_without_images_fail_before_loading_models(
     with pytest.raises(SystemExit):
         main(["embed", str(tmp_path / "imgs"), "--out", str(tmp_path / "e.npz"), "--quiet"])
     err = capsys.readouterr().err
-    assert "holds 2 identity folder(s) but no image files" in err
+    assert "holds 2 identity folders but no image files" in err
     assert not (tmp_path / "e.outcomes.csv").exists()
 
 

@@ -175,6 +175,30 @@ def test_invert_npy_has_no_rows_to_choose(
     assert "a .npy has no labels" in err
 
 
+def test_invert_npy_that_is_not_one_says_so_and_never_suggests_unpickling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "text.npy").write_text("0.1,0.2,0.3\n")
+    np.save(tmp_path / "objects.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
+    raw = (tmp_path / "objects.npy").read_bytes()
+    np.save(tmp_path / "cut.npy", np.ones(128, np.float32))
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "cut.npy").read_bytes()[:-8])
+    said = {
+        "text.npy": "is not a .npy array (numpy.save's format): it does not start with the .npy "
+        "header.",
+        "objects.npy": "stores Python objects, which idaudit never unpickles; save the "
+        "embeddings as a float array.",
+        "cut.npy": "is a damaged .npy array (Failed to read all data for array.",
+    }
+    assert raw.startswith(b"\x93NUMPY")
+    for name, message in said.items():
+        err = _fails(["invert", str(tmp_path / name), "--out", str(tmp_path / "o")], capsys)
+        assert err.startswith(f"idaudit invert: error: `EMBEDDINGS` {str(tmp_path / name)!r} ")
+        assert message in err
+        assert "allow_pickle" not in err
+        assert err.count("\n") == 1
+
+
 def test_invert_an_independent_test_model_and_carried_queries(
     tmp_path: Path, buffalo_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

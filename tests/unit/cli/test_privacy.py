@@ -81,3 +81,11 @@ def test_cli_writes_the_outputs_and_checks_flags(
     assert "`--dlib-runtime` chooses how dlib runs; drop it with `--no-dlib`." in (
         capsys.readouterr().err
     )
+
+
+def test_the_command_knows_the_image_suffixes_the_privacy_check_reads() -> None:
+    # the command checks each root for an image before the library loads: same suffixes
+    from idaudit.cli._privacy import IMAGE_SUFFIXES as checked
+    from idaudit.memorization._images import IMAGE_SUFFIXES as read
+
+    assert checked == read

@@ -1,4 +1,5 @@
 import hashlib
+from re import match as re_match
 
 import numpy as np
 import pandas as pd
@@ -276,6 +277,64 @@ def test_npz_refuses_pickled_objects(tmp_path):
         EmbeddingSet.from_npz(path)
 
 
+def _embed_like_npz(path):
+    """An archive laid out as `idaudit embed` writes it (60 rows of 128 float32, ~32 kB)."""
+    gen = np.random.default_rng(0)
+    with open(path, "wb") as fh:
+        np.savez(
+            fh,
+            embeddings=gen.normal(size=(60, 128)).astype(np.float32),
+            labels=np.repeat([f"id{i}" for i in range(6)], 10),
+            sources=np.array([f"id{i // 10}/{i}.jpg" for i in range(60)]),
+            encoder=np.asarray("dlib"),
+        )
+
+
+def test_npz_damaged_inside_is_an_input_error_naming_the_file(tmp_path):
+    path = tmp_path / "flipped.npz"
+    _embed_like_npz(path)
+    raw = bytearray(path.read_bytes())
+    raw[2000:2400] = bytes(b ^ 0xFF for b in raw[2000:2400])  # inside embeddings.npy's data
+    path.write_bytes(bytes(raw))
+    expected = (
+        r"'.*flipped\.npz' is a damaged \.npz archive \(Bad CRC-32 for file "
+        r"'embeddings\.npy'\); write it again\.$"
+    )
+    for read in (EmbeddingSet.read, EmbeddingSet.from_npz):
+        with pytest.raises(InvalidInputError, match=expected):
+            read(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"label,e0\na,0.1\n", r"it holds text \(if it is a CSV file, give it the \.csv suffix\)"),
+        (b"", "it is empty"),
+        (b"\x00\xff\xfe\x80" * 64, "its first bytes are not a zip header"),
+    ],
+)
+def test_npz_that_is_not_an_archive_says_what_it_is_not_never_pickle(tmp_path, content, said):
+    path = tmp_path / "x.npz"
+    path.write_bytes(content)
+    with pytest.raises(InvalidInputError) as info:
+        EmbeddingSet.read(path)
+    message = str(info.value)
+    assert re_match(
+        r"'.*x\.npz' is not a \.npz archive \(the zip of \.npy arrays that numpy\.savez "
+        rf"writes\): {said}\.$",
+        message,
+    )
+    assert "pickle" not in message  # numpy's own message suggests allow_pickle=: never
+
+
+def test_npy_file_named_npz_is_said_to_be_one_array(tmp_path):
+    path = tmp_path / "one.npz"
+    with open(path, "wb") as fh:
+        np.save(fh, np.zeros((3, 4)))
+    with pytest.raises(InvalidInputError, match=r"it is a single \.npy array \(numpy\.save\)"):
+        EmbeddingSet.read(path)
+
+
 def test_parquet_list_column(tmp_path, table):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
@@ -470,3 +529,96 @@ def test_readers_pass_failures_through(tmp_path):
         np.testing.assert_array_equal(dropped.embeddings, kept.embeddings)
     with pytest.raises(InvalidInputError, match="`failures` must be one of 'keep', 'drop'"):
         EmbeddingSet.from_csv(path, failures="ignore")
+
+
+def test_a_single_text_column_is_the_label_wherever_it_stands(tmp_path, table):
+    # columns e0..e3 then `subject`: the text column holds the labels, said in a warning
+    x, labels = table
+    path = tmp_path / "last.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(subject=labels).to_csv(
+        path, index=False
+    )
+    expected = (
+        r"no column of '.*last\.csv' is named label or identity or id; column 'subject', the "
+        r"only one holding text, is taken as the identity labels \(name the label column with "
+        r"`label_column` to choose another\)\."
+    )
+    with pytest.warns(IdauditWarning, match=expected):
+        es = EmbeddingSet.from_csv(path)
+    assert es.counts == {"n01": 3, "n02": 4, "n03": 2}
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-15)
+    # the same table as Parquet reads the same way
+    pytest.importorskip("pyarrow")
+    pq_path = tmp_path / "last.parquet"
+    pd.read_csv(path).to_parquet(pq_path, index=False)
+    with pytest.warns(IdauditWarning, match=r"column 'subject', the only one holding text"):
+        assert EmbeddingSet.from_parquet(pq_path).counts == es.counts
+
+
+def test_an_ambiguous_label_column_is_refused_naming_label_column(tmp_path, table):
+    x, labels = table
+    two = tmp_path / "two.csv"
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(
+        subject=labels, file=[f"img{i}.png" for i in range(9)]
+    )
+    frame.to_csv(two, index=False)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"cannot tell which column of '.*two\.csv' holds the identity labels: none is "
+        r"named label, identity, id, and 2 columns hold text \(\['subject', 'file'\]\); name "
+        r"the label column with `label_column`\.$",
+    ):
+        EmbeddingSet.from_csv(two)
+    assert EmbeddingSet.from_csv(two, label_column="subject", vector_column="e*").dim == 4
+    # no text at all, and fractions in the first column: a coordinate, never the labels
+    bare = tmp_path / "bare.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).to_csv(bare, index=False)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"none is named label, identity, id or holds text, and the first, 'e0', holds "
+        r"fractions \(a coordinate, not an identity\); name the label column with "
+        r"`label_column`\.$",
+    ):
+        EmbeddingSet.from_csv(bare)
+    # integers in the first column may be identities too: a lone text column beside them
+    # (a file name?) is ambiguous, not silently the labels
+    mixed = tmp_path / "mixed.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(
+        subject=[1, 1, 1, 2, 2, 2, 2, 3, 3], file=[f"img{i}.png" for i in range(9)]
+    )[["subject", "file", "e0", "e1", "e2", "e3"]].to_csv(mixed, index=False)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"none is named label, identity, id; 'file' is the only one holding text, but the "
+        r"first, 'subject', holds integers, which may be identities too; name the label column "
+        r"with `label_column`\.$",
+    ):
+        EmbeddingSet.from_csv(mixed)
+    # a row index written by to_csv is never a label candidate: still refused by name
+    indexed = tmp_path / "indexed.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(who=[1, 1, 1, 2, 2, 2, 2, 3, 3])[
+        ["who", "e0", "e1", "e2", "e3"]
+    ].to_csv(indexed)
+    with pytest.raises(InvalidInputError, match=r"\['Unnamed: 0'\] have no header name"):
+        EmbeddingSet.from_csv(indexed)
+    # integer identities in the first column stay the labels, as before
+    ints = tmp_path / "ints.csv"
+    pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(who=[1, 1, 1, 2, 2, 2, 2, 3, 3])[
+        ["who", "e0", "e1", "e2", "e3"]
+    ].to_csv(ints, index=False)
+    assert EmbeddingSet.from_csv(ints).counts == {"1": 3, "2": 4, "3": 2}
+
+
+def test_a_column_of_text_vectors_is_never_taken_for_the_labels(tmp_path, table):
+    # `who` (text) and `vec` (text vectors): one label candidate, read without a warning when
+    # it stands first, as before; a list column of a Parquet file is a vector column too
+    x, labels = table
+    path = tmp_path / "tv.csv"
+    pd.DataFrame({"who": labels, "vec": [str(list(r)) for r in x]}).to_csv(path, index=False)
+    es = EmbeddingSet.from_csv(path)
+    assert es.counts == {"n01": 3, "n02": 4, "n03": 2}
+    np.testing.assert_allclose(es.embeddings, sk_normalize(x), rtol=1e-12)
+    pytest.importorskip("pyarrow")
+    pq_path = tmp_path / "tv.parquet"
+    pd.DataFrame({"vec": [list(r) for r in x], "who": labels}).to_parquet(pq_path)
+    with pytest.warns(IdauditWarning, match=r"column 'who', the only one holding text"):
+        assert EmbeddingSet.from_parquet(pq_path).counts == es.counts

@@ -195,3 +195,29 @@ def test_too_few_distinct_rows_to_collapse():
         InvalidInputError, match=r"`duplicates` must be one of 'keep', 'collapse'; got True"
     ):
         split_identities(es, duplicates=True)
+
+
+@pytest.mark.parametrize("test_size", [0.1, 0.3, 0.5, 0.8])
+@pytest.mark.parametrize("n_dev", [2, 3, 5, 10])
+def test_split_min_rows_is_the_smallest_identity_that_split_identities_leaves_n_dev(
+    test_size, n_dev
+):
+    # brute force: split identities of 4, 5, ... rows and count their development rows
+    from idaudit.data import split_min_rows
+
+    def dev_rows(n):
+        es = EmbeddingSet(np.random.default_rng(n).normal(size=(n, 3)), ["a"] * n)
+        dev, _ = split_identities(es, test_size=test_size, rng=0)
+        return len(dev)
+
+    smallest = next(n for n in range(4, 200) if dev_rows(n) >= n_dev)
+    assert split_min_rows(test_size, n_dev) == smallest
+
+
+def test_split_min_rows_refuses_bad_arguments():
+    from idaudit.data import split_min_rows
+
+    with pytest.raises(InvalidInputError, match=r"`n_dev` must be >= 2; got 1"):
+        split_min_rows(0.3, 1)
+    with pytest.raises(InvalidInputError, match=r"`test_size` must be in \(0, 1\); got 1\.0"):
+        split_min_rows(1.0, 5)

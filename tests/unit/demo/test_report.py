@@ -266,3 +266,31 @@ def test_warnings_follow_each_conditions_own_certificates() -> None:
     assert lines[0] == "### Warnings"
     assert any(line.startswith("- `none`:") for line in lines)
     assert not any(line.startswith("- `swap`:") for line in lines)
+
+
+def test_the_encoding_sentence_says_what_came_from_the_cache() -> None:
+    # a cached re-run said "This run encoded 0 faces in 27 s": the 27 s were the audits
+    from idaudit.demo._report import _encoding_sentence
+
+    def said(n_encoded: int, n_cached: int) -> str:
+        result = FaceDemoResult(
+            results=xr.Dataset(),
+            table=pd.DataFrame(),
+            certificates={},
+            linkage=pd.DataFrame(),
+            lost=pd.DataFrame(),
+            controls=None,
+            n_encoded=n_encoded,
+            seconds=27.2,
+            files={},
+            n_cached=n_cached,
+        )
+        return _encoding_sentence(result)
+
+    assert said(0, 360) == (
+        "This run read all 360 results from the cache, encoding none; the faces part took 27 s."
+    )
+    assert said(1, 359) == (
+        "This run encoded 1 face and read 359 from the cache; the faces part took 27 s."
+    )
+    assert said(360, 0) == "This run encoded 360 faces; the faces part took 27 s."

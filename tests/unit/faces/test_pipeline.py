@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.faces import Face, FacePipeline, MTCNNDetector, load_image
 from idaudit.faces._pipeline import OUTCOME_COLUMNS, STATUSES
 
@@ -206,7 +206,8 @@ def test_plugin_errors_are_unreadable(
 
     monkeypatch.setattr("idaudit.faces._pipeline.read_pixels", fail)
     pipeline = FacePipeline(_FixedDetector([]), _ConstantEncoder(), progress=False)
-    _, out = pipeline.encode([tmp_path / "x.png"])
+    with pytest.warns(IdauditWarning, match=r"kept no face from the 1 input \(unreadable: 1\)"):
+        _, out = pipeline.encode([tmp_path / "x.png"])
     assert out["status"].tolist() == ["unreadable"]
     assert str(error) in out.loc[0, "message"]
 
@@ -234,11 +235,34 @@ def test_files_with_refused_pixels_are_bad_format(tmp_path: Path) -> None:
     Image.fromarray(np.full((10, 10), 200.0, np.float32)).save(floats)  # 0-255 floats
     face = Face(np.array([1.0, 1.0, 8.0, 8.0]), 0.99, np.full((5, 2), 4.0))
     pipeline = FacePipeline(_FixedDetector([face]), _ConstantEncoder(), progress=False)
-    _, out = pipeline.encode([wide, floats, np.zeros((10, 10, 3), np.int32)])
+    with pytest.warns(IdauditWarning, match=r"any of the 3 inputs \(bad_format: 3\)"):
+        _, out = pipeline.encode([wide, floats, np.zeros((10, 10, 3), np.int32)])
     assert out["status"].tolist() == ["bad_format"] * 3
     assert "within 0–65535" in out.loc[0, "message"]
     assert "must lie in [0, 1]" in out.loc[1, "message"]
     assert "must have dtype uint8, uint16 or float" in out.loc[2, "message"]
+
+
+def test_when_every_input_fails_a_warning_counts_the_reasons(tmp_path: Path) -> None:
+    # files that do not exist, one that is no image, and an array without a face: the
+    # (0, dim) result comes with a warning, not in silence
+    face = Face(np.array([1.0, 1.0, 8.0, 8.0]), 0.99, np.full((5, 2), 4.0))
+    (tmp_path / "notes.png").write_text("not an image")
+    pipeline = FacePipeline(_FixedDetector([]), _ConstantEncoder(), progress=False)
+    inputs = [tmp_path / "a.jpg", tmp_path / "b.jpg", tmp_path / "notes.png"]
+    expected = (
+        r"^FacePipeline\.encode kept no face from any of the 4 inputs \(no_face: 1, "
+        r"unreadable: 3\); the embeddings are empty and the outcomes' status and message "
+        r"columns say why for each input\.$"
+    )
+    with pytest.warns(IdauditWarning, match=expected):
+        emb, out = pipeline.encode([*inputs, np.zeros((10, 10, 3), np.uint8)])
+    assert emb.shape == (0, 4)
+    assert out["status"].tolist() == ["unreadable"] * 3 + ["no_face"]
+    # one face kept: no warning (pytest turns idaudit's warnings into errors)
+    found = FacePipeline(_FixedDetector([face]), _ConstantEncoder(), progress=False)
+    emb, _ = found.encode([*inputs, np.zeros((10, 10, 3), np.uint8)])
+    assert emb.shape == (1, 4)
 
 
 class _RecordingEncoder(_ConstantEncoder):

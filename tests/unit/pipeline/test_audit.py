@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -585,6 +586,25 @@ def test_compare_conditions_detects_each_original_once() -> None:
     assert det.calls == 15  # 3 identities x 5 originals, shared by the 3 conditions
 
 
+def test_compare_conditions_labels_each_conditions_progress_bar(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # one bar per condition, each saying whose identities it counts (they were all
+    # "identities x/3", nine of them in the demo, with nothing to tell them apart)
+    compare_conditions(
+        {"none": lambda im: im, "blur σ=1": GaussianBlur(1.0)},
+        _people(n_ids=3, n_images=5),
+        pipeline=FacePipeline(_BrightDetector(), _ColourEncoder(), progress=False),
+        pairs="all",
+        auditors=[MMDTVAuditor()],
+        rng=0,
+        progress=True,
+    )
+    err = capsys.readouterr().err
+    assert re.search(r"none: identities: 100%.* 3/3", err), err[-500:]
+    assert re.search(r"blur σ=1: identities: 100%.* 3/3", err), err[-500:]
+
+
 class _MarkedDetector(_BrightDetector):
     """Finds no face in frames whose corner pixel is the mark (1, 2, 3); one face otherwise."""
 
@@ -753,11 +773,21 @@ def test_generator_audit_to_markdown_reports_ceilings_controls_and_losses() -> N
 def test_more_pairs_asked_than_exist_audits_all_and_says_so() -> None:
     people = _marked_people({"id0": 0, "id1": 0, "id2": 0}, n_images=6)  # no face lost
     pipe = FacePipeline(_MarkedDetector(), _ColourEncoder(), progress=False)
-    run = audit_generator(
-        lambda im: im, people, pipeline=pipe, pairs=100, auditors=[MMDTVAuditor()], progress=False
+    expected = (
+        r"^`pairs` asks for 100 pairs, but the 3 identities kept have only 3; all 3 are audited\.$"
     )
+    with pytest.warns(IdauditWarning, match=expected):
+        run = audit_generator(
+            lambda im: im,
+            people,
+            pipeline=pipe,
+            pairs=100,
+            auditors=[MMDTVAuditor()],
+            progress=False,
+        )
     assert run.results.sizes["pair"] == 3  # every pair of 3 identities
     assert run.results.attrs["n_pairs_requested"] == 100
+    assert run.results.attrs["n_pairs_available"] == 3
     assert "All 3 pairs of the identities were audited (`pairs=100` asked for more)." in (
         run.to_markdown()
     )
