@@ -47,6 +47,7 @@ __all__ = [
     "reconcile_attrs",
     "reduce_status",
     "reduction_attrs",
+    "reduction_attrs_across",
     "same_attr",
     "variable",
     "write_atomic",
@@ -233,6 +234,80 @@ def reduction_attrs(attrs: Mapping[str, Any], n_values: int) -> dict[str, Any]:
         out["n_simultaneous"] = n_sim
     if reason:
         out["status_reason"] = reason
+    return out
+
+
+def reduction_attrs_across(
+    parts: Sequence[tuple[Mapping[str, Any], int]], *, what: str = "conditions"
+) -> dict[str, Any]:
+    """Status attributes of a number reduced over several families (conditions) at once.
+
+    A column of a table with one row per condition, a maximum over conditions, a plot whose
+    columns are conditions: each condition's values were certified as their own family,
+    each family's bounds hold jointly at its stated confidence, and a reader of the whole
+    column picks among all of them. The union bound then pays for every value only when
+    the families were certified together (``n_families`` of the reserved-test certifier,
+    ``n_simultaneous`` of any certified variable): the values reduced, summed over the
+    families, must not exceed the smallest family's ``n_simultaneous``. Each family is
+    first reduced on its own (:func:`reduction_attrs`); the joint status is then decided by
+    :func:`reduce_status` on the total. Other statuses carry over (the weakest wins).
+
+    Parameters
+    ----------
+    parts : sequence of (mapping, int)
+        Per family: the reduced variable's attributes (``status``, ``n_simultaneous``) and
+        how many of its values the reduction looks at (>= 1).
+    what : str, default "conditions"
+        What the families are, for the ``status_reason`` sentence.
+
+    Returns
+    -------
+    dict
+        ``status``; ``n_simultaneous`` when the result is still certified;
+        ``status_reason`` when the status was lowered.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``parts`` is empty, a status is unknown or a count is below 1.
+
+    Examples
+    --------
+    >>> from idaudit._results import reduction_attrs_across
+    >>> cert = {"status": "certified_lower_bound", "n_simultaneous": 3}
+    >>> reduction_attrs_across([(cert, 3), (cert, 3)])["status"]
+    'sample_estimate'
+    >>> joint = {"status": "certified_lower_bound", "n_simultaneous": 6}  # n_families=2
+    >>> reduction_attrs_across([(joint, 3), (joint, 3)])["status"]
+    'certified_lower_bound'
+    """
+    if not parts:
+        raise InvalidInputError(f"`parts` must hold at least one family; got {parts!r}.")
+    reduced = [reduction_attrs(attrs, n) for attrs, n in parts]
+    statuses = [str(r["status"]) for r in reduced]
+    # mixed statuses: the weakest ε statement decides (a certified family beside an
+    # estimated one makes the column an estimate)
+    rank = {s: i for i, s in enumerate(EPSILON_STATUSES)}
+    weakest = min(statuses, key=lambda s: rank.get(s, len(rank)))
+    if len(set(statuses)) > 1 or weakest not in CERTIFIED_STATUSES:
+        out: dict[str, Any] = {"status": weakest}
+        reasons = [str(r["status_reason"]) for r in reduced if "status_reason" in r]
+        if reasons:
+            out["status_reason"] = reasons[0]
+        return out
+    n_total = int(sum(int(n) for _, n in parts))
+    n_sim = min(int(r["n_simultaneous"]) for r in reduced)
+    status, reason = reduce_status(weakest, n_total, n_simultaneous=n_sim)
+    out = {"status": status}
+    if status in CERTIFIED_STATUSES:
+        out["n_simultaneous"] = n_sim
+    if reason:
+        out["status_reason"] = (
+            f"derived from {n_total} {weakest.replace('_', ' ')}s over {len(parts)} {what} "
+            f"certified as separate families (at most {n_sim} hold jointly at the stated "
+            f"confidence); certify the {len(parts)} {what} as one family "
+            f"(n_families={len(parts)}) to keep the status"
+        )
     return out
 
 
