@@ -627,6 +627,10 @@ def plot_certificates(certificates: Any, *, ax: Axes | None = None) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
+        The y label says "jointly" only when every drawn bound holds jointly with every
+        other (the conditions certified as one family:
+        :func:`idaudit.results.reduction_attrs_across`), else that each condition holds
+        on its own.
     """
     fig, ax = _one_axes(ax, figsize=(1.2 + 0.9 * max(len(certificates), 1), 3.6))
     top = 0.0
