@@ -471,7 +471,7 @@ class ReservedTestCertifier(BaseCertifier):
         candidates = self._candidates(es, pairs, p, seed_pairs)
         identities = list(dict.fromkeys(label for pair in candidates for label in pair))
         if n_failed and p["duplicates"] == "collapse":
-            _refuse_repeated_failures(given, identities)
+            _refuse_repeated_failures(successes, identities)
         _fit_n_select(p, len(candidates), len(identities))
         pool = es.subset(identities)
         dev, test = split_identities(
@@ -747,25 +747,37 @@ def _check_dev_rows(
 
 
 def _refuse_repeated_failures(es: EmbeddingSet, identities: list[Any]) -> None:
-    """Refuse ``duplicates="collapse"`` when a candidate identity has two or more failed rows.
+    """Refuse ``duplicates="collapse"`` where failed rows may be repeated records.
 
-    Under "collapse" a repeated row is a repeated record of one draw; a failed row carries
-    no value, so a second record of a failed draw cannot be told from a second failed
-    draw. Keeping every failed row lets copies inflate an identity's failure rate (a test
-    then tells the identities apart by their records, not their outputs); keeping one
-    conditions on success. Neither certifies the mechanism, so the choice is the caller's.
+    Under "collapse" a repeated row is a repeated record of one draw. Failed rows carry no
+    value, so a second record of a failed draw cannot be told from a second failed draw;
+    they are kept as separate draws, which holds when failed draws were recorded once. An
+    identity whose *successful* rows include copies (exact, or near: ``es`` has them merged)
+    shows that its records were copied, and then its failed rows may be copies too: keeping
+    them all lets copies raise its failure rate (a test then tells the identities apart by
+    their records), keeping one conditions on success. Neither certifies the mechanism, so
+    such an identity with two or more failed rows is refused, with the counts.
     """
     counts = es.failed_counts
-    many = {label: counts.get(label, 0) for label in identities if counts.get(label, 0) > 1}
+    many = {
+        label: (counts.get(label, 0), int(es.subset([label]).n_duplicates_))
+        for label in identities
+        if counts.get(label, 0) > 1 and label in es and es.subset([label]).n_duplicates_
+    }
     if many:
-        shown = ", ".join(f"{label!r}: {n}" for label, n in list(many.items())[:5])
+        shown = ", ".join(
+            f"{label!r}: {n_failed} failed, {n_copies} copied" for label, (n_failed, n_copies)
+            in list(many.items())[:5]
+        )  # fmt: skip
         raise InvalidInputError(
-            f"duplicates='collapse' reads repeated rows as records of one draw, but failed "
-            f"rows carry no value that tells a second record of a failed draw from a second "
-            f"failed draw: {len(many)} candidate identities have two or more failed rows "
-            f"({shown}{', ...' if len(many) > 5 else ''}). Record each failed draw once and "
-            "pass duplicates='keep', or build the EmbeddingSet with failures='drop' to "
-            "certify the mechanism conditioned on success."
+            "duplicates='collapse' reads repeated rows as records of one draw, and failed "
+            "rows carry no value that tells a second record of a failed draw from a second "
+            f"failed draw: {len(many)} candidate "
+            f"{'identity has' if len(many) == 1 else 'identities have'} successful rows "
+            f"recorded more than once and two or more failed rows ({shown}"
+            f"{', ...' if len(many) > 5 else ''}), so their failure counts may hold copies. "
+            "Record each draw once and pass duplicates='keep', or build the EmbeddingSet "
+            "with failures='drop' to certify the mechanism conditioned on success."
         )
 
 
