@@ -195,7 +195,11 @@ def _pld_epsilon(eps: float, dlt: float, k: int, delta_k: float) -> float:
     log_target = float(_log1mexp(np.array(arg))) + math.log1p(-4.0 * slack)
     m = np.arange(k + 1)
     loss = (2.0 * m - k) * eps  # (k + 1,) increasing
-    log_w = np.asarray(stats.binom.logpmf(m, k, math.exp(eps) / (1.0 + math.exp(eps))))
+    # binomial weights from the logs of q = e^eps / (1 + e^eps) and 1 - q, never from q
+    # itself (which rounds to 1 for eps above about 37)
+    log_q, log_1mq = _log_q(eps)
+    log_comb = special.gammaln(k + 1.0) - special.gammaln(m + 1.0) - special.gammaln(k - m + 1.0)
+    log_w = log_comb + m * log_q + (k - m) * log_1mq
     # A_j = sum_{m >= j} w_m, B_j = sum_{m >= j} w_m e^{-L_m}: the terms above loss L_{j-1}
     log_a = np.logaddexp.accumulate(log_w[::-1])[::-1]
     log_b = np.logaddexp.accumulate((log_w - loss)[::-1])[::-1]
@@ -236,14 +240,20 @@ def _log_rr_delta(log_w: FloatArray, loss: FloatArray, x: float) -> float:
 def _delta_slack(k: int, eps: float) -> float:
     """Bound the relative floating error of the computed k-fold δ (log-space sums).
 
-    ``binom.logpmf`` forms ``ln C(k, m) + m ln q + (k - m) ln(1 - q)`` from terms of size up
+    The log-weights ``ln C(k, m) + m ln q + (k - m) ln(1 - q)`` add terms of size up
     to ``3 ln k! + k (|ln q| + |ln(1 - q)|)``; each carries a few units of roundoff of its
     size, and the k running ``logaddexp`` steps one each of the partial sums. Sixteen machine
     epsilons per unit of that size cover both with room to spare.
     """
-    q = math.exp(eps) / (1.0 + math.exp(eps))
-    size = 3.0 * math.lgamma(k + 1.0) + k * (abs(math.log(q)) + abs(math.log1p(-q))) + k + 10.0
+    log_q, log_1mq = _log_q(eps)
+    size = 3.0 * math.lgamma(k + 1.0) + k * (abs(log_q) + abs(log_1mq)) + k + 10.0
     return 16.0 * sys.float_info.epsilon * size
+
+
+def _log_q(eps: float) -> tuple[float, float]:
+    """``(ln q, ln(1 - q))`` for ``q = e^eps / (1 + e^eps)``, accurate for any eps >= 0."""
+    soft = math.log1p(math.exp(-eps))
+    return -soft, -eps - soft
 
 
 def _round_up(value: Fraction) -> float:
