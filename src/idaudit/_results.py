@@ -247,10 +247,12 @@ def reduction_attrs_across(
     each family's bounds hold jointly at its stated confidence, and a reader of the whole
     column picks among all of them. The union bound then pays for every value only when
     the families were certified together (``n_families`` of the reserved-test certifier,
-    ``n_simultaneous`` of any certified variable): the values reduced, summed over the
-    families, must not exceed the smallest family's ``n_simultaneous``. Each family is
-    first reduced on its own (:func:`reduction_attrs`); the joint status is then decided by
-    :func:`reduce_status` on the total. Other statuses carry over (the weakest wins).
+    ``n_simultaneous`` of any certified variable): each value of family c was taken at
+    level α / ``n_simultaneous`` of c, so the union bound holds when the sum over the
+    families of (values looked at / ``n_simultaneous``) is at most 1. Each family is first
+    reduced on its own (:func:`reduction_attrs`); the joint status is then decided by
+    :func:`reduce_status` on that sum (scaled to integers by the least common multiple of
+    the ``n_simultaneous``). Other statuses carry over (the weakest wins).
 
     Parameters
     ----------
@@ -295,18 +297,24 @@ def reduction_attrs_across(
         if reasons:
             out["status_reason"] = reasons[0]
         return out
-    n_total = int(sum(int(n) for _, n in parts))
-    n_sim = min(int(r["n_simultaneous"]) for r in reduced)
-    status, reason = reduce_status(weakest, n_total, n_simultaneous=n_sim)
+    # family c's values were each taken at alpha / n_sim_c: the union bound over all of them
+    # holds when sum_c n_c / n_sim_c <= 1, i.e. on the common scale N = lcm(n_sim_c) when
+    # sum_c n_c N / n_sim_c <= N
+    counts = [int(n) for _, n in parts]
+    sims = [int(r["n_simultaneous"]) for r in reduced]
+    scale = math.lcm(*sims)
+    weighted = sum(n * (scale // s) for n, s in zip(counts, sims, strict=True))
+    status, reason = reduce_status(weakest, weighted, n_simultaneous=scale)
+    n_total = sum(counts)
     out = {"status": status}
     if status in CERTIFIED_STATUSES:
-        out["n_simultaneous"] = n_sim
+        out["n_simultaneous"] = n_total
     if reason:
         out["status_reason"] = (
             f"derived from {n_total} {weakest.replace('_', ' ')}s over {len(parts)} {what} "
-            f"certified as separate families (at most {n_sim} hold jointly at the stated "
-            f"confidence); certify the {len(parts)} {what} as one family "
-            f"(n_families={len(parts)}) to keep the status"
+            "certified as separate families (their union bound spends "
+            f"{weighted / scale:.3g} times the stated alpha); certify the {len(parts)} {what} "
+            f"as one family (n_families={len(parts)}) to keep the status"
         )
     return out
 

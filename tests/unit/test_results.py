@@ -672,6 +672,12 @@ def test_reduction_attrs_across_pays_for_every_family() -> None:
         "status": "certified_lower_bound",
         "n_simultaneous": 6,
     }
+    # unequal families: 3 values at alpha/6 and 2 at alpha/4 spend exactly alpha (3/6 + 2/4)
+    three, two = (
+        {"status": "certified_lower_bound", "n_simultaneous": n} for n in (6, 4)
+    )
+    assert reduction_attrs_across([(three, 3), (two, 2)])["status"] == "certified_lower_bound"
+    assert reduction_attrs_across([(three, 3), (two, 3)])["status"] == "sample_estimate"
     # one smaller family breaks the union bound for all
     assert reduction_attrs_across([(together, 2), (together, 2), (alone, 2)])["status"] == (
         "sample_estimate"
