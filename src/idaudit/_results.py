@@ -289,7 +289,7 @@ def reduction_attrs_across(
     statuses = [str(r["status"]) for r in reduced]
     # mixed statuses: the weakest ε statement decides (a certified family beside an
     # estimated one makes the column an estimate)
-    rank = {s: i for i, s in enumerate(EPSILON_STATUSES)}
+    rank: dict[str, int] = {s: i for i, s in enumerate(EPSILON_STATUSES)}
     weakest = min(statuses, key=lambda s: rank.get(s, len(rank)))
     if len(set(statuses)) > 1 or weakest not in CERTIFIED_STATUSES:
         out: dict[str, Any] = {"status": weakest}

@@ -328,7 +328,7 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
     # the column is read across conditions (its largest value, a ranking): certified only
     # when every condition's pairs hold jointly with every other's, i.e. the conditions were
     # certified as one family (n_families); one function decides
-    lb = (
+    column: dict[str, Any] = (
         reduction_attrs_across(
             [(c["epsilon_lb"].attrs, max(c.sizes["pair"], 1)) for c in certificates.values()]
         )
@@ -336,12 +336,12 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
         else {"status": "certified_lower_bound"}
     )
     frame.attrs["status"] = {
-        "epsilon_lb": str(lb["status"]),
+        "epsilon_lb": str(column["status"]),
         "epsilon_lb_ceiling": "descriptive",
         "auc": "sample_estimate",
     }
-    if "status_reason" in lb:
-        frame.attrs["status_reason"] = {"epsilon_lb": str(lb["status_reason"])}
+    if "status_reason" in column:
+        frame.attrs["status_reason"] = {"epsilon_lb": str(column["status_reason"])}
     return frame
 
 

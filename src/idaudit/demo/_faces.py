@@ -65,8 +65,9 @@ class FaceDemoConfig:
         on ``m`` test rows per identity certify at most ``log((1 - u) / u)`` with
         ``u = 1 - (α / (2 n_select n_conditions))^(1/m)`` (the conditions are certified as
         one family, so that the column of largest certificates holds jointly): 1.34 at
-        ``m = 30``, ``n_select = 3`` and the 9 conditions of the default. With too few test rows every condition stops at the
-        same small ceiling and the certificate cannot tell anonymisers apart.
+        ``m = 30``, ``n_select = 3`` and the 9 conditions of the default. With too few test
+        rows every condition stops at the same small ceiling and the certificate cannot
+        tell anonymisers apart.
     min_separation : float, default 0.4
         Least distance between identity centres in dlib's unit-norm embedding space.
     """

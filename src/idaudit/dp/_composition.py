@@ -194,7 +194,7 @@ def _pld_epsilon(eps: float, dlt: float, k: int, delta_k: float) -> float:
         return math.inf  # delta' is below the rounding of the target: nothing can be verified
     log_target = float(_log1mexp(np.array(arg))) + math.log1p(-4.0 * slack)
     m = np.arange(k + 1)
-    loss = (2.0 * m - k) * eps  # (k + 1,) increasing
+    loss: FloatArray = np.asarray((2.0 * m - k) * eps, dtype=np.float64)  # (k + 1,) increasing
     # binomial weights from the logs of q = e^eps / (1 + e^eps) and 1 - q, never from q
     # itself (which rounds to 1 for eps above about 37)
     log_q, log_1mq = _log_q(eps)
