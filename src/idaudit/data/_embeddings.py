@@ -930,12 +930,13 @@ class EmbeddingSet:
     def near_duplicates(self, rtol: float | None = None) -> int:
         """Count the rows that are *near* copies of an earlier row of the same identity.
 
-        Two rows are near copies when they differ, but by at most ``rtol`` times the larger
-        of their largest absolute coordinates in every coordinate (:data:`NEAR_DUPLICATE_RTOL`
-        = 1e-7 by default: a float32 round trip or a small jitter added to a stored copy).
-        Distinct draws of a continuous law in two or more dimensions come that close with
-        negligible probability; in one dimension they do not (about n² · 10⁻⁷ pairs among n
-        rows of a law of unit spread), so there only exact copies are looked for and this
+        Two rows are near copies when they differ, but in every coordinate by at most
+        ``rtol`` times the identity's spread (the root mean square distance of its rows to
+        their mean; :data:`NEAR_DUPLICATE_RTOL` = 1e-7 by default: a float32 round trip or a
+        small jitter added to a stored copy). Distinct draws of a continuous law in two or
+        more dimensions come that close with negligible probability; in one dimension
+        (and for L2-normalised rows in two, which lie on a circle) they do not (about
+        n² · 10⁻⁷ pairs among n rows), so there only exact copies are looked for and this
         is 0. Exact copies are counted in ``n_duplicates_``, not here.
 
         Parameters
@@ -954,7 +955,9 @@ class EmbeddingSet:
         >>> es.n_duplicates_, es.near_duplicates()
         (1, 1)
         """
-        groups = _near_groups(self._embeddings, self._codes, self._dup_group, _rtol(rtol))
+        groups = _near_groups(
+            self._embeddings, self._codes, self._dup_group, _rtol(rtol), 2 + int(self.normalize)
+        )
         return int(len(np.unique(self._dup_group)) - len(np.unique(groups)))
 
     def merge_near_duplicates(self, rtol: float | None = None) -> EmbeddingSet:
@@ -974,7 +977,9 @@ class EmbeddingSet:
         -------
         EmbeddingSet
         """
-        groups = _near_groups(self._embeddings, self._codes, self._dup_group, _rtol(rtol))
+        groups = _near_groups(
+            self._embeddings, self._codes, self._dup_group, _rtol(rtol), 2 + int(self.normalize)
+        )
         _, first = np.unique(groups, return_index=True)
         rep = first[np.unique(groups, return_inverse=True)[1].ravel()]  # (n,) first of its group
         new = self._take(np.arange(len(self._labels)), np.arange(self.n_failed_))
@@ -1127,8 +1132,8 @@ def _duplicate_groups(
 
 
 #: Relative tolerance under which two different rows of one identity are near copies
-#: (:meth:`EmbeddingSet.near_duplicates`): every coordinate within 1e-7 times the larger of the
-#: two rows' largest absolute coordinates, about float32's resolution.
+#: (:meth:`EmbeddingSet.near_duplicates`): every coordinate within 1e-7 times the identity's
+#: spread (root mean square distance of its rows to their mean).
 NEAR_DUPLICATE_RTOL = 1e-7
 
 
@@ -1145,19 +1150,31 @@ def _near_groups(
     codes: npt.NDArray[np.intp],
     group: npt.NDArray[np.intp],
     rtol: float,
+    min_dim: int = 2,
 ) -> npt.NDArray[np.intp]:
     """Exact-duplicate groups merged with near copies (same identity, within ``rtol``).
 
-    Rows are projected on one fixed random direction and sorted by identity, then
-    projection: two near copies lie within ``rtol * scale * ||u||_1`` of each other along
+    The tolerance is relative to the identity's spread (the root mean square distance of
+    its rows to their mean), so that data concentrated in a small region are not read as
+    copies. Rows are projected on one fixed random direction and sorted by identity, then
+    projection: two near copies lie within ``rtol * spread * ||u||_1`` of each other along
     it, so only neighbours that close in the sorted order are compared coordinate by
-    coordinate (the offset grows until no pair is that close). One dimension: unchanged.
+    coordinate (the offset grows until no pair is that close). Below ``min_dim`` dimensions
+    (2; 3 for L2-normalised rows, which lie on a circle in two) distinct draws come that
+    close by chance, and the groups are returned unchanged.
     """
     n, d = vectors.shape
-    if d < 2 or n < 2:
+    if d < min_dim or n < 2:
         return group
     u = np.random.default_rng(0x1DA0D18).standard_normal(d)
-    scale = np.abs(vectors).max(axis=1)  # (n,)
+    n_ids = int(codes.max()) + 1
+    count = np.bincount(codes, minlength=n_ids)[:, None]  # (ids, 1)
+    mean = np.zeros((n_ids, d))
+    np.add.at(mean, codes, vectors)
+    mean /= np.maximum(count, 1)
+    sq = np.bincount(codes, weights=((vectors - mean[codes]) ** 2).sum(axis=1), minlength=n_ids)
+    spread = np.sqrt(sq / np.maximum(count[:, 0], 1))  # (ids,)
+    scale = spread[codes]  # (n,) the tolerance's unit for each row
     proj = vectors @ u  # (n,)
     order = np.lexsort((proj, codes))
     ps, cs, ss = proj[order], codes[order], scale[order]
@@ -1182,7 +1199,7 @@ def _near_groups(
             a, b = order[i], order[i + offset]
             if find(int(a)) == find(int(b)):
                 continue
-            if np.abs(vectors[a] - vectors[b]).max() <= rtol * max(scale[a], scale[b]):
+            if np.abs(vectors[a] - vectors[b]).max() <= rtol * scale[a]:
                 ra, rb = find(int(a)), find(int(b))
                 parent[max(ra, rb)] = min(ra, rb)
         offset += 1
