@@ -47,6 +47,7 @@ __all__ = [
     "reconcile_attrs",
     "reduce_status",
     "reduction_attrs",
+    "reduction_attrs_across",
     "same_attr",
     "variable",
     "write_atomic",
@@ -233,6 +234,88 @@ def reduction_attrs(attrs: Mapping[str, Any], n_values: int) -> dict[str, Any]:
         out["n_simultaneous"] = n_sim
     if reason:
         out["status_reason"] = reason
+    return out
+
+
+def reduction_attrs_across(
+    parts: Sequence[tuple[Mapping[str, Any], int]], *, what: str = "conditions"
+) -> dict[str, Any]:
+    """Status attributes of a number reduced over several families (conditions) at once.
+
+    A column of a table with one row per condition, a maximum over conditions, a plot whose
+    columns are conditions: each condition's values were certified as their own family,
+    each family's bounds hold jointly at its stated confidence, and a reader of the whole
+    column picks among all of them. The union bound then pays for every value only when
+    the families were certified together (``n_families`` of the reserved-test certifier,
+    ``n_simultaneous`` of any certified variable): each value of family c was taken at
+    level α / ``n_simultaneous`` of c, so the union bound holds when the sum over the
+    families of (values looked at / ``n_simultaneous``) is at most 1. Each family is first
+    reduced on its own (:func:`reduction_attrs`); the joint status is then decided by
+    :func:`reduce_status` on that sum (scaled to integers by the least common multiple of
+    the ``n_simultaneous``). Other statuses carry over (the weakest wins).
+
+    Parameters
+    ----------
+    parts : sequence of (mapping, int)
+        Per family: the reduced variable's attributes (``status``, ``n_simultaneous``) and
+        how many of its values the reduction looks at (>= 1).
+    what : str, default "conditions"
+        What the families are, for the ``status_reason`` sentence.
+
+    Returns
+    -------
+    dict
+        ``status``; ``n_simultaneous`` when the result is still certified;
+        ``status_reason`` when the status was lowered.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``parts`` is empty, a status is unknown or a count is below 1.
+
+    Examples
+    --------
+    >>> from idaudit._results import reduction_attrs_across
+    >>> cert = {"status": "certified_lower_bound", "n_simultaneous": 3}
+    >>> reduction_attrs_across([(cert, 3), (cert, 3)])["status"]
+    'sample_estimate'
+    >>> joint = {"status": "certified_lower_bound", "n_simultaneous": 6}  # n_families=2
+    >>> reduction_attrs_across([(joint, 3), (joint, 3)])["status"]
+    'certified_lower_bound'
+    """
+    if not parts:
+        raise InvalidInputError(f"`parts` must hold at least one family; got {parts!r}.")
+    reduced = [reduction_attrs(attrs, n) for attrs, n in parts]
+    statuses = [str(r["status"]) for r in reduced]
+    # mixed statuses: the weakest ε statement decides (a certified family beside an
+    # estimated one makes the column an estimate)
+    rank: dict[str, int] = {s: i for i, s in enumerate(EPSILON_STATUSES)}
+    weakest = min(statuses, key=lambda s: rank.get(s, len(rank)))
+    if len(set(statuses)) > 1 or weakest not in CERTIFIED_STATUSES:
+        out: dict[str, Any] = {"status": weakest}
+        reasons = [str(r["status_reason"]) for r in reduced if "status_reason" in r]
+        if reasons:
+            out["status_reason"] = reasons[0]
+        return out
+    # family c's values were each taken at alpha / n_sim_c: the union bound over all of them
+    # holds when sum_c n_c / n_sim_c <= 1, i.e. on the common scale N = lcm(n_sim_c) when
+    # sum_c n_c N / n_sim_c <= N
+    counts = [int(n) for _, n in parts]
+    sims = [int(r["n_simultaneous"]) for r in reduced]
+    scale = math.lcm(*sims)
+    weighted = sum(n * (scale // s) for n, s in zip(counts, sims, strict=True))
+    status, reason = reduce_status(weakest, weighted, n_simultaneous=scale)
+    n_total = sum(counts)
+    out = {"status": status}
+    if status in CERTIFIED_STATUSES:
+        out["n_simultaneous"] = n_total
+    if reason:
+        out["status_reason"] = (
+            f"derived from {n_total} {weakest.replace('_', ' ')}s over {len(parts)} {what} "
+            "certified as separate families (their union bound spends "
+            f"{weighted / scale:.3g} times the stated alpha); certify the {len(parts)} {what} "
+            f"as one family (n_families={len(parts)}) to keep the status"
+        )
     return out
 
 

@@ -4,7 +4,8 @@
   (``Status`` is the same list as a ``typing.Literal``); :data:`EPSILON_STATUSES` — those an
   ε estimated from audit data may carry. See ``docs/status.md``.
 * :func:`reduce_status`, :func:`reduction_attrs` — the status of a maximum, quantile or
-  summary over many numbers: certified only when their multiplicity is paid for.
+  summary over many numbers: certified only when their multiplicity is paid for;
+  :func:`reduction_attrs_across` — the same over several conditions certified as families.
 * :func:`variable`, :func:`pair_dataset`, :func:`provenance` — build result Datasets the way
   idaudit's own functions do; :func:`check_result_dataset` checks one; :func:`pair_frame`
   is the one-row-per-pair table view.
@@ -28,6 +29,7 @@ from idaudit._results import (
     provenance,
     reduce_status,
     reduction_attrs,
+    reduction_attrs_across,
     variable,
     write_atomic,
     write_csv,
@@ -48,6 +50,7 @@ __all__ = [
     "provenance",
     "reduce_status",
     "reduction_attrs",
+    "reduction_attrs_across",
     "variable",
     "write_atomic",
     "write_csv",

@@ -449,3 +449,52 @@ def _subject_aware_memorisation() -> None:
 
 def test_subject_aware_memorisation_paths_are_sound() -> None:
     _subject_aware_memorisation()
+
+
+def test_cross_condition_reducers_certify_only_one_family() -> None:
+    """Every reducer over conditions: certified only when the conditions were one family.
+
+    Three conditions, each one A–B pair of this module's mechanism (true ε 2, failures
+    counted), 200 outputs per identity, reserved-test certificates at α (two folds; 30
+    repetitions, so at most 6 expected above the truth, sd 2.2). Certified as
+    separate families, the reducers over all conditions — ``table2``'s column, the y label of
+    ``plot_certificates``, the largest certificate of ``conclusion`` — must not say
+    certified; certified with ``n_families=3`` they must, and then the largest certificate
+    over the three conditions is above 2 in at most α of the repetitions (binomial test).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from idaudit.audits import AuditSummary, conclusion, table2
+    from idaudit.plotting import plot_certificates
+
+    kinds, n_reps, n_conditions = {"a": "A", "b": "B"}, 30, 3
+    bad = 0
+    for rep in range(n_reps):
+        sets = [_embedding_set(kinds, 200, 50_000 + 10 * rep + c) for c in range(n_conditions)]
+        for families in (1, n_conditions):
+            certs = {
+                f"enc_set_gen{c}": ida.ReservedTestCertifier(
+                    n_select=1, alpha=ALPHA, n_families=families, n_folds=2, rng=rep,
+                    progress=False,
+                )
+                .fit(es, [("a", "b")])
+                .certificates_
+                for c, es in enumerate(sets)
+            }
+            joint = families >= n_conditions
+            status = table2(certs).attrs["status"]["epsilon_lb"]
+            assert (status == "certified_lower_bound") == joint
+            fig = plot_certificates(certs)
+            label = fig.axes[0].get_ylabel()
+            plt.close(fig)
+            assert ("not jointly" not in label) == joint
+            row = AuditSummary(5, ("rocht_auc (median)",), (0.9,), ("sample_estimate",))
+            text = conclusion(dict.fromkeys(certs, row), certs)
+            assert ("certified as separate families" in text) != joint
+            if joint:
+                largest = max(float(c["epsilon_lb"].max()) for c in certs.values())
+                bad += largest > TRUE_EPS
+    _at_most_nominal(bad, n_reps)

@@ -519,7 +519,7 @@ def _derives_status(fn: ast.AST) -> bool:
         if isinstance(n, ast.Call):
             f = n.func
             name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
-            if name in ("reduce_status", "reduction_attrs"):
+            if name in ("reduce_status", "reduction_attrs", "reduction_attrs_across"):
                 return True
     return False
 
@@ -656,3 +656,34 @@ def test_pair_frame_is_one_row_per_pair_and_carries_the_statuses() -> None:
     assert frame.attrs["status"]["mmdtv_epsilon"] == "sample_estimate"
     for name, status in frame.attrs["status"].items():
         assert status == ds[name].attrs["status"]
+
+
+def test_reduction_attrs_across_pays_for_every_family() -> None:
+    from idaudit.results import reduction_attrs_across
+
+    # Bonferroni over families: 3 conditions x 2 pairs, each bound at alpha / n_simultaneous
+    alone = {"status": "certified_lower_bound", "n_simultaneous": 2}
+    together = {"status": "certified_lower_bound", "n_simultaneous": 6}
+    lowered = reduction_attrs_across([(alone, 2)] * 3)
+    assert lowered["status"] == "sample_estimate"
+    assert "over 3 conditions" in lowered["status_reason"]
+    assert "n_families=3" in lowered["status_reason"]
+    assert reduction_attrs_across([(together, 2)] * 3) == {
+        "status": "certified_lower_bound",
+        "n_simultaneous": 6,
+    }
+    # unequal families: 3 values at alpha/6 and 2 at alpha/4 spend exactly alpha (3/6 + 2/4)
+    three, two = (
+        {"status": "certified_lower_bound", "n_simultaneous": n} for n in (6, 4)
+    )
+    assert reduction_attrs_across([(three, 3), (two, 2)])["status"] == "certified_lower_bound"
+    assert reduction_attrs_across([(three, 3), (two, 3)])["status"] == "sample_estimate"
+    # one smaller family breaks the union bound for all
+    assert reduction_attrs_across([(together, 2), (together, 2), (alone, 2)])["status"] == (
+        "sample_estimate"
+    )
+    # the weakest status wins; non-certified statuses carry over
+    mixed = [(together, 2), ({"status": "diagnostic"}, 2)]
+    assert reduction_attrs_across(mixed)["status"] == "diagnostic"
+    with pytest.raises(InvalidInputError, match="`parts` must hold at least one family"):
+        reduction_attrs_across([])

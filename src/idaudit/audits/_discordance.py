@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from idaudit._results import reduction_attrs_across
 from idaudit.audits._summary import AuditSummary, summarize
 from idaudit.audits._tables import at_ceiling
 from idaudit.exceptions import InvalidInputError
@@ -247,8 +248,16 @@ def conclusion(
     cert_max = {
         n: float(np.max(c["epsilon_lb"].values)) for n, c in certificates.items() if c.sizes["pair"]
     }
+    # the largest certificate over conditions is certified only when they were one family
+    joint = not cert_max or reduction_attrs_across(
+        [
+            ({"status": "certified_lower_bound", **c["epsilon_lb"].attrs}, c.sizes["pair"])
+            for n, c in certificates.items()
+            if n in cert_max
+        ]
+    )["status"] == "certified_lower_bound"
     if len(summaries) > 1:
-        said = _ranking(len(summaries), mmd, auc, cert_max)
+        said = _ranking(len(summaries), mmd, auc, cert_max, joint=joint)
     else:
         said = [_one_condition(next(iter(summaries)), mmd, auc, cert_max)]
     said.append(_how_sure(certificates))
@@ -256,7 +265,12 @@ def conclusion(
 
 
 def _ranking(
-    n: int, mmd: dict[str, float], auc: dict[str, float], cert_max: dict[str, float]
+    n: int,
+    mmd: dict[str, float],
+    auc: dict[str, float],
+    cert_max: dict[str, float],
+    *,
+    joint: bool = True,
 ) -> list[str]:
     """Which of several conditions leaks least by each estimate, and what the certificates prove.
 
@@ -297,11 +311,18 @@ def _ranking(
         said.append("no estimate that ranks leakage (MMD-TV, ROC AUC) was run.")
     if cert_max:
         top = max(cert_max, key=cert_max.__getitem__)
-        if cert_max[top] > 0:
+        if cert_max[top] > 0 and joint:
             said.append(
-                f"By the certificates, **{top}** is proven to leak the most: its largest "
-                f"certified lower bound is {cert_max[top]:.4f}. A lower bound only ranks "
-                "upwards: a smaller certificate elsewhere is not evidence of less leakage."
+                f"The largest certified lower bound is **{top}**'s, {cert_max[top]:.4f}: it "
+                "is proven to leak at least that much. A lower bound ranks nothing: a "
+                "smaller certificate elsewhere is not evidence of less leakage."
+            )
+        elif cert_max[top] > 0:
+            said.append(
+                f"The largest certificate is **{top}**'s, {cert_max[top]:.4f}, but the "
+                "conditions were certified as separate families, so the largest of them is "
+                "a sample estimate, not a certified bound (certify them with n_families = "
+                f"{n}). A lower bound ranks nothing either way."
             )
         else:
             said.append(

@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
-from idaudit._results import EPSILON_STATUSES, reduction_attrs
+from idaudit._results import reduction_attrs_across
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["condition_fields", "markdown", "read_manifest", "table1", "table2"]
@@ -227,7 +227,7 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
         else [(str(ds.attrs.get("condition", "")), ds)]
     )
     rows = []
-    status: dict[str, str] = {}
+    per_condition: dict[str, list[tuple[Any, int]]] = {}
     for name, part in parts:
         cols: dict[str, tuple[str, str]] = {}
         gm = _auditor(part, "GaussMechAuditor")
@@ -261,10 +261,14 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
                 if how == "inf"
                 else (float(np.median(values)) if n else float("nan"))
             )
-            status[col] = str(reduction_attrs(part[var].attrs, max(n, 1))["status"])
         rows.append(row)
+        for col, (var, _) in cols.items():
+            per_condition.setdefault(col, []).append((part[var].attrs, max(n, 1)))
     frame = pd.DataFrame(rows)
-    frame.attrs["status"] = status
+    # a column is read across conditions: one function decides its status over all of them
+    frame.attrs["status"] = {
+        col: str(reduction_attrs_across(parts)["status"]) for col, parts in per_condition.items()
+    }
     return frame
 
 
@@ -281,8 +285,11 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
     pandas.DataFrame
         One row per condition: ``condition``, ``encoder``, ``dataset``, ``generator``,
         ``test_n_per_class`` (range of the test sizes), ``auc`` (range of the reserved-test
-        AUC), ``epsilon_lb`` (range of the certified lower bounds, status
-        ``certified_lower_bound``), ``epsilon_lb_ceiling`` (range of the ceilings: what zero
+        AUC), ``epsilon_lb`` (range of the certified lower bounds; the column is
+        ``certified_lower_bound`` only when every pair of every condition holds jointly —
+        the conditions certified as one family, ``n_families`` at least the number of
+        conditions — and ``sample_estimate`` otherwise, with the reason in
+        ``df.attrs["status_reason"]``), ``epsilon_lb_ceiling`` (range of the ceilings: what zero
         test errors certify at each pair's test sizes, status ``descriptive``; ``"–"`` for
         certificates without it), ``n_positive`` and ``n_above_1`` (how many pairs certify
         ε > 0 and ε > 1), ``n_at_ceiling`` (how many certificates equal their ceiling, i.e.
@@ -318,17 +325,23 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
             }
         )
     frame = pd.DataFrame(rows)
-    # a range over a condition's certified pairs is certified when they hold jointly (they do
-    # for the reserved test: Bonferroni over n_select); the weakest condition decides
-    lb_status = [
-        str(reduction_attrs(cert["epsilon_lb"].attrs, max(cert.sizes["pair"], 1))["status"])
-        for cert in certificates.values()
-    ]
+    # the column is read across conditions (its largest value, a ranking): certified only
+    # when every condition's pairs hold jointly with every other's, i.e. the conditions were
+    # certified as one family (n_families); one function decides
+    column: dict[str, Any] = (
+        reduction_attrs_across(
+            [(c["epsilon_lb"].attrs, max(c.sizes["pair"], 1)) for c in certificates.values()]
+        )
+        if certificates
+        else {"status": "certified_lower_bound"}
+    )
     frame.attrs["status"] = {
-        "epsilon_lb": min(lb_status, key=EPSILON_STATUSES.index, default="certified_lower_bound"),
+        "epsilon_lb": str(column["status"]),
         "epsilon_lb_ceiling": "descriptive",
         "auc": "sample_estimate",
     }
+    if "status_reason" in column:
+        frame.attrs["status_reason"] = {"epsilon_lb": str(column["status_reason"])}
     return frame
 
 

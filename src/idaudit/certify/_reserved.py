@@ -46,6 +46,7 @@ from idaudit.certify._base import (
 from idaudit.certify._scores import certify_scores
 from idaudit.data import (
     DUPLICATES,
+    NEAR_DUPLICATE_RTOL,
     EmbeddingSet,
     all_pairs,
     sample_pairs,
@@ -456,6 +457,9 @@ class ReservedTestCertifier(BaseCertifier):
             raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
         p = self._checked_params()
         n_failed = int(es.n_failed_)
+        given = es
+        if p["duplicates"] == "collapse":  # near copies are copies too (docs/certify.md)
+            es = es.merge_near_duplicates()
         successes, split_duplicates = es, p["duplicates"]
         if n_failed:  # failures are outputs: split, classify and count them as an atom
             # repeated records collapse among the successful rows only: every failure is a
@@ -467,6 +471,8 @@ class ReservedTestCertifier(BaseCertifier):
         every = p["n_candidates"] == "all"
         candidates = self._candidates(es, pairs, p, seed_pairs)
         identities = list(dict.fromkeys(label for pair in candidates for label in pair))
+        if n_failed and p["duplicates"] == "collapse":
+            _refuse_repeated_failures(successes, identities)
         _fit_n_select(p, len(candidates), len(identities))
         pool = es.subset(identities)
         dev, test = split_identities(
@@ -475,13 +481,23 @@ class ReservedTestCertifier(BaseCertifier):
         n_duplicates = (
             _successful_duplicates(successes, identities) if n_failed else pool.n_duplicates_
         )
-        if n_duplicates and p["duplicates"] == "keep":
+        known = [label for label in identities if label in given]
+        n_near = given.subset(known).near_duplicates() if known else 0
+        if (n_duplicates or n_near) and p["duplicates"] == "keep":
+            near = (
+                f" and {n_near} are near copies of one (every coordinate within "
+                f"{NEAR_DUPLICATE_RTOL:g} relative, which distinct draws of a continuous law "
+                "do not come)"
+                if n_near
+                else ""
+            )
             warnings.warn(
                 f"{n_duplicates} of the {len(pool)} rows of the {len(identities)} "
                 "candidate identities are exact duplicates of an earlier row of the same "
-                "identity; they were split and counted as separate draws, which is right "
-                "when the mechanism repeats outputs. If they are copies of one draw (an "
-                "output stored or encoded twice), pass duplicates='collapse'.",
+                f"identity{near}; they were split and counted as separate draws, which is "
+                "right when the mechanism repeats outputs. If they are copies of one draw (an "
+                "output stored or encoded twice, perhaps with a little noise), pass "
+                "duplicates='collapse'.",
                 IdauditWarning,
                 stacklevel=3,  # _fit -> fit -> the caller
             )
@@ -529,6 +545,7 @@ class ReservedTestCertifier(BaseCertifier):
         attrs = self._attrs(
             p, alpha_bound, len(candidates), es, n_duplicates, pairs_given, min_test
         )
+        attrs["n_near_duplicates"] = n_near
         attrs.update(_failure_attrs(es, n_failed))
         if every:  # every pair of the condition, in lexicographic order
             attrs.update(candidate_pairs="all", n_candidates="all")
@@ -727,6 +744,41 @@ def _check_dev_rows(
         raise InvalidInputError(
             f"identity {label!r} has {n_dev} development rows ({all_rows}); "
             f"`n_folds`={n_folds} folds need at least {n_folds}."
+        )
+
+
+def _refuse_repeated_failures(es: EmbeddingSet, identities: list[Any]) -> None:
+    """Refuse ``duplicates="collapse"`` where failed rows may be repeated records.
+
+    Under "collapse" a repeated row is a repeated record of one draw. Failed rows carry no
+    value, so a second record of a failed draw cannot be told from a second failed draw;
+    they are kept as separate draws, which holds when failed draws were recorded once. An
+    identity whose *successful* rows include copies (exact, or near: ``es`` has them merged)
+    shows that its records were copied, and then its failed rows may be copies too: keeping
+    them all lets copies raise its failure rate (a test then tells the identities apart by
+    their records), keeping one conditions on success. Neither certifies the mechanism, so
+    such an identity with two or more failed rows is refused, with the counts.
+    """
+    counts = es.failed_counts
+    many = {
+        label: (counts.get(label, 0), int(es.subset([label]).n_duplicates_))
+        for label in identities
+        if counts.get(label, 0) > 1 and label in es and es.subset([label]).n_duplicates_
+    }
+    if many:
+        shown = ", ".join(
+            f"{label!r}: {n_failed} failed, {n_copies} copied" for label, (n_failed, n_copies)
+            in list(many.items())[:5]
+        )  # fmt: skip
+        raise InvalidInputError(
+            "duplicates='collapse' reads repeated rows as records of one draw, and failed "
+            "rows carry no value that tells a second record of a failed draw from a second "
+            f"failed draw: {len(many)} candidate "
+            f"{'identity has' if len(many) == 1 else 'identities have'} successful rows "
+            f"recorded more than once and two or more failed rows ({shown}"
+            f"{', ...' if len(many) > 5 else ''}), so their failure counts may hold copies. "
+            "Record each draw once and pass duplicates='keep', or build the EmbeddingSet "
+            "with failures='drop' to certify the mechanism conditioned on success."
         )
 
 

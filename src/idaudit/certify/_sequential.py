@@ -40,7 +40,7 @@ from idaudit.certify._base import (
     threshold_cuts,
 )
 from idaudit.dp import anytime_upper_bound, epsilon_from_error_rates
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["SequentialCertifier"]
 
@@ -304,6 +304,8 @@ class SequentialCertifier(BaseCertifier):
             while n_test < p["max_samples"]:
                 step = min(p["batch_size"], p["max_samples"] - n_test)
                 draws = {label: _draw(mech, label, step, test_gens[label]) for label in labels}
+                if n_test == 0:
+                    _warn_if_draws_repeat(dev, draws)
                 n_test += step
                 for i, ((a, b), (direction, tau, _)) in enumerate(zip(pairs, plans, strict=True)):
                     fp[i] += int(np.count_nonzero(direction * score(fitted[i], draws[a]) >= tau))
@@ -416,6 +418,35 @@ class SequentialCertifier(BaseCertifier):
 
 
 # -- development side -------------------------------------------------------------------------
+
+
+def _warn_if_draws_repeat(dev: dict[Any, FloatArray], test: dict[Any, FloatArray]) -> None:
+    """Warn when an identity's first test draw repeats its development draw row for row.
+
+    The two draws come from different seeds; a mechanism whose outputs vary within a draw
+    but come out the same, in the same order, under another seed ignores its ``rng`` (it
+    reseeds itself, or replays a fixed list), so the test rows are the development rows
+    and the certificate's independence assumption fails. A constant mechanism (one value
+    repeated) repeats itself legitimately and is not counted.
+    """
+    repeated = []
+    for label, rows in test.items():
+        m = min(len(rows), len(dev[label]))
+        first = dev[label][:m]
+        varies = m > 1 and bool(np.any(first != first[0]))
+        if varies and np.array_equal(rows[:m], first):
+            repeated.append(label)
+    if repeated:
+        warnings.warn(
+            f"{len(repeated)} of the {len(test)} identities ({', '.join(map(repr, repeated[:5]))}"
+            f"{', ...' if len(repeated) > 5 else ''}) gave the same outputs, row for row, to "
+            "the development draw and the first test draw, which use different seeds: the "
+            "mechanism's sample() seems to ignore its rng, so the test rows are not fresh "
+            "draws and the certificate does not hold. Make sample() draw from the rng it is "
+            "given.",
+            IdauditWarning,
+            stacklevel=4,  # _warn_if_draws_repeat <- _fit <- fit <- the caller
+        )
 
 
 def _draw(mech: Any, label: Any, n: int, rng: Any) -> FloatArray:
@@ -610,8 +641,10 @@ def _certificates_dataset(
         ),
         "threshold": variable(
             "pair",
-            [t for _, t, _ in plans],
-            long_name="score threshold chosen on development draws",
+            # the test applied is direction * score >= tau: as a threshold on the score
+            # itself (the direction's rule below) that is direction * tau
+            [d * t for d, t, _ in plans],
+            long_name="score threshold chosen on development draws (applied as direction says)",
             status="diagnostic",
         ),
         "direction": variable(

@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from idaudit.data._embeddings import DROP_REASONS, FAILURES, EmbeddingSet
+from idaudit.data._embeddings import DROP_REASONS, FAILURES, NEAR_DUPLICATE_RTOL, EmbeddingSet
 from idaudit.data._pairs import all_pairs, decode_pair_indices, n_pairs_of, sample_pairs
 from idaudit.data._splits import DUPLICATES, split_identities, split_min_rows
 
@@ -27,6 +27,7 @@ __all__ = [
     "DROP_REASONS",
     "DUPLICATES",
     "FAILURES",
+    "NEAR_DUPLICATE_RTOL",
     "EmbeddingSet",
     "all_pairs",
     "decode_pair_indices",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import numbers
 import os
 import warnings
 from collections.abc import Iterable
@@ -929,6 +930,69 @@ class EmbeddingSet:
         _, first = np.unique(self._dup_group, return_index=True)
         return self._take(first, np.arange(self.n_failed_))
 
+    def near_duplicates(self, rtol: float | None = None) -> int:
+        """Count the rows that are *near* copies of an earlier row of the same identity.
+
+        Two rows are near copies when they differ, but in every coordinate by at most
+        ``rtol`` times the identity's spread (the root mean square distance of its rows to
+        their mean; :data:`NEAR_DUPLICATE_RTOL` = 1e-7 by default: a float32 round trip or a
+        small jitter added to a stored copy). Distinct draws of a continuous law in two or
+        more dimensions come that close with negligible probability; in one dimension
+        (and for L2-normalised rows in two, which lie on a circle) they do not (about
+        n² · 10⁻⁷ pairs among n rows), so there only exact copies are looked for and this
+        is 0. Exact copies are counted in ``n_duplicates_``, not here.
+
+        Parameters
+        ----------
+        rtol : float, optional
+            Relative tolerance in (0, 1e-3] (default :data:`NEAR_DUPLICATE_RTOL`).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from idaudit.data import EmbeddingSet
+        >>> es = EmbeddingSet([[1, 0], [1, 1e-9], [0, 1], [0, 1]], list("aabb"))
+        >>> es.n_duplicates_, es.near_duplicates()
+        (1, 1)
+        """
+        groups = _near_groups(
+            self._embeddings, self._codes, self._dup_group, _rtol(rtol), 2 + int(self.normalize)
+        )
+        return int(len(np.unique(self._dup_group)) - len(np.unique(groups)))
+
+    def merge_near_duplicates(self, rtol: float | None = None) -> EmbeddingSet:
+        """Return a new set in which every near copy is replaced by the row it copies.
+
+        Near copies (:meth:`near_duplicates`) become exact copies of the first row of their
+        group, so that ``n_duplicates_`` counts them and ``duplicates="collapse"`` (or
+        :meth:`drop_duplicates`) treats them as repeated records of one draw. Failed rows are
+        kept as they are. Use it only when copies are records of one draw.
+
+        Parameters
+        ----------
+        rtol : float, optional
+            As in :meth:`near_duplicates`.
+
+        Returns
+        -------
+        EmbeddingSet
+        """
+        groups = _near_groups(
+            self._embeddings, self._codes, self._dup_group, _rtol(rtol), 2 + int(self.normalize)
+        )
+        _, first = np.unique(groups, return_index=True)
+        rep = first[np.unique(groups, return_inverse=True)[1].ravel()]  # (n,) first of its group
+        new = self._take(np.arange(len(self._labels)), np.arange(self.n_failed_))
+        vectors = self._embeddings[rep].copy()
+        vectors.flags.writeable = False
+        new._embeddings = vectors
+        new._dup_group = _duplicate_groups(vectors, new._codes)
+        new.n_duplicates_ = int(len(new._dup_group) - len(np.unique(new._dup_group)))
+        return new
+
     def filter(self, *, min_rows: int) -> tuple[EmbeddingSet, dict[Any, int]]:
         """Keep the identities with at least ``min_rows`` successful rows.
 
@@ -1070,6 +1134,82 @@ def _duplicate_groups(
     rows = keyed.view(np.dtype((np.void, keyed.dtype.itemsize * keyed.shape[1]))).ravel()
     _, exact = np.unique(rows, return_inverse=True)
     return exact.astype(np.intp).ravel()
+
+
+#: Relative tolerance under which two different rows of one identity are near copies
+#: (:meth:`EmbeddingSet.near_duplicates`): every coordinate within 1e-7 times the identity's
+#: spread (root mean square distance of its rows to their mean).
+NEAR_DUPLICATE_RTOL = 1e-7
+
+
+def _rtol(rtol: float | None) -> float:
+    if rtol is None:
+        return NEAR_DUPLICATE_RTOL
+    if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 < rtol <= 1e-3:
+        raise InvalidInputError(f"`rtol` must be in (0, 1e-3]; got {rtol!r}.")
+    return float(rtol)
+
+
+def _near_groups(
+    vectors: npt.NDArray[np.float64],
+    codes: npt.NDArray[np.intp],
+    group: npt.NDArray[np.intp],
+    rtol: float,
+    min_dim: int = 2,
+) -> npt.NDArray[np.intp]:
+    """Exact-duplicate groups merged with near copies (same identity, within ``rtol``).
+
+    The tolerance is relative to the identity's spread (the root mean square distance of
+    its rows to their mean), so that data concentrated in a small region are not read as
+    copies. Rows are projected on one fixed random direction and sorted by identity, then
+    projection: two near copies lie within ``rtol * spread * ||u||_1`` of each other along
+    it, so only neighbours that close in the sorted order are compared coordinate by
+    coordinate (the offset grows until no pair is that close). Below ``min_dim`` dimensions
+    (2; 3 for L2-normalised rows, which lie on a circle in two) distinct draws come that
+    close by chance, and the groups are returned unchanged.
+    """
+    n, d = vectors.shape
+    if d < min_dim or n < 2:
+        return group
+    u = np.random.default_rng(0x1DA0D18).standard_normal(d)
+    n_ids = int(codes.max()) + 1
+    count = np.bincount(codes, minlength=n_ids)[:, None]  # (ids, 1)
+    mean = np.zeros((n_ids, d))
+    np.add.at(mean, codes, vectors)
+    mean /= np.maximum(count, 1)
+    sq = np.bincount(codes, weights=((vectors - mean[codes]) ** 2).sum(axis=1), minlength=n_ids)
+    spread = np.sqrt(sq / np.maximum(count[:, 0], 1))  # (ids,)
+    scale = spread[codes]  # (n,) the tolerance's unit for each row
+    proj = vectors @ u  # (n,)
+    order = np.lexsort((proj, codes))
+    ps, cs, ss = proj[order], codes[order], scale[order]
+    reach = rtol * np.abs(u).sum()
+    # union-find over rows, each exact group joined from the start (root: its first row)
+    _, first, inverse = np.unique(group, return_index=True, return_inverse=True)
+    parent = first[inverse.ravel()].astype(np.intp)
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = int(parent[i])
+        return i
+
+    offset = 1
+    while offset < n:
+        top = np.maximum(ss[offset:], ss[:-offset])
+        close = (cs[offset:] == cs[:-offset]) & (ps[offset:] - ps[:-offset] <= reach * top)
+        if not close.any():
+            break
+        for i in np.flatnonzero(close):
+            a, b = order[i], order[i + offset]
+            if find(int(a)) == find(int(b)):
+                continue
+            if np.abs(vectors[a] - vectors[b]).max() <= rtol * scale[a]:
+                ra, rb = find(int(a)), find(int(b))
+                parent[max(ra, rb)] = min(ra, rb)
+        offset += 1
+    out: npt.NDArray[np.intp] = np.asarray([find(i) for i in range(n)], dtype=np.intp)
+    return out
 
 
 def _hash_arrays(

@@ -507,10 +507,11 @@ def conclusion(faces: FaceDemoResult) -> str:
     base = table[table["method"] == "none"].iloc[0]
     certs = list(faces.certificates.values())
     alpha = float(certs[0].attrs.get("alpha", 0.05)) if certs else 0.05
+    families = min((int(c.attrs.get("n_families", 1)) for c in certs), default=1)
     return " ".join(
         [
             *_least_leakage(faces, anon, base),
-            _how_sure(table, alpha),
+            _how_sure(table, alpha, families),
             _route_guide(table),
             *_mmd_rises(faces, anon, base),
         ]
@@ -553,15 +554,21 @@ def _least_leakage(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -
     return ["Least leakage: " + "; ".join(parts) + "."] if parts else []
 
 
-def _how_sure(table: pd.DataFrame, alpha: float) -> str:
+def _how_sure(table: pd.DataFrame, alpha: float, families: int = 1) -> str:
     """Say what the certificates prove, and where their ceilings, not the data, set them."""
     at = table[table["certified_at_ceiling"].astype(bool)]
     below = table[~table["certified_at_ceiling"].astype(bool)]
     ceilings = np.asarray(table["certified_ceiling"], dtype=np.float64)
     ceiling = _fmt(float(np.nanmax(ceilings))) if np.isfinite(ceilings).any() else "–"
+    joint = (
+        f"jointly over all {len(table)} conditions, certified as one family"
+        if families >= len(table)
+        else "per condition; the conditions were certified as separate families, so the "
+        "largest of them is not certified"
+    )
     sure = (
-        f"Only the certificate is a guaranteed statement (confidence {1 - alpha:.0%} per "
-        "anonymiser): a positive certified ε proves the anonymiser is not ε-DP at any smaller "
+        f"Only the certificate is a guaranteed statement (confidence {1 - alpha:.0%} "
+        f"{joint}): a positive certified ε proves the anonymiser is not ε-DP at any smaller "
         "ε, and no number here is an upper bound, so none proves an anonymiser private."
     )
     if len(at):

@@ -19,7 +19,7 @@ array_likes broadcast and give an ``ndarray``. Bad values raise
 :func:`betting_mean_lower_bound`            betting lower bound on a mean in [0, 1]
 :func:`bernstein_mean_lower_bound`          empirical-Bernstein lower bound on a mean in [0, 1]
 :func:`compose_epsilon`                     per-query (ε, δ) guarantee → k outputs (basic,
-                                            advanced, PLD via dp-accounting): an *upper* bound
+                                            advanced, exact PLD): an *upper* bound
 :func:`compose_error_rates`                 per-query certified test → certified *lower* bound
                                             for k outputs
 :func:`score_error_counts`                  FP/FN counts of the tests "B when score ≥ t"

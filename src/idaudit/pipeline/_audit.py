@@ -989,7 +989,12 @@ def compare_conditions(
     pairs : int or "all", default 100
         Pairs sampled (seeded) among the common identities.
     certifier : ReservedTestCertifier, optional
-        Cloned and fitted per condition on the common pairs.
+        Cloned and fitted per condition on the common pairs, with ``n_families`` raised to
+        the number of conditions (kept when larger): the conditions are one family, so every
+        certificate of every condition holds jointly at the certifier's ``alpha``, and the
+        tables, maxima and plots over conditions keep the certified status
+        (docs/status.md, rule 2). Each bound is then taken at α / (n_conditions ·
+        n_select · 2), which lowers every certificate a little.
     reference : str, optional
         A condition (usually the identity map, "no anonymisation") against which every
         condition's re-identification is reported (:func:`linkage_report`).
@@ -1014,6 +1019,7 @@ def compare_conditions(
         )
     seed = int(check_random_state(rng).integers(0, 2**31 - 1))
     auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
+    certifier = _one_family(certifier, len(conditions))
     need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
     coded = _encode_conditions(
         conditions,
@@ -1056,6 +1062,23 @@ def compare_conditions(
     lost.index.name = "identity"
     linkage, reports = _linkage_table(coded, reference, common)
     return ConditionComparison(stacked, lost, coded, certs, linkage, tuple(common), reports)
+
+
+def _one_family(certifier: Any, n_conditions: int) -> Any:
+    """Return the certifier with ``n_families`` raised to the number of conditions.
+
+    Every condition's certificate is read beside the others (a table, a maximum, a ranking),
+    so they must hold jointly: a family of ``n_conditions`` pays for them (Bonferroni), and
+    the statuses of the cross-condition reducers stay certified. A larger ``n_families``
+    (the comparison is part of a bigger family) is kept.
+    """
+    if certifier is None or "n_families" not in certifier.get_params():
+        return certifier
+    from sklearn.base import clone
+
+    if int(certifier.n_families) >= n_conditions:
+        return certifier
+    return clone(certifier).set_params(n_families=n_conditions)
 
 
 def _encode_conditions(

@@ -252,19 +252,29 @@ def test_conclusion_names_no_winner_on_ties_and_ranks_certificates_upwards_only(
         cols = ("mmdtv_epsilon (median)", "rocht_auc (median)")
         return AuditSummary(5, cols, (mmd, auc), ("sample_estimate", "sample_estimate"))
 
-    def cert(lb: float, ceiling: float) -> xr.Dataset:
-        return xr.Dataset({"epsilon_lb": ("pair", [lb]), "epsilon_lb_ceiling": ("pair", [ceiling])})
+    def cert(lb: float, ceiling: float, families: int = 2) -> xr.Dataset:
+        ds = xr.Dataset({"epsilon_lb": ("pair", [lb]), "epsilon_lb_ceiling": ("pair", [ceiling])})
+        ds["epsilon_lb"].attrs = {"status": "certified_lower_bound", "n_simultaneous": families}
+        return ds
 
     # both AUCs 1.000: the classifier does not rank them, and nothing "disagrees"
     text = conclusion({"A": row(0.1, 1.0), "B": row(0.4, 1.0)})
     assert "the ROC AUC does not rank them" in text
     assert "by the classifier" not in text
     assert "disagree" not in text
-    # a smaller certificate is not "leaks least": the larger one is proven to leak the most
+    # a smaller certificate is not "leaks least", and the larger one proves only "at least"
     text = conclusion(
         {"A": row(0.1, 0.9), "B": row(0.4, 0.7)}, {"A": cert(0.0185, 0.0185), "B": cert(0.5, 1.0)}
     )
-    assert "**B** is proven to leak the most" in text
+    assert "largest certified lower bound is **B**'s, 0.5000: it is proven to leak at least" in text
+    assert "leak the most" not in text
+    # two conditions certified as separate families: their largest is not certified
+    text = conclusion(
+        {"A": row(0.1, 0.9), "B": row(0.4, 0.7)},
+        {"A": cert(0.0185, 0.0185, 1), "B": cert(0.5, 1.0, 1)},
+    )
+    assert "certified as separate families" in text
+    assert "proven to leak" not in text
     assert "by the certificate" not in text
     assert "leaks least by the certificate" not in text
     # all certificates 0: nothing proven, no winner

@@ -556,3 +556,23 @@ def test_filter_drops_small_identities_and_counts_them() -> None:
 def test_outcome_codes_that_would_be_misread_are_refused(codes: list[str], match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         EmbeddingSet(np.ones((4, 2)), list("aabb"), outcomes=codes)
+
+
+def test_near_duplicates_are_counted_and_merged() -> None:
+    gen = np.random.default_rng(5)
+    x = gen.normal(size=(30, 4))
+    rows = np.vstack([x, x[:6] + 2e-9 * gen.normal(size=(6, 4)), x[6:8], [[np.nan] * 4]])
+    labels = np.r_[np.repeat(["a", "b"], 15), ["a"] * 6, ["a"] * 2, ["b"]]
+    with pytest.warns(IdauditWarning, match="1 of 39 rows failed"):
+        es = EmbeddingSet(rows, labels)
+    # rows 6, 7 are exact copies, rows 0-5 near copies (normalised: still within 1e-7)
+    assert (es.n_duplicates_, es.near_duplicates()) == (2, 6)
+    assert es.near_duplicates(rtol=1e-12) == 0
+    merged = es.merge_near_duplicates()
+    assert (merged.n_duplicates_, merged.near_duplicates(), merged.n_failed_) == (8, 0, 1)
+    assert merged.drop_duplicates().counts == {"a": 15, "b": 15}
+    # one dimension: distinct continuous draws come within 1e-7 by chance, so none is counted
+    one = EmbeddingSet(np.r_[x[:, 0], x[:3, 0] + 1e-12][:, None], np.zeros(33), normalize=False)
+    assert one.near_duplicates() == 0
+    with pytest.raises(InvalidInputError, match=r"`rtol` must be in \(0, 1e-3\]; got 0.1"):
+        es.near_duplicates(rtol=0.1)

@@ -251,9 +251,10 @@ def test_compose_error_rates_no_overflow_for_long_votes():
         assert compose_error_rates(0.05, 0.30, k) == pytest.approx(k * math.log(14.0), rel=1e-10)
 
 
-# Closeness is checked to 1e-10 relative: the function subtracts a rounding allowance of
-# 4 (k + 1) machine epsilons (relative), so that a vote whose exact epsilon is 0 never
-# certifies a positive one; the defects these tests guard against were 4e-4 relative and inf.
+# Closeness is checked to 1e-10 relative: the function lowers every candidate term by a bound
+# on its floating error, so that no result is above the exact value (a vote whose exact
+# epsilon is 0 never certifies a positive one); the defects these tests guard against were
+# 4e-4 relative and inf.
 
 
 def test_compose_error_rates_randomized_response_never_above_k_eps():

@@ -791,3 +791,29 @@ def test_more_pairs_asked_than_exist_audits_all_and_says_so() -> None:
     assert "All 3 pairs of the identities were audited (`pairs=100` asked for more)." in (
         run.to_markdown()
     )
+
+
+@pytest.mark.parametrize(("given", "expected"), [(1, 3), (5, 5)])
+def test_compare_conditions_certifies_its_conditions_as_one_family(
+    given: int, expected: int
+) -> None:
+    from idaudit import ReservedTestCertifier
+    from idaudit.audits import table2
+
+    certifier = ReservedTestCertifier(
+        n_select=1, n_families=given, alpha=0.2, test_size=0.5, n_folds=2, rng=0, progress=False
+    )
+    cmp = compare_conditions(
+        {"none": lambda im: im, "blur": GaussianBlur(1.0), "more blur": GaussianBlur(2.0)},
+        _people(n_ids=4, n_images=16),
+        pipeline=_pipeline(),
+        pairs=2,
+        auditors=[MMDTVAuditor()],
+        certifier=certifier,
+        rng=0,
+        progress=False,
+    )
+    # the user's certifier is left as it was; each condition's was fitted in one family
+    assert certifier.n_families == given
+    assert {int(c.attrs["n_families"]) for c in cmp.certificates.values()} == {expected}
+    assert table2(cmp.certificates).attrs["status"]["epsilon_lb"] == "certified_lower_bound"
