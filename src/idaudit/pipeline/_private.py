@@ -316,6 +316,13 @@ class EmbeddingNoiseSwap(ImageMechanism):
                 "`refine` > 0 moves a bank face by inversion: give `generator` and a bank with "
                 "latents (FaceBank.from_latent_bank)."
             )
+        if self.refine:
+            made_by = str(getattr(generator, "name", type(generator).__name__))
+            if bank.generator != made_by:
+                raise InvalidInputError(
+                    f"`bank` faces come from generator {bank.generator!r}, not {made_by!r}: "
+                    "its latents mean nothing to the generator that refines them."
+                )
         if decoder is not None and not callable(decoder):
             raise TypeError(f"`decoder` must be callable; got {type(decoder).__name__}.")
         dim = int(encoder.dim)
