@@ -407,7 +407,8 @@ class EmbeddingNoiseSwap(ImageMechanism):
         norm = float(np.linalg.norm(e))
         if not np.isfinite(e).all() or norm == 0:
             return self.fallback.copy()
-        return e / norm
+        unit: npt.NDArray[np.float64] = e / norm
+        return unit
 
     def release(self, e: npt.ArrayLike, gen: np.random.Generator) -> npt.NDArray[np.float64]:
         """Return ``e + σ ξ``: the Gaussian mechanism (all that follows is post-processing)."""

@@ -61,7 +61,8 @@ def _balle_wang_delta(eps: float, sigma: float, sens: float) -> float:
 def test_guarantee_is_the_analytic_gaussian_epsilon_at_sensitivity_two(parts, sigma, delta):
     g = _mech(parts, sigma).guarantee(delta)
     assert isinstance(g, PrivacyGuarantee)
-    assert g.status == "certified_upper_bound" and g.status in CERTIFIED_STATUSES
+    assert g.status == "certified_upper_bound"
+    assert g.status in CERTIFIED_STATUSES
     assert (g.sensitivity, g.sigma, g.delta, g.scope) == (2.0, sigma, delta, "any two inputs")
     # independent: the root of the closed form, found here with brentq
     want = brentq(lambda e: _balle_wang_delta(e, sigma, 2.0) - delta, 0.0, 500.0, xtol=1e-12)
@@ -77,7 +78,8 @@ def test_pair_sensitivity_is_the_brute_force_maximum_distance(parts):
     ea, eb = mech.encode_sources(a), mech.encode_sources(b)
     brute = max(float(np.linalg.norm(x - y)) for x in ea for y in eb)
     g = mech.pair_guarantee(a, b, 1e-5)
-    assert g.scope == "pair" and g.sensitivity == pytest.approx(brute, rel=1e-9)
+    assert g.scope == "pair"
+    assert g.sensitivity == pytest.approx(brute, rel=1e-9)
     assert 0 < g.sensitivity < 2
     assert mech.pair_guarantee(ea, eb, 1e-5) == g  # embeddings or images: the same
     want = brentq(lambda e: _balle_wang_delta(e, 0.7, brute) - 1e-5, 0.0, 500.0, xtol=1e-12)
@@ -144,7 +146,8 @@ def test_refine_moves_the_face_by_inversion(parts):
     mech = _mech(parts, 0.3, refine=1, generator=DCGANGenerator())
     _, bank, _, sources = parts
     out = mech(sources[0], rng=5)
-    assert out.shape == (64, 64, 3) and out.dtype == np.uint8
+    assert out.shape == (64, 64, 3)
+    assert out.dtype == np.uint8
     assert not any((out == im).all() for im in bank.images)  # moved off the bank
 
 
@@ -188,7 +191,7 @@ def test_bank_without_embeddings_or_from_another_encoder(parts):
         EmbeddingNoiseSwap(1.0, bank=latent, pipeline=pipe)
     other = FaceBank(images=bank.images, embeddings=bank.embeddings, encoder="arcface")
     with pytest.raises(
-        InvalidInputError, match=r"^`bank` embeddings were made by encoder 'arcface'"
+        InvalidInputError, match=r"^`bank` embeddings were made by encoder 'arcface' "
     ):
         EmbeddingNoiseSwap(1.0, bank=other, pipeline=pipe)
     with pytest.raises(InvalidInputError, match=r"^`embeddings` must be finite and of unit norm"):
