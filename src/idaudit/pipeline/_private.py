@@ -37,6 +37,9 @@ SMALL_FRAME = 112
 #: Side small frames are enlarged to (``enlarge_frame``).
 UPSCALE = 160
 
+#: Source embeddings remembered (by content hash) so repeated draws encode each source once.
+_MEMO_SIZE = 4096
+
 _CERTIFIED_UPPER: Status = check_status("certified_upper_bound")
 
 ASSUMPTIONS = (
@@ -336,7 +339,7 @@ class EmbeddingNoiseSwap(ImageMechanism):
         self.generator = generator
         self.decoder = decoder
         self.fallback = fb / np.linalg.norm(fb)
-        self._adversary: Any = None
+        self._memo: dict[str, npt.NDArray[np.float64]] = {}
 
     @property
     def strength(self) -> float:
@@ -393,6 +396,18 @@ class EmbeddingNoiseSwap(ImageMechanism):
         return arr
 
     def _embed(self, image: Image) -> npt.NDArray[np.float64]:
+        """``e(x)``, remembered by content: the encoder is deterministic (an assumption)."""
+        from idaudit.faces import content_key
+
+        key = content_key(image)
+        e = self._memo.get(key)
+        if e is None:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            e = self._memo[key] = self._embed_uncached(image)
+        return e.copy()
+
+    def _embed_uncached(self, image: Image) -> npt.NDArray[np.float64]:
         frame = image
         if min(image.shape[:2]) < SMALL_FRAME:
             from idaudit.faces import enlarge_frame
