@@ -577,7 +577,7 @@ def private_swap_sweep(
     sens = np.zeros(n_p)
     index = {p: i for i, p in enumerate(pair_list)}
     for s, sigma in enumerate(tqdm(sig, desc="private swap sweep", disable=not progress)):
-        mech = EmbeddingNoiseSwap(float(sigma), bank=bank, pipeline=pipeline)
+        mech = probe.with_sigma(float(sigma))  # source embeddings are encoded once
         for i, (a, b) in enumerate(pair_list):
             g = mech.pair_guarantee(sources[a], sources[b], dlt)
             guar[s, i], sens[i] = g.epsilon, g.sensitivity

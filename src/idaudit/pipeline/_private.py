@@ -11,6 +11,7 @@ over two identities' finite source sets. docs/private_swap.md has the proof.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -345,6 +346,22 @@ class EmbeddingNoiseSwap(ImageMechanism):
     def strength(self) -> float:
         """σ, the embedding noise's standard deviation."""
         return float(self.sigma)
+
+    def with_sigma(self, sigma: float) -> EmbeddingNoiseSwap:
+        """Return the same mechanism at another σ, sharing the remembered source embeddings.
+
+        Parameters
+        ----------
+        sigma : float
+            > 0 and finite.
+
+        Returns
+        -------
+        EmbeddingNoiseSwap
+        """
+        other = copy.copy(self)
+        other.sigma = check_in_range(sigma, "sigma", 0.0, None)
+        return other
 
     @property
     def reads_input(self) -> bool:

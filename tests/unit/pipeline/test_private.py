@@ -241,3 +241,14 @@ def test_guarantee_refuses_a_decoder_that_reads_the_input(parts):
         mech.pair_guarantee(list(sources[:1]), list(sources[1:2]), 1e-5)
     ok = _mech(parts, decoder=lambda noisy, rng: bank.images[0])
     assert ok.guarantee(1e-5).epsilon == _mech(parts).guarantee(1e-5).epsilon
+
+
+def test_with_sigma_changes_only_sigma(parts):
+    _, _, _, sources = parts
+    mech = _mech(parts, 0.5)
+    other = mech.with_sigma(0.1)
+    assert (mech.sigma, other.sigma) == (0.5, 0.1)
+    assert other.guarantee(1e-5).epsilon == _mech(parts, 0.1).guarantee(1e-5).epsilon
+    np.testing.assert_array_equal(other(sources[0], rng=3), _mech(parts, 0.1)(sources[0], rng=3))
+    with pytest.raises(InvalidInputError, match=r"^`sigma` must be in \(0, inf\)"):
+        mech.with_sigma(float("nan"))
