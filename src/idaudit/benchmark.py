@@ -29,7 +29,7 @@ import xarray as xr
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from idaudit._results import provenance, reduction_attrs, variable
+from idaudit._results import Status, provenance, reduction_attrs, variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -643,12 +643,12 @@ def private_swap_sweep(
             float(spearmanr(finite_med[ok], med_guar[ok]).statistic) if ok.sum() >= 3 else np.nan
         )
         if r == "certified":  # at the ceiling: limited by the test split, not the mechanism
-            at_end = (cert >= ceiling).any(axis=1)
+            at_end = np.asarray((cert >= ceiling).any(axis=1), dtype=bool)
         else:  # an infinite value: a ROC or a density ratio at its endpoint
-            at_end = ~np.isfinite(vals).all(axis=1)  # NaN: the route could not run there
+            at_end = np.asarray(~np.isfinite(vals).all(axis=1), dtype=bool)  # NaN: not run
         after = [k for k in range(sig.size) if not at_end[k:].any()]
         leaves.append(float(sig[after[0]]) if after else np.nan)
-    desc = "descriptive"
+    desc: Status = "descriptive"
     up = probe.guarantee(dlt).status
     data = {
         f"{r}_epsilon": variable(

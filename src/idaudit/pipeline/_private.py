@@ -516,7 +516,10 @@ class EmbeddingNoiseSwap(ImageMechanism):
         return self._guarantee(delta, 2.0, "any two inputs")
 
     def pair_guarantee(
-        self, sources_a: Sequence[Any], sources_b: Sequence[Any], delta: float
+        self,
+        sources_a: Sequence[Any] | npt.NDArray[Any],
+        sources_b: Sequence[Any] | npt.NDArray[Any],
+        delta: float,
     ) -> PrivacyGuarantee:
         r"""(ε, δ) between two identities' finite source sets: Δ_AB = max ‖e_a − e_b‖.
 
