@@ -53,6 +53,18 @@ def _table(ds) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _markdown(frame: pd.DataFrame) -> str:
+    """A GitHub table with 3 significant digits (no optional dependency)."""
+
+    def cell(v: object) -> str:
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--identities", type=int, default=8)
@@ -102,7 +114,7 @@ def main() -> None:
                 progress=False,
             )
         print(f"\n## auditor: {name} ({time.perf_counter() - t:.1f} s)\n")
-        print(_table(ds).to_markdown(index=False, floatfmt=".3g"))
+        print(_markdown(_table(ds)))
         routes = ds["route"].values.tolist()
         rho = np.round(ds["rank_correlation"].values, 3).tolist()
         print(
