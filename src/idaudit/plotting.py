@@ -1152,5 +1152,6 @@ def plot_private_swap_sweep(ds: xr.Dataset, *, ax: Axes | None = None) -> Figure
     ax.set_xlabel("σ (embedding noise sd)")
     ax.set_ylabel(f"ε at δ = {ds.attrs.get('delta', float('nan')):g}")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="x-small", loc="lower left")
+    ax.set_title("▲ at the top: +∞ (a ROC or density ratio at its endpoint)", fontsize="small")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     return fig
