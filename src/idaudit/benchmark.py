@@ -18,7 +18,8 @@ true_epsilon" is no soundness check there — use the Laplace sweep for those ro
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -28,7 +29,7 @@ import xarray as xr
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from idaudit._results import provenance, reduction_attrs, variable
+from idaudit._results import Status, provenance, reduction_attrs, variable
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -44,8 +45,10 @@ from idaudit.mechanisms import GaussianNoise, LaplaceNoise, add_guarantee, sampl
 if TYPE_CHECKING:
     from idaudit.audits import BaseAuditor
     from idaudit.certify import ReservedTestCertifier, SequentialCertifier
+    from idaudit.faces import FacePipeline
+    from idaudit.pipeline import FaceBank
 
-__all__ = ["noise_sweep"]
+__all__ = ["noise_sweep", "private_swap_sweep"]
 
 _SCALE_NAMES = {"gaussian": "Gaussian noise sd sigma", "laplace": "Laplace scale b"}
 
@@ -462,3 +465,253 @@ def _attach_certificate(ds: xr.Dataset, certificates: xr.Dataset, mech: Any) -> 
             **reduction_attrs(per_pair.attrs, max(per_pair.sizes["pair"], 1)),
         ),
     )
+
+
+def private_swap_sweep(
+    images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
+    sigmas: Sequence[float] | npt.NDArray[np.float64],
+    *,
+    bank: FaceBank,
+    pipeline: FacePipeline,
+    pairs: Sequence[tuple[Any, Any]],
+    audit_pipeline: FacePipeline | None = None,
+    repeats: int = 40,
+    delta: float = 1e-5,
+    auditors: Sequence[BaseAuditor] | None = None,
+    certifier: ReservedTestCertifier | None = None,
+    cache: Any = None,
+    rng: RngLike = 0,
+    progress: bool = True,
+) -> xr.Dataset:
+    r"""Audit :class:`~idaudit.pipeline.EmbeddingNoiseSwap` from pixels against its proof.
+
+    At every σ the mechanism turns each identity's source images into faces ``repeats`` times,
+    :func:`~idaudit.pipeline.audit_generator` finds, aligns and encodes the faces in the outputs
+    (with ``audit_pipeline``: the auditor's own detector and encoder) and runs the four routes
+    and the reserved-test certificate on ``pairs``; each pair's proved guarantee is set beside.
+
+    Parameters
+    ----------
+    images_by_identity : mapping of label to sequence of (H, W, 3) uint8 images
+        Source images of each identity.
+    sigmas : sequence of float
+        Noise standard deviations, each > 0 and finite, distinct.
+    bank : FaceBank
+        The mechanism's public faces.
+    pipeline : FacePipeline
+        The mechanism's detector and encoder (the one inside the proof).
+    pairs : sequence of (label, label)
+        Pairs audited, fixed before any output is seen (the certificate's assumption).
+    audit_pipeline : FacePipeline, optional
+        The auditor's detector and encoder; default ``pipeline``. Another encoder audits the
+        identity channel as a third party would see it.
+    repeats : int, default 40
+        Outputs per source image and σ.
+    delta : float, default 1e-5
+        δ of the guarantee and of the certificate, in (0, 1).
+    auditors : sequence of BaseAuditor, optional
+        Default: the four routes of :func:`~idaudit.pipeline.audit_generator`.
+    certifier : ReservedTestCertifier, optional
+        Its ``delta`` must equal ``delta``. Default: ``n_candidates = len(pairs)``, as many
+        disjoint pairs as greedy selection always finds (at most 5), ``rng`` from ``rng``.
+    cache : EmbeddingCache or path, optional
+        Passed to :func:`~idaudit.pipeline.audit_generator` (outputs are bank faces, which
+        repeat: a cache encodes each once).
+    rng : int, SeedSequence or Generator, default 0
+    progress : bool, default True
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``sigma`` and ``pair`` (coords ``identity_a``, ``identity_b``), ``route``.
+        ``<route>_epsilon`` (sigma, pair) with the route's status; ``certified_epsilon``
+        (``certified_lower_bound``; NaN for pairs not selected) and ``certified_ceiling``
+        (the most the test split could certify); ``guarantee_epsilon`` (sigma, pair) and
+        ``global_guarantee_epsilon`` (sigma), ``certified_upper_bound``; ``pair_sensitivity``
+        (pair); ``n_exceed`` (sigma): certified pairs above their guarantee, which a sound
+        audit keeps at 0 but with probability α; ``tightness`` (sigma, pair): certified /
+        guarantee; ``rank_correlation`` (route): Spearman's ρ over σ between the route's median
+        over pairs and the median guarantee; ``leaves_endpoint_sigma`` (route): the smallest σ
+        from which on every pair's value is finite (for the certificate: below its ceiling),
+        NaN if none.
+    """
+    from scipy.stats import spearmanr
+
+    from idaudit.audits import audit_pairs
+    from idaudit.certify import ReservedTestCertifier
+    from idaudit.pipeline import EmbeddingNoiseSwap, audit_generator
+    from idaudit.pipeline._audit import _default_auditors
+
+    sig = _check_scales(sigmas)
+    dlt = check_in_range(delta, "delta", 0.0, 1.0)
+    pair_list = [(a, b) for a, b in pairs]
+    if not pair_list:
+        raise InvalidInputError("`pairs` must hold at least one (label, label) pair; got none.")
+    missing = sorted({str(x) for p in pair_list for x in p if x not in images_by_identity})
+    if missing:
+        raise InvalidInputError(f"`pairs` name identities without images: {', '.join(missing)}.")
+    if certifier is not None and float(certifier.delta) != dlt:
+        raise InvalidInputError(
+            f"`certifier.delta` must equal `delta` {dlt!r}; got {certifier.delta!r}."
+        )
+    seed_run, seed_cert = spawn_seeds(check_random_state(rng), 2)
+    if certifier is None:
+        certifier = ReservedTestCertifier(
+            n_candidates=len(pair_list),
+            n_select=min(5, _always_selectable(pair_list)),
+            delta=dlt,
+            rng=seed_cert,
+            progress=False,
+        )
+    probe = EmbeddingNoiseSwap(float(sig[0]), bank=bank, pipeline=pipeline)
+    sources = {k: probe.encode_sources(list(images_by_identity[k])) for p in pair_list for k in p}
+    n_p = len(pair_list)
+    route_list = list(auditors) if auditors is not None else _default_auditors(seed_run)
+    route_eps: dict[str, npt.NDArray[np.float64]] = {}
+    failures: list[str] = []
+    route_status: dict[str, Any] = {}
+    cert = np.full((sig.size, n_p), np.nan)
+    ceiling = np.full((sig.size, n_p), np.nan)
+    guar = np.zeros((sig.size, n_p))
+    global_guar = np.zeros(sig.size)
+    sens = np.zeros(n_p)
+    index = {p: i for i, p in enumerate(pair_list)}
+    for s, sigma in enumerate(tqdm(sig, desc="private swap sweep", disable=not progress)):
+        mech = probe.with_sigma(float(sigma))  # source embeddings are encoded once
+        for i, (a, b) in enumerate(pair_list):
+            g = mech.pair_guarantee(sources[a], sources[b], dlt)
+            guar[s, i], sens[i] = g.epsilon, g.sensitivity
+        global_guar[s] = mech.guarantee(dlt).epsilon
+        with warnings.catch_warnings():
+            # the outputs are bank faces: repeated rows are iid draws of a discrete law, which
+            # the certifier's default duplicates="keep" counts as such
+            warnings.filterwarnings("ignore", message=r".*usable output row\(s\) repeat")
+            warnings.filterwarnings("ignore", message=r".*exact duplicates of an earlier row")
+            run = audit_generator(
+                mech,
+                images_by_identity,
+                pipeline=audit_pipeline if audit_pipeline is not None else pipeline,
+                pairs=pair_list,
+                auditors=route_list[:1],
+                certifier=certifier,
+                cache=cache,
+                repeats=repeats,
+                rng=seed_run,
+                progress=False,
+            )
+        es = run.embeddings.embeddings
+        kept = list(
+            zip(
+                run.results["identity_a"].values.tolist(),
+                run.results["identity_b"].values.tolist(),
+                strict=True,
+            )
+        )
+        for aud in route_list:  # one at a time: a route that cannot run is NaN, not a crash
+            name = f"{aud.label}_epsilon"
+            try:
+                res = audit_pairs(es, kept, [aud], progress=False)
+            except InvalidInputError as exc:
+                failures.append(f"sigma={float(sigma):g} {aud.label}: {exc}")
+                continue
+            route_status[aud.label] = res[name].attrs["status"]
+            for j, (a, b) in enumerate(kept):
+                i = index[(a, b)] if (a, b) in index else index[(b, a)]
+                route_eps.setdefault(aud.label, np.full((sig.size, n_p), np.nan))[s, i] = float(
+                    res[name].values[j]
+                )
+        c = run.certificates
+        if c is not None:
+            for j, (a, b) in enumerate(
+                zip(c["identity_a"].values.tolist(), c["identity_b"].values.tolist(), strict=True)
+            ):
+                i = index[(a, b)] if (a, b) in index else index[(b, a)]
+                cert[s, i] = float(c["epsilon_lb"].values[j])
+                ceiling[s, i] = float(c["epsilon_lb_ceiling"].values[j])
+    exceed = (np.nan_to_num(cert, nan=-np.inf) > guar).sum(axis=1)
+    routes = [a.label for a in route_list if a.label in route_status] + ["certified"]
+    series = {r: route_eps[r] for r in routes[:-1]} | {"certified": cert}
+    rho = []
+    leaves = []
+    med_guar = np.median(guar, axis=1)
+    for r in routes:
+        vals = series[r]
+        med = np.array([np.nanmedian(v) if np.isfinite(v).any() else np.nan for v in vals])
+        finite_med = np.where(np.isposinf(np.nanmax(vals, axis=1)), np.inf, med)
+        ok = np.isfinite(finite_med)
+        rho.append(
+            float(spearmanr(finite_med[ok], med_guar[ok]).statistic) if ok.sum() >= 3 else np.nan
+        )
+        if r == "certified":  # at the ceiling: limited by the test split, not the mechanism
+            at_end = np.asarray((cert >= ceiling).any(axis=1), dtype=bool)
+        else:  # an infinite value: a ROC or a density ratio at its endpoint
+            at_end = np.asarray(~np.isfinite(vals).all(axis=1), dtype=bool)  # NaN: not run
+        after = [k for k in range(sig.size) if not at_end[k:].any()]
+        leaves.append(float(sig[after[0]]) if after else np.nan)
+    desc: Status = "descriptive"
+    up = probe.guarantee(dlt).status
+    data = {
+        f"{r}_epsilon": variable(
+            ("sigma", "pair"), route_eps[r], long_name=f"{r} epsilon", status=route_status[r]
+        )
+        for r in routes[:-1]
+    }
+    data |= {
+        "certified_epsilon": variable(
+            ("sigma", "pair"),
+            cert,
+            long_name="reserved-test certified lower bound (selected pairs; NaN elsewhere)",
+            status=ReservedTestCertifier.status,
+        ),
+        "certified_ceiling": variable(
+            ("sigma", "pair"),
+            ceiling,
+            long_name="largest bound the test split could certify (zero errors)",
+            status=desc,
+        ),
+        "guarantee_epsilon": variable(
+            ("sigma", "pair"), guar, long_name="proved pair guarantee at delta", status=up
+        ),
+        "global_guarantee_epsilon": variable(
+            "sigma", global_guar, long_name="proved guarantee for any two inputs", status=up
+        ),
+        "pair_sensitivity": variable(
+            "pair", sens, long_name="max L2 distance of the pair's source embeddings", status=desc
+        ),
+        "n_exceed": variable(
+            "sigma", exceed, long_name="certified pairs above their guarantee", status=desc
+        ),
+        "tightness": variable(
+            ("sigma", "pair"), cert / guar, long_name="certified / guarantee", status=desc
+        ),
+        "rank_correlation": variable(
+            "route", rho, long_name="Spearman rho over sigma with the guarantee", status=desc
+        ),
+        "leaves_endpoint_sigma": variable(
+            "route",
+            leaves,
+            long_name="smallest sigma from which on no value is at an endpoint",
+            status=desc,
+        ),
+    }
+    out = xr.Dataset(
+        data,
+        coords={
+            "sigma": ("sigma", sig),
+            "identity_a": ("pair", [str(a) for a, _ in pair_list]),
+            "identity_b": ("pair", [str(b) for _, b in pair_list]),
+            "route": ("route", routes),
+        },
+    )
+    out.attrs.update(
+        {
+            **provenance(title="private swap sweep (idaudit.benchmark.private_swap_sweep)"),
+            "delta": dlt,
+            "repeats": int(repeats),
+            "mechanism_encoder": bank.encoder,
+            "audit_encoder": str(getattr((audit_pipeline or pipeline).encoder, "name", "")),
+            "bank_volume": bank.volume,
+            "route_failures": "; ".join(failures),
+        }
+    )
+    return out

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from idaudit._results import reduction_attrs, reduction_attrs_across
+from idaudit.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,6 +58,7 @@ __all__ = [
     "plot_mmd_null",
     "plot_nnaa",
     "plot_noise_sweep",
+    "plot_private_swap_sweep",
     "plot_roc",
     "plot_rocs",
     "plot_strength",
@@ -1089,3 +1091,87 @@ def _lower_hull(
                 break
         hull.append((px, py))
     return np.array([p[0] for p in hull]), np.array([p[1] for p in hull])
+
+
+def plot_private_swap_sweep(ds: xr.Dataset, *, ax: Axes | None = None) -> Figure:
+    """ε against σ for :func:`idaudit.benchmark.private_swap_sweep`: every route and the proof.
+
+    Each route is its median over pairs (an infinite value drawn at the top edge as a marker
+    ``^``); the certificate is the largest certified bound at each σ; the guarantees are the
+    median pair guarantee and the guarantee for any two inputs. The legend gives each line's
+    status.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The output of :func:`~idaudit.benchmark.private_swap_sweep`.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    need = {"guarantee_epsilon", "global_guarantee_epsilon", "certified_epsilon", "route"}
+    if not need <= set(ds.variables):
+        raise InvalidInputError(
+            "`ds` must be the output of idaudit.benchmark.private_swap_sweep; missing "
+            f"{sorted(need - set(ds.variables))}."
+        )
+    fig, ax = _one_axes(ax)
+    sig = np.asarray(ds["sigma"].values, dtype=np.float64)
+    finite = [np.asarray(ds["global_guarantee_epsilon"].values)]
+    lines: list[tuple[str, npt.NDArray[np.float64], dict[str, Any]]] = []
+    for r in [str(x) for x in ds["route"].values if str(x) != "certified"]:
+        var = ds[f"{r}_epsilon"]
+        vals = np.asarray(var.values, dtype=np.float64)
+        med = np.array([np.nanmedian(v) if (~np.isnan(v)).any() else np.nan for v in vals])
+        label = f"{_NAMES.get(r, r)} (median; {var.attrs['status']})"
+        lines.append((label, med, {"color": _COLOURS.get(r), "marker": "o"}))
+    cert = ds["certified_epsilon"]
+    cvals = np.asarray(cert.values, dtype=np.float64)
+    cmax = np.array([np.nanmax(v) if np.isfinite(v).any() else np.nan for v in cvals])
+    lines.append(
+        (
+            f"reserved-test certificate (largest; {cert.attrs['status']})",
+            cmax,
+            {"color": _COLOURS["certified"], "marker": "s"},
+        )
+    )
+    g = ds["guarantee_epsilon"]
+    lines.append(
+        (
+            f"pair guarantee (median; {g.attrs['status']})",
+            np.median(np.asarray(g.values), axis=1),
+            {"color": "#444444", "linestyle": "--"},
+        )
+    )
+    gg = ds["global_guarantee_epsilon"]
+    lines.append(
+        (
+            f"guarantee, any two inputs ({gg.attrs['status']})",
+            np.asarray(gg.values),
+            {"color": "#444444", "linestyle": ":"},
+        )
+    )
+    for _, y, _ in lines:
+        finite.append(y[np.isfinite(y)])
+    top = max(float(np.max(v)) for v in finite if v.size) * 1.5
+    for label, y, style in lines:
+        shown = np.where(np.isposinf(y), np.nan, y)
+        ax.plot(sig, shown, label=label, **style)
+        if np.isposinf(y).any():
+            ax.plot(
+                sig[np.isposinf(y)],
+                np.full(int(np.isposinf(y).sum()), top),
+                "^",
+                color=style.get("color"),
+            )
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=0.1)
+    ax.set_ylim(bottom=0.0, top=top * 1.5)
+    ax.set_xlabel("σ (embedding noise sd)")
+    ax.set_ylabel(f"ε at δ = {ds.attrs.get('delta', float('nan')):g}")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title("▲ at the top: +∞ (a ROC or density ratio at its endpoint)", fontsize="small")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    return fig

@@ -10,6 +10,7 @@
 :class:`Pixelate`               mosaic (block side in pixels, random grid offset)
 :class:`PixelNoise`             Gaussian pixel noise (σ in grey levels)
 :class:`LatentFaceSwap`         G((1 − mix) z_id + mix z_donor) on the shipped DCGAN
+:class:`EmbeddingNoiseSwap`     embedding + N(0, σ²I) → nearest public face: proved (ε, δ)
 ==============================  ==========================================================
 """
 
@@ -31,9 +32,12 @@ from idaudit.pipeline._images import (
     PixelNoise,
 )
 from idaudit.pipeline._linkage import LinkageReport, linkage_report
+from idaudit.pipeline._private import EmbeddingNoiseSwap, FaceBank, PrivacyGuarantee
 
 __all__ = [
     "ConditionComparison",
+    "EmbeddingNoiseSwap",
+    "FaceBank",
     "GaussianBlur",
     "GeneratorAudit",
     "GeneratorEmbeddings",
@@ -42,6 +46,7 @@ __all__ = [
     "LinkageReport",
     "PixelNoise",
     "Pixelate",
+    "PrivacyGuarantee",
     "audit_generator",
     "compare_conditions",
     "encode_generator",

@@ -1,0 +1,157 @@
+"""private_swap_sweep and its figure: the guarantee, the counts and the summaries recomputed."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+from scipy.stats import norm, spearmanr
+
+from idaudit.audits import GaussMechAuditor, MMDTVAuditor
+from idaudit.benchmark import private_swap_sweep
+from idaudit.certify import ReservedTestCertifier
+from idaudit.exceptions import InvalidInputError
+from idaudit.faces import (
+    FRAME_PAD_FRACTION,
+    Face,
+    FacePipeline,
+    ShippedFaceGenerator,
+    TorchDlibEncoder,
+    arcface_template,
+)
+from idaudit.pipeline import FaceBank
+
+SIGMAS = [0.01, 0.05, 0.2, 0.5]
+PAIRS = [(0, 1), (2, 3), (0, 2)]
+
+
+class _TemplateDetector:
+    name = "template"
+
+    def __repr__(self) -> str:
+        return "TemplateDetector()"
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        pad = round(FRAME_PAD_FRACTION * 160)
+        box = np.array([16.0, 16.0, 144.0, 144.0]) + pad
+        return [Face(box=box, score=1.0, landmarks=arcface_template(160) + pad)]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    enc = TorchDlibEncoder()
+    gen = ShippedFaceGenerator()
+    pipe = FacePipeline(_TemplateDetector(), enc, progress=False)
+    bank = FaceBank.from_images(gen.sample(16, rng=0), enc)
+    src = gen.sample(8, rng=1)
+    images = {k: [src[2 * k], src[2 * k + 1]] for k in range(4)}
+    ds = private_swap_sweep(
+        images,
+        SIGMAS,
+        bank=bank,
+        pipeline=pipe,
+        pairs=PAIRS,
+        repeats=15,
+        auditors=[GaussMechAuditor(), MMDTVAuditor()],
+        cache=tmp_path_factory.mktemp("cache"),
+        progress=False,
+    )
+    return enc, bank, pipe, images, ds
+
+
+def _bw_epsilon(delta: float, sigma: float, sens: float) -> float:
+    """Balle & Wang's δ(ε) solved for ε here, independently of idaudit.dp."""
+
+    def f(e: float) -> float:
+        a, b = sens / (2 * sigma), e * sigma / sens
+        return float(norm.cdf(a - b) - math.exp(e + norm.logcdf(-a - b))) - delta
+
+    return brentq(f, 0.0, 1e5, xtol=1e-12) if f(0.0) > 0 else 0.0
+
+
+def test_guarantees_are_the_closed_form_at_each_pairs_brute_force_sensitivity(setup):
+    enc, _, _, images, ds = setup
+    for i, (a, b) in enumerate(PAIRS):
+        ea = np.stack([_embed(enc, im) for im in images[a]])
+        eb = np.stack([_embed(enc, im) for im in images[b]])
+        brute = max(np.linalg.norm(x - y) for x in ea for y in eb)
+        assert float(ds["pair_sensitivity"][i]) == pytest.approx(brute, rel=1e-5)
+        for s, sigma in enumerate(SIGMAS):
+            want = _bw_epsilon(1e-5, sigma, brute)
+            assert float(ds["guarantee_epsilon"][s, i]) == pytest.approx(want, rel=1e-4)
+    for s, sigma in enumerate(SIGMAS):
+        want = _bw_epsilon(1e-5, sigma, 2.0)
+        assert float(ds["global_guarantee_epsilon"][s]) == pytest.approx(want, rel=1e-6)
+    assert ds["guarantee_epsilon"].attrs["status"] == "certified_upper_bound"
+    assert ds["certified_epsilon"].attrs["status"] == "certified_lower_bound"
+
+
+def _embed(enc, im):
+    e = ShippedFaceGenerator().embed(im[None], enc)[0].astype(np.float64)
+    return e / np.linalg.norm(e)
+
+
+def test_counts_and_summaries_follow_their_definitions(setup):
+    *_, ds = setup
+    cert, guar, ceil = (
+        ds[v].values for v in ("certified_epsilon", "guarantee_epsilon", "certified_ceiling")
+    )
+    exceed = [
+        sum(1 for c, g in zip(cr, gr, strict=True) if c == c and c > g)
+        for cr, gr in zip(cert, guar, strict=True)
+    ]
+    np.testing.assert_array_equal(ds["n_exceed"].values, exceed)
+    assert (ds["n_exceed"].values == 0).all()  # and a sound audit stays under the proof
+    np.testing.assert_allclose(ds["tightness"].values, cert / guar)
+    routes = ds["route"].values.tolist()
+    assert routes == ["gaussmech", "mmdtv", "certified"]
+    med_g = np.median(guar, axis=1)
+    for r, rho, leaves in zip(
+        routes, ds["rank_correlation"].values, ds["leaves_endpoint_sigma"].values, strict=True
+    ):
+        vals = cert if r == "certified" else ds[f"{r}_epsilon"].values
+        med = np.array([np.nanmax(v) if r == "certified" else np.nanmedian(v) for v in vals])
+        if r == "certified":
+            med = np.array([np.nanmedian(v) for v in vals])
+            end = [bool(np.any(c >= k)) for c, k in zip(cert, ceil, strict=True)]
+        else:
+            end = [not np.isfinite(v).all() for v in vals]
+        ok = np.isfinite(med)
+        if ok.sum() >= 3:
+            assert rho == pytest.approx(spearmanr(med[ok], med_g[ok]).statistic)
+        first = next((SIGMAS[k] for k in range(len(SIGMAS)) if not any(end[k:])), np.nan)
+        np.testing.assert_equal(leaves, first)
+
+
+def test_figure_has_every_route_and_both_guarantees_with_statuses(setup):
+    from idaudit.plotting import plot_private_swap_sweep
+
+    *_, ds = setup
+    fig = plot_private_swap_sweep(ds)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(labels) == 5
+    assert any("GaussMech" in t and "diagnostic" in t for t in labels)
+    assert any("MMD-TV" in t and "sample_estimate" in t for t in labels)
+    assert any("certificate" in t and "certified_lower_bound" in t for t in labels)
+    assert sum("guarantee" in t and "certified_upper_bound" in t for t in labels) == 2
+    with pytest.raises(InvalidInputError, match="must be the output of"):
+        plot_private_swap_sweep(ds.drop_vars("guarantee_epsilon"))
+
+
+def test_bad_input(setup):
+    _, bank, pipe, images, _ = setup
+    kw = {"bank": bank, "pipeline": pipe, "progress": False}
+    with pytest.raises(InvalidInputError, match=r"^`pairs` must hold at least one"):
+        private_swap_sweep(images, [0.1], pairs=[], **kw)
+    with pytest.raises(InvalidInputError, match=r"^`pairs` name identities without images: 9"):
+        private_swap_sweep(images, [0.1], pairs=[(0, 9)], **kw)
+    with pytest.raises(InvalidInputError, match=r"^`certifier.delta` must equal `delta`"):
+        private_swap_sweep(
+            images, [0.1], pairs=PAIRS, certifier=ReservedTestCertifier(delta=0.0), **kw
+        )
+    with pytest.raises(InvalidInputError, match=r"^`delta` must be in \(0, 1\)"):
+        private_swap_sweep(images, [0.1], pairs=PAIRS, delta=0.0, **kw)
+    with pytest.raises(InvalidInputError):
+        private_swap_sweep(images, [0.0], pairs=PAIRS, **kw)
