@@ -95,7 +95,9 @@ def _clopper_pearson_covers() -> None:
     p = 0.3
     assert_sound(
         check_soundness(
-            lambda k, _: Claim(clopper_pearson_upper(k, 50, 0.1), "certified_upper_bound"),
+            lambda k, _: Claim(
+                clopper_pearson_upper(k, 50, 0.1), "certified_upper_bound", quantity="rate"
+            ),
             lambda seed: int(np.random.default_rng(seed).binomial(50, p)),
             p,
             n_reps=1000,
@@ -116,7 +118,10 @@ def _scores_band_is_sound_and_a_broken_one_is_caught() -> None:
         t = cert.thresholds
         upper = np.concatenate([cert.fpr_upper, cert.fnr_upper])
         return Claim(
-            upper, "certified_upper_bound", truth=np.concatenate([mech.fpr(t), mech.fnr(t)])
+            upper,
+            "certified_upper_bound",
+            truth=np.concatenate([mech.fpr(t), mech.fnr(t)]),
+            quantity="error_rate",
         )
 
     def draw(seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -132,7 +137,12 @@ def _scores_band_is_sound_and_a_broken_one_is_caught() -> None:
         t = mech.threshold
         fp, fn = int((a >= t).sum()), int((b < t).sum())
         upper = np.array([clopper_pearson_upper(fp, 100, 0.2), clopper_pearson_upper(fn, 100, 0.2)])
-        return Claim(upper, "certified_upper_bound", truth=[mech.fpr(t), mech.fnr(t)])
+        return Claim(
+            upper,
+            "certified_upper_bound",
+            truth=[mech.fpr(t), mech.fnr(t)],
+            quantity="error_rate",
+        )
 
     broken = check_soundness(no_union_bound, draw, n_reps=300, alpha=0.2)
     assert not broken.sound, f"a certificate without its union bound passed:\n{broken.message()}"

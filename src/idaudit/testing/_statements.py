@@ -26,7 +26,7 @@ import numpy.typing as npt
 from idaudit._results import Status, check_status
 from idaudit._validation import check_in_range
 from idaudit.exceptions import UnsupportedStatementError
-from idaudit.testing._claims import read_claim
+from idaudit.testing._claims import read_claim, read_epsilon
 
 __all__ = ["assert_epsilon_above", "assert_epsilon_below", "assert_private"]
 
@@ -34,7 +34,7 @@ __all__ = ["assert_epsilon_above", "assert_epsilon_below", "assert_private"]
 def _values(
     result: Any, allowed: tuple[str, ...], sentence: str, hint: str
 ) -> tuple[npt.NDArray[np.float64], Status]:
-    values, status, _ = read_claim(result, "result")
+    values, status, _ = read_epsilon(result, "result")
     if status not in allowed:
         raise UnsupportedStatementError(
             f"`result` has status {status!r}, which cannot support '{sentence}' (only "

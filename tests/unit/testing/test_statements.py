@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import xarray as xr
 
-from idaudit.certify import certify_scores
+from idaudit.certify import ReservedTestCertifier, certify_scores
 from idaudit.exceptions import InvalidInputError, UnsupportedStatementError
 from idaudit.testing import (
     Claim,
@@ -66,3 +67,30 @@ def test_statuses_are_read_from_fitted_results() -> None:
         assert_epsilon_below(cert, float("nan"))
     with pytest.raises(ValueError, match="'nope'"):
         assert_epsilon_below(cert, 1.0, status="nope")
+
+
+def _reserved_certificates() -> xr.Dataset:
+    kp = known_pair("laplace", distance=3.0)
+    cert = ReservedTestCertifier(
+        n_select=1, n_candidates=1, alpha=0.05, rng=0, progress=False
+    ).fit(kp.draw(200, rng=1), [kp.pair])
+    return cert.certificates_
+
+
+def test_epsilon_statements_refuse_what_is_not_an_epsilon() -> None:
+    certs = _reserved_certificates()
+    # an upper bound on an error rate is certified, but it is no epsilon
+    with pytest.raises(InvalidInputError, match=r"'ufpr'.*is not an epsilon"):
+        assert_private(certs["ufpr"], 0.5)
+    with pytest.raises(InvalidInputError, match="claim about 'error_rate', not an epsilon"):
+        assert_private(Claim(0.01, "certified_upper_bound", quantity="error_rate"), 0.5)
+    # a variable named as an epsilon, or marked as one, is read
+    assert_epsilon_above(certs["epsilon_lb"], 0.5)
+    marked = certs["ufpr"].rename("u").assign_attrs(quantity="epsilon")
+    assert_private(marked, 0.5)
+
+
+def test_a_stacked_dataset_is_refused() -> None:
+    certs = _reserved_certificates()
+    with pytest.raises(InvalidInputError, match="stacked along a 'variable' dimension"):
+        assert_epsilon_above(certs.to_dataarray(), 10.0)
