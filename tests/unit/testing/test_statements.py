@@ -39,7 +39,7 @@ def test_below_requires_the_named_status() -> None:
 
 
 def test_comparisons_pass_and_fail_on_the_values() -> None:
-    lb = Claim([0.4, 2.5, 1.0], "certified_lower_bound")
+    lb = Claim([0.4, 2.5, 1.0], "certified_lower_bound", n_simultaneous=3)
     assert_epsilon_above(lb, 2.0)
     with pytest.raises(
         AssertionError, match=r"no certified_lower_bound exceeds 3: the largest is 2\.5"
@@ -94,3 +94,41 @@ def test_a_stacked_dataset_is_refused() -> None:
     certs = _reserved_certificates()
     with pytest.raises(InvalidInputError, match="stacked along a 'variable' dimension"):
         assert_epsilon_above(certs.to_dataarray(), 10.0)
+
+
+def test_some_member_above_needs_jointly_valid_bounds() -> None:
+    # three bounds each valid at 1 - alpha: their maximum is valid at 1 - 3 alpha only
+    separate = Claim([0.4, 2.5, 1.0], "certified_lower_bound")
+    with pytest.raises(
+        UnsupportedStatementError,
+        match=r"family of 3 certified_lower_bound values of which 1 hold jointly: their "
+        r"maximum has status 'sample_estimate'",
+    ):
+        assert_epsilon_above(separate, 2.0)
+    with pytest.raises(UnsupportedStatementError, match="maximum has status 'sample_estimate'"):
+        assert_private(Claim([0.4, 0.5], "certified_upper_bound", n_simultaneous=1), 1.0)
+    assert_private(Claim([0.4, 0.5], "certified_upper_bound", n_simultaneous=2), 1.0)
+    # the attribute of a result variable is read the same way
+    lb = xr.DataArray(
+        [0.4, 2.5], dims="pair", name="epsilon_lb", attrs={"status": "certified_lower_bound"}
+    )
+    with pytest.raises(UnsupportedStatementError, match="'sample_estimate'"):
+        assert_epsilon_above(lb, 2.0)
+    assert_epsilon_above(lb.assign_attrs(n_simultaneous=2), 2.0)
+    # reference values carry over: proved truths need no union bound
+    assert_epsilon_above(Claim([0.4, 2.5], "reference"), 2.0)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        lambda c: assert_epsilon_below(c, 1.0),
+        lambda c: assert_epsilon_above(c, 1.0),
+        lambda c: assert_private(c, 1.0),
+    ],
+    ids=["below", "above", "private"],
+)
+def test_an_empty_family_is_refused(check) -> None:
+    for status in ("certified_lower_bound", "certified_upper_bound"):
+        with pytest.raises(InvalidInputError, match="holds no values: .* empty family"):
+            check(Claim([], status))
