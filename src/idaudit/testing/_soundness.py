@@ -234,6 +234,8 @@ def _check_truth(truth: Any, status: Status, name: str) -> npt.NDArray[np.float6
         raise InvalidInputError(
             f"`truth` is missing for {name}: give it to the check, or as Claim(..., truth=...)."
         )
+    if isinstance(truth, str | bytes) or np.asarray(truth).dtype.kind in "USOb":
+        raise TypeError(f"`truth` must be a number or an array of numbers; got {truth!r}.")
     try:
         values = np.asarray(truth, dtype=float)
     except (TypeError, ValueError) as err:
@@ -248,6 +250,31 @@ def _check_truth(truth: Any, status: Status, name: str) -> npt.NDArray[np.float6
             "δ > 0)."
         )
     return values
+
+
+def _not_empty(values: npt.NDArray[np.float64], name: str) -> None:
+    if values.size == 0:
+        raise InvalidInputError(
+            f"{name} holds no values (shape {values.shape}): an empty family claims nothing "
+            "and could never be violated, so the check could not fail."
+        )
+
+
+def _against_truth(
+    values: npt.NDArray[np.float64], truth: npt.NDArray[np.float64], name: str
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Broadcast the truth to the claim's shape; a truth that would grow the claim is refused."""
+    try:
+        shape = np.broadcast_shapes(values.shape, truth.shape)
+    except ValueError:
+        shape = None
+    if shape != values.shape:
+        raise InvalidInputError(
+            f"{name} has shape {values.shape}, which does not match the truth's "
+            f"{truth.shape}: the truth must have the claim's shape or broadcast to it "
+            "without growing it."
+        )
+    return values, np.broadcast_to(truth, shape)
 
 
 def _certified(status: Status, name: str) -> Status:
@@ -448,13 +475,9 @@ def check_soundness(
                 raise InvalidInputError(
                     f"{label} has status {status!r}, but {statuses[name]!r} in run 0."
                 )
+            _not_empty(values, label)
             t = _check_truth(given if own_truth is None else own_truth, status, label)
-            try:
-                values, t = np.broadcast_arrays(values, t)
-            except ValueError:
-                raise InvalidInputError(
-                    f"{label} has shape {values.shape}, which does not match the truth's {t.shape}."
-                ) from None
+            values, t = _against_truth(values, t, label)
             event, ratio = _violations(values[None], t[None], status)
             events.setdefault(name, []).append(bool(event[0]))
             ratios.setdefault(name, []).append(float(ratio[0]))
@@ -522,15 +545,9 @@ def check_claims(
     if own_truth is not None:
         raise InvalidInputError("give the truth as `truth`, not inside the Claim.")
     _certified(status, label)
+    _not_empty(values, label)
     t = _check_truth(truth, status, label)
-    try:
-        values, t = np.broadcast_arrays(values, t)
-    except ValueError:
-        raise InvalidInputError(
-            f"{label} has shape {values.shape}, which does not match the truth's {t.shape}."
-        ) from None
-    if values.shape[0] != n_reps:
-        raise InvalidInputError(f"the truth's shape {t.shape} changes the number of runs.")
+    values, t = _against_truth(values, t, label)
     labels = list(range(n_reps)) if seeds is None else [int(s) for s in seeds]
     if len(labels) != n_reps:
         raise InvalidInputError(f"`seeds` must hold one label per run: {len(labels)} vs {n_reps}.")

@@ -152,6 +152,24 @@ def test_smallest_testable_alpha() -> None:
         ),
         (lambda k, s: xr.Dataset(), P, InvalidInputError, "pass one variable"),
         (lambda k, s: "0.5", P, TypeError, "must be a Claim"),
+        (
+            lambda k, s: Claim([], "certified_upper_bound"),
+            P,
+            InvalidInputError,
+            r"holds no values \(shape \(0,\)\): an empty family claims nothing",
+        ),
+        (
+            lambda k, s: Claim(0.5, "certified_upper_bound"),
+            [P, P],
+            InvalidInputError,
+            r"shape \(\), which does not match the truth's \(2,\): .* without growing it",
+        ),
+        (
+            lambda k, s: Claim(0.5, "certified_upper_bound"),
+            "0.3",
+            TypeError,
+            "`truth` must be a number or an array of numbers; got '0.3'",
+        ),
     ],
 )
 def test_bad_claims_are_named(make_claim, truth, error, match) -> None:
@@ -193,3 +211,15 @@ def test_seed_forms() -> None:
     c = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
     d = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
     assert c == d
+
+
+def test_check_claims_refuses_a_truth_that_grows_the_claims() -> None:
+    lb = Claim(np.linspace(0.0, 0.9, 20), "certified_lower_bound")
+    # a column of truths against a row of claims would compare every claim with every truth
+    with pytest.raises(InvalidInputError, match=r"shape \(20,\), .* truth's \(20, 1\)"):
+        check_claims(lb, np.ones((20, 1)), alpha=0.1)
+    with pytest.raises(InvalidInputError, match="an empty family claims nothing"):
+        check_claims(Claim(np.empty((20, 0)), "certified_lower_bound"), 1.0, alpha=0.1)
+    with pytest.raises(TypeError, match="`truth` must be a number"):
+        check_claims(lb, "1.0", alpha=0.1)
+    assert check_claims(lb, np.ones(20), alpha=0.1).n_violations == 0
