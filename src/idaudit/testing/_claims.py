@@ -52,8 +52,9 @@ class Claim:
     Examples
     --------
     >>> from idaudit.testing import Claim
-    >>> Claim(0.8, "certified_lower_bound")
-    Claim(value=0.8, status='certified_lower_bound', truth=None, quantity='epsilon', n_simultaneous=1)
+    >>> c = Claim(0.8, "certified_lower_bound")
+    >>> c.status, c.quantity, c.n_simultaneous
+    ('certified_lower_bound', 'epsilon', 1)
     """
 
     value: Any

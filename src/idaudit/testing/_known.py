@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -335,24 +336,35 @@ def _result(
 
 
 def _run_seeds(rng: Any, n_reps: int) -> list[int]:
-    """Per-run seeds: ``rng + i`` from an int, or the sequence itself."""
+    """Per-run seeds: spawned from an int or a SeedSequence, drawn by a Generator, or given.
+
+    From an int (or ``SeedSequence``), run ``i`` gets the first 63 bits of the state of
+    ``SeedSequence(rng).spawn(n_reps)[i]``: different ``rng`` give independent replications
+    (``rng + i`` would make ``rng = 0`` and ``rng = 1`` share all runs but one).
+    """
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-        first = check_integer(rng, "rng", minimum=0)
-        return [first + i for i in range(n_reps)]
-    if isinstance(rng, np.random.Generator | np.random.SeedSequence):
-        gen = np.random.default_rng(rng)
-        return [int(s) for s in gen.integers(0, 2**63 - 1, size=n_reps, dtype=np.int64)]
-    if isinstance(rng, Sequence | np.ndarray | range):
+        rng = np.random.SeedSequence(check_integer(rng, "rng", minimum=0))
+    if isinstance(rng, np.random.SeedSequence):
+        return [int(c.generate_state(2, np.uint64)[0] >> np.uint64(1)) for c in rng.spawn(n_reps)]
+    if isinstance(rng, np.random.Generator):
+        return [int(s) for s in rng.integers(0, 2**63 - 1, size=n_reps, dtype=np.int64)]
+    if isinstance(rng, Sequence | np.ndarray | range) and not isinstance(rng, str | bytes):
         seeds = [check_integer(s, "rng", minimum=0) for s in rng]
         if len(seeds) != n_reps:
             raise InvalidInputError(
                 f"`rng` as a sequence must hold one seed per run: {len(seeds)} vs n_reps = "
                 f"{n_reps}."
             )
+        repeated = sorted(s for s, c in Counter(seeds).items() if c > 1)
+        if repeated:
+            raise InvalidInputError(
+                f"`rng` as a sequence must hold distinct seeds (a repeated seed repeats its "
+                f"run, which is not an independent replication); repeated: {repeated[:5]}."
+            )
         return seeds
     raise TypeError(
-        "`rng` must be an int (run i gets seed rng + i), a sequence of seeds, a "
-        f"numpy.random.Generator or a SeedSequence; got {type(rng).__name__}."
+        "`rng` must be an int or a numpy.random.SeedSequence (run seeds spawned from it), a "
+        f"sequence of distinct seeds or a numpy.random.Generator; got {type(rng).__name__}."
     )
 
 
@@ -395,9 +407,12 @@ def check_soundness(
         ``sqrt(n_reps * alpha * (1 - alpha))``.
     alpha : float
         The nominal level of the claim, in (0, 1).
-    rng : int, sequence of int or numpy.random.Generator, default 0
-        Per-run seeds: from an int, run ``i`` gets ``rng + i`` (a failing run is rerun alone
-        from its seed); a sequence gives them one by one; a ``Generator`` draws them.
+    rng : int, SeedSequence, sequence of int or numpy.random.Generator, default 0
+        Per-run seeds. From an int or a ``SeedSequence``, run ``i`` gets a seed derived from
+        ``numpy.random.SeedSequence(rng).spawn(n_reps)[i]``, so different ``rng`` give
+        independent replications; a sequence gives distinct seeds one by one (e.g.
+        ``range(n_reps)`` for runs seeded 0, 1, ...); a ``Generator`` draws them. Every
+        failing run's seed is reported, to rerun it alone.
     significance : float, default 0.01
         The check fails when the p-value is at most this: the chance that a sound claim fails
         the check.

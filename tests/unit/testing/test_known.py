@@ -114,7 +114,8 @@ def test_laplace_pair_epsilon_at_positive_delta_matches_quadrature(delta: float)
         assert _hockey_stick_quad(p, q, eps, kinks, -60, 63) == pytest.approx(delta, rel=1e-6)
     else:  # past the total variation: even eps = 0 leaves at most delta
         assert _hockey_stick_quad(p, q, 0.0, [0.0, 3.0], -60, 63) <= delta
-    assert kp.epsilon(0.0) == 2.0 and kp.epsilon(1.0) == 0.0
+    assert kp.epsilon(0.0) == 2.0
+    assert kp.epsilon(1.0) == 0.0
 
 
 def test_score_mechanisms_epsilon_at_positive_delta_match_quadrature() -> None:

@@ -17,6 +17,7 @@ from idaudit.testing import (
     check_soundness,
     smallest_testable_alpha,
 )
+from idaudit.testing._soundness import _run_seeds
 
 P = 0.3  # a Bernoulli rate bounded from above by Clopper-Pearson from 50 draws
 
@@ -30,7 +31,7 @@ def _cp(level: float):
 
 
 def test_count_pvalue_and_seeds_match_a_plain_loop() -> None:
-    res = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=500)
+    res = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=range(500, 800))
     # the same runs written out by hand
     missed = [s for s in range(500, 800) if clopper_pearson_upper(_draw(s), 50, 0.1) < P]
     assert res.n_violations == len(missed)
@@ -68,7 +69,9 @@ def test_a_family_is_one_event_per_run() -> None:
             "certified_upper_bound",
         )
 
-    res = check_soundness(both, lambda s: (_draw(s), _draw(s + 10_000)), P, n_reps=200, alpha=0.1)
+    res = check_soundness(
+        both, lambda s: (_draw(s), _draw(s + 10_000)), P, n_reps=200, alpha=0.1, rng=range(200)
+    )
     one = [clopper_pearson_upper(_draw(s), 50, 0.05) < P for s in range(200)]
     two = [clopper_pearson_upper(_draw(s + 10_000), 50, 0.05) < P for s in range(200)]
     assert res.n_violations == sum(a or b for a, b in zip(one, two, strict=True))
@@ -182,13 +185,13 @@ def test_claims_that_change_between_runs_are_refused() -> None:
         return Claim(0.5, "certified_upper_bound" if seed == 0 else "certified_lower_bound")
 
     with pytest.raises(InvalidInputError, match=r"run 1 \(seed 1\) has status"):
-        check_soundness(flip, _draw, P, n_reps=20, alpha=0.1)
+        check_soundness(flip, _draw, P, n_reps=20, alpha=0.1, rng=range(20))
 
     def names(k: int, seed: int) -> dict[str, Claim]:
         return {"a" if seed == 0 else "b": Claim(0.5, "certified_upper_bound")}
 
     with pytest.raises(InvalidInputError, match=r"returned claims \['b'\] in run 1"):
-        check_soundness(names, _draw, P, n_reps=20, alpha=0.1)
+        check_soundness(names, _draw, P, n_reps=20, alpha=0.1, rng=range(20))
 
 
 def test_bad_levels_and_seeds() -> None:
@@ -206,7 +209,7 @@ def test_bad_levels_and_seeds() -> None:
 
 def test_seed_forms() -> None:
     a = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=list(range(7, 27)))
-    b = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=7)
+    b = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=range(7, 27))
     assert a == b
     c = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
     d = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
@@ -223,3 +226,20 @@ def test_check_claims_refuses_a_truth_that_grows_the_claims() -> None:
     with pytest.raises(TypeError, match="`truth` must be a number"):
         check_claims(lb, "1.0", alpha=0.1)
     assert check_claims(lb, np.ones(20), alpha=0.1).n_violations == 0
+
+
+def test_int_seeds_give_independent_replications() -> None:
+    a = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=0)
+    b = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=1)
+    runs_a = set(_run_seeds(0, 300))
+    # rng + i would share 299 of the 300 runs; spawned seeds share none
+    assert not runs_a & set(_run_seeds(1, 300))
+    assert _run_seeds(0, 300) == _run_seeds(np.random.SeedSequence(0), 300)
+    expected = [
+        int(c.generate_state(2, np.uint64)[0] >> np.uint64(1))
+        for c in np.random.SeedSequence(0).spawn(3)
+    ]
+    assert _run_seeds(0, 3) == expected
+    assert a.n_reps == b.n_reps == 300
+    with pytest.raises(InvalidInputError, match=r"distinct seeds .*; repeated: \[3\]"):
+        check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=[3] * 2 + list(range(4, 22)))

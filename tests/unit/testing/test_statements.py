@@ -130,5 +130,5 @@ def test_some_member_above_needs_jointly_valid_bounds() -> None:
 )
 def test_an_empty_family_is_refused(check) -> None:
     for status in ("certified_lower_bound", "certified_upper_bound"):
-        with pytest.raises(InvalidInputError, match="holds no values: .* empty family"):
+        with pytest.raises(InvalidInputError, match=r"holds no values: .* empty family"):
             check(Claim([], status))
