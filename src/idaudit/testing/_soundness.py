@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,7 +24,7 @@ import xarray as xr
 
 from idaudit._results import CERTIFIED_STATUSES, Status
 from idaudit._validation import check_in_range, check_integer, check_option
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.testing._claims import read_claim
 
 __all__ = [
@@ -87,6 +88,33 @@ class SoundnessResult:
         """The observed violation rate ``n_violations / n_reps``."""
         return self.n_violations / self.n_reps
 
+    def power(self, rate: float) -> float:
+        """Return the chance that the check fails when the true violation rate is ``rate``.
+
+        Parameters
+        ----------
+        rate : float
+            A violation rate in [0, 1].
+
+        Returns
+        -------
+        float
+            ``P(pvalue <= significance)`` for a count drawn at ``rate`` over ``n_reps`` runs
+            (one-sided checks; the two-sided test's upper tail for ``alternative="two-sided"``
+            is not computed here: NaN).
+        """
+        rate = check_in_range(rate, "rate", 0.0, 1.0, closed="both")
+        if self.alternative != "greater":
+            return math.nan
+        return _power(self.n_reps, self.alpha, self.significance, rate)
+
+    @property
+    def detectable_rate(self) -> float:
+        """The violation rate the check catches with probability 0.8 (1.0 if none does)."""
+        if self.alternative != "greater":
+            return math.nan
+        return _detectable_rate(self.n_reps, self.alpha, self.significance)
+
     @property
     def sound(self) -> bool:
         """Whether the count is consistent with the nominal level (``pvalue > significance``)."""
@@ -109,6 +137,11 @@ class SoundnessResult:
             f"exact binomial p-value {self.pvalue:.3g} {verdict} H0 '{hypothesis}' at "
             f"significance {self.significance:g} (under H0: mean {mean:.3g}, sd {sd:.3g})",
         ]
+        if self.alternative == "greater":
+            lines.append(
+                f"power: {self.power(min(1.0, 2 * self.alpha)):.2f} against twice the level; "
+                f"a rate of {self.detectable_rate:.3g} is caught with probability 0.8"
+            )
         if not math.isnan(self.tightness):
             lines.append(f"tightness (mean claim / truth): {self.tightness:.3g}")
         if self.failing_seeds:
@@ -155,13 +188,64 @@ def _check_level(alpha: Any, n_reps: Any, significance: Any) -> tuple[float, int
     alpha = check_in_range(alpha, "alpha", 0.0, 1.0)
     n_reps = check_integer(n_reps, "n_reps", minimum=1)
     significance = check_in_range(significance, "significance", 0.0, 1.0)
-    if n_reps * alpha < 1.0:
+    # one expected violation at the nominal level; the tolerance keeps alpha = 1 / n_reps
+    # (49 * (1/49) < 1 in floating point) on the testable side
+    if n_reps * alpha < 1.0 - 1e-9:
+        needed = math.ceil(1 / alpha - 1e-9)
         raise InvalidInputError(
             f"`n_reps` = {n_reps} is too small to test `alpha` = {alpha:g}: the smallest level "
             f"{n_reps} runs resolve is {smallest_testable_alpha(n_reps):g} (one expected "
-            f"violation); use n_reps >= {math.ceil(1 / alpha)}."
+            f"violation); use n_reps >= {needed}."
         )
     return alpha, n_reps, significance
+
+
+_LOW_POWER = 0.2  # warn below this chance of catching a claim violated at twice its level
+_DETECT = 0.8
+
+
+def _critical_count(n_reps: int, alpha: float, significance: float) -> int:
+    """Smallest count the one-sided test rejects at: P(X >= c | alpha) <= significance."""
+    from scipy import stats
+
+    # sf(c - 1) = P(X >= c) decreases in c; isf gives the boundary, checked around it
+    c = int(stats.binom.isf(significance, n_reps, alpha)) + 1
+    while c > 0 and stats.binom.sf(c - 2, n_reps, alpha) <= significance:
+        c -= 1
+    while c <= n_reps and stats.binom.sf(c - 1, n_reps, alpha) > significance:
+        c += 1
+    return c
+
+
+def _power(n_reps: int, alpha: float, significance: float, rate: float) -> float:
+    from scipy import stats
+
+    c = _critical_count(n_reps, alpha, significance)
+    return 0.0 if c > n_reps else float(stats.binom.sf(c - 1, n_reps, rate))
+
+
+def _detectable_rate(n_reps: int, alpha: float, significance: float) -> float:
+    from scipy import optimize, stats
+
+    c = _critical_count(n_reps, alpha, significance)
+    if c > n_reps:
+        return 1.0
+    return float(
+        optimize.brentq(lambda r: stats.binom.sf(c - 1, n_reps, r) - _DETECT, alpha, 1.0)
+    )
+
+
+def _warn_low_power(result: SoundnessResult) -> None:
+    power = result.power(min(1.0, 2 * result.alpha))
+    if power < _LOW_POWER:
+        warnings.warn(
+            f"{result.name}: {result.n_reps} runs at alpha = {result.alpha:g} catch a claim "
+            f"violated at twice its level with probability {power:.2f} only (a rate of "
+            f"{result.detectable_rate:.3g} is caught with probability 0.8): a pass says little; "
+            "raise n_reps (or --idaudit-reps-scale).",
+            IdauditWarning,
+            stacklevel=3,
+        )
 
 
 def _binom_pvalue(k: int, n: int, p: float, alternative: str) -> float:
@@ -218,7 +302,7 @@ def check_rate(
     if n_events > n_reps:
         raise InvalidInputError(f"`n_events` must be <= n_reps = {n_reps}; got {n_events}.")
     alternative = check_option(alternative, "alternative", _ALTERNATIVES)  # type: ignore[assignment]
-    return SoundnessResult(
+    result = SoundnessResult(
         name=name,
         n_violations=n_events,
         n_reps=n_reps,
@@ -227,6 +311,9 @@ def check_rate(
         significance=significance,
         alternative=alternative,
     )
+    if alternative == "greater":
+        _warn_low_power(result)
+    return result
 
 
 def _check_truth(truth: Any, status: Status, name: str) -> npt.NDArray[np.float64]:
@@ -322,7 +409,7 @@ def _result(
 ) -> SoundnessResult:
     k, n = int(event.sum()), int(event.size)
     finite = ratio[np.isfinite(ratio)]
-    return SoundnessResult(
+    result = SoundnessResult(
         name=name,
         n_violations=k,
         n_reps=n,
@@ -333,6 +420,8 @@ def _result(
         failing_seeds=tuple(int(s) for s, e in zip(seeds, event, strict=True) if e),
         status=status,
     )
+    _warn_low_power(result)
+    return result
 
 
 def _run_seeds(rng: Any, n_reps: int) -> list[int]:

@@ -8,7 +8,7 @@ import xarray as xr
 from scipy import stats
 
 from idaudit.dp import clopper_pearson_upper
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.testing import (
     Claim,
     assert_sound,
@@ -208,24 +208,25 @@ def test_bad_levels_and_seeds() -> None:
 
 
 def test_seed_forms() -> None:
-    a = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=list(range(7, 27)))
-    b = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=range(7, 27))
+    # 100 runs at alpha = 0.1: enough power that the check does not warn (see below)
+    a = check_soundness(_cp(0.1), _draw, P, n_reps=100, alpha=0.1, rng=list(range(7, 107)))
+    b = check_soundness(_cp(0.1), _draw, P, n_reps=100, alpha=0.1, rng=range(7, 107))
     assert a == b
-    c = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
-    d = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
+    c = check_soundness(_cp(0.1), _draw, P, n_reps=100, alpha=0.1, rng=np.random.default_rng(3))
+    d = check_soundness(_cp(0.1), _draw, P, n_reps=100, alpha=0.1, rng=np.random.default_rng(3))
     assert c == d
 
 
 def test_check_claims_refuses_a_truth_that_grows_the_claims() -> None:
-    lb = Claim(np.linspace(0.0, 0.9, 20), "certified_lower_bound")
+    lb = Claim(np.linspace(0.0, 0.9, 100), "certified_lower_bound")
     # a column of truths against a row of claims would compare every claim with every truth
-    with pytest.raises(InvalidInputError, match=r"shape \(20,\), .* truth's \(20, 1\)"):
-        check_claims(lb, np.ones((20, 1)), alpha=0.1)
+    with pytest.raises(InvalidInputError, match=r"shape \(100,\), .* truth's \(100, 1\)"):
+        check_claims(lb, np.ones((100, 1)), alpha=0.1)
     with pytest.raises(InvalidInputError, match="an empty family claims nothing"):
-        check_claims(Claim(np.empty((20, 0)), "certified_lower_bound"), 1.0, alpha=0.1)
+        check_claims(Claim(np.empty((100, 0)), "certified_lower_bound"), 1.0, alpha=0.1)
     with pytest.raises(TypeError, match="`truth` must be a number"):
         check_claims(lb, "1.0", alpha=0.1)
-    assert check_claims(lb, np.ones(20), alpha=0.1).n_violations == 0
+    assert check_claims(lb, np.ones(100), alpha=0.1).n_violations == 0
 
 
 def test_int_seeds_give_independent_replications() -> None:
@@ -243,3 +244,30 @@ def test_int_seeds_give_independent_replications() -> None:
     assert a.n_reps == b.n_reps == 300
     with pytest.raises(InvalidInputError, match=r"distinct seeds .*; repeated: \[3\]"):
         check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=[3] * 2 + list(range(4, 22)))
+
+
+def test_power_is_reported_and_a_powerless_check_warns() -> None:
+    res = check_rate(12, 300, 0.05)
+    # the count binomtest rejects at, by brute force, and the chance of reaching it
+    crit = min(
+        k for k in range(301) if stats.binomtest(k, 300, 0.05, alternative="greater").pvalue <= 0.01
+    )
+    assert res.power(0.1) == pytest.approx(stats.binom.sf(crit - 1, 300, 0.1), rel=1e-12)
+    assert res.power(0.05) <= 0.01  # at the nominal level: at most the significance
+    assert stats.binom.sf(crit - 1, 300, res.detectable_rate) == pytest.approx(0.8, abs=1e-9)
+    assert "power: 0.86 against twice the level" in res.message()
+    # 20 runs at alpha = 0.05: a claim violated at 0.1 fails the check 4 % of the time
+    with pytest.warns(IdauditWarning, match=r"probability 0\.04 only .* raise n_reps"):
+        check_rate(0, 20, 0.05)
+    with pytest.warns(IdauditWarning, match="twice its level"):
+        check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=range(20))
+
+
+def test_the_smallest_level_is_testable_despite_rounding() -> None:
+    # 49 * (1 / 49) < 1 in floating point: the level 1 / n_reps is one expected violation
+    assert 49 * (1 / 49) < 1
+    with pytest.warns(IdauditWarning):  # testable, but with little power
+        res = check_rate(1, 49, 1 / 49)
+    assert res.pvalue == stats.binomtest(1, 49, 1 / 49, alternative="greater").pvalue
+    with pytest.raises(InvalidInputError, match=r"smallest level 49 runs resolve is 0\.0204082"):
+        check_rate(0, 49, 1 / 50)
