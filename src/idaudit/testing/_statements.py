@@ -18,13 +18,14 @@ that the mechanism is 2-DP, and :func:`assert_private` refuses it.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from idaudit._results import Status, check_status, reduce_status
-from idaudit._validation import check_in_range
 from idaudit.exceptions import InvalidInputError, UnsupportedStatementError
 from idaudit.testing._claims import read_claim, read_epsilon
 
@@ -57,6 +58,18 @@ def _values(
     return values, status
 
 
+def _finite(value: Any, name: str) -> float:
+    """Return a finite level as a float (at ±inf or NaN a comparison is decided in advance)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
+    if not math.isfinite(value):
+        raise InvalidInputError(
+            f"`{name}` must be a finite number; got {value!r} (a comparison with an infinite "
+            "or NaN level is decided before any value is read)."
+        )
+    return float(value)
+
+
 def _where(mask: npt.NDArray[np.bool_], values: npt.NDArray[np.float64]) -> str:
     if values.ndim == 0:
         return f"{float(values):.6g}"
@@ -79,7 +92,7 @@ def assert_epsilon_below(
     result : Claim, xarray.DataArray or fitted estimator
         What reports the ε (its status is read from it, never assumed).
     bound : float
-        The bound, not NaN.
+        The bound, a finite number.
     status : str, default "certified_lower_bound"
         The status the reported ε must have; a result of another status is refused, so a
         sample estimate is never passed off as a certificate (or the reverse).
@@ -100,7 +113,7 @@ def assert_epsilon_below(
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
     check_status(status)
-    bound = check_in_range(bound, "bound", closed="both")
+    bound = _finite(bound, "bound")
     values, got = _values(
         result,
         (status,),
@@ -138,7 +151,7 @@ def assert_epsilon_above(result: Any, bound: float) -> None:
     result : Claim, xarray.DataArray or fitted estimator
         What reports the ε.
     bound : float
-        The bound, not NaN.
+        The bound, a finite number.
 
     Raises
     ------
@@ -159,7 +172,7 @@ def assert_epsilon_above(result: Any, bound: float) -> None:
     >>> assert_epsilon_above(Claim([0.1, 1.3], "certified_lower_bound", n_simultaneous=2), 1.0)
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
-    bound = check_in_range(bound, "bound", closed="both")
+    bound = _finite(bound, "bound")
     values, got = _values(
         result,
         ("certified_lower_bound", "reference"),
@@ -185,7 +198,7 @@ def assert_private(result: Any, epsilon: float) -> None:
     result : Claim, xarray.DataArray or fitted estimator
         What reports the ε.
     epsilon : float
-        The privacy level to assert, not NaN.
+        The privacy level to assert, a finite number.
 
     Raises
     ------
@@ -209,7 +222,7 @@ def assert_private(result: Any, epsilon: float) -> None:
     >>> assert_private(Claim(mech.pair_epsilon("a", "b"), "reference"), 1.0)
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
-    epsilon = check_in_range(epsilon, "epsilon", closed="both")
+    epsilon = _finite(epsilon, "epsilon")
     values, got = _values(
         result,
         ("certified_upper_bound", "reference"),

@@ -20,6 +20,7 @@ no test that does not use its markers or fixtures.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -50,8 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
     scale = config.getoption("--idaudit-reps-scale", default=None)
-    if scale is not None and not scale > 0:
-        raise pytest.UsageError(f"--idaudit-reps-scale must be > 0; got {scale!r}.")
+    if scale is not None and not 0 < scale < math.inf:
+        raise pytest.UsageError(f"--idaudit-reps-scale must be finite and > 0; got {scale!r}.")
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

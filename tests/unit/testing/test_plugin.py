@@ -90,8 +90,9 @@ def test_plugin_markers_header_seed_and_fixtures(tmp_path: Path) -> None:
     quiet = _pytest(tmp_path, "-k", "known")
     assert quiet.returncode == 0, quiet.stdout
     assert "idaudit:" not in quiet.stdout
-    bad = _pytest(tmp_path, "--idaudit-reps-scale", "0")
-    assert "--idaudit-reps-scale must be > 0; got 0.0" in bad.stderr
+    for value in ("0", "inf", "nan"):
+        bad = _pytest(tmp_path, "--idaudit-reps-scale", value)
+        assert f"--idaudit-reps-scale must be finite and > 0; got {float(value)!r}" in bad.stderr
 
 
 @pytest.mark.slow

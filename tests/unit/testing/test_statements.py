@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -63,7 +65,7 @@ def test_statuses_are_read_from_fitted_results() -> None:
     with pytest.raises(InvalidInputError, match="number without a status"):
         assert_private(cert.epsilon_lb_, 100.0)
     assert_epsilon_below(cert.epsilon_curve([1e-3, 1e-2]), 50.0)  # a DataArray's status
-    with pytest.raises(ValueError, match="`bound` must be in"):
+    with pytest.raises(ValueError, match="`bound` must be a finite number"):
         assert_epsilon_below(cert, float("nan"))
     with pytest.raises(ValueError, match="'nope'"):
         assert_epsilon_below(cert, 1.0, status="nope")
@@ -132,3 +134,16 @@ def test_an_empty_family_is_refused(check) -> None:
     for status in ("certified_lower_bound", "certified_upper_bound"):
         with pytest.raises(InvalidInputError, match=r"holds no values: .* empty family"):
             check(Claim([], status))
+
+
+def test_levels_must_be_finite_numbers() -> None:
+    lb = Claim(0.5, "certified_lower_bound")
+    for value in (math.inf, -math.inf, math.nan):
+        with pytest.raises(InvalidInputError, match=r"`bound` must be a finite number; got"):
+            assert_epsilon_below(lb, value)
+        with pytest.raises(InvalidInputError, match=r"`bound` must be a finite number; got"):
+            assert_epsilon_above(lb, value)
+        with pytest.raises(InvalidInputError, match=r"`epsilon` must be a finite number; got"):
+            assert_private(Claim(0.5, "reference"), value)
+    with pytest.raises(TypeError, match="`bound` must be a real number; got str"):
+        assert_epsilon_below(lb, "2.0")  # type: ignore[arg-type]
