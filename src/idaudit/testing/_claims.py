@@ -200,6 +200,14 @@ def read_epsilon(obj: Any, name: str) -> tuple[npt.NDArray[np.float64], Status, 
     values, status, _ = read_claim(obj, name)
     if isinstance(obj, Claim):
         quantity, n_sim = obj.quantity, int(obj.n_simultaneous)
+        if isinstance(obj.value, xr.DataArray) and quantity == _EPSILON:
+            # a result variable wrapped as a Claim keeps its own meaning
+            inner = str(obj.value.attrs.get("quantity", ""))
+            if inner != _EPSILON and not is_epsilon_name(obj.value.name):
+                raise InvalidInputError(
+                    f"`{name}` wraps the variable {obj.value.name!r}, which is not an epsilon "
+                    "(its name has no word 'epsilon' and no attribute quantity='epsilon')."
+                )
     elif isinstance(obj, xr.DataArray):
         quantity = str(obj.attrs.get("quantity", _EPSILON if is_epsilon_name(obj.name) else ""))
         n_sim = int(obj.attrs.get("n_simultaneous", 1))

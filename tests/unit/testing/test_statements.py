@@ -86,6 +86,8 @@ def test_epsilon_statements_refuse_what_is_not_an_epsilon() -> None:
         assert_private(certs["ufpr"], 0.5)
     with pytest.raises(InvalidInputError, match="claim about 'error_rate', not an epsilon"):
         assert_private(Claim(0.01, "certified_upper_bound", quantity="error_rate"), 0.5)
+    with pytest.raises(InvalidInputError, match="wraps the variable 'ufpr', which is not an"):
+        assert_private(Claim(certs["ufpr"], "certified_upper_bound"), 0.5)
     # a variable named as an epsilon, or marked as one, is read
     assert_epsilon_above(certs["epsilon_lb"], 0.5)
     marked = certs["ufpr"].rename("u").assign_attrs(quantity="epsilon")
