@@ -15,10 +15,32 @@ settings.register_profile("default", derandomize=True, database=None, deadline=N
 settings.register_profile("explore", derandomize=False, database=None, deadline=None)
 settings.load_profile(os.environ.get("IDAUDIT_HYPOTHESIS", "default"))
 
-# idaudit's own pytest plugin (markers, the gpu skip, idaudit_rng, known_mechanism,
-# --idaudit-reps-scale), also for a checkout whose installed metadata predates its entry
-# point; where the entry point loaded it already, pytest registers it once.
+# idaudit's own pytest plugin (markers, idaudit_rng, known_mechanism, --idaudit-reps-scale),
+# also for a checkout whose installed metadata predates its entry point; where the entry
+# point loaded it already, pytest registers it once.
 pytest_plugins = ["idaudit.testing.plugin"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip this suite's ``gpu`` tests where CUDA is absent (torch imported only if needed).
+
+    Here, not in the installed plugin: a project with idaudit installed keeps its own ``gpu``
+    marker and tests untouched.
+    """
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu:
+        return
+    try:
+        import torch
+
+        has_cuda = bool(torch.cuda.is_available())
+    except ImportError:  # pragma: no cover
+        has_cuda = False
+    if has_cuda:
+        return
+    skip = pytest.mark.skip(reason="needs CUDA; this machine has none")
+    for item in gpu:
+        item.add_marker(skip)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

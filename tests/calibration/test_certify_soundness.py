@@ -70,7 +70,7 @@ def test_laplace_certificates_are_sound() -> None:
         {"epsilon": truth},
         n_reps=reps,
         alpha=ALPHA_SHARP,
-        rng=0,
+        rng=range(reps),  # runs seeded 0, 1, ...
         significance=0.01,
     )
     # Both counts must be consistent with a rate <= ALPHA_SHARP = 0.2. Under a true rate of
@@ -119,7 +119,7 @@ def test_gaussian_certificates_are_sound() -> None:
         {"epsilon": truth},
         n_reps=reps,
         alpha=ALPHA,
-        rng=0,
+        rng=range(reps),  # runs seeded 0, 1, ...
         significance=0.01,
     )
     # sd of a count under rate 0.05 over 200 repetitions: sqrt(200 * 0.05 * 0.95) = 3.1 around
@@ -171,7 +171,7 @@ def test_band_certifies_the_whole_curve_of_the_fixed_classifier() -> None:
         {"curve": truth + 1e-12},
         n_reps=reps,
         alpha=ALPHA_SHARP,
-        rng=0,
+        rng=range(reps),  # runs seeded 0, 1, ...
         significance=0.01,
     )
     events, above = res["points"], res["curve"]

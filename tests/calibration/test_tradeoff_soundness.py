@@ -90,7 +90,7 @@ def test_certified_points_cover_the_truth(name: str, strategy: str) -> None:
         lambda rep: mech.sample(np.random.default_rng(1000 * rep + 7), N),
         n_reps=REPS,
         alpha=ALPHA,
-        rng=0,
+        rng=range(REPS),  # runs seeded 0, 1, ...
         significance=0.01,
     )
     # Under a failure rate of exactly ALPHA = 0.2 the count over 200 repetitions has mean 40
@@ -116,7 +116,7 @@ def test_band_is_sharp_on_continuous_scores() -> None:
         lambda rep: mech.sample(np.random.default_rng(rep), 60),
         n_reps=400,
         alpha=ALPHA,
-        rng=0,
+        rng=range(400),  # runs seeded 0, 1, ...
         significance=0.01,
     )
     assert res.n_violations > 40
@@ -137,7 +137,7 @@ def test_gdp_mu_lower_bound_is_sound_on_the_gaussian() -> None:
         1.0,
         n_reps=REPS,
         alpha=ALPHA,
-        rng=5000,
+        rng=range(5000, 5000 + REPS),  # runs seeded 5000, 5001, ...
         significance=0.01,
     )
     assert_sound(res)
@@ -184,6 +184,6 @@ def test_jax_hull_bonferroni_points_are_not_jointly_valid() -> None:
         gen = np.random.default_rng([rep, 24])
         return gen.normal(0, 1, n), gen.normal(0, 1, n)
 
-    res = check_soundness(both, draw, n_reps=reps, alpha=ALPHA, rng=0, significance=0.01)
+    res = check_soundness(both, draw, n_reps=reps, alpha=ALPHA, rng=range(reps), significance=0.01)
     assert res["jax"].pvalue < 1e-6, res["jax"].message()
     assert_sound({"band": res["band"], "jax eps(0)": check_rate(jax_eps, reps, ALPHA)})

@@ -28,32 +28,77 @@ See docs/testing.md ("Testing your mechanism or auditor with pytest").
 
 from __future__ import annotations
 
-from idaudit.mechanisms import GaussianNoise, LaplaceNoise, sample_embeddings
-from idaudit.testing import published
-from idaudit.testing._claims import Claim
-from idaudit.testing._known import (
-    KnownPair,
-    ScoreMechanism,
-    atom_scores,
-    gaussian_scores,
-    known_pair,
-    laplace_scores,
-    randomized_response,
-    synthetic_condition,
-)
-from idaudit.testing._soundness import (
-    SoundnessResult,
-    assert_sound,
-    check_claims,
-    check_rate,
-    check_soundness,
-    smallest_testable_alpha,
-)
-from idaudit.testing._statements import (
-    assert_epsilon_above,
-    assert_epsilon_below,
-    assert_private,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# imported on first use (PEP 562), so that the pytest plugin, a submodule of this package,
+# loads none of the science packages in projects that never use it
+_LAZY: dict[str, str] = {
+    "GaussianNoise": "idaudit.mechanisms",
+    "LaplaceNoise": "idaudit.mechanisms",
+    "sample_embeddings": "idaudit.mechanisms",
+    "Claim": "idaudit.testing._claims",
+    "KnownPair": "idaudit.testing._known",
+    "ScoreMechanism": "idaudit.testing._known",
+    "atom_scores": "idaudit.testing._known",
+    "gaussian_scores": "idaudit.testing._known",
+    "known_pair": "idaudit.testing._known",
+    "laplace_scores": "idaudit.testing._known",
+    "randomized_response": "idaudit.testing._known",
+    "synthetic_condition": "idaudit.testing._known",
+    "SoundnessResult": "idaudit.testing._soundness",
+    "assert_sound": "idaudit.testing._soundness",
+    "check_claims": "idaudit.testing._soundness",
+    "check_rate": "idaudit.testing._soundness",
+    "check_soundness": "idaudit.testing._soundness",
+    "smallest_testable_alpha": "idaudit.testing._soundness",
+    "assert_epsilon_above": "idaudit.testing._statements",
+    "assert_epsilon_below": "idaudit.testing._statements",
+    "assert_private": "idaudit.testing._statements",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from idaudit.mechanisms import GaussianNoise, LaplaceNoise, sample_embeddings
+    from idaudit.testing import published
+    from idaudit.testing._claims import Claim
+    from idaudit.testing._known import (
+        KnownPair,
+        ScoreMechanism,
+        atom_scores,
+        gaussian_scores,
+        known_pair,
+        laplace_scores,
+        randomized_response,
+        synthetic_condition,
+    )
+    from idaudit.testing._soundness import (
+        SoundnessResult,
+        assert_sound,
+        check_claims,
+        check_rate,
+        check_soundness,
+        smallest_testable_alpha,
+    )
+    from idaudit.testing._statements import (
+        assert_epsilon_above,
+        assert_epsilon_below,
+        assert_private,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "published":
+        return importlib.import_module("idaudit.testing.published")
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'idaudit.testing' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Claim",

@@ -95,11 +95,14 @@ def _clopper_pearson_covers() -> None:
     p = 0.3
     assert_sound(
         check_soundness(
-            lambda k, _: Claim(clopper_pearson_upper(k, 50, 0.1), "certified_upper_bound"),
+            lambda k, _: Claim(
+                clopper_pearson_upper(k, 50, 0.1), "certified_upper_bound", quantity="rate"
+            ),
             lambda seed: int(np.random.default_rng(seed).binomial(50, p)),
             p,
             n_reps=1000,
             alpha=0.1,
+            rng=range(1000),
             significance=0.001,
         )
     )
@@ -116,14 +119,19 @@ def _scores_band_is_sound_and_a_broken_one_is_caught() -> None:
         t = cert.thresholds
         upper = np.concatenate([cert.fpr_upper, cert.fnr_upper])
         return Claim(
-            upper, "certified_upper_bound", truth=np.concatenate([mech.fpr(t), mech.fnr(t)])
+            upper,
+            "certified_upper_bound",
+            truth=np.concatenate([mech.fpr(t), mech.fnr(t)]),
+            quantity="error_rate",
         )
 
     def draw(seed: int) -> tuple[np.ndarray, np.ndarray]:
         return mech.sample(np.random.default_rng(seed), 100)
 
     # 300 runs at alpha = 0.2: sd sqrt(300 * 0.2 * 0.8) = 6.9 around at most 60
-    assert_sound(check_soundness(band, draw, n_reps=300, alpha=0.2, significance=0.001))
+    assert_sound(
+        check_soundness(band, draw, n_reps=300, alpha=0.2, rng=range(300), significance=0.001)
+    )
 
     def no_union_bound(data: tuple[np.ndarray, np.ndarray], seed: int) -> Claim:
         # the two rates of a fixed test, each bounded at the full alpha: the factor 2 of the
@@ -132,9 +140,14 @@ def _scores_band_is_sound_and_a_broken_one_is_caught() -> None:
         t = mech.threshold
         fp, fn = int((a >= t).sum()), int((b < t).sum())
         upper = np.array([clopper_pearson_upper(fp, 100, 0.2), clopper_pearson_upper(fn, 100, 0.2)])
-        return Claim(upper, "certified_upper_bound", truth=[mech.fpr(t), mech.fnr(t)])
+        return Claim(
+            upper,
+            "certified_upper_bound",
+            truth=[mech.fpr(t), mech.fnr(t)],
+            quantity="error_rate",
+        )
 
-    broken = check_soundness(no_union_bound, draw, n_reps=300, alpha=0.2)
+    broken = check_soundness(no_union_bound, draw, n_reps=300, alpha=0.2, rng=range(300))
     assert not broken.sound, f"a certificate without its union bound passed:\n{broken.message()}"
 
 
@@ -152,7 +165,9 @@ def _reserved_test_certificate_is_sound() -> None:
         return cert
 
     # 100 runs at alpha = 0.2: sd 4 around at most 20; fails from about 31
-    res = check_soundness(certify, lambda s: pair.draw(200, rng=s), truth, n_reps=100, alpha=0.2)
+    res = check_soundness(
+        certify, lambda s: pair.draw(200, rng=s), truth, n_reps=100, alpha=0.2, rng=range(100)
+    )
     assert_sound(res)
     assert res.tightness > 0.1, f"the certificates have no power: {res.message()}"
 

@@ -18,7 +18,9 @@ import xarray as xr
 from idaudit._results import Status, check_status
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["Claim", "read_claim"]
+__all__ = ["Claim", "read_claim", "read_epsilon"]
+
+_EPSILON = "epsilon"
 
 
 @dataclass(frozen=True)
@@ -38,20 +40,38 @@ class Claim:
         The true value(s) the claim bounds, when they change from run to run (for instance
         the true error rates of the test a certifier chose on that run's data). Otherwise the
         truth is given once to :func:`~idaudit.testing.check_soundness`.
+    quantity : str, default "epsilon"
+        What the value is. The ε statements (:func:`~idaudit.testing.assert_private` and
+        friends) compare only a claim whose quantity is ``"epsilon"``; name anything else
+        (``"error_rate"``, ``"memorisation_rate"``) so that it is never read as an ε.
+    n_simultaneous : int, default 1
+        How many members of the family hold jointly at the stated confidence (as the
+        ``n_simultaneous`` attribute of a result variable): a maximum over more members
+        than that is not certified (:func:`idaudit.results.reduce_status`).
 
     Examples
     --------
     >>> from idaudit.testing import Claim
-    >>> Claim(0.8, "certified_lower_bound")
-    Claim(value=0.8, status='certified_lower_bound', truth=None)
+    >>> c = Claim(0.8, "certified_lower_bound")
+    >>> c.status, c.quantity, c.n_simultaneous
+    ('certified_lower_bound', 'epsilon', 1)
     """
 
     value: Any
     status: Status
     truth: Any = None
+    quantity: str = "epsilon"
+    n_simultaneous: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", check_status(self.status))
+        if not isinstance(self.quantity, str) or not self.quantity:
+            raise InvalidInputError(
+                f"`quantity` must be a non-empty string; got {self.quantity!r}."
+            )
+        n_sim = self.n_simultaneous
+        if isinstance(n_sim, bool) or not isinstance(n_sim, numbers.Integral) or n_sim < 1:
+            raise InvalidInputError(f"`n_simultaneous` must be an integer >= 1; got {n_sim!r}.")
 
 
 def read_claim(obj: Any, name: str) -> tuple[npt.NDArray[np.float64], Status, Any]:
@@ -90,6 +110,7 @@ def read_claim(obj: Any, name: str) -> tuple[npt.NDArray[np.float64], Status, An
             "variable, e.g. ds['mmdtv_epsilon_lb']."
         )
     elif isinstance(obj, xr.DataArray):
+        _refuse_stacked(obj, name)
         if "status" not in obj.attrs:
             raise InvalidInputError(
                 f"`{name}` is a DataArray without a 'status' attribute ({obj.name!r}); wrap "
@@ -122,3 +143,86 @@ def read_claim(obj: Any, name: str) -> tuple[npt.NDArray[np.float64], Status, An
             "claim must state a number."
         )
     return values, status, truth
+
+
+def _refuse_stacked(obj: xr.DataArray, name: str) -> None:
+    # Dataset.to_dataarray() stacks variables of different meanings and statuses along
+    # "variable" and keeps the Dataset's attributes: no status speaks for all of them
+    if "variable" in obj.dims:
+        raise InvalidInputError(
+            f"`{name}` is stacked along a 'variable' dimension (Dataset.to_dataarray()): its "
+            "variables carry their own meanings and statuses; pass one variable, e.g. "
+            "ds['epsilon_lb']."
+        )
+
+
+def is_epsilon_name(name: Any) -> bool:
+    """Whether a result variable's name says it is an ε (a ``_``-separated word ``epsilon``).
+
+    Parameters
+    ----------
+    name : object
+        The variable's name (``DataArray.name``).
+
+    Returns
+    -------
+    bool
+    """
+    return isinstance(name, str) and _EPSILON in name.lower().split("_")
+
+
+def read_epsilon(obj: Any, name: str) -> tuple[npt.NDArray[np.float64], Status, int]:
+    """Return ``(values, status, n_simultaneous)`` of something that reports an ε.
+
+    Parameters
+    ----------
+    obj : Claim, xarray.DataArray or fitted estimator
+        A :class:`Claim` of quantity ``"epsilon"``; a ``DataArray`` whose name (a word
+        ``epsilon``: ``epsilon_lb``, ``mmdtv_epsilon``, ``epsilon_ub``) or ``quantity``
+        attribute says it is an ε; a fitted certifier or auditor (its ``epsilon_lb_`` or
+        ``epsilon_``).
+    name : str
+        What to call ``obj`` in error messages.
+
+    Returns
+    -------
+    values : ndarray of float
+    status : str
+    n_simultaneous : int
+        How many values hold jointly (the ``n_simultaneous`` attribute; 1 when absent).
+
+    Raises
+    ------
+    InvalidInputError
+        If ``obj`` is not an ε (an error rate, an interval bound, a count), or as
+        :func:`read_claim`.
+    """
+    values, status, _ = read_claim(obj, name)
+    if isinstance(obj, Claim):
+        quantity, n_sim = obj.quantity, int(obj.n_simultaneous)
+        if isinstance(obj.value, xr.DataArray) and quantity == _EPSILON:
+            # a result variable wrapped as a Claim keeps its own meaning
+            inner = str(obj.value.attrs.get("quantity", ""))
+            if inner != _EPSILON and not is_epsilon_name(obj.value.name):
+                raise InvalidInputError(
+                    f"`{name}` wraps the variable {obj.value.name!r}, which is not an epsilon "
+                    "(its name has no word 'epsilon' and no attribute quantity='epsilon')."
+                )
+    elif isinstance(obj, xr.DataArray):
+        quantity = str(obj.attrs.get("quantity", _EPSILON if is_epsilon_name(obj.name) else ""))
+        n_sim = int(obj.attrs.get("n_simultaneous", 1))
+        if quantity != _EPSILON:
+            raise InvalidInputError(
+                f"`{name}` ({obj.name!r}: {obj.attrs.get('long_name', 'no long_name')!r}) is "
+                "not an epsilon: an epsilon statement compares only a variable named as one "
+                "(epsilon, epsilon_lb, epsilon_ub, ...) or with attribute quantity='epsilon'."
+            )
+        return values, status, n_sim
+    else:
+        quantity, n_sim = _EPSILON, 1  # an estimator's epsilon_lb_ / epsilon_
+    if quantity != _EPSILON:
+        raise InvalidInputError(
+            f"`{name}` is a claim about {quantity!r}, not an epsilon: an epsilon statement "
+            "compares only Claim(..., quantity='epsilon')."
+        )
+    return values, status, n_sim

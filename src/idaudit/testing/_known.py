@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -59,8 +60,47 @@ class KnownPair:
     pair: tuple[str, str] = ("a", "b")
 
     def epsilon(self, delta: float = 0.0) -> float:
-        """Return the pair's exact ε(δ) (``inf`` for Gaussian noise at δ = 0)."""
-        return float(self.mechanism.pair_epsilon(*self.pair, delta))
+        r"""Return the pair's exact ε(δ) (``inf`` for Gaussian noise at δ = 0).
+
+        Gaussian noise: the analytic-Gaussian ε(δ) (``pair_epsilon``). Laplace noise: the
+        two centres differ in one coordinate only, so the pair is Laplace(0, b) against
+        Laplace(Δ, b) in that coordinate (the others cancel); its hockey-stick divergence
+        is :math:`\delta(\varepsilon) = 1 - e^{(\varepsilon - \Delta/b)/2}` for
+        :math:`0 \le \varepsilon \le \Delta/b`, so
+        :math:`\varepsilon(\delta) = \max(0, \Delta/b + 2\ln(1 - \delta))` (the pure
+        Δ/b at δ = 0, 0 once δ reaches the total variation :math:`1 - e^{-\Delta/2b}`).
+
+        Parameters
+        ----------
+        delta : float, default 0.0
+            δ in [0, 1].
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        InvalidInputError
+            If ``delta`` is outside [0, 1], or (Laplace, δ > 0) the centres differ in more
+            than one coordinate, where this closed form does not hold.
+        """
+        delta = check_in_range(delta, "delta", 0.0, 1.0, closed="both")
+        if self.kind != "laplace":
+            return float(self.mechanism.pair_epsilon(*self.pair, delta))
+        pure = float(self.mechanism.pair_epsilon(*self.pair, 0.0))
+        if delta == 0.0:
+            return pure
+        a, b = (np.asarray(self.mechanism.base.get(x), dtype=float)[0] for x in self.pair)
+        if int(np.count_nonzero(a != b)) > 1:
+            raise InvalidInputError(
+                "the Laplace pair's centres differ in more than one coordinate: its exact "
+                f"epsilon(delta) at delta > 0 is not the one-coordinate closed form; got delta "
+                f"= {delta!r}."
+            )
+        if delta >= 1.0:
+            return 0.0
+        return max(0.0, pure + 2.0 * math.log1p(-delta))
 
     def draw(self, n: int, rng: RngLike = 0) -> EmbeddingSet:
         """Draw ``n`` outputs per identity (:func:`~idaudit.mechanisms.sample_embeddings`)."""
@@ -80,7 +120,8 @@ def known_pair(
     ----------
     kind : {"laplace", "gaussian"}, default "laplace"
         Laplace noise of scale ``b`` per coordinate: pure ε = distance / b (the centres
-        differ in the first coordinate only, so L1 = L2 distance). Gaussian noise of sd σ:
+        differ in the first coordinate only, so L1 = L2 distance) and ε(δ) =
+        max(0, distance / b + 2 ln(1 - δ)) (:meth:`KnownPair.epsilon`). Gaussian noise of sd σ:
         the analytic-Gaussian ε(δ) of Balle & Wang (2018) at Δ = distance, exact.
     distance : float, default 1.0
         Distance between the two centres, > 0.
@@ -199,7 +240,8 @@ def laplace_scores(shift: float = 1.0) -> ScoreMechanism:
 def randomized_response(epsilon: float = 1.0) -> ScoreMechanism:
     """Randomized response at ``epsilon``: two output atoms, 1 with probability q or 1 - q.
 
-    ``q = 1 / (1 + e^ε)``; the pair is exactly (ε, 0)-DP and ε(δ) = ln((1 - δ - q) / q).
+    ``q = 1 / (1 + e^ε)``; the pair is exactly (ε, 0)-DP and ε(δ) = ln((1 - δ - q) / q),
+    0 once δ >= 1 - 2q (the total variation).
 
     Parameters
     ----------
@@ -226,7 +268,8 @@ def randomized_response(epsilon: float = 1.0) -> ScoreMechanism:
         lambda g, n: ((g.random(n) < q) * 1.0, (g.random(n) < 1 - q) * 1.0),
         fpr,
         fnr,
-        lambda d: np.maximum(0.0, np.log((1 - np.asarray(d, dtype=float) - q) / q)),
+        # δ(ε) = (1 - q) - e^ε q for ε >= 0; past δ = 1 - 2q (the total variation) ε is 0
+        lambda d: np.log(np.maximum(1.0, (1.0 - np.asarray(d, dtype=float) - q) / q)),
         0.5,
     )
 

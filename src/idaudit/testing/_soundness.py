@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -22,7 +24,7 @@ import xarray as xr
 
 from idaudit._results import CERTIFIED_STATUSES, Status
 from idaudit._validation import check_in_range, check_integer, check_option
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.testing._claims import read_claim
 
 __all__ = [
@@ -86,6 +88,33 @@ class SoundnessResult:
         """The observed violation rate ``n_violations / n_reps``."""
         return self.n_violations / self.n_reps
 
+    def power(self, rate: float) -> float:
+        """Return the chance that the check fails when the true violation rate is ``rate``.
+
+        Parameters
+        ----------
+        rate : float
+            A violation rate in [0, 1].
+
+        Returns
+        -------
+        float
+            ``P(pvalue <= significance)`` for a count drawn at ``rate`` over ``n_reps`` runs
+            (one-sided checks; the two-sided test's upper tail for ``alternative="two-sided"``
+            is not computed here: NaN).
+        """
+        rate = check_in_range(rate, "rate", 0.0, 1.0, closed="both")
+        if self.alternative != "greater":
+            return math.nan
+        return _power(self.n_reps, self.alpha, self.significance, rate)
+
+    @property
+    def detectable_rate(self) -> float:
+        """The violation rate the check catches with probability 0.8 (1.0 if none does)."""
+        if self.alternative != "greater":
+            return math.nan
+        return _detectable_rate(self.n_reps, self.alpha, self.significance)
+
     @property
     def sound(self) -> bool:
         """Whether the count is consistent with the nominal level (``pvalue > significance``)."""
@@ -108,6 +137,11 @@ class SoundnessResult:
             f"exact binomial p-value {self.pvalue:.3g} {verdict} H0 '{hypothesis}' at "
             f"significance {self.significance:g} (under H0: mean {mean:.3g}, sd {sd:.3g})",
         ]
+        if self.alternative == "greater":
+            lines.append(
+                f"power: {self.power(min(1.0, 2 * self.alpha)):.2f} against twice the level; "
+                f"a rate of {self.detectable_rate:.3g} is caught with probability 0.8"
+            )
         if not math.isnan(self.tightness):
             lines.append(f"tightness (mean claim / truth): {self.tightness:.3g}")
         if self.failing_seeds:
@@ -154,13 +188,64 @@ def _check_level(alpha: Any, n_reps: Any, significance: Any) -> tuple[float, int
     alpha = check_in_range(alpha, "alpha", 0.0, 1.0)
     n_reps = check_integer(n_reps, "n_reps", minimum=1)
     significance = check_in_range(significance, "significance", 0.0, 1.0)
-    if n_reps * alpha < 1.0:
+    # one expected violation at the nominal level; the tolerance keeps alpha = 1 / n_reps
+    # (49 * (1/49) < 1 in floating point) on the testable side
+    if n_reps * alpha < 1.0 - 1e-9:
+        needed = math.ceil(1 / alpha - 1e-9)
         raise InvalidInputError(
             f"`n_reps` = {n_reps} is too small to test `alpha` = {alpha:g}: the smallest level "
             f"{n_reps} runs resolve is {smallest_testable_alpha(n_reps):g} (one expected "
-            f"violation); use n_reps >= {math.ceil(1 / alpha)}."
+            f"violation); use n_reps >= {needed}."
         )
     return alpha, n_reps, significance
+
+
+_LOW_POWER = 0.2  # warn below this chance of catching a claim violated at twice its level
+_DETECT = 0.8
+
+
+def _critical_count(n_reps: int, alpha: float, significance: float) -> int:
+    """Smallest count the one-sided test rejects at: P(X >= c | alpha) <= significance."""
+    from scipy import stats
+
+    # sf(c - 1) = P(X >= c) decreases in c; isf gives the boundary, checked around it
+    c = int(stats.binom.isf(significance, n_reps, alpha)) + 1
+    while c > 0 and stats.binom.sf(c - 2, n_reps, alpha) <= significance:
+        c -= 1
+    while c <= n_reps and stats.binom.sf(c - 1, n_reps, alpha) > significance:
+        c += 1
+    return c
+
+
+def _power(n_reps: int, alpha: float, significance: float, rate: float) -> float:
+    from scipy import stats
+
+    c = _critical_count(n_reps, alpha, significance)
+    return 0.0 if c > n_reps else float(stats.binom.sf(c - 1, n_reps, rate))
+
+
+def _detectable_rate(n_reps: int, alpha: float, significance: float) -> float:
+    from scipy import optimize, stats
+
+    c = _critical_count(n_reps, alpha, significance)
+    if c > n_reps:
+        return 1.0
+    return float(
+        optimize.brentq(lambda r: stats.binom.sf(c - 1, n_reps, r) - _DETECT, alpha, 1.0)
+    )
+
+
+def _warn_low_power(result: SoundnessResult) -> None:
+    power = result.power(min(1.0, 2 * result.alpha))
+    if power < _LOW_POWER:
+        warnings.warn(
+            f"{result.name}: {result.n_reps} runs at alpha = {result.alpha:g} catch a claim "
+            f"violated at twice its level with probability {power:.2f} only (a rate of "
+            f"{result.detectable_rate:.3g} is caught with probability 0.8): a pass says little; "
+            "raise n_reps (or --idaudit-reps-scale).",
+            IdauditWarning,
+            stacklevel=3,
+        )
 
 
 def _binom_pvalue(k: int, n: int, p: float, alternative: str) -> float:
@@ -217,7 +302,7 @@ def check_rate(
     if n_events > n_reps:
         raise InvalidInputError(f"`n_events` must be <= n_reps = {n_reps}; got {n_events}.")
     alternative = check_option(alternative, "alternative", _ALTERNATIVES)  # type: ignore[assignment]
-    return SoundnessResult(
+    result = SoundnessResult(
         name=name,
         n_violations=n_events,
         n_reps=n_reps,
@@ -226,6 +311,9 @@ def check_rate(
         significance=significance,
         alternative=alternative,
     )
+    if alternative == "greater":
+        _warn_low_power(result)
+    return result
 
 
 def _check_truth(truth: Any, status: Status, name: str) -> npt.NDArray[np.float64]:
@@ -234,6 +322,8 @@ def _check_truth(truth: Any, status: Status, name: str) -> npt.NDArray[np.float6
         raise InvalidInputError(
             f"`truth` is missing for {name}: give it to the check, or as Claim(..., truth=...)."
         )
+    if isinstance(truth, str | bytes) or np.asarray(truth).dtype.kind in "USOb":
+        raise TypeError(f"`truth` must be a number or an array of numbers; got {truth!r}.")
     try:
         values = np.asarray(truth, dtype=float)
     except (TypeError, ValueError) as err:
@@ -248,6 +338,31 @@ def _check_truth(truth: Any, status: Status, name: str) -> npt.NDArray[np.float6
             "δ > 0)."
         )
     return values
+
+
+def _not_empty(values: npt.NDArray[np.float64], name: str) -> None:
+    if values.size == 0:
+        raise InvalidInputError(
+            f"{name} holds no values (shape {values.shape}): an empty family claims nothing "
+            "and could never be violated, so the check could not fail."
+        )
+
+
+def _against_truth(
+    values: npt.NDArray[np.float64], truth: npt.NDArray[np.float64], name: str
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Broadcast the truth to the claim's shape; a truth that would grow the claim is refused."""
+    try:
+        shape = np.broadcast_shapes(values.shape, truth.shape)
+    except ValueError:
+        shape = None
+    if shape != values.shape:
+        raise InvalidInputError(
+            f"{name} has shape {values.shape}, which does not match the truth's "
+            f"{truth.shape}: the truth must have the claim's shape or broadcast to it "
+            "without growing it."
+        )
+    return values, np.broadcast_to(truth, shape)
 
 
 def _certified(status: Status, name: str) -> Status:
@@ -294,7 +409,7 @@ def _result(
 ) -> SoundnessResult:
     k, n = int(event.sum()), int(event.size)
     finite = ratio[np.isfinite(ratio)]
-    return SoundnessResult(
+    result = SoundnessResult(
         name=name,
         n_violations=k,
         n_reps=n,
@@ -305,27 +420,40 @@ def _result(
         failing_seeds=tuple(int(s) for s, e in zip(seeds, event, strict=True) if e),
         status=status,
     )
+    _warn_low_power(result)
+    return result
 
 
 def _run_seeds(rng: Any, n_reps: int) -> list[int]:
-    """Per-run seeds: ``rng + i`` from an int, or the sequence itself."""
+    """Per-run seeds: spawned from an int or a SeedSequence, drawn by a Generator, or given.
+
+    From an int (or ``SeedSequence``), run ``i`` gets the first 63 bits of the state of
+    ``SeedSequence(rng).spawn(n_reps)[i]``: different ``rng`` give independent replications
+    (``rng + i`` would make ``rng = 0`` and ``rng = 1`` share all runs but one).
+    """
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-        first = check_integer(rng, "rng", minimum=0)
-        return [first + i for i in range(n_reps)]
-    if isinstance(rng, np.random.Generator | np.random.SeedSequence):
-        gen = np.random.default_rng(rng)
-        return [int(s) for s in gen.integers(0, 2**63 - 1, size=n_reps, dtype=np.int64)]
-    if isinstance(rng, Sequence | np.ndarray | range):
+        rng = np.random.SeedSequence(check_integer(rng, "rng", minimum=0))
+    if isinstance(rng, np.random.SeedSequence):
+        return [int(c.generate_state(2, np.uint64)[0] >> np.uint64(1)) for c in rng.spawn(n_reps)]
+    if isinstance(rng, np.random.Generator):
+        return [int(s) for s in rng.integers(0, 2**63 - 1, size=n_reps, dtype=np.int64)]
+    if isinstance(rng, Sequence | np.ndarray | range) and not isinstance(rng, str | bytes):
         seeds = [check_integer(s, "rng", minimum=0) for s in rng]
         if len(seeds) != n_reps:
             raise InvalidInputError(
                 f"`rng` as a sequence must hold one seed per run: {len(seeds)} vs n_reps = "
                 f"{n_reps}."
             )
+        repeated = sorted(s for s, c in Counter(seeds).items() if c > 1)
+        if repeated:
+            raise InvalidInputError(
+                f"`rng` as a sequence must hold distinct seeds (a repeated seed repeats its "
+                f"run, which is not an independent replication); repeated: {repeated[:5]}."
+            )
         return seeds
     raise TypeError(
-        "`rng` must be an int (run i gets seed rng + i), a sequence of seeds, a "
-        f"numpy.random.Generator or a SeedSequence; got {type(rng).__name__}."
+        "`rng` must be an int or a numpy.random.SeedSequence (run seeds spawned from it), a "
+        f"sequence of distinct seeds or a numpy.random.Generator; got {type(rng).__name__}."
     )
 
 
@@ -368,9 +496,12 @@ def check_soundness(
         ``sqrt(n_reps * alpha * (1 - alpha))``.
     alpha : float
         The nominal level of the claim, in (0, 1).
-    rng : int, sequence of int or numpy.random.Generator, default 0
-        Per-run seeds: from an int, run ``i`` gets ``rng + i`` (a failing run is rerun alone
-        from its seed); a sequence gives them one by one; a ``Generator`` draws them.
+    rng : int, SeedSequence, sequence of int or numpy.random.Generator, default 0
+        Per-run seeds. From an int or a ``SeedSequence``, run ``i`` gets a seed derived from
+        ``numpy.random.SeedSequence(rng).spawn(n_reps)[i]``, so different ``rng`` give
+        independent replications; a sequence gives distinct seeds one by one (e.g.
+        ``range(n_reps)`` for runs seeded 0, 1, ...); a ``Generator`` draws them. Every
+        failing run's seed is reported, to rerun it alone.
     significance : float, default 0.01
         The check fails when the p-value is at most this: the chance that a sound claim fails
         the check.
@@ -448,13 +579,9 @@ def check_soundness(
                 raise InvalidInputError(
                     f"{label} has status {status!r}, but {statuses[name]!r} in run 0."
                 )
+            _not_empty(values, label)
             t = _check_truth(given if own_truth is None else own_truth, status, label)
-            try:
-                values, t = np.broadcast_arrays(values, t)
-            except ValueError:
-                raise InvalidInputError(
-                    f"{label} has shape {values.shape}, which does not match the truth's {t.shape}."
-                ) from None
+            values, t = _against_truth(values, t, label)
             event, ratio = _violations(values[None], t[None], status)
             events.setdefault(name, []).append(bool(event[0]))
             ratios.setdefault(name, []).append(float(ratio[0]))
@@ -522,15 +649,9 @@ def check_claims(
     if own_truth is not None:
         raise InvalidInputError("give the truth as `truth`, not inside the Claim.")
     _certified(status, label)
+    _not_empty(values, label)
     t = _check_truth(truth, status, label)
-    try:
-        values, t = np.broadcast_arrays(values, t)
-    except ValueError:
-        raise InvalidInputError(
-            f"{label} has shape {values.shape}, which does not match the truth's {t.shape}."
-        ) from None
-    if values.shape[0] != n_reps:
-        raise InvalidInputError(f"the truth's shape {t.shape} changes the number of runs.")
+    values, t = _against_truth(values, t, label)
     labels = list(range(n_reps)) if seeds is None else [int(s) for s in seeds]
     if len(labels) != n_reps:
         raise InvalidInputError(f"`seeds` must hold one label per run: {len(labels)} vs {n_reps}.")

@@ -18,29 +18,56 @@ that the mechanism is 2-DP, and :func:`assert_private` refuses it.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._results import Status, check_status
-from idaudit._validation import check_in_range
-from idaudit.exceptions import UnsupportedStatementError
-from idaudit.testing._claims import read_claim
+from idaudit._results import Status, check_status, reduce_status
+from idaudit.exceptions import InvalidInputError, UnsupportedStatementError
+from idaudit.testing._claims import read_claim, read_epsilon
 
 __all__ = ["assert_epsilon_above", "assert_epsilon_below", "assert_private"]
 
 
 def _values(
-    result: Any, allowed: tuple[str, ...], sentence: str, hint: str
+    result: Any, allowed: tuple[str, ...], sentence: str, hint: str, *, reduced: bool = False
 ) -> tuple[npt.NDArray[np.float64], Status]:
-    values, status, _ = read_claim(result, "result")
+    values, status, n_simultaneous = read_epsilon(result, "result")
+    if values.size == 0:
+        raise InvalidInputError(
+            f"`result` holds no values: '{sentence}' cannot be checked on an empty family."
+        )
     if status not in allowed:
         raise UnsupportedStatementError(
             f"`result` has status {status!r}, which cannot support '{sentence}' (only "
             f"{' or '.join(repr(s) for s in allowed)} can). {hint}"
         )
+    if reduced:
+        # the sentence speaks of the largest member: a maximum over the family, certified
+        # only when the members hold jointly (the results core decides, as for every reducer)
+        got, reason = reduce_status(status, values.size, n_simultaneous=n_simultaneous)
+        if got != status:
+            raise UnsupportedStatementError(
+                f"`result` is a family of {values.size} {status} values of which "
+                f"{n_simultaneous} hold jointly: their maximum has status {got!r}, which "
+                f"cannot support '{sentence}' ({reason})."
+            )
     return values, status
+
+
+def _finite(value: Any, name: str) -> float:
+    """Return a finite level as a float (at ±inf or NaN a comparison is decided in advance)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
+    if not math.isfinite(value):
+        raise InvalidInputError(
+            f"`{name}` must be a finite number; got {value!r} (a comparison with an infinite "
+            "or NaN level is decided before any value is read)."
+        )
+    return float(value)
 
 
 def _where(mask: npt.NDArray[np.bool_], values: npt.NDArray[np.float64]) -> str:
@@ -65,7 +92,7 @@ def assert_epsilon_below(
     result : Claim, xarray.DataArray or fitted estimator
         What reports the ε (its status is read from it, never assumed).
     bound : float
-        The bound, not NaN.
+        The bound, a finite number.
     status : str, default "certified_lower_bound"
         The status the reported ε must have; a result of another status is refused, so a
         sample estimate is never passed off as a certificate (or the reverse).
@@ -74,6 +101,8 @@ def assert_epsilon_below(
     ------
     UnsupportedStatementError
         If the result's status is not ``status``.
+    InvalidInputError
+        If the result is not an ε or holds no values.
     AssertionError
         If some value exceeds ``bound``.
 
@@ -84,7 +113,7 @@ def assert_epsilon_below(
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
     check_status(status)
-    bound = check_in_range(bound, "bound", closed="both")
+    bound = _finite(bound, "bound")
     values, got = _values(
         result,
         (status,),
@@ -122,29 +151,35 @@ def assert_epsilon_above(result: Any, bound: float) -> None:
     result : Claim, xarray.DataArray or fitted estimator
         What reports the ε.
     bound : float
-        The bound, not NaN.
+        The bound, a finite number.
 
     Raises
     ------
     UnsupportedStatementError
-        If the result's status is neither ``"certified_lower_bound"`` nor ``"reference"``.
+        If the result's status is neither ``"certified_lower_bound"`` nor ``"reference"``,
+        or the result is a family of more certified values than hold jointly (its
+        ``n_simultaneous``): "some member exceeds ``bound``" is a statement about their
+        maximum, whose status :func:`idaudit.results.reduce_status` lowers to a sample
+        estimate.
+    InvalidInputError
+        If the result is not an ε or holds no values.
     AssertionError
-        If no value exceeds ``bound`` (for a family: some member must, since each member is
-        a lower bound on the same ε).
+        If no value exceeds ``bound``.
 
     Examples
     --------
     >>> from idaudit.testing import Claim, assert_epsilon_above
-    >>> assert_epsilon_above(Claim([0.1, 1.3], "certified_lower_bound"), 1.0)
+    >>> assert_epsilon_above(Claim([0.1, 1.3], "certified_lower_bound", n_simultaneous=2), 1.0)
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
-    bound = check_in_range(bound, "bound", closed="both")
+    bound = _finite(bound, "bound")
     values, got = _values(
         result,
         ("certified_lower_bound", "reference"),
         f"the mechanism's epsilon exceeds {bound:g}",
         "A sample estimate can overshoot the truth; certify it (e.g. ReservedTestCertifier, "
         "MMDTVAuditor(confidence_level=...)) first.",
+        reduced=True,
     )
     if not (values > bound).any():
         raise AssertionError(
@@ -163,13 +198,17 @@ def assert_private(result: Any, epsilon: float) -> None:
     result : Claim, xarray.DataArray or fitted estimator
         What reports the ε.
     epsilon : float
-        The privacy level to assert, not NaN.
+        The privacy level to assert, a finite number.
 
     Raises
     ------
     UnsupportedStatementError
         If the result's status is neither ``"certified_upper_bound"`` nor ``"reference"``
-        (a lower bound, a sample estimate or a diagnostic).
+        (a lower bound, a sample estimate or a diagnostic), or it is a family of more
+        certified upper bounds than hold jointly (``n_simultaneous``): every member at most
+        ``epsilon`` speaks of their maximum.
+    InvalidInputError
+        If the result is not an ε or holds no values.
     AssertionError
         If some value exceeds ``epsilon``.
 
@@ -183,13 +222,14 @@ def assert_private(result: Any, epsilon: float) -> None:
     >>> assert_private(Claim(mech.pair_epsilon("a", "b"), "reference"), 1.0)
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
-    epsilon = check_in_range(epsilon, "epsilon", closed="both")
+    epsilon = _finite(epsilon, "epsilon")
     values, got = _values(
         result,
         ("certified_upper_bound", "reference"),
         f"the mechanism is {epsilon:g}-DP",
         "An audit bounds epsilon from below: a lower bound at or below a level shows only "
         "that the audit found no more; assert_epsilon_below(result, bound) states that.",
+        reduced=True,
     )
     over = values > epsilon
     if over.any():

@@ -2,11 +2,13 @@
 
 Registered through the ``pytest11`` entry point ``idaudit.testing.plugin``, so every pytest
 run in an environment with idaudit loads it. It is inert unless used: it imports nothing of
-idaudit's science until a test asks for one of its fixtures, and it changes no test that does
-not use its markers or fixtures.
+idaudit's science (numpy, scipy, xarray) until a test asks for one of its fixtures (loading
+it costs ``import idaudit``, whose result accessor loads xarray and pandas), and it changes
+no test that does not use its markers or fixtures.
 
-* markers ``calibration`` (many seeded repetitions), ``reproduce`` (recomputes published
-  numbers) and ``gpu`` (needs CUDA: skipped where there is none);
+* markers ``calibration`` (many seeded repetitions) and ``reproduce`` (recomputes published
+  numbers); it registers no ``gpu`` marker and skips nothing, so a project's own markers and
+  tests are left as they are;
 * fixture ``idaudit_rng``: a ``numpy.random.Generator`` seeded from the test's id, the same
   on every machine and under pytest-xdist; its seed is printed in the report of a failed test;
 * fixture ``known_mechanism``: a :class:`~idaudit.testing.KnownPair` with a proved ε(δ),
@@ -18,6 +20,7 @@ not use its markers or fixtures.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -27,7 +30,6 @@ _SEED_KEY = pytest.StashKey[int]()
 _MARKERS = (
     "calibration: coverage / type-I error checks over many seeded repetitions",
     "reproduce: recomputes published numbers from independent references",
-    "gpu: needs CUDA (skipped where there is none)",
 )
 
 
@@ -49,8 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
     scale = config.getoption("--idaudit-reps-scale", default=None)
-    if scale is not None and not scale > 0:
-        raise pytest.UsageError(f"--idaudit-reps-scale must be > 0; got {scale!r}.")
+    if scale is not None and not 0 < scale < math.inf:
+        raise pytest.UsageError(f"--idaudit-reps-scale must be finite and > 0; got {scale!r}.")
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -59,24 +61,6 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     if scale is None:
         return None
     return f"idaudit: repetitions scaled by {scale:g} (--idaudit-reps-scale)"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``gpu`` tests where CUDA is absent (torch is imported only if one is collected)."""
-    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
-    if not gpu:
-        return
-    try:
-        import torch
-
-        has_cuda = bool(torch.cuda.is_available())
-    except ImportError:  # pragma: no cover
-        has_cuda = False
-    if has_cuda:
-        return
-    skip = pytest.mark.skip(reason="needs CUDA; this machine has none")
-    for item in gpu:
-        item.add_marker(skip)
 
 
 def seed_of(nodeid: str) -> int:

@@ -89,3 +89,56 @@ def test_synthetic_conditions_have_the_papers_sizes() -> None:
         assert mech.pair_epsilon("id000", "id001", 1e-5) == pytest.approx(ref, rel=1e-9)
     with pytest.raises(InvalidInputError, match="`kind` must be one of 'vgg', 'celeba'"):
         synthetic_condition("lfw")  # type: ignore[arg-type]
+
+
+def _hockey_stick_quad(pdf_p, pdf_q, eps: float, points, lo: float, hi: float) -> float:
+    """delta(eps) = integral of (q - e^eps p)_+ by numerical quadrature (scipy quad)."""
+    from scipy import integrate
+
+    value, _ = integrate.quad(
+        lambda x: max(pdf_q(x) - np.exp(eps) * pdf_p(x), 0.0), lo, hi, points=points, limit=200
+    )
+    return value
+
+
+@pytest.mark.parametrize("delta", [1e-4, 0.05, 0.3, 0.6])
+def test_laplace_pair_epsilon_at_positive_delta_matches_quadrature(delta: float) -> None:
+    kp = known_pair("laplace", distance=3.0, scale=1.5, dim=3)  # pure epsilon 2
+    eps = kp.epsilon(delta)
+    assert eps < 2.0  # delta > 0 buys something: the pure epsilon is not eps(delta)
+    p, q = stats.laplace(0, 1.5).pdf, stats.laplace(3.0, 1.5).pdf
+    # the two laws differ in the first coordinate only; the others cancel
+    if eps > 0:
+        # the integrand's kinks: 0, 3 and where q = e^eps p, (eps * b + 3) / 2
+        kinks = [0.0, (eps * 1.5 + 3.0) / 2, 3.0]
+        assert _hockey_stick_quad(p, q, eps, kinks, -60, 63) == pytest.approx(delta, rel=1e-6)
+    else:  # past the total variation: even eps = 0 leaves at most delta
+        assert _hockey_stick_quad(p, q, 0.0, [0.0, 3.0], -60, 63) <= delta
+    assert kp.epsilon(0.0) == 2.0
+    assert kp.epsilon(1.0) == 0.0
+
+
+def test_score_mechanisms_epsilon_at_positive_delta_match_quadrature() -> None:
+    lap = laplace_scores(1.3)
+    p, q = stats.laplace(0, 1).pdf, stats.laplace(1.3, 1).pdf
+    gau = gaussian_scores(1.2)
+    gp, gq = stats.norm(0, 1).pdf, stats.norm(1.2, 1).pdf
+    for delta in (1e-3, 0.1, 0.4):
+        eps = float(lap.epsilon(delta))
+        kinks = [0.0, (eps + 1.3) / 2, 1.3]  # where q = e^eps p between the centres
+        assert _hockey_stick_quad(p, q, eps, kinks, -60, 61) == pytest.approx(delta, rel=1e-6)
+        eps = float(gau.epsilon(delta))
+        kink = eps / 1.2 + 0.6  # q = e^eps p at x = eps / mu + mu / 2
+        assert _hockey_stick_quad(gp, gq, eps, [kink], -40, 41) == pytest.approx(delta, rel=1e-6)
+
+
+def test_randomized_response_epsilon_is_zero_past_the_total_variation() -> None:
+    rr = randomized_response(1.0)
+    q = 1 / (1 + np.e)
+    pa, pb = np.array([1 - q, q]), np.array([q, 1 - q])
+    for delta in (0.05, 0.2):
+        assert _hockey_stick(pa, pb, float(rr.epsilon(delta))) == pytest.approx(delta)
+    # past delta = 1 - 2q the pair is (0, delta)-DP: epsilon 0, not NaN
+    past = np.asarray(rr.epsilon([1 - 2 * q, 0.5, 1 - q, 0.9, 1.0]))
+    assert np.array_equal(past, np.zeros(5))
+    assert _hockey_stick(pa, pb, 0.0) == pytest.approx(1 - 2 * q)

@@ -48,7 +48,13 @@ def test_seed_of_is_stable() -> None:
 
 
 def test_plugin_markers_header_seed_and_fixtures(tmp_path: Path) -> None:
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["idaudit.testing.plugin"]\n')
+    (tmp_path / "conftest.py").write_text(
+        'pytest_plugins = ["idaudit.testing.plugin"]\n'
+        "\n"
+        "def pytest_configure(config):\n"
+        "    # the project's own gpu marker: the plugin neither owns nor skips it\n"
+        '    config.addinivalue_line("markers", "gpu: the project\'s own meaning")\n'
+    )
     (tmp_path / "test_use.py").write_text(
         "import pytest\n"
         "\n"
@@ -77,16 +83,16 @@ def test_plugin_markers_header_seed_and_fixtures(tmp_path: Path) -> None:
     assert "PASSED test_use.py::test_reps" in text
     assert "PASSED test_use.py::test_known[laplace]" in text
     assert "PASSED test_use.py::test_known[gaussian]" in text
-    import torch
-
-    if not torch.cuda.is_available():
-        assert "needs CUDA; this machine has none" in text
+    # a downstream project's gpu test runs: the CUDA skip is idaudit's own suite's
+    assert "PASSED test_use.py::test_gpu" in text
+    assert "needs CUDA" not in text
     # the plugin loaded by -p, by the conftest, and it is inert without its option
     quiet = _pytest(tmp_path, "-k", "known")
     assert quiet.returncode == 0, quiet.stdout
     assert "idaudit:" not in quiet.stdout
-    bad = _pytest(tmp_path, "--idaudit-reps-scale", "0")
-    assert "--idaudit-reps-scale must be > 0; got 0.0" in bad.stderr
+    for value in ("0", "inf", "nan"):
+        bad = _pytest(tmp_path, "--idaudit-reps-scale", value)
+        assert f"--idaudit-reps-scale must be finite and > 0; got {float(value)!r}" in bad.stderr
 
 
 @pytest.mark.slow
@@ -108,3 +114,22 @@ def test_downstream_example_passes_and_catches_a_missing_union_bound(tmp_path: P
     assert "AssertionError: unsound: claim: " in bad.stdout
     assert "exact binomial p-value" in bad.stdout
     assert "rejects H0 'violation rate <= 0.2' at significance 0.01" in bad.stdout
+
+
+def test_the_plugin_imports_no_science_package() -> None:
+    # loading the plugin (as every pytest run with idaudit installed does) imports neither
+    # scipy nor idaudit's testing machinery; a fresh interpreter, so nothing is cached
+    code = (
+        "import sys; import idaudit.testing.plugin; "
+        "print(sorted(m for m in ('scipy', 'torch', 'idaudit.testing._soundness', "
+        "'idaudit.mechanisms') if m in sys.modules))"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(idaudit.__file__).parents[1]), env.get("PYTHONPATH", "")]
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

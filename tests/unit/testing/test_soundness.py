@@ -8,7 +8,7 @@ import xarray as xr
 from scipy import stats
 
 from idaudit.dp import clopper_pearson_upper
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.testing import (
     Claim,
     assert_sound,
@@ -17,6 +17,7 @@ from idaudit.testing import (
     check_soundness,
     smallest_testable_alpha,
 )
+from idaudit.testing._soundness import _run_seeds
 
 P = 0.3  # a Bernoulli rate bounded from above by Clopper-Pearson from 50 draws
 
@@ -30,7 +31,7 @@ def _cp(level: float):
 
 
 def test_count_pvalue_and_seeds_match_a_plain_loop() -> None:
-    res = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=500)
+    res = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=range(500, 800))
     # the same runs written out by hand
     missed = [s for s in range(500, 800) if clopper_pearson_upper(_draw(s), 50, 0.1) < P]
     assert res.n_violations == len(missed)
@@ -68,7 +69,9 @@ def test_a_family_is_one_event_per_run() -> None:
             "certified_upper_bound",
         )
 
-    res = check_soundness(both, lambda s: (_draw(s), _draw(s + 10_000)), P, n_reps=200, alpha=0.1)
+    res = check_soundness(
+        both, lambda s: (_draw(s), _draw(s + 10_000)), P, n_reps=200, alpha=0.1, rng=range(200)
+    )
     one = [clopper_pearson_upper(_draw(s), 50, 0.05) < P for s in range(200)]
     two = [clopper_pearson_upper(_draw(s + 10_000), 50, 0.05) < P for s in range(200)]
     assert res.n_violations == sum(a or b for a, b in zip(one, two, strict=True))
@@ -152,6 +155,24 @@ def test_smallest_testable_alpha() -> None:
         ),
         (lambda k, s: xr.Dataset(), P, InvalidInputError, "pass one variable"),
         (lambda k, s: "0.5", P, TypeError, "must be a Claim"),
+        (
+            lambda k, s: Claim([], "certified_upper_bound"),
+            P,
+            InvalidInputError,
+            r"holds no values \(shape \(0,\)\): an empty family claims nothing",
+        ),
+        (
+            lambda k, s: Claim(0.5, "certified_upper_bound"),
+            [P, P],
+            InvalidInputError,
+            r"shape \(\), which does not match the truth's \(2,\): .* without growing it",
+        ),
+        (
+            lambda k, s: Claim(0.5, "certified_upper_bound"),
+            "0.3",
+            TypeError,
+            "`truth` must be a number or an array of numbers; got '0.3'",
+        ),
     ],
 )
 def test_bad_claims_are_named(make_claim, truth, error, match) -> None:
@@ -164,13 +185,13 @@ def test_claims_that_change_between_runs_are_refused() -> None:
         return Claim(0.5, "certified_upper_bound" if seed == 0 else "certified_lower_bound")
 
     with pytest.raises(InvalidInputError, match=r"run 1 \(seed 1\) has status"):
-        check_soundness(flip, _draw, P, n_reps=20, alpha=0.1)
+        check_soundness(flip, _draw, P, n_reps=20, alpha=0.1, rng=range(20))
 
     def names(k: int, seed: int) -> dict[str, Claim]:
         return {"a" if seed == 0 else "b": Claim(0.5, "certified_upper_bound")}
 
     with pytest.raises(InvalidInputError, match=r"returned claims \['b'\] in run 1"):
-        check_soundness(names, _draw, P, n_reps=20, alpha=0.1)
+        check_soundness(names, _draw, P, n_reps=20, alpha=0.1, rng=range(20))
 
 
 def test_bad_levels_and_seeds() -> None:
@@ -187,9 +208,66 @@ def test_bad_levels_and_seeds() -> None:
 
 
 def test_seed_forms() -> None:
-    a = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=list(range(7, 27)))
-    b = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=7)
+    # 100 runs at alpha = 0.1: enough power that the check does not warn (see below)
+    a = check_soundness(_cp(0.1), _draw, P, n_reps=100, alpha=0.1, rng=list(range(7, 107)))
+    b = check_soundness(_cp(0.1), _draw, P, n_reps=100, alpha=0.1, rng=range(7, 107))
     assert a == b
-    c = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
-    d = check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=np.random.default_rng(3))
+    c = check_soundness(_cp(0.1), _draw, P, n_reps=100, alpha=0.1, rng=np.random.default_rng(3))
+    d = check_soundness(_cp(0.1), _draw, P, n_reps=100, alpha=0.1, rng=np.random.default_rng(3))
     assert c == d
+
+
+def test_check_claims_refuses_a_truth_that_grows_the_claims() -> None:
+    lb = Claim(np.linspace(0.0, 0.9, 100), "certified_lower_bound")
+    # a column of truths against a row of claims would compare every claim with every truth
+    with pytest.raises(InvalidInputError, match=r"shape \(100,\), .* truth's \(100, 1\)"):
+        check_claims(lb, np.ones((100, 1)), alpha=0.1)
+    with pytest.raises(InvalidInputError, match="an empty family claims nothing"):
+        check_claims(Claim(np.empty((100, 0)), "certified_lower_bound"), 1.0, alpha=0.1)
+    with pytest.raises(TypeError, match="`truth` must be a number"):
+        check_claims(lb, "1.0", alpha=0.1)
+    assert check_claims(lb, np.ones(100), alpha=0.1).n_violations == 0
+
+
+def test_int_seeds_give_independent_replications() -> None:
+    a = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=0)
+    b = check_soundness(_cp(0.1), _draw, P, n_reps=300, alpha=0.1, rng=1)
+    runs_a = set(_run_seeds(0, 300))
+    # rng + i would share 299 of the 300 runs; spawned seeds share none
+    assert not runs_a & set(_run_seeds(1, 300))
+    assert _run_seeds(0, 300) == _run_seeds(np.random.SeedSequence(0), 300)
+    expected = [
+        int(c.generate_state(2, np.uint64)[0] >> np.uint64(1))
+        for c in np.random.SeedSequence(0).spawn(3)
+    ]
+    assert _run_seeds(0, 3) == expected
+    assert a.n_reps == b.n_reps == 300
+    with pytest.raises(InvalidInputError, match=r"distinct seeds .*; repeated: \[3\]"):
+        check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=[3] * 2 + list(range(4, 22)))
+
+
+def test_power_is_reported_and_a_powerless_check_warns() -> None:
+    res = check_rate(12, 300, 0.05)
+    # the count binomtest rejects at, by brute force, and the chance of reaching it
+    crit = min(
+        k for k in range(301) if stats.binomtest(k, 300, 0.05, alternative="greater").pvalue <= 0.01
+    )
+    assert res.power(0.1) == pytest.approx(stats.binom.sf(crit - 1, 300, 0.1), rel=1e-12)
+    assert res.power(0.05) <= 0.01  # at the nominal level: at most the significance
+    assert stats.binom.sf(crit - 1, 300, res.detectable_rate) == pytest.approx(0.8, abs=1e-9)
+    assert "power: 0.86 against twice the level" in res.message()
+    # 20 runs at alpha = 0.05: a claim violated at 0.1 fails the check 4 % of the time
+    with pytest.warns(IdauditWarning, match=r"probability 0\.04 only .* raise n_reps"):
+        check_rate(0, 20, 0.05)
+    with pytest.warns(IdauditWarning, match="twice its level"):
+        check_soundness(_cp(0.1), _draw, P, n_reps=20, alpha=0.1, rng=range(20))
+
+
+def test_the_smallest_level_is_testable_despite_rounding() -> None:
+    # 49 * (1 / 49) < 1 in floating point: the level 1 / n_reps is one expected violation
+    assert 49 * (1 / 49) < 1
+    with pytest.warns(IdauditWarning):  # testable, but with little power
+        res = check_rate(1, 49, 1 / 49)
+    assert res.pvalue == stats.binomtest(1, 49, 1 / 49, alternative="greater").pvalue
+    with pytest.raises(InvalidInputError, match=r"smallest level 49 runs resolve is 0\.0204082"):
+        check_rate(0, 49, 1 / 50)
