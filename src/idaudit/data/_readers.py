@@ -214,7 +214,9 @@ def read_npz(
         )
     try:
         archive = np.load(io.BytesIO(raw), allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
+        # NotImplementedError: a damaged directory can announce a zip version or compression
+        # that zipfile does not implement
         raise InvalidInputError(f"cannot read {where!r} as .npz: {exc}") from exc
     with archive:
         keys = list(archive.keys())
@@ -225,8 +227,10 @@ def read_npz(
             x = archive[embeddings_key]
             labels = archive[labels_key]
             outcomes = archive[OUTCOMES_KEY] if OUTCOMES_KEY in keys else None
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-            # a damaged archive: the zip directory reads, a member's bytes do not
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+                RuntimeError) as exc:  # fmt: skip
+            # a damaged archive: the zip directory reads, a member's bytes do not (a flipped
+            # flag byte reads as "encrypted", RuntimeError; a flipped method as unsupported)
             raise InvalidInputError(
                 f"{where!r} is a damaged .npz archive ({exc}); write it again."
             ) from exc
@@ -436,8 +440,9 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
     it stands (said in a warning when it is not the first), unless the first column holds
     integers, which may be identities too; that, and several text columns, are ambiguous
     and refused. Without a column of text, the first column holds the labels (integer
-    identities) unless it holds fractions, which are coordinates, not identities: refused
-    too. Columns without a header name (a written row index) are never candidates.
+    identities) unless it holds fractions, which are coordinates, not identities, or another
+    column holds integers too (quantised coordinates, or the identities elsewhere): both
+    refused. Columns without a header name (a written row index) are never candidates.
     """
     columns = [str(c) for c in frame.columns]
     text = [
@@ -451,7 +456,7 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
         dtype=np.float64, na_value=np.nan
     )
     finite = values[np.isfinite(values)]
-    integers = finite.size > 0 and bool(np.all(finite == np.round(finite)))
+    integers = _integer_valued(frame[first])
     if len(text) == 1 and text[0] != first and integers:
         raise InvalidInputError(
             f"cannot tell which column of {where!r} holds the identity labels: none is named "
@@ -483,7 +488,23 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
             "holds fractions (a coordinate, not an identity); name the label column with "
             "`label_column`."
         )
+    also = [c for c in named[1:] if _integer_valued(frame[c])]
+    if also:  # quantised coordinates, or an identity column elsewhere: either is a guess
+        shown = also if len(also) <= 8 else [*also[:8], "..."]
+        raise InvalidInputError(
+            f"cannot tell which column of {where!r} holds the identity labels: none is named "
+            f"{', '.join(LABEL_COLUMN_NAMES)} or holds text, and besides the first, {first!r}, "
+            f"{len(also)} more hold integers ({shown}), which may be identities too; name the "
+            "label column with `label_column`."
+        )
     return first
+
+
+def _integer_valued(col: pd.Series) -> bool:
+    """Whether a column's numeric cells exist and are all whole numbers."""
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    finite = values[np.isfinite(values)]
+    return finite.size > 0 and bool(np.all(finite == np.round(finite)))
 
 
 def _holds_vectors(col: pd.Series) -> bool:

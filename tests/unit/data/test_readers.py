@@ -608,6 +608,46 @@ def test_an_ambiguous_label_column_is_refused_naming_label_column(tmp_path, tabl
     assert EmbeddingSet.from_csv(ints).counts == {"1": 3, "2": 4, "3": 2}
 
 
+def test_integers_in_more_than_the_first_column_are_refused(tmp_path):
+    # quantised embeddings with the identities last: every column holds integers, so taking
+    # the first would read a coordinate as the identity and the identity as a coordinate
+    gen = np.random.default_rng(1)
+    quantised = pd.DataFrame(
+        np.round(2 * gen.normal(size=(40, 4))).astype(int), columns=[f"e{j}" for j in range(4)]
+    ).assign(person=np.repeat(np.arange(4), 10))
+    path = tmp_path / "quant.csv"
+    quantised.to_csv(path, index=False)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"none is named label, identity, id or holds text, and besides the first, 'e0', 4 "
+        r"more hold integers \(\['e1', 'e2', 'e3', 'person'\]\), which may be identities too; "
+        r"name the label column with `label_column`\.$",
+    ):
+        EmbeddingSet.from_csv(path)
+    named = EmbeddingSet.from_csv(path, label_column="person", vector_column="e*")
+    assert named.counts == {str(i): 10 for i in range(4)}
+
+
+def test_npz_with_any_byte_flipped_reads_or_raises_an_input_error(tmp_path):
+    # every byte of a small archive flipped, two ways: a damaged zip directory can announce an
+    # unsupported version (NotImplementedError) or encryption (RuntimeError) from zipfile;
+    # each must come back as an idaudit input error (one line in the CLI), never a traceback
+    path = tmp_path / "small.npz"
+    gen = np.random.default_rng(0)
+    with open(path, "wb") as fh:
+        np.savez(fh, embeddings=gen.normal(size=(4, 3)), labels=np.array(["a", "a", "b", "b"]))
+    good = path.read_bytes()
+    for offset in range(len(good)):
+        for mask in (0xFF, 0x01):
+            raw = bytearray(good)
+            raw[offset] ^= mask
+            path.write_bytes(bytes(raw))
+            try:
+                EmbeddingSet.read(path)
+            except InvalidInputError:
+                pass
+
+
 def test_a_column_of_text_vectors_is_never_taken_for_the_labels(tmp_path, table):
     # `who` (text) and `vec` (text vectors): one label candidate, read without a warning when
     # it stands first, as before; a list column of a Parquet file is a vector column too
