@@ -85,6 +85,30 @@ def test_docs_page_python_blocks_run(page: str, ran: Any) -> None:
         assert unexpected == [], f"{block.name} warns: {unexpected}"
 
 
+# any line that opens or closes a fence: backticks or tildes, three or more, in a quote or not
+_ANY_FENCE = re.compile(r"^[ \t]*(?:>[ \t]*)*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$", re.M)
+
+
+def test_no_python_block_escapes_the_runner() -> None:
+    # the runner reads ```python fences of top-level pages: a block spelled otherwise (py,
+    # python3, Python, {.python}), fenced with tildes or four backticks, quoted, or on a page
+    # in a subfolder would never run, so each of those is refused here
+    pages = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in _ANY_FENCE.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            where = f"{page.relative_to(ROOT)}:{line}"
+            assert match["fence"] == "```", f"{where}: fence with ``` only"
+            assert not match.group(0).lstrip().startswith(">"), f"{where}: no fences in quotes"
+            info = match["info"].strip()
+            if "py" in info.lower():
+                assert info.split()[0] == "python", f"{where}: spell the language 'python'"
+        if page.parent != DOCS and page != ROOT / "README.md":
+            where = f"{page.relative_to(ROOT)}: python blocks run only on top-level pages"
+            assert python_blocks(page) == [], where
+
+
 def test_every_docs_python_block_runs_or_says_why_not() -> None:
     not_run = set()
     for page in PAGES:
