@@ -78,6 +78,16 @@ class _IgnoresRng:
         return gen.normal(size=(n, 3))
 
 
+class _ReseedsFromN:
+    """Ignores its rng and reseeds from the identity and ``n``: the development draw (n_dev
+    rows) differs from the test batches (batch_size rows), which all repeat one another."""
+
+    identities = np.array(["a", "b"])
+
+    def sample(self, identity: Any, n: int, *, rng: Any = None) -> np.ndarray:
+        return np.random.default_rng([n, zlib.crc32(str(identity).encode())]).normal(size=(n, 3))
+
+
 def test_draws_that_ignore_the_rng_are_counted_and_warned_about() -> None:
     """Both identities repeat their development rows as test rows: warned, with the count.
 
@@ -87,6 +97,12 @@ def test_draws_that_ignore_the_rng_are_counted_and_warned_about() -> None:
     with pytest.warns(IdauditWarning, match=r"2 of the 2 identities .* seems to ignore its rng"):
         SequentialCertifier(
             _IgnoresRng(), [("a", "b")], max_samples=100, batch_size=50, n_dev=50, rng=0,
+            progress=False,
+        ).fit()  # fmt: skip
+    # development and test sizes differ, so only two test batches in a row show the repeat
+    with pytest.warns(IdauditWarning, match=r"2 of the 2 identities .* seems to ignore its rng"):
+        SequentialCertifier(
+            _ReseedsFromN(), [("a", "b")], max_samples=300, batch_size=100, n_dev=60, rng=0,
             progress=False,
         ).fit()  # fmt: skip
     honest = GaussianNoise(EmbeddingSet(np.eye(3)[:2], ["a", "b"]), sigma=1.0)

@@ -300,12 +300,16 @@ class SequentialCertifier(BaseCertifier):
         reason = "max_samples"
         target = p["target_epsilon"]
         bar = tqdm(total=p["max_samples"], desc="sequential certificate", disable=not p["progress"])
+        previous, warned = dev, False
         try:
             while n_test < p["max_samples"]:
                 step = min(p["batch_size"], p["max_samples"] - n_test)
                 draws = {label: _draw(mech, label, step, test_gens[label]) for label in labels}
-                if n_test == 0:
-                    _warn_if_draws_repeat(dev, draws)
+                # each draw against the one before it (the development draw, then the last
+                # test batch): consecutive draws of an honest mechanism never coincide
+                if not warned:
+                    warned = _warn_if_draws_repeat(previous, draws)
+                previous = draws
                 n_test += step
                 for i, ((a, b), (direction, tau, _)) in enumerate(zip(pairs, plans, strict=True)):
                     fp[i] += int(np.count_nonzero(direction * score(fitted[i], draws[a]) >= tau))
@@ -420,19 +424,23 @@ class SequentialCertifier(BaseCertifier):
 # -- development side -------------------------------------------------------------------------
 
 
-def _warn_if_draws_repeat(dev: dict[Any, FloatArray], test: dict[Any, FloatArray]) -> None:
-    """Warn when an identity's first test draw repeats its development draw row for row.
+def _warn_if_draws_repeat(
+    before: dict[Any, FloatArray], test: dict[Any, FloatArray]
+) -> bool:
+    """Warn when an identity's test draw repeats the draw before it row for row.
 
-    The two draws come from different seeds; a mechanism whose outputs vary within a draw
-    but come out the same, in the same order, under another seed ignores its ``rng`` (it
-    reseeds itself, or replays a fixed list), so the test rows are the development rows
-    and the certificate's independence assumption fails. A constant mechanism (one value
-    repeated) repeats itself legitimately and is not counted.
+    ``before`` is the development draw (for the first test batch) or the previous test
+    batch: the two come from different seeds or from further along one generator. A
+    mechanism whose outputs vary within a draw but come out the same, in the same order,
+    again ignores its ``rng`` (it reseeds itself, from ``n`` say, or replays a fixed list),
+    so the test rows repeat earlier rows and the certificate's independence assumption
+    fails. A constant mechanism (one value repeated) repeats itself legitimately and is not
+    counted. Return whether it warned.
     """
     repeated = []
     for label, rows in test.items():
-        m = min(len(rows), len(dev[label]))
-        first = dev[label][:m]
+        m = min(len(rows), len(before[label]))
+        first = before[label][:m]
         varies = m > 1 and bool(np.any(first != first[0]))
         if varies and np.array_equal(rows[:m], first):
             repeated.append(label)
@@ -440,13 +448,14 @@ def _warn_if_draws_repeat(dev: dict[Any, FloatArray], test: dict[Any, FloatArray
         warnings.warn(
             f"{len(repeated)} of the {len(test)} identities ({', '.join(map(repr, repeated[:5]))}"
             f"{', ...' if len(repeated) > 5 else ''}) gave the same outputs, row for row, to "
-            "the development draw and the first test draw, which use different seeds: the "
+            "a test draw and the draw before it, which use different random streams: the "
             "mechanism's sample() seems to ignore its rng, so the test rows are not fresh "
             "draws and the certificate does not hold. Make sample() draw from the rng it is "
             "given.",
             IdauditWarning,
             stacklevel=4,  # _warn_if_draws_repeat <- _fit <- fit <- the caller
         )
+    return bool(repeated)
 
 
 def _draw(mech: Any, label: Any, n: int, rng: Any) -> FloatArray:
