@@ -56,7 +56,7 @@ def main(n_identities: int = 6, n_images: int = 10) -> None:
                     conditions,
                     images,
                     pipeline=FacePipeline(MTCNNDetector(), encoder, progress=False),
-                    pairs=10,
+                    pairs=min(10, n_identities * (n_identities - 1) // 2),
                     auditors=auditors,
                     reference="none",
                     cache=cache,

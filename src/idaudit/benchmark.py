@@ -537,10 +537,15 @@ def private_swap_sweep(
     """
     from scipy.stats import spearmanr
 
-    from idaudit.audits import audit_pairs
+    from idaudit.audits import (
+        GaussMechAuditor,
+        KDELRAuditor,
+        MMDTVAuditor,
+        ROCHTAuditor,
+        audit_pairs,
+    )
     from idaudit.certify import ReservedTestCertifier
     from idaudit.pipeline import EmbeddingNoiseSwap, audit_generator
-    from idaudit.pipeline._audit import _default_auditors
 
     sig = _check_scales(sigmas)
     dlt = check_in_range(delta, "delta", 0.0, 1.0)
@@ -566,7 +571,11 @@ def private_swap_sweep(
     probe = EmbeddingNoiseSwap(float(sig[0]), bank=bank, pipeline=pipeline)
     sources = {k: probe.encode_sources(list(images_by_identity[k])) for p in pair_list for k in p}
     n_p = len(pair_list)
-    route_list = list(auditors) if auditors is not None else _default_auditors(seed_run)
+    route_list = (  # audit_generator's four routes
+        list(auditors)
+        if auditors is not None
+        else [GaussMechAuditor(), KDELRAuditor(mix=0.0), MMDTVAuditor(), ROCHTAuditor(rng=seed_run)]
+    )
     route_eps: dict[str, npt.NDArray[np.float64]] = {}
     failures: list[str] = []
     route_status: dict[str, Any] = {}

@@ -486,6 +486,8 @@ _READS_ONLY = {
     ("audits/_tables.py", "markdown"): "prints the statuses a table builder derived",
     ("demo/_report.py", "_noise_table"): "prints certified_epsilon_max's status (derived)",
     ("memorization/_report.py", "to_dict"): "copies frame statuses into the JSON report",
+    ("benchmark.py", "private_swap_sweep"): "copies each route's per-pair status to its pairs",
+    ("testing/_claims.py", "read_claim"): "reads a claim; the assertions reduce the family",
 }
 
 

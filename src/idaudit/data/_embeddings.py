@@ -954,7 +954,8 @@ class EmbeddingSet:
         Examples
         --------
         >>> from idaudit.data import EmbeddingSet
-        >>> es = EmbeddingSet([[1, 0], [1, 1e-9], [0, 1], [0, 1]], list("aabb"))
+        >>> rows = [[1, 0, 0], [1, 1e-12, 0], [0, 1, 0], [0, 0, 1], [0, 0, 1], [0, 1, 1]]
+        >>> es = EmbeddingSet(rows, list("aaabbb"))  # a: a near copy; b: an exact copy
         >>> es.n_duplicates_, es.near_duplicates()
         (1, 1)
         """

@@ -385,7 +385,7 @@ def test_an_identity_whose_every_output_failed_is_left_out_and_counted() -> None
     labels = np.repeat(["a", "b", "c", "d"], 3)
     with pytest.warns(IdauditWarning, match="failed"):
         es = EmbeddingSet(rows, labels, failures="keep")
-    with pytest.warns(IdauditWarning, match="leaves out 1 identities with fewer than 2 successful"):
+    with pytest.warns(IdauditWarning, match="leaves out 1 identity with fewer than 2 successful"):
         ds = audit_pairs(es, "all", [GaussMechAuditor()], progress=False)
     assert json.loads(ds.attrs["identities_excluded"]) == ["a"]
     assert ds.sizes["pair"] == 3
