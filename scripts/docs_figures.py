@@ -31,38 +31,39 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 IMG = ROOT / "docs" / "img"
 
-#: What draws each figure: ``module:qualname`` of the functions and classes whose source
-#: decides what it shows (the demo's conditions, sizes and table, the plotting functions).
+#: What draws each figure: the modules (``module``) or functions and classes
+#: (``module:qualname``) whose source decides what it shows: the demo, the anonymisers,
+#: the plotting module, the audit command's condition runner.
 DRAWN_BY: dict[str, tuple[str, ...]] = {
+    # whole modules where a figure rests on many helpers (an axis label, a colour, a
+    # condition's name): a change anywhere in them marks the figure stale, never none
     "epsilon_vs_strength.png": (
-        "idaudit.demo._faces:FaceDemoConfig",
-        "idaudit.demo._faces:_conditions",
-        "idaudit.demo._faces:_table",
-        "idaudit.demo._faces:strength_figure",
-        "idaudit.demo._faces:_write",
-        "idaudit.plotting:plot_strength",
+        "idaudit.demo._faces",
+        "idaudit.pipeline._images",
+        "idaudit.plotting",
     ),
     "contact_sheet.png": (
-        "idaudit.demo._faces:FaceDemoConfig",
-        "idaudit.demo._faces:_conditions",
-        "idaudit.demo._faces:run_face_demo",
-        "idaudit.demo._faces:_write",
-        "idaudit.plotting:contact_sheet",
+        "idaudit.demo._faces",
+        "idaudit.pipeline._images",
+        "idaudit.plotting",
     ),
     "figure3_synthetic.png": (
         "docs_figures:write_conditions",
         "idaudit.cli._audit:_run_conditions",
-        "idaudit.plotting:plot_figure3",
-        "idaudit.plotting:plot_rocs",
+        "idaudit.plotting",
     ),
 }
 
 
 def code_sha256(names: tuple[str, ...]) -> str:
-    """SHA-256 over the source of every ``module:qualname`` in ``names``, in order."""
+    """SHA-256 over the source of every ``module:qualname`` (or whole ``module``) in ``names``."""
     digest = hashlib.sha256()
     for name in names:
-        module_name, qualname = name.split(":")
+        module_name, _, qualname = name.partition(":")
+        if not qualname:  # a whole module
+            digest.update(name.encode())
+            digest.update(inspect.getsource(importlib.import_module(module_name)).encode())
+            continue
         obj: object = (
             sys.modules[__name__]
             if module_name == "docs_figures"
