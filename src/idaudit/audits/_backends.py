@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -21,14 +21,9 @@ import torch
 
 from idaudit._device import resolve_device, single_threaded
 from idaudit.audits._base import BaseAuditor, Batch, CallCache, PairError
+from idaudit.audits._plan import ChunkResult, PairPlan
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
-
-if TYPE_CHECKING:  # the plan is built by the engine, which imports this module
-    from idaudit.audits._engine import _Plan
-
-#: One chunk's outputs: auditor label -> output name -> array over the chunk's pairs.
-ChunkResult = dict[str, dict[str, npt.NDArray[Any]]]
 
 K = TypeVar("K")
 R = TypeVar("R")
@@ -86,7 +81,7 @@ def _chunk_of(
 
 def _run_local(
     es: EmbeddingSet,
-    plan: _Plan,
+    plan: PairPlan,
     bounds: Sequence[tuple[int, int]],
     todo: Sequence[int],
     auditors: Sequence[BaseAuditor],
@@ -146,6 +141,25 @@ def run_bounded(
 
 
 # ---------------------------------------------------------------------------------- dask
+def dask_client(client: Any) -> Any:
+    """Return the given client, or the current one (raising clearly when there is none)."""
+    try:
+        from distributed import get_client
+    except ImportError as exc:  # pragma: no cover - dask is a test dependency
+        raise ImportError(
+            'backend="dask" needs dask.distributed; install it with pip install "idaudit[dask]".'
+        ) from exc
+    if client is not None:
+        return client
+    try:
+        return get_client()
+    except ValueError:
+        raise InvalidInputError(
+            'backend="dask" needs a running dask.distributed Client; create one '
+            "(dask.distributed.Client()) or pass `client=`."
+        ) from None
+
+
 # one call cache per (input, failures setting, device) and worker process
 _WORKER_CACHES: dict[tuple[str, str, str], CallCache] = {}
 
@@ -169,7 +183,7 @@ def _dask_chunk(
 
 def _run_dask(
     es: EmbeddingSet,
-    plan: _Plan,
+    plan: PairPlan,
     bounds: Sequence[tuple[int, int]],
     todo: Sequence[int],
     auditors: Sequence[BaseAuditor],
@@ -178,20 +192,9 @@ def _run_dask(
     client: Any,
     collect: Callable[[int, ChunkResult], None],
 ) -> None:
-    try:
-        from distributed import as_completed, get_client
-    except ImportError as exc:  # pragma: no cover - dask is a test dependency
-        raise ImportError(
-            'backend="dask" needs dask.distributed; install it with pip install "idaudit[dask]".'
-        ) from exc
-    if client is None:
-        try:
-            client = get_client()
-        except ValueError:
-            raise InvalidInputError(
-                'backend="dask" needs a running dask.distributed Client; create one '
-                "(dask.distributed.Client()) or pass `client=`."
-            ) from None
+    """Chunks on the workers of ``client`` (see :func:`dask_client`), a bounded number in flight."""
+    from distributed import as_completed
+
     # once per worker; a fresh key, so a release from an earlier call cannot race this one
     es_future = client.scatter(es, broadcast=True, hash=False)
     slots = max(2, 2 * sum(client.nthreads().values()))  # chunks in flight: bounded memory

@@ -6,9 +6,12 @@ in memory (``keep="pairs"``), as running summaries (``keep="summary"``) or in a 
 that a later call resumes (``store=``). Chunks run side by side on CPU threads (each on one
 torch thread) or on the workers of a ``dask.distributed`` cluster.
 
-This module plans the call (pairs, chunks, outputs, attributes) and assembles the result;
-the backends that run the chunks are in :mod:`idaudit.audits._backends` and the resumable
-store in :mod:`idaudit.audits._store`.
+This module validates the call, plans it (pairs, engine, outputs, attributes), runs it on
+one of the two engines and hands the values to their destination. The types those parts
+share are in :mod:`idaudit.audits._plan`; the backends that run the chunks are in
+:mod:`idaudit.audits._backends`, the tiled engine in :mod:`idaudit.audits._tiled`, the
+resumable store in :mod:`idaudit.audits._store` and the summaries in
+:mod:`idaudit.audits._stream`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,16 +38,17 @@ from idaudit._results import (
     provenance,
     variable,
 )
-from idaudit._validation import check_integer, check_option, check_pairs
+from idaudit._validation import check_integer, check_option
 from idaudit._version import __version__
-from idaudit.audits._backends import ChunkResult, _run_dask, _run_local
-from idaudit.audits._base import BaseAuditor, Output
+from idaudit.audits._backends import _run_dask, _run_local, dask_client
+from idaudit.audits._base import BaseAuditor
 from idaudit.audits._failures import PairFailures
+from idaudit.audits._plan import ChunkResult, OutputSpec, PairPlan, output_specs
 from idaudit.audits._store import _Store
 from idaudit.audits._stream import QUANTILES, SummaryStream, simultaneity
 from idaudit.audits._tiled import TileStore, blocks_of, run_tiled
 from idaudit.audits._tiles import DEFAULT_TILE_SIZE, TilePlan
-from idaudit.data import EmbeddingSet, decode_pair_indices, n_pairs_of
+from idaudit.data import EmbeddingSet
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["QUANTILES", "audit_pairs"]
@@ -55,6 +59,8 @@ _MAX_AUTO_BATCH = 256
 
 Keep = Literal["pairs", "summary"]
 Engine = Literal["auto", "tiled", "chunked"]
+#: Where a run puts a group of pairs' values: ``add(pair_index, codes_a, codes_b, values)``.
+Add = Callable[[Any, Any, Any, dict[str, npt.NDArray[Any]]], None]
 
 
 def audit_pairs(
@@ -212,6 +218,47 @@ def audit_pairs(
     >>> str(summary["mmdtv_epsilon_argmax_identity_a"].values), int(summary.attrs["n_pairs"])
     ('a', 3)
     """
+    # validate
+    auditor_list, dev = _validate(es, auditors, device, backend=backend, keep=keep, engine=engine)
+    if batch_size is not None:
+        batch_size = check_integer(batch_size, "batch_size", minimum=1)
+    if n_threads is not None:
+        n_threads = check_integer(n_threads, "n_threads", minimum=1)
+    if tile_size is not None:
+        tile_size = check_integer(tile_size, "tile_size", minimum=1)
+    # plan: the pairs, the engine, the seeds, the outputs and the attributes
+    plan, auditor_list = _plan(es, pairs, auditor_list)
+    tiled = _choose_engine(engine, store, plan, auditor_list, batch_size, tile_size)
+    seeds = [aud._draw_seed() for aud in auditor_list]
+    specs = output_specs(auditor_list, es)
+    attrs = _attributes(es, plan, auditor_list, seeds)
+    kept = [s for s in specs if keep == "pairs" or not s.dims]
+    call = _Call(es, plan, auditor_list, seeds, specs, kept, attrs, dev, backend, client, store)
+    # destination: every pair's values in memory, or running summaries
+    sink: _PairValues | SummaryStream = (
+        SummaryStream(kept, np.asarray(plan.identities), plan.n_pairs)
+        if keep == "summary"
+        else _PairValues(es, plan, kept)
+    )
+    # run: chunks of pairs or tiles of identities, each also into a resumable store if asked
+    threads = n_threads if n_threads is not None else available_cpus()
+    with tqdm(total=plan.n_pairs, desc="audit_pairs", unit="pair", disable=not progress) as bar:
+        if tiled:
+            settings = _run_tiles(call, sink.add, bar.update, threads, tile_size)
+        else:
+            settings = _run_chunks(call, sink.add, bar.update, threads, batch_size)
+    # the run settings actually used (they do not change the numbers)
+    attrs.update({"setting.device": str(dev), "setting.backend": backend, **settings})
+    failures = PairFailures(es, plan)
+    failures.warn_if_unequal()
+    return failures.attach(sink.dataset(attrs), keep)
+
+
+# ---------------------------------------------------------------------------------- validate
+def _validate(
+    es: Any, auditors: Any, device: str, *, backend: str, keep: str, engine: str
+) -> tuple[list[BaseAuditor], Any]:
+    """Check the inputs and options; return the auditors as a list and the device."""
     if not isinstance(es, EmbeddingSet):
         raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
     auditor_list = _check_auditors(auditors)
@@ -219,17 +266,45 @@ def audit_pairs(
     check_option(backend, "backend", ("local", "dask"))
     check_option(keep, "keep", ("pairs", "summary"))
     check_option(engine, "engine", ("auto", "tiled", "chunked"))
-    if batch_size is not None:
-        batch_size = check_integer(batch_size, "batch_size", minimum=1)
-    if n_threads is not None:
-        n_threads = check_integer(n_threads, "n_threads", minimum=1)
-    if tile_size is not None:
-        tile_size = check_integer(tile_size, "tile_size", minimum=1)
-    for aud in auditor_list:
+    return auditor_list, dev
+
+
+def _check_auditors(auditors: Any) -> list[BaseAuditor]:
+    if isinstance(auditors, BaseAuditor):
+        auditors = [auditors]
+    try:
+        items = list(auditors)
+    except TypeError:
+        raise TypeError(
+            f"`auditors` must be a sequence of auditors; got {type(auditors).__name__}."
+        ) from None
+    if not items:
+        raise InvalidInputError("`auditors` must hold at least one auditor; got none.")
+    for k, aud in enumerate(items):
+        if not isinstance(aud, BaseAuditor):
+            raise TypeError(
+                f"`auditors[{k}]` must be an idaudit auditor (e.g. MMDTVAuditor()); "
+                f"got {type(aud).__name__}."
+            )
+    labels = [a.label for a in items]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise InvalidInputError(
+                f"two auditors share the label {label!r}; pass name=... to tell them apart."
+            )
+    return items
+
+
+# ---------------------------------------------------------------------------------- plan
+def _plan(
+    es: EmbeddingSet, pairs: Any, auditors: list[BaseAuditor]
+) -> tuple[PairPlan, list[BaseAuditor]]:
+    """Return the pairs of the call, and the auditors set up for that many pairs."""
+    for aud in auditors:
         aud._check_params()
-    plan = _Plan(es, pairs, min_rows=max(aud.min_rows() for aud in auditor_list))
-    auditor_list = [aud._for_pairs(plan.n_pairs) for aud in auditor_list]
-    for aud in auditor_list:
+    plan = PairPlan(es, pairs, min_rows=max(aud.min_rows() for aud in auditors))
+    auditors = [aud._for_pairs(plan.n_pairs) for aud in auditors]
+    for aud in auditors:
         need = aud.min_rows()
         for label in plan.involved():
             if es.counts[label] < need:
@@ -237,71 +312,24 @@ def audit_pairs(
                     f"identity {label!r} has {es.counts[label]} row(s); auditor "
                     f"{aud.label!r} needs at least {need} per identity."
                 )
+    return plan, auditors
+
+
+def _choose_engine(
+    engine: str,
+    store: Any,
+    plan: PairPlan,
+    auditors: Sequence[BaseAuditor],
+    batch_size: int | None,
+    tile_size: int | None,
+) -> bool:
+    """Whether the call runs on the tiled engine (a store resumes with the engine that wrote it)."""
     asked = engine
-    if engine == "auto" and store is not None:  # resume a store with the engine that wrote it
+    if engine == "auto" and store is not None:
         engine = _stored_engine(Path(store)) or engine
-    tiled = _use_tiles(engine, plan, auditor_list)
+    tiled = _use_tiles(engine, plan, auditors)
     _check_unused_size(asked, tiled, batch_size, tile_size)
-    seeds = [aud._draw_seed() for aud in auditor_list]
-    specs = _specs(auditor_list, es)
-    attrs = _attributes(es, plan, auditor_list, seeds)
-    kept = [s for s in specs if keep == "pairs" or not s.dims]
-    ids = np.asarray(plan.identities)
-    stream = SummaryStream(kept, ids, plan.n_pairs) if keep == "summary" else None
-    values = _allocate(kept, plan.n_pairs) if stream is None else {}
-
-    def add(index: Any, a: Any, b: Any, chunk: dict[str, npt.NDArray[Any]]) -> None:
-        if stream is not None:
-            stream.add(index, a, b, chunk)
-            return
-        for s in kept:
-            values[s.var][index] = chunk[s.var]
-
-    bar = tqdm(total=plan.n_pairs, desc="audit_pairs", unit="pair", disable=not progress)
-    threads = n_threads if n_threads is not None else available_cpus()
-    try:
-        if tiled:
-            settings = _run_tiles(
-                es,
-                plan,
-                auditor_list,
-                kept,
-                attrs,
-                add,
-                bar.update,
-                device=dev,
-                n_threads=threads,
-                backend=backend,
-                client=client,
-                store=store,
-                tile_size=tile_size,
-            )
-        else:
-            settings = _run_chunks(
-                es,
-                plan,
-                auditor_list,
-                seeds,
-                specs,
-                kept,
-                attrs,
-                add,
-                bar.update,
-                device=dev,
-                n_threads=threads,
-                backend=backend,
-                client=client,
-                store=store,
-                batch_size=batch_size,
-            )
-    finally:
-        bar.close()
-    # the run settings actually used (they do not change the numbers)
-    attrs.update({"setting.device": str(dev), "setting.backend": backend, **settings})
-    failures = PairFailures(es, plan)
-    failures.warn_if_unequal()
-    ds = _assemble(es, plan, kept, values, attrs) if stream is None else stream.dataset(attrs)
-    return failures.attach(ds, keep)
+    return tiled
 
 
 def _stored_engine(path: Path) -> Engine | None:
@@ -317,7 +345,7 @@ def _stored_engine(path: Path) -> Engine | None:
     return "tiled" if attrs.get("engine") == "tiled" else "chunked"
 
 
-def _use_tiles(engine: str, plan: _Plan, auditors: Sequence[BaseAuditor]) -> bool:
+def _use_tiles(engine: str, plan: PairPlan, auditors: Sequence[BaseAuditor]) -> bool:
     """Whether the call runs on the tiled engine (and why not, when it was asked for)."""
     if engine == "chunked":
         return False
@@ -355,33 +383,42 @@ def _check_unused_size(
         f'`{name}` is not used: engine="{asked}" runs the {running} engine for this call; '
         f'pass engine="{owner}" to use it.',
         IdauditWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
+@dataclass(frozen=True)
+class _Call:
+    """What both engines need of one call."""
+
+    es: EmbeddingSet
+    plan: PairPlan
+    auditors: Sequence[BaseAuditor]
+    seeds: Sequence[int | None]
+    specs: Sequence[OutputSpec]
+    kept: Sequence[OutputSpec]
+    attrs: dict[str, Any]
+    device: Any
+    backend: str
+    client: Any
+    store: Any
+
+
+# ---------------------------------------------------------------------------------- run
 def _run_chunks(
-    es: EmbeddingSet,
-    plan: _Plan,
-    auditors: Sequence[BaseAuditor],
-    seeds: Sequence[int | None],
-    specs: Sequence[_Spec],
-    kept: Sequence[_Spec],
-    attrs: dict[str, Any],
-    add: Any,
-    advance: Any,
-    *,
-    device: Any,
-    n_threads: int,
-    backend: str,
-    client: Any,
-    store: Any,
-    batch_size: int | None,
+    call: _Call, add: Add, advance: Callable[[int], Any], n_threads: int, batch_size: int | None
 ) -> dict[str, Any]:
     """Run the chunked engine: chunks of pairs through the auditors' batched kernels."""
+    es, plan, auditors, seeds, kept = call.es, call.plan, call.auditors, call.seeds, call.kept
     sink: _Store | None = None
-    if store is not None:
+    if call.store is not None:
         sink = _Store.open_or_create(
-            Path(store), specs, plan, attrs, _parameters_sha256(auditors, seeds), batch_size
+            Path(call.store),
+            call.specs,
+            plan,
+            call.attrs,
+            _parameters_sha256(auditors, seeds),
+            batch_size,
         )
         batch_size = sink.batch_size or batch_size
     if batch_size is None:
@@ -409,40 +446,29 @@ def _run_chunks(
     width = max(es.counts.values())
     if not todo:
         pass
-    elif backend == "local":
-        _run_local(es, plan, bounds, todo, auditors, seeds, device, n_threads, width, collect)
+    elif call.backend == "local":
+        _run_local(es, plan, bounds, todo, auditors, seeds, call.device, n_threads, width, collect)
     else:
-        _run_dask(es, plan, bounds, todo, auditors, seeds, device, client, collect)
+        client = dask_client(call.client)
+        _run_dask(es, plan, bounds, todo, auditors, seeds, call.device, client, collect)
     if sink is not None:
         add(np.arange(plan.n_pairs), *plan.codes(), {s.var: sink.read(s.var) for s in kept})
     return {"setting.engine": "chunked", "setting.batch_size": batch_size}
 
 
 def _run_tiles(
-    es: EmbeddingSet,
-    plan: _Plan,
-    auditors: Sequence[BaseAuditor],
-    kept: Sequence[_Spec],
-    attrs: dict[str, Any],
-    add: Any,
-    advance: Any,
-    *,
-    device: Any,
-    n_threads: int,
-    backend: str,
-    client: Any,
-    store: Any,
-    tile_size: int | None,
+    call: _Call, add: Add, advance: Callable[[int], Any], n_threads: int, tile_size: int | None
 ) -> dict[str, Any]:
     """Run the tiled engine: blocks of equal-size identities, one product per pair of blocks."""
+    es, plan, kept = call.es, call.plan, call.kept
     sink: TileStore | None = None
-    if store is not None:
+    if call.store is not None:
         identity = {
-            "input_sha256": attrs["input_sha256"],
-            "pairs_sha256": attrs["pairs_sha256"],
-            "parameters_sha256": _parameters_sha256(auditors, [None] * len(auditors)),
+            "input_sha256": call.attrs["input_sha256"],
+            "pairs_sha256": call.attrs["pairs_sha256"],
+            "parameters_sha256": _parameters_sha256(call.auditors, [None] * len(call.auditors)),
         }
-        sink, stored = TileStore.open_or_create(Path(store), identity, tile_size)
+        sink, stored = TileStore.open_or_create(Path(call.store), identity, tile_size)
         tile_size = stored or tile_size
     tile_size = tile_size or DEFAULT_TILE_SIZE
     if sink is not None:
@@ -456,13 +482,13 @@ def _run_tiles(
         tiles,
         lambda: blocks_of(es.get, plan.identities, tiles),
         plan.identities,
-        auditors,
+        call.auditors,
         [(s.var, s.label, s.name) for s in kept],
         add,
-        device=device,
+        device=call.device,
         n_threads=n_threads,
-        backend=backend,
-        client=_dask_client(client) if backend == "dask" else None,
+        backend=call.backend,
+        client=dask_client(call.client) if call.backend == "dask" else None,
         store=sink,
         store_attrs=store_attrs,
         progress=advance,
@@ -470,181 +496,8 @@ def _run_tiles(
     return {"setting.engine": "tiled", "setting.tile_size": tile_size}
 
 
-def _dask_client(client: Any) -> Any:
-    """Return the given client, or the current one (raising clearly when there is none)."""
-    try:
-        from distributed import get_client
-    except ImportError as exc:  # pragma: no cover - dask is a test dependency
-        raise ImportError(
-            'backend="dask" needs dask.distributed; install it with pip install "idaudit[dask]".'
-        ) from exc
-    if client is not None:
-        return client
-    try:
-        return get_client()
-    except ValueError:
-        raise InvalidInputError(
-            'backend="dask" needs a running dask.distributed Client; create one '
-            "(dask.distributed.Client()) or pass `client=`."
-        ) from None
-
-
-# ---------------------------------------------------------------------------------- the pairs
-class _Plan:
-    """The pairs of one call: an explicit list, or every unordered pair decoded on demand."""
-
-    def __init__(self, es: EmbeddingSet, pairs: Any, min_rows: int = 1) -> None:
-        self.identities: list[Any] = es.identities.tolist()
-        self.counts = es.counts
-        self.is_all = isinstance(pairs, str)
-        self.excluded: list[Any] = []
-        if self.is_all:
-            if pairs != "all":
-                raise InvalidInputError(
-                    "`pairs` must be 'all' or a sequence of (identity_a, identity_b); "
-                    f"got {pairs!r}."
-                )
-            if len(self.identities) < 2:
-                raise InvalidInputError(
-                    f'`pairs="all"` needs at least 2 identities; `es` has {len(self.identities)}.'
-                )
-            # identities too small for an auditor are left out of "all", and counted: those
-            # whose every output failed (no successful row) as well
-            failed_only = [x for x in es.failed_counts if x not in self.counts]
-            self.excluded = sorted(
-                [x for x in self.identities if self.counts[x] < min_rows] + failed_only,
-                key=lambda x: (str(type(x)), x),
-            )
-            if self.excluded:
-                self.identities = [x for x in self.identities if self.counts[x] >= min_rows]
-                shown = ", ".join(map(repr, self.excluded[:5]))
-                more = f" and {len(self.excluded) - 5} more" if len(self.excluded) > 5 else ""
-                if len(self.identities) < 2:
-                    raise InvalidInputError(
-                        f'`pairs="all"` needs at least 2 identities with {min_rows} rows or '
-                        f"more (the auditors' minimum); `es` has {len(self.identities)}."
-                    )
-                warnings.warn(
-                    f'pairs="all" leaves out {len(self.excluded)} '
-                    f"{'identity' if len(self.excluded) == 1 else 'identities'} with fewer than "
-                    f"{min_rows} successful rows, the auditors' minimum: {shown}{more}. The "
-                    "result records them (attributes n_identities_excluded, "
-                    "identities_excluded).",
-                    IdauditWarning,
-                    stacklevel=3,
-                )
-            self.n_pairs = n_pairs_of(len(self.identities))
-            self.pair_list: list[tuple[Any, Any]] = []
-        else:
-            failed = es.failed_counts
-            all_failed = {k for k in failed if k not in es.counts}
-            unknown = "which `es` does not contain"
-            if all_failed:  # a label `es` knows only from failed outputs: say so
-                unknown += (
-                    " as an identity with a successful row (these identities' every output "
-                    f"failed: {sorted(map(repr, all_failed))[:5]}; the audits compute on "
-                    "successful rows, ReservedTestCertifier certifies them with the failures)"
-                )
-            self.pair_list = check_pairs(pairs, es.identities, unknown=unknown)
-            self.n_pairs = len(self.pair_list)
-
-    def pairs(self, lo: int, hi: int) -> list[tuple[Any, Any]]:
-        """Pairs ``lo .. hi - 1`` as label tuples."""
-        hi = min(hi, self.n_pairs)
-        if not self.is_all:
-            return self.pair_list[lo:hi]
-        i, j = decode_pair_indices(np.arange(lo, hi), len(self.identities))
-        ids = self.identities
-        return [(ids[a], ids[b]) for a, b in zip(i.tolist(), j.tolist(), strict=True)]
-
-    def codes(
-        self, lo: int = 0, hi: int | None = None
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Positions in ``identities`` of both identities of pairs ``lo .. hi - 1``."""
-        hi = self.n_pairs if hi is None else min(hi, self.n_pairs)
-        if self.is_all:
-            return decode_pair_indices(np.arange(lo, hi), len(self.identities))
-        if not hasattr(self, "_codes"):
-            where = {label: k for k, label in enumerate(self.identities)}
-            i = np.fromiter((where[a] for a, _ in self.pair_list), np.int64, self.n_pairs)
-            j = np.fromiter((where[b] for _, b in self.pair_list), np.int64, self.n_pairs)
-            self._codes = (i, j)
-        return self._codes[0][lo:hi], self._codes[1][lo:hi]
-
-    def involved(self) -> list[Any]:
-        """Every identity that appears in a pair."""
-        if self.is_all:
-            return self.identities
-        return list(dict.fromkeys(x for p in self.pair_list for x in p))
-
-    def n_max(self) -> int:
-        """Largest pooled size of a pair."""
-        if self.is_all:
-            top = sorted(self.counts.values())[-2:]
-            return int(sum(top))
-        return max(self.counts[a] + self.counts[b] for a, b in self.pair_list)
-
-    def sha256(self) -> str:
-        """SHA-256 of ``repr(a)<TAB>repr(b)`` lines, streamed for ``"all"``."""
-        digest = hashlib.sha256()
-        if self.is_all:  # the same text, one identity's pairs per join (no tuple per pair)
-            reprs = [repr(x) for x in self.identities]
-            first = True
-            for i, label in enumerate(reprs[:-1]):
-                prefix = label + "\t"
-                digest.update(
-                    ((not first) * "\n" + prefix + ("\n" + prefix).join(reprs[i + 1 :])).encode()
-                )
-                first = False
-            return digest.hexdigest()
-        step = 1 << 16
-        for lo in range(0, self.n_pairs, step):
-            text = "\n".join(f"{a!r}\t{b!r}" for a, b in self.pairs(lo, lo + step))
-            digest.update((("\n" if lo else "") + text).encode())
-        return digest.hexdigest()
-
-
-# ---------------------------------------------------------------------------------- outputs
-@dataclass(frozen=True)
-class _Spec:
-    """One result variable: where it comes from and its shape per pair."""
-
-    var: str
-    label: str
-    name: str
-    output: Output
-    dims: tuple[str, ...]
-    shape: tuple[int, ...]
-
-    @property
-    def dtype(self) -> type:
-        return bool if self.output.dtype is bool else np.float64
-
-
-def _specs(auditors: Sequence[BaseAuditor], es: EmbeddingSet) -> list[_Spec]:
-    sizes = {"embedding_dim": es.dim}
-    specs: list[_Spec] = []
-    for aud in auditors:
-        for out in aud.outputs():
-            var = f"{aud.label}_{out.name}"
-            if any(s.var == var for s in specs):
-                raise InvalidInputError(
-                    f"two auditors produce the variable {var!r}; pass name=... to rename one."
-                )
-            unknown = [d for d in out.dims if d not in sizes]
-            if unknown:  # pragma: no cover - a new auditor must declare its dimension here
-                raise InvalidInputError(f"output {var!r} has dims {unknown} of unknown size.")
-            shape = tuple(sizes[d] for d in out.dims)
-            specs.append(_Spec(var, aud.label, out.name, out, tuple(out.dims), shape))
-    return specs
-
-
-def _allocate(specs: Sequence[_Spec], n_pairs: int) -> dict[str, npt.NDArray[Any]]:
-    return {s.var: np.empty((n_pairs, *s.shape), dtype=s.dtype) for s in specs}
-
-
 def _attributes(
-    es: EmbeddingSet, plan: _Plan, auditors: Sequence[BaseAuditor], seeds: Sequence[int | None]
+    es: EmbeddingSet, plan: PairPlan, auditors: Sequence[BaseAuditor], seeds: Sequence[int | None]
 ) -> dict[str, Any]:
     attrs: dict[str, Any] = provenance(
         title="identity-level DP audits per identity pair (idaudit.audit_pairs)",
@@ -682,32 +535,6 @@ def _parameters_sha256(auditors: Sequence[BaseAuditor], seeds: Sequence[int | No
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _check_auditors(auditors: Any) -> list[BaseAuditor]:
-    if isinstance(auditors, BaseAuditor):
-        auditors = [auditors]
-    try:
-        items = list(auditors)
-    except TypeError:
-        raise TypeError(
-            f"`auditors` must be a sequence of auditors; got {type(auditors).__name__}."
-        ) from None
-    if not items:
-        raise InvalidInputError("`auditors` must hold at least one auditor; got none.")
-    for k, aud in enumerate(items):
-        if not isinstance(aud, BaseAuditor):
-            raise TypeError(
-                f"`auditors[{k}]` must be an idaudit auditor (e.g. MMDTVAuditor()); "
-                f"got {type(aud).__name__}."
-            )
-    labels = [a.label for a in items]
-    for label in labels:
-        if labels.count(label) > 1:
-            raise InvalidInputError(
-                f"two auditors share the label {label!r}; pass name=... to tell them apart."
-            )
-    return items
-
-
 def _auto_batch_size(es: EmbeddingSet, n_max: int, auditors: Sequence[BaseAuditor]) -> int:
     """Pairs per batch so that one batch's tensors take about ``_BATCH_BYTES``."""
     d = es.dim
@@ -721,29 +548,37 @@ def _auto_batch_size(es: EmbeddingSet, n_max: int, auditors: Sequence[BaseAudito
     return int(min(_MAX_AUTO_BATCH, max(1, _BATCH_BYTES // per_pair)))
 
 
-# ---------------------------------------------------------------------------------- results
-def _assemble(
-    es: EmbeddingSet,
-    plan: _Plan,
-    specs: Sequence[_Spec],
-    values: dict[str, npt.NDArray[Any]],
-    attrs: dict[str, Any],
-) -> xr.Dataset:
-    pairs = plan.pairs(0, plan.n_pairs)
-    data_vars = {
-        s.var: variable(
-            ("pair", *s.dims),
-            values[s.var].astype(s.dtype, copy=False),
-            long_name=s.output.long_name,
-            status=check_status(s.output.status),
-            **simultaneity(s.output.status, s.output.n_simultaneous),
+# ---------------------------------------------------------------------------------- destination
+class _PairValues:
+    """The ``keep="pairs"`` destination: every pair's values in memory, one Dataset at the end."""
+
+    def __init__(self, es: EmbeddingSet, plan: PairPlan, specs: Sequence[OutputSpec]) -> None:
+        self.es, self.plan, self.specs = es, plan, specs
+        self.values: dict[str, npt.NDArray[Any]] = {
+            s.var: np.empty((plan.n_pairs, *s.shape), dtype=s.dtype) for s in specs
+        }
+
+    def add(self, index: Any, a: Any, b: Any, chunk: dict[str, npt.NDArray[Any]]) -> None:
+        for s in self.specs:
+            self.values[s.var][index] = chunk[s.var]
+
+    def dataset(self, attrs: dict[str, Any]) -> xr.Dataset:
+        pairs = self.plan.pairs(0, self.plan.n_pairs)
+        data_vars = {
+            s.var: variable(
+                ("pair", *s.dims),
+                self.values[s.var].astype(s.dtype, copy=False),
+                long_name=s.output.long_name,
+                status=check_status(s.output.status),
+                **simultaneity(s.output.status, s.output.n_simultaneous),
+            )
+            for s in self.specs
+        }
+        counts = self.es.counts
+        return pair_dataset(
+            pairs,
+            data_vars,
+            n_a=[counts[a] for a, _ in pairs],
+            n_b=[counts[b] for _, b in pairs],
+            attrs=attrs,
         )
-        for s in specs
-    }
-    return pair_dataset(
-        pairs,
-        data_vars,
-        n_a=[es.counts[a] for a, _ in pairs],
-        n_b=[es.counts[b] for _, b in pairs],
-        attrs=attrs,
-    )

@@ -18,15 +18,14 @@ import xarray as xr
 from idaudit._results import private_dir
 from idaudit.exceptions import InvalidInputError
 
-if TYPE_CHECKING:  # the engine builds the plan and specs and imports this module
-    from idaudit.audits._backends import ChunkResult
-    from idaudit.audits._engine import _Plan, _Spec
+if TYPE_CHECKING:
+    from idaudit.audits._plan import ChunkResult, OutputSpec, PairPlan
 
 
 class _Store:
     """A zarr store of per-pair results that a later call can resume."""
 
-    def __init__(self, path: Path, group: Any, specs: Sequence[_Spec], n_pairs: int) -> None:
+    def __init__(self, path: Path, group: Any, specs: Sequence[OutputSpec], n_pairs: int) -> None:
         self.path = path
         self.group = group
         self.specs = {s.var: s for s in specs}
@@ -38,8 +37,8 @@ class _Store:
     def open_or_create(
         cls,
         path: Path,
-        specs: Sequence[_Spec],
-        plan: _Plan,
+        specs: Sequence[OutputSpec],
+        plan: PairPlan,
         attrs: dict[str, Any],
         parameters_sha256: str,
         batch_size: int | None,

@@ -24,8 +24,8 @@ import xarray as xr
 
 from idaudit._results import CERTIFIED_STATUSES, check_result_dataset, reduction_attrs, variable
 
-if TYPE_CHECKING:  # the engine defines the specs and imports this module
-    from idaudit.audits._engine import _Spec
+if TYPE_CHECKING:
+    from idaudit.audits._plan import OutputSpec
 
 __all__ = ["QUANTILES", "SummaryStream", "order_statistics"]
 
@@ -277,7 +277,7 @@ class SummaryStream:
 
     Parameters
     ----------
-    specs : sequence of _Spec
+    specs : sequence of OutputSpec
         The scalar outputs of the call.
     identities : numpy.ndarray
         Identity labels; chunks give positions in it.
@@ -285,7 +285,9 @@ class SummaryStream:
         Pairs of the call (for the status of certified reductions).
     """
 
-    def __init__(self, specs: Sequence[_Spec], identities: npt.NDArray[Any], n_pairs: int) -> None:
+    def __init__(
+        self, specs: Sequence[OutputSpec], identities: npt.NDArray[Any], n_pairs: int
+    ) -> None:
         self.specs = list(specs)
         self.ids = identities
         self.n_pairs = n_pairs
