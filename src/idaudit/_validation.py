@@ -8,7 +8,6 @@ and the value.
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
@@ -33,7 +32,6 @@ __all__ = [
     "Options",
     "Positive",
     "RandomState",
-    "Renamed",
     "RngLike",
     "check_embeddings",
     "check_in_range",
@@ -43,7 +41,6 @@ __all__ = [
     "check_pairs",
     "check_positive_number",
     "check_random_state",
-    "renamed_argument",
     "spawn_seeds",
     "validate_params",
 ]
@@ -490,14 +487,6 @@ class NoneOr:
 
 
 @dataclass(frozen=True)
-class Renamed(NoneOr):
-    """A parameter's former name: ``None`` (not used), or a value ``inner`` accepts.
-
-    The estimator warns when it is used and takes its value in place of the new name's.
-    """
-
-
-@dataclass(frozen=True)
 class Anything:
     """Any value: the rule is checked where its meaning is known.
 
@@ -609,44 +598,3 @@ def validate_params(
     if missing:
         raise KeyError(f"no constraint declared for the parameter(s) {missing}")
     return {key: constraints[key].check(value, key) for key, value in params.items()}
-
-
-def renamed_argument(old_value: Any, new_value: Any, *, old: str, new: str, default: Any) -> Any:
-    """Accept an argument under its former name for a while, with a ``FutureWarning``.
-
-    Parameters
-    ----------
-    old_value : object or None
-        What the caller passed under the former name (``None``: not passed).
-    new_value : object
-        What the caller passed under the new name (its default when not passed).
-    old, new : str
-        The former and the new name.
-    default : object
-        The new name's default, to tell whether the caller passed both.
-
-    Returns
-    -------
-    object
-        ``new_value``, or ``old_value`` when only the former name was used.
-
-    Raises
-    ------
-    TypeError
-        If both names were given.
-
-    Warns
-    -----
-    FutureWarning
-        When the former name is used; it will be removed in a future release.
-    """
-    if old_value is None:
-        return new_value
-    if not (new_value is default or new_value == default):
-        raise TypeError(f"pass `{new}` only; `{old}` is its former name.")
-    warnings.warn(
-        f"`{old}` is now called `{new}`; `{old}` will be removed in a future release.",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return old_value

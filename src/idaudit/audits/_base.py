@@ -463,8 +463,8 @@ class BaseAuditor(StatusEstimator, BaseEstimator, ABC):  # type: ignore[misc]
     def recorded_params(self) -> dict[str, Any]:
         """Return the parameters a result records (``<label>.<param>`` attributes).
 
-        ``get_params(deep=False)``, with a deprecated spelling resolved to its current name,
-        so results made with either spelling record the same settings.
+        ``get_params(deep=False)``; an auditor may override it to record a setting under
+        another name.
         """
         return dict(self.get_params(deep=False))
 

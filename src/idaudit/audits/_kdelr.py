@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -10,13 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from idaudit._validation import (
-    Constraint,
-    Device,
-    Interval,
-    Options,
-    Renamed,
-)
+from idaudit._validation import Constraint, Device, Interval, Options
 from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
 from idaudit.ops import BANDWIDTH_RULES, kde_bandwidth, kde_on_grid, log_ratio_max
 
@@ -54,9 +47,6 @@ class KDELRAuditor(BaseAuditor):
     name : str, optional
         Variable prefix in :func:`idaudit.audit_pairs` results (default ``"kdelr"`` at
         ``mix=0``, else ``"kdelr_mix<mix>"``, e.g. ``"kdelr_mix0.01"``).
-    alpha : float, optional
-        Former name of ``mix`` (deprecated: ``fit`` warns with a ``FutureWarning`` and uses
-        it, under the former default name ``"kdelr_alpha<alpha>"``; passing both raises).
 
     Attributes
     ----------
@@ -112,7 +102,6 @@ class KDELRAuditor(BaseAuditor):
     _prefix = "kdelr"
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "mix": Interval(0.0, 1.0, closed="both"),
-        "alpha": Renamed(Interval(0.0, 1.0, closed="both")),
         "bandwidth": Options(BANDWIDTH_RULES),
         "n_grid": Interval(2, integer=True),
         "margin": Interval(0.0, None),
@@ -131,7 +120,6 @@ class KDELRAuditor(BaseAuditor):
         floor: float = 1e-12,
         device: str = "cpu",
         name: str | None = None,
-        alpha: float | None = None,
     ) -> None:
         self.mix = mix
         self.bandwidth = bandwidth
@@ -140,41 +128,22 @@ class KDELRAuditor(BaseAuditor):
         self.floor = floor
         self.device = device
         self.name = name
-        self.alpha = alpha
-
-    def _mix(self) -> float:
-        """Return the mixture weight in use: ``mix``, or the deprecated ``alpha`` if given."""
-        return float(self.mix if self.alpha is None else self.alpha)
 
     def _default_label(self) -> str:
-        mix = self._mix()
-        # the deprecated ``alpha`` keeps its former variable names, so old code still finds them
-        prefix = "kdelr_mix" if self.alpha is None else "kdelr_alpha"
-        return "kdelr" if mix == 0.0 else f"{prefix}{mix:g}"
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.alpha is not None:
-            if float(self.mix) != 0.0:
-                raise TypeError("pass `mix` only; `alpha` is its former name.")
-            warnings.warn(
-                "`alpha` is now called `mix`; `alpha` will be removed in a future release.",
-                FutureWarning,
-                stacklevel=3,  # _check_params <- fit or audit_pairs <- the caller
-            )
+        mix = float(self.mix)
+        return "kdelr" if mix == 0.0 else f"kdelr_mix{mix:g}"
 
     def outputs(self) -> tuple[Output, ...]:
         """Per-pair outputs: ``epsilon`` and ``epsilon_per_dim`` (one value per coordinate)."""
         return (
             Output(
                 "epsilon",
-                f"KDE-LR epsilon, mix={self._mix():g} (per-dimension KDE log-ratio sum, Eq. 11)",
+                f"KDE-LR epsilon, mix={self.mix:g} (per-dimension KDE log-ratio sum, Eq. 11)",
                 self.status,
             ),
             Output(
                 "epsilon_per_dim",
-                f"KDE-LR per-coordinate log-ratio maximum, mix={self._mix():g} (the "
-                "terms of Eq. 11)",
+                f"KDE-LR per-coordinate log-ratio maximum, mix={self.mix:g} (the terms of Eq. 11)",
                 self.status,
                 dims=("embedding_dim",),
             ),
@@ -186,7 +155,7 @@ class KDELRAuditor(BaseAuditor):
 
     def _setting(self) -> tuple[float, float]:
         """Return what turns shared densities into this auditor's scores: (mix, floor)."""
-        return (self._mix(), float(self.floor))
+        return (float(self.mix), float(self.floor))
 
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         key = self._density_key()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import enum
-import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,15 +40,6 @@ from idaudit.ops import (
 )
 
 __all__ = ["MMDPermutationResult", "MMDTVAuditor"]
-
-
-class _Unset(enum.Enum):
-    """Marks an argument the caller did not pass (``None`` is a valid ``rng``: fresh entropy)."""
-
-    TOKEN = 0
-
-
-_UNSET = _Unset.TOKEN
 
 
 @dataclass(frozen=True)
@@ -187,9 +176,6 @@ class MMDTVAuditor(BaseAuditor):
         the default 1 each pair's bound holds at ``confidence_level`` on its own, and a maximum or
         quantile over several pairs is labelled ``sample_estimate``
         (:func:`idaudit.results.reduce_status`).
-    confidence : float or None, default None
-        Former name of ``confidence_level`` (deprecated: ``fit`` warns with a ``FutureWarning``
-        and uses it; passing both raises).
 
     Attributes
     ----------
@@ -272,7 +258,6 @@ class MMDTVAuditor(BaseAuditor):
         "device": Device(),
         "name": NAME,
         "confidence_level": OptionalLevel(),
-        "confidence": OptionalLevel(),
         "bound": Options(BOUNDS),
         "n_simultaneous": IntegerOrOption(("pairs",), minimum=1),
     }
@@ -290,7 +275,6 @@ class MMDTVAuditor(BaseAuditor):
         confidence_level: float | None = None,
         bound: str = "betting",
         n_simultaneous: int | str = 1,
-        confidence: float | None = None,
     ) -> None:
         self.bandwidth = bandwidth
         self.bandwidth_scale = bandwidth_scale
@@ -301,35 +285,10 @@ class MMDTVAuditor(BaseAuditor):
         self.confidence_level = confidence_level
         self.bound = bound
         self.n_simultaneous = n_simultaneous
-        self.confidence = confidence
-
-    def _level(self) -> float | None:
-        """Return the confidence level in use: ``confidence_level`` or the former ``confidence``."""
-        level = self.confidence_level if self.confidence is None else self.confidence
-        return None if level is None else float(level)
-
-    def recorded_params(self) -> dict[str, Any]:
-        """Return the parameters a result records, the former ``confidence`` resolved."""
-        params = super().recorded_params()
-        params["confidence_level"] = self._level()
-        del params["confidence"]
-        return params
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.confidence is not None:
-            if self.confidence_level is not None:
-                raise TypeError("pass `confidence_level` only; `confidence` is its former name.")
-            warnings.warn(
-                "`confidence` is now called `confidence_level`; `confidence` will be removed in "
-                "a future release.",
-                FutureWarning,
-                stacklevel=3,  # _check_params <- fit or audit_pairs <- the caller
-            )
 
     def min_rows(self) -> int:
         """Fewest rows per identity: 2, or 4 with a confidence level (2 per half of the split)."""
-        return 2 if self._level() is None else 4
+        return 2 if self.confidence_level is None else 4
 
     def _n_simultaneous(self) -> int:
         """Return the number of jointly valid bounds (``"pairs"`` unresolved: one pair)."""
@@ -357,7 +316,7 @@ class MMDTVAuditor(BaseAuditor):
             Output("mmd", "sqrt(max(MMD^2, 0))", "sample_estimate"),
             Output("bandwidth", "RBF bandwidth sigma", "sample_estimate"),
         )
-        confidence_level = self._level()
+        confidence_level = self.confidence_level
         if confidence_level is not None:
             joint = self._n_simultaneous()
             level = f"confidence {confidence_level:g}"
@@ -409,14 +368,14 @@ class MMDTVAuditor(BaseAuditor):
                 kernel, batch.n_a, batch.n_b, seed, int(self.n_permutations)
             )
             out["pvalue"] = pvalue.cpu().numpy()
-        if self._level() is not None:
+        if self.confidence_level is not None:
             assert seed is not None
             out.update(self._certified(batch, seed))
         return out
 
     def _tileable(self) -> bool:
         """Whether the tiled engine can run this auditor: no certified bound, no permutations."""
-        return self._level() is None and int(self.n_permutations) == 0
+        return self.confidence_level is None and int(self.n_permutations) == 0
 
     def _run_tile(self, tile: Tile) -> dict[str, Any]:
         """Return the sample estimates of every pair of a tile, from its pooled distances."""
@@ -434,7 +393,7 @@ class MMDTVAuditor(BaseAuditor):
 
     def _certified(self, batch: Batch, seed: int) -> dict[str, Any]:
         """Compute the certified bounds of every pair (one seeded split each, see _mmdcert)."""
-        level = self._level()
+        level = self.confidence_level
         assert level is not None  # only called with a confidence level
         alpha = (1.0 - level) / self._n_simultaneous()
         fixed = None if self.bandwidth == "median" else float(self.bandwidth)
@@ -485,8 +444,6 @@ class MMDTVAuditor(BaseAuditor):
         self,
         emb_a: npt.ArrayLike,
         emb_b: npt.ArrayLike,
-        n_permutations: int | None = None,
-        rng: RngLike | _Unset = _UNSET,
     ) -> MMDPermutationResult:
         r"""Permutation test of :math:`H_0: P_A = P_B` with the unbiased MMD² statistic.
 
@@ -498,9 +455,6 @@ class MMDTVAuditor(BaseAuditor):
         ----------
         emb_a : array_like, shape (n_a, d)
         emb_b : array_like, shape (n_b, d)
-        n_permutations, rng : optional
-            Deprecated overrides of the auditor's parameters of the same names (they warn with
-            a ``FutureWarning``); set them on the auditor instead.
 
         Returns
         -------
@@ -523,19 +477,10 @@ class MMDTVAuditor(BaseAuditor):
         >>> res.null_distribution.shape, 0 < res.pvalue <= 1
         ((499,), True)
         """
-        if n_permutations is not None or rng is not _UNSET:
-            warnings.warn(
-                "passing `n_permutations` or `rng` to permutation_test is deprecated and will "
-                "be removed in a future release; set them on the auditor "
-                "(MMDTVAuditor(n_permutations=..., rng=...)).",
-                FutureWarning,
-                stacklevel=2,
-            )
         self._check_params()
-        n_perm = self.n_permutations if n_permutations is None else n_permutations
-        n_perm = check_integer(n_perm, "n_permutations", minimum=1)
+        n_perm = check_integer(self.n_permutations, "n_permutations", minimum=1)
         a, b = check_pair(emb_a, emb_b)
-        seed = spawn_seeds(check_random_state(self.rng if isinstance(rng, _Unset) else rng), 1)[0]
+        seed = spawn_seeds(check_random_state(self.rng), 1)[0]
         batch = Batch([(a, b)], resolve_device(self.device))
         kernel, sigma = self._kernel(batch)
         pb = batch.packed

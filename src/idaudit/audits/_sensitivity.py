@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,6 @@ from idaudit._validation import (
     check_in_range,
     check_integer,
     check_random_state,
-    renamed_argument,
 )
 from idaudit.audits._engine import audit_pairs
 from idaudit.audits._mmdtv import MMDTVAuditor
@@ -145,17 +143,6 @@ class ShapiroResult:
             f"{self.alpha:g}, n_rows={self.n_rows} of {self.n_pooled} pooled)"
         )
 
-    @property
-    def level(self) -> float:
-        """Former name of :attr:`alpha` (deprecated; warns)."""
-        warnings.warn(
-            "`ShapiroResult.level` is now called `alpha`; `level` will be removed in a future "
-            "release.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        return self.alpha
-
     def to_xarray(self) -> xr.Dataset:
         """Return the per-dimension results as a Dataset (dim ``dim``)."""
         return xr.Dataset(
@@ -178,7 +165,6 @@ def shapiro_residuals(
     max_rows: int | None = 5000,
     alpha: float = 1e-3,
     rng: RngLike = 0,
-    level: float | None = None,
 ) -> ShapiroResult:
     r"""Shapiro–Wilk Gaussianity test per dimension of the pooled within-identity residuals.
 
@@ -196,8 +182,6 @@ def shapiro_residuals(
         Count dimensions with p below this, in (0, 1).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
         Seed of the subsample.
-    level : float, optional
-        Former name of ``alpha`` (deprecated: warns with a ``FutureWarning``).
 
     Returns
     -------
@@ -225,7 +209,6 @@ def shapiro_residuals(
         raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
     if max_rows is not None:
         max_rows = check_integer(max_rows, "max_rows", minimum=3)
-    alpha = renamed_argument(level, alpha, old="level", new="alpha", default=1e-3)
     alpha = check_in_range(alpha, "alpha", 0.0, 1.0)
     gen = check_random_state(rng)
     blocks = []

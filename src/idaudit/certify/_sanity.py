@@ -16,7 +16,6 @@ from idaudit._validation import (
     check_integer,
     check_option,
     check_random_state,
-    renamed_argument,
     spawn_seeds,
 )
 from idaudit.data import DUPLICATES, EmbeddingSet
@@ -37,7 +36,6 @@ def sanity_controls(
     rng: RngLike = 0,
     device: str = "cpu",
     progress: bool = True,
-    level: float | None = None,
 ) -> xr.Dataset:
     r"""Split each identity in two and audit the halves as if they were two identities (§4.4).
 
@@ -87,8 +85,6 @@ def sanity_controls(
         Where the batched kernels run.
     progress : bool, default True
         Show progress bars.
-    level : float, optional
-        Former name of ``alpha`` (deprecated: warns with a ``FutureWarning``).
 
     Returns
     -------
@@ -139,7 +135,6 @@ def sanity_controls(
         raise TypeError(f"`es` must be an idaudit.EmbeddingSet; got {type(es).__name__}.")
     n_permutations = check_integer(n_permutations, "n_permutations", minimum=1)
     n_folds = check_integer(n_folds, "n_folds", minimum=2)
-    alpha = renamed_argument(level, alpha, old="level", new="alpha", default=0.05)
     alpha = check_in_range(alpha, "alpha", 0.0, 1.0)
     check_option(split, "split", ("shuffled", "ordered"))
     check_option(duplicates, "duplicates", DUPLICATES)

@@ -81,8 +81,6 @@ class SequentialCertifier(BaseCertifier):
         max_iter=1000)``, as :class:`~idaudit.certify.ReservedTestCertifier`'s. Or a
         scikit-learn-style binary classifier (cloned; scored with ``decision_function`` if it
         has one, else ``predict_proba(X)[:, 1]``; every ``random_state`` is set from ``rng``).
-        ``None``, the former spelling of ``"logistic"``, is deprecated: ``fit`` warns with a
-        ``FutureWarning`` and fits the same logistic regression.
     alpha : float, default 0.05
         Family-wise error level in (0, 1); each of the ``2 * len(pairs)`` confidence sequences
         is run at :math:`\alpha / (2\,n_\text{pairs})` (union bound).
@@ -366,16 +364,7 @@ class SequentialCertifier(BaseCertifier):
 
     # ------------------------------------------------------------------------ helpers
     def _checked_params(self) -> dict[str, Any]:
-        params = self.get_params(deep=False)
-        if params["classifier"] is None:  # the former spelling of "logistic"
-            warnings.warn(
-                "`classifier=None` is now spelled `classifier='logistic'` (the same logistic "
-                "regression); None will be refused in a future release.",
-                FutureWarning,
-                stacklevel=4,  # _checked_params <- _fit <- fit <- the caller
-            )
-            params["classifier"] = "logistic"
-        p = validate_params(params, self._parameter_constraints)
+        p = validate_params(self.get_params(deep=False), self._parameter_constraints)
         # the rules that tie two parameters together
         if p["n_dev"] < 2 * p["n_folds"]:
             raise InvalidInputError(

@@ -86,13 +86,12 @@ def add_parser(sub: Any) -> None:
     )
     audit.add_argument(
         "--kde-mix",
-        "--kde-alpha",  # the former name, still accepted
         dest="kde_mix",
         type=float,
         nargs="+",
         default=[0.0, 0.01],
         help="KDE-LR uniform mixture weights in [0, 1], distinct, one auditor each (default: "
-        "0 0.01; --kde-alpha is the former name of this flag)",
+        "0 0.01)",
     )
     audit.add_argument(
         "--n-permutations",

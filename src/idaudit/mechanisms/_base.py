@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -140,9 +139,7 @@ def audit_mechanism(
         Identity pairs to audit; every label must be one of ``mechanism.identities``.
     auditors : sequence of BaseAuditor
         The audits to run (see :func:`idaudit.audit_pairs`, which takes ``pairs`` and
-        ``auditors`` in the same order). The former order, ``auditors`` before ``pairs``, is
-        still recognised (a sequence of auditors passed as ``pairs``), with a
-        ``FutureWarning``.
+        ``auditors`` in the same order).
     n_per_identity : int
         Outputs drawn per identity, at least 2.
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None, default 0
@@ -185,50 +182,21 @@ def audit_mechanism(
     """
     from idaudit.audits import audit_pairs
 
-    # a one-shot iterable would be used up by the order check below: read it once here
-    pairs_in, auditors_in = _read_once(pairs), _read_once(auditors)
-    if _all_auditors(pairs_in) and not _all_auditors(auditors_in):
-        warnings.warn(
-            "audit_mechanism(mechanism, auditors, pairs, ...) is the former argument order; "
-            "pass pairs before auditors, as audit_pairs takes them. The former order will stop "
-            "working in a future release.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        pairs_in, auditors_in = auditors_in, pairs_in
     known = np.asarray(mechanism.identities).tolist()
-    pair_list = check_pairs(pairs_in, known, unknown="which the mechanism does not know")
+    pair_list = check_pairs(pairs, known, unknown="which the mechanism does not know")
     if delta is None:
         delta = float(getattr(mechanism, "default_delta", 1e-5))
     delta = check_in_range(delta, "delta", 0.0, 1.0, closed="left")
     needed = list(dict.fromkeys(label for p in pair_list for label in p))
     es = sample_embeddings(mechanism, n_per_identity, needed, rng=rng)
     ds = audit_pairs(
-        es, pair_list, list(auditors_in), device=device, batch_size=batch_size, progress=progress
+        es, pair_list, auditors, device=device, batch_size=batch_size, progress=progress
     )
     ds = add_guarantee(ds, mechanism, delta)
     ds.attrs["mechanism"] = repr(mechanism)
     ds.attrs["n_per_identity"] = int(n_per_identity)
     ds.attrs["draw_rng"] = _seed_attr(rng)
     return ds
-
-
-def _read_once(value: Any) -> Any:
-    """Return a one-shot iterator as a list, anything else as it is."""
-    return list(value) if isinstance(value, Iterator) else value
-
-
-def _all_auditors(value: Any) -> bool:
-    """Whether ``value`` is a non-empty sequence of auditors (to spot the former order)."""
-    from idaudit.audits import BaseAuditor
-
-    if isinstance(value, BaseAuditor):
-        return True
-    try:
-        items = list(value)
-    except TypeError:
-        return False
-    return bool(items) and all(isinstance(item, BaseAuditor) for item in items)
 
 
 def add_guarantee(ds: xr.Dataset, mechanism: Any, delta: float) -> xr.Dataset:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -83,7 +82,6 @@ def linkage_report(
     identities: Sequence[Any] | None = None,
     threshold: float = 0.6,
     confidence_level: float = 0.95,
-    confidence: float | None = None,
 ) -> LinkageReport:
     """Top-1 identification and same-source matching of anonymised faces against originals.
 
@@ -102,9 +100,6 @@ def linkage_report(
         encoders return unit-norm rows, on which the same number is used.
     confidence_level : float, default 0.95
         Level of the exact two-sided intervals.
-    confidence : float, optional
-        Former name of ``confidence_level`` (deprecated: warns with a ``FutureWarning`` and
-        is used; passing it with a ``confidence_level`` other than the default raises).
 
     Returns
     -------
@@ -124,16 +119,6 @@ def linkage_report(
     counting them would narrow the intervals without adding evidence.
     """
     threshold = check_in_range(threshold, "threshold", 0.0, None)
-    if confidence is not None:
-        if confidence_level != 0.95:
-            raise TypeError("pass `confidence_level` only; `confidence` is its former name.")
-        warnings.warn(
-            "`confidence` is now called `confidence_level`; `confidence` will be removed in a "
-            "future release.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        confidence_level = confidence
     confidence_level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
     keys = ["identity", "source_index", "draw"]
     ref = reference.rows.assign(row=np.arange(len(reference.rows)))

@@ -127,7 +127,7 @@ def test_constant_coordinate_is_refused() -> None:
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"alpha": 1.5}, r"`alpha` must be in \[0, 1\]; got 1.5"),
+        ({"mix": 1.5}, r"`mix` must be in \[0, 1\]; got 1.5"),
         ({"bandwidth": "scott"}, "`bandwidth` must be one of 'silverman', 'silverman-robust'"),
         ({"n_grid": 1}, "`n_grid` must be >= 2; got 1"),
         ({"margin": 0.0}, r"`margin` must be in \(0, inf\)"),
@@ -138,21 +138,6 @@ def test_bad_parameters(params: dict, match: str) -> None:
     gen = np.random.default_rng(0)
     with pytest.raises(InvalidInputError, match=match):
         KDELRAuditor(**params).fit(gen.normal(size=(5, 2)), gen.normal(size=(5, 2)))
-
-
-def test_alpha_is_the_former_name_of_mix(pair: tuple[np.ndarray, np.ndarray]) -> None:
-    a, b = pair
-    new = KDELRAuditor(mix=0.01).fit(a, b)
-    with pytest.warns(FutureWarning, match="`alpha` is now called `mix`"):
-        old = KDELRAuditor(alpha=0.01).fit(a, b)
-    assert old.epsilon_ == new.epsilon_
-    assert new.label == "kdelr_mix0.01"
-    # the former name keeps the former variable names, so code reading them still works
-    assert old.label == "kdelr_alpha0.01"
-    with pytest.raises(TypeError, match="pass `mix` only"):
-        KDELRAuditor(0.1, alpha=0.01).fit(a, b)
-    with pytest.raises(InvalidInputError, match=r"`alpha` must be in \[0, 1\]"):
-        KDELRAuditor(alpha=2.0).fit(a, b)
 
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "torch"])

@@ -146,24 +146,8 @@ def test_needs_two_rows_per_half() -> None:
         MMDTVAuditor(confidence_level=0.9).fit(gen.normal(size=(3, 2)), gen.normal(size=(8, 2)))
 
 
-def test_former_name_confidence_warns_and_gives_the_same_bounds(pair: tuple) -> None:
-    a, b = pair
-    new = MMDTVAuditor(confidence_level=0.9, rng=3).fit(a, b)
-    with pytest.warns(FutureWarning, match="`confidence` is now called `confidence_level`"):
-        old = MMDTVAuditor(confidence=0.9, rng=3).fit(a, b)
-    assert old.epsilon_lb_ == new.epsilon_lb_
-    assert old.mmd_lb_ == new.mmd_lb_
-    with pytest.raises(TypeError, match="pass `confidence_level` only"):
-        MMDTVAuditor(confidence_level=0.9, confidence=0.9).fit(a, b)
-
-
-def test_results_record_the_level_under_its_current_name_whichever_was_used(pair: tuple) -> None:
+def test_results_record_the_level(pair: tuple) -> None:
     a, b = pair
     es = EmbeddingSet(np.vstack([a, b]), np.repeat(["a", "b"], [len(a), len(b)]))
-    new = audit_pairs(es, "all", [MMDTVAuditor(confidence_level=0.9)], progress=False)
-    with pytest.warns(FutureWarning):
-        old = audit_pairs(es, "all", [MMDTVAuditor(confidence=0.9)], progress=False)
-    for ds in (new, old):
-        assert ds.attrs["mmdtv.confidence_level"] == 0.9
-        assert "mmdtv.confidence" not in ds.attrs
-    assert float(old["mmdtv_epsilon_lb"][0]) == float(new["mmdtv_epsilon_lb"][0])
+    ds = audit_pairs(es, "all", [MMDTVAuditor(confidence_level=0.9)], progress=False)
+    assert ds.attrs["mmdtv.confidence_level"] == 0.9

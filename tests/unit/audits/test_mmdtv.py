@@ -124,21 +124,3 @@ def test_bad_parameters(params: dict, error: type, match: str) -> None:
 def test_permutation_test_needs_a_permutation(pair: tuple) -> None:
     with pytest.raises(InvalidInputError, match="`n_permutations` must be >= 1; got 0"):
         MMDTVAuditor().permutation_test(*pair)
-
-
-def test_permutation_test_overrides_are_deprecated(pair: tuple) -> None:
-    want = MMDTVAuditor(n_permutations=200, rng=3).permutation_test(*pair)
-    with pytest.warns(FutureWarning, match="set them on the auditor"):
-        got = MMDTVAuditor().permutation_test(*pair, n_permutations=200, rng=3)
-    assert got.pvalue == want.pvalue
-    np.testing.assert_array_equal(got.null_distribution, want.null_distribution)
-
-
-def test_permutation_test_rng_none_still_means_fresh_entropy(pair: tuple) -> None:
-    # the former signature read rng=None as "fresh OS entropy"; it must not become self.rng
-    aud = MMDTVAuditor(n_permutations=50, rng=0)
-    seeded = aud.permutation_test(*pair).null_distribution
-    with pytest.warns(FutureWarning, match="set them on the auditor"):
-        fresh = [aud.permutation_test(*pair, rng=None).null_distribution for _ in range(3)]
-    # three fresh draws of 50 relabellings all equal to the seed-0 draw: probability ~0
-    assert not all(np.array_equal(f, seeded) for f in fresh)

@@ -111,14 +111,10 @@ def test_shapiro_max_rows_none_tests_every_row() -> None:
     assert (res.n_rows, res.n_pooled) == (80, 80)
 
 
-def test_shapiro_level_is_the_former_name_of_alpha() -> None:
+def test_shapiro_counts_rejections_at_alpha() -> None:
     gen = np.random.default_rng(1)
     es = EmbeddingSet(gen.normal(size=(40, 3)), np.repeat(["a", "b"], 20))
     new = shapiro_residuals(es, alpha=0.5)
-    with pytest.warns(FutureWarning, match="`level` is now called `alpha`"):
-        old = shapiro_residuals(es, level=0.5)
-    assert (old.alpha, old.n_rejected) == (new.alpha, new.n_rejected) == (0.5, new.n_rejected)
+    assert new.alpha == 0.5
     assert new.n_rejected == int((new.pvalue < 0.5).sum())
-    with pytest.warns(FutureWarning, match=r"`ShapiroResult.level` is now called `alpha`"):
-        assert new.level == 0.5
     assert new.to_xarray().attrs["alpha"] == 0.5

@@ -179,15 +179,3 @@ def test_collapse_needs_enough_distinct_rows() -> None:
         InvalidInputError, match=r"`duplicates` must be one of 'keep', 'collapse'; got 'merge'"
     ):
         sanity_controls(es, duplicates="merge", progress=False)  # type: ignore[arg-type]
-
-
-def test_level_is_the_former_name_of_alpha() -> None:
-    gen = np.random.default_rng(0)
-    es = EmbeddingSet(gen.normal(size=(60, 3)), np.repeat(["a", "b", "c"], 20))
-    new = sanity_controls(es, n_permutations=30, alpha=0.2, progress=False)
-    with pytest.warns(FutureWarning, match="`level` is now called `alpha`"):
-        old = sanity_controls(es, n_permutations=30, level=0.2, progress=False)
-    xr.testing.assert_identical(old, new)
-    assert new.attrs["alpha"] == 0.2
-    with pytest.raises(TypeError, match="pass `alpha` only"):
-        sanity_controls(es, alpha=0.1, level=0.2, progress=False)

@@ -142,16 +142,3 @@ def test_every_declared_constraint_refuses_its_invalid_values() -> None:
         for bad in constraint.invalid():
             with pytest.raises((TypeError, InvalidInputError), match=f"`{key}`"):
                 SequentialCertifier(**{**base, key: bad}).fit()
-
-
-def test_classifier_none_is_the_deprecated_spelling_of_logistic() -> None:
-    kw = {"target_epsilon": 1.0, "max_samples": 2000, "rng": 3, "progress": False}
-    new = SequentialCertifier(_laplace(), [("a", "b")], **kw).fit()
-    assert new.classifier == "logistic"  # the default
-    with pytest.warns(FutureWarning, match=r"`classifier=None` is now spelled `classifier='logi"):
-        old = SequentialCertifier(_laplace(), [("a", "b")], classifier=None, **kw).fit()
-    assert old.epsilon_lb_ == new.epsilon_lb_
-    assert old.n_test_ == new.n_test_
-    assert old.path_.equals(new.path_)
-    assert old.certificates_.attrs["setting.classifier"] == "logistic"
-    assert new.certificates_.attrs["setting.classifier"] == "logistic"

@@ -30,7 +30,7 @@ def _mode(path: Path) -> int:
         (["audit", "--n-pairs", "0"], r"`--n-pairs` must be >= 1; got 0\."),
         (["audit", "--seed", "-1"], r"`--seed` must be >= 0; got -1\."),
         (["audit", "--kde-mix", "2"], r"`--kde-mix` must be in \[0, 1\]; got 2\.0\."),
-        (["audit", "--kde-alpha", "nan"], r"`--kde-mix` must be in \[0, 1\]; got nan\."),
+        (["audit", "--kde-mix", "nan"], r"`--kde-mix` must be in \[0, 1\]; got nan\."),
         (
             ["audit", "--kde-mix", "0", "0.0"],
             r"`--kde-mix` values must be distinct \(one KDE-LR auditor each\); got 0 0\.",

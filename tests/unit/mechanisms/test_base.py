@@ -215,17 +215,6 @@ def test_audit_mechanism_checks_delta(point_base: EmbeddingSet) -> None:
         )
 
 
-def test_audit_mechanism_former_argument_order_warns(point_base: EmbeddingSet) -> None:
-    from idaudit.audits import GaussMechAuditor
-    from idaudit.mechanisms import audit_mechanism
-
-    mech = GaussianNoise(point_base, 1.0)
-    new = audit_mechanism(mech, [("a", "b")], [GaussMechAuditor()], 10, progress=False)
-    with pytest.warns(FutureWarning, match="former argument order"):
-        old = audit_mechanism(mech, [GaussMechAuditor()], [("a", "b")], 10, progress=False)
-    xr.testing.assert_identical(old, new)
-
-
 def test_docstrings_render_single_backslashes() -> None:
     # raw docstrings with doubled backslashes show a literal "\\max" in rendered docs
     import inspect
@@ -240,7 +229,6 @@ def test_docstrings_render_single_backslashes() -> None:
 
 
 def test_audit_mechanism_accepts_one_shot_iterables(point_base: EmbeddingSet) -> None:
-    # spotting the former argument order must not consume a generator of pairs or auditors
     from idaudit.audits import GaussMechAuditor
     from idaudit.mechanisms import audit_mechanism
 
@@ -250,12 +238,3 @@ def test_audit_mechanism_accepts_one_shot_iterables(point_base: EmbeddingSet) ->
     auditors = (aud for aud in [GaussMechAuditor()])
     got = audit_mechanism(mech, pairs, auditors, 10, progress=False)
     xr.testing.assert_identical(got, want)
-    with pytest.warns(FutureWarning, match="former argument order"):
-        old = audit_mechanism(
-            mech,
-            (aud for aud in [GaussMechAuditor()]),
-            (p for p in [("a", "b")]),
-            10,
-            progress=False,
-        )
-    xr.testing.assert_identical(old, want)

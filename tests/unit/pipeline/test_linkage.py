@@ -95,8 +95,3 @@ def test_confidence_level_sets_the_intervals_and_the_former_name_warns() -> None
     ci = stats.binomtest(k, rep.n_probes).proportion_ci(confidence_level=0.8, method="exact")
     assert (rep.top1_low, rep.top1_high) == pytest.approx((ci.low, ci.high), rel=1e-12)
     assert rep.confidence_level == 0.8
-    with pytest.warns(FutureWarning, match="`confidence` is now called `confidence_level`"):
-        old = linkage_report(_coded(ref, rows), _coded(ano, rows), confidence=0.8)
-    assert old == rep
-    with pytest.raises(TypeError, match="pass `confidence_level` only"):
-        linkage_report(_coded(ref, rows), _coded(ano, rows), confidence_level=0.9, confidence=0.8)
