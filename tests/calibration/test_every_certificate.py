@@ -587,7 +587,8 @@ def test_cross_condition_reducers_certify_only_one_family() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from idaudit.audits import AuditSummary, conclusion, table2
+    from idaudit.audits import AuditSummary, table2
+    from idaudit.audits._discordance import conclusion
     from idaudit.plotting import plot_certificates
 
     kinds, n_reps, n_conditions = {"a": "A", "b": "B"}, 30, 3

@@ -11,7 +11,9 @@ an arrow between layers); imports under ``if TYPE_CHECKING:`` do not count.
   ``idaudit._validation``, ``idaudit._device`` and ``idaudit._version``;
 * no private module or name is imported across packages: a subpackage is used through its
   public names only. The root's private leaf modules (``_validation``, ``_results``,
-  ``_device``, ``_version``) are the shared exceptions; the examples import public names only;
+  ``_device``, ``_version``) are the shared exceptions, and the internal modules of
+  :data:`INTERNAL_API` (machinery other packages build on, which users do not import: it
+  stays out of the packages' namespaces); the examples import public names only;
 * folders are made by ``idaudit.results.private_dir`` only (owner-only at every level).
 """
 
@@ -27,6 +29,29 @@ ROOT = Path(__file__).parents[2]
 SRC = ROOT / "src"
 LEAVES = {"idaudit.exceptions", "idaudit._validation", "idaudit._device", "idaudit._version"}
 SHARED_PRIVATE = {"idaudit._validation", "idaudit._results", "idaudit._device", "idaudit._version"}
+
+#: private module -> the packages that may import it, and why (public names of a private
+#: module only: a ``_name`` is never imported across packages).
+INTERNAL_API: dict[str, tuple[set[str], str]] = {
+    "idaudit.ops._kde": ({"idaudit.audits"}, "KDE-LR declares the bandwidth rules as its options"),
+    "idaudit.audits._base": (
+        {"idaudit.certify"},
+        "the certifiers share the auditors' status base and the per-call identity cache",
+    ),
+    "idaudit.audits._oof": ({"idaudit.certify"}, "the certifiers' folds and out-of-fold scores"),
+    "idaudit.audits._rocht": (
+        {"idaudit.certify"},
+        "the reserved-test certifier selects with ROC-HT's batched logistic regression",
+    ),
+    "idaudit.audits._tables": (
+        {"idaudit.cli", "idaudit.pipeline", "idaudit.demo"},
+        "the reports print tables and certificates beside their ceilings",
+    ),
+    "idaudit.audits._discordance": (
+        {"idaudit.cli", "idaudit.pipeline"},
+        "the reports' conclusion and what each route answers",
+    ),
+}
 
 #: DESIGN's "Package layout" table, top row first: (the row's packages or modules, the lower
 #: rows its "depends on" column names). Modules the table does not name are placed with a reason.
@@ -178,10 +203,28 @@ def _private_imports(module: str, path: Path) -> Iterator[str]:
         owner = _package(full) if full in MODULES else full.rpartition(".")[0]
         if owner == here or (owner.startswith(here + ".") and here):
             continue
-        private_module = any(part.startswith("_") for part in full.split(".")[1:])
         private_name = name is not None and name.startswith("_") and not name.startswith("__")
+        users = INTERNAL_API.get(target, (set(), ""))[0]
+        if not private_name and any(here == u or here.startswith(u + ".") for u in users):
+            continue
+        private_module = any(part.startswith("_") for part in full.split(".")[1:])
         if private_module or private_name:
             yield f"{path.relative_to(ROOT)}:{line} imports {name or target} from {target}"
+
+
+def test_internal_api_is_used_as_declared() -> None:
+    # every declared internal module is imported by each package that may: no stale entry
+    used: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        for target, _, _ in _imports(path):
+            if target in INTERNAL_API:
+                used.setdefault(target, set()).add(_package(module))
+    for target, (users, _) in INTERNAL_API.items():
+        assert target in MODULES, target
+        for user in users:
+            assert any(p == user or p.startswith(user + ".") for p in used.get(target, ())), (
+                f"{user} no longer imports {target}: remove it from INTERNAL_API"
+            )
 
 
 def test_no_private_name_is_imported_across_packages() -> None:

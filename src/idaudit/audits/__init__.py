@@ -31,44 +31,22 @@ one-pair case, so :func:`audit_pairs` and ``fit`` give the same numbers.
 :class:`MMDPermutationResult`, :class:`ShapiroResult`) and the extension API for new auditors
 (:class:`BaseAuditor`, :class:`Output` — what ``outputs()`` returns —, :func:`check_auditor`,
 :func:`parametrize_auditor_checks`, :data:`AUDITOR_CHECKS`; the parameter constraints are in
-:mod:`idaudit.audits.constraints`). The package also holds, as
-attributes outside ``__all__``, the internal API other idaudit packages build on (so that no
-private name is imported across packages); it may change without deprecation:
-
-* shared out-of-fold machinery: ``StatusEstimator`` (the ``status``/``label`` base that the
-  certifiers share), ``stratified_folds``, ``oof_scores``, ``logistic_oof_logits`` and the
-  ``CallCache`` it reuses across calls, ``roc_curve``, ``roc_auc``;
-* the table helpers the command line uses: ``markdown``, ``condition_fields``,
-  ``read_manifest``;
-* the report helpers the command line and :class:`idaudit.pipeline.GeneratorAudit` use:
-  ``at_ceiling``, ``ceiling_reached``, ``zero_ceiling``, ``ceiling_note``, ``CEILING_SENTENCE``,
-  ``certificate_markdown``
-  (certificates beside their ceilings), ``conclusion`` and ``ROUTE_GUIDE`` (what the routes answer);
-* ``QUANTILES``, the levels of ``audit_pairs(..., keep="summary")``'s ``quantile`` coordinate.
+:mod:`idaudit.audits.constraints`). The machinery other idaudit packages share with the
+audits (out-of-fold scores, report tables) stays in its private modules.
 """
 
 from __future__ import annotations
 
 from idaudit.audits._base import BaseAuditor, Output
-from idaudit.audits._base import CallCache as CallCache
-from idaudit.audits._base import StatusEstimator as StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
-from idaudit.audits._discordance import ROUTE_GUIDE as ROUTE_GUIDE
-from idaudit.audits._discordance import conclusion as conclusion
 from idaudit.audits._discordance import discordant_routes
-from idaudit.audits._engine import QUANTILES as QUANTILES
 from idaudit.audits._engine import audit_pairs
 from idaudit.audits._gaussmech import GaussMechAuditor
 from idaudit.audits._kdelr import KDELRAuditor
 from idaudit.audits._merge import merge_audits
 from idaudit.audits._mmdtv import MMDPermutationResult, MMDTVAuditor
-from idaudit.audits._oof import oof_scores as oof_scores
-from idaudit.audits._oof import roc_auc as roc_auc
-from idaudit.audits._oof import roc_curve as roc_curve
-from idaudit.audits._oof import stratified_folds as stratified_folds
 from idaudit.audits._rocht import ROCHTAuditor
-from idaudit.audits._rocht import logistic_oof_logits as logistic_oof_logits
 from idaudit.audits._sensitivity import (
     ShapiroResult,
     classifier_sensitivity,
@@ -77,16 +55,7 @@ from idaudit.audits._sensitivity import (
     tv_witness_ratio,
 )
 from idaudit.audits._summary import AuditSummary, median_auc_rocs, summarize
-from idaudit.audits._tables import CEILING_SENTENCE as CEILING_SENTENCE
-from idaudit.audits._tables import at_ceiling as at_ceiling
-from idaudit.audits._tables import ceiling_note as ceiling_note
-from idaudit.audits._tables import ceiling_reached as ceiling_reached
-from idaudit.audits._tables import certificate_markdown as certificate_markdown
-from idaudit.audits._tables import condition_fields as condition_fields
-from idaudit.audits._tables import markdown as markdown
-from idaudit.audits._tables import read_manifest as read_manifest
 from idaudit.audits._tables import table1, table2
-from idaudit.audits._tables import zero_ceiling as zero_ceiling
 
 __all__ = [
     "AUDITOR_CHECKS",

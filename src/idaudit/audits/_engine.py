@@ -51,7 +51,7 @@ from idaudit.audits._tiles import DEFAULT_TILE_SIZE, TilePlan
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
-__all__ = ["QUANTILES", "audit_pairs"]
+__all__ = ["audit_pairs"]
 
 # Working-memory target of one batch when ``batch_size`` is None.
 _BATCH_BYTES = 2**28
@@ -167,9 +167,10 @@ def audit_pairs(
 
         With ``keep="summary"``: for every per-pair float output ``V`` (one number per pair)
         ``V_max`` with the first pair reaching it (``V_argmax_identity_a``/``_b``) and how
-        many pairs reach it (``V_n_at_max``), ``V_quantile`` along ``quantile`` (levels
-        :data:`QUANTILES`; the exact order statistic :math:`x_{(\lceil qn \rceil)}`, numpy's
-        ``method="inverted_cdf"``, so ``+inf`` values stay ``+inf``), ``V_n_inf`` (pairs with
+        many pairs reach it (``V_n_at_max``), ``V_quantile`` along ``quantile`` (levels 0,
+        0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99 and 1; the exact order statistic
+        :math:`x_{(\lceil qn \rceil)}`, numpy's ``method="inverted_cdf"``, so ``+inf`` values
+        stay ``+inf``), ``V_n_inf`` (pairs with
         ``+inf``), and along ``identity`` each identity's largest value over its pairs
         ``V_worst`` and that pair's other identity ``V_worst_partner`` (first in pair order on
         ties); ``V_count`` for boolean outputs. The same attributes as above plus ``n_pairs``.

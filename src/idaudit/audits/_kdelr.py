@@ -11,7 +11,8 @@ import torch
 
 from idaudit._validation import Constraint, Device, Interval, Options
 from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
-from idaudit.ops import BANDWIDTH_RULES, kde_bandwidth, kde_on_grid, log_ratio_max
+from idaudit.ops import kde_bandwidth, kde_on_grid, log_ratio_max
+from idaudit.ops._kde import BANDWIDTH_RULES
 
 __all__ = ["KDELRAuditor"]
 

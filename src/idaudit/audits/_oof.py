@@ -46,7 +46,7 @@ def stratified_folds(
 
     Examples
     --------
-    >>> from idaudit.audits import stratified_folds
+    >>> from idaudit.audits._oof import stratified_folds
     >>> [held.tolist() for _, held in stratified_folds(3, 3, 3, seed=0)]
     [[2, 4], [1, 5], [0, 3]]
     """
@@ -84,7 +84,7 @@ def oof_scores(
     --------
     >>> import numpy as np
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from idaudit.audits import oof_scores, stratified_folds
+    >>> from idaudit.audits._oof import oof_scores, stratified_folds
     >>> gen = np.random.default_rng(0)
     >>> a, b = gen.normal(0, 1, (10, 2)), gen.normal(3, 1, (10, 2))
     >>> s = oof_scores(lambda k: LogisticRegression(), a, b, stratified_folds(10, 10, 5, 0),
@@ -147,7 +147,7 @@ def roc_auc(fpr: FloatArray, tpr: FloatArray) -> float:
 
     Examples
     --------
-    >>> from idaudit.audits import roc_auc, roc_curve
+    >>> from idaudit.audits._oof import roc_auc, roc_curve
     >>> roc_auc(*roc_curve([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]))
     0.75
     """

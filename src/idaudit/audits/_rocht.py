@@ -353,7 +353,7 @@ def logistic_oof_logits(
     Examples
     --------
     >>> import numpy as np
-    >>> from idaudit.audits import logistic_oof_logits
+    >>> from idaudit.audits._rocht import logistic_oof_logits
     >>> gen = np.random.default_rng(0)
     >>> a, b = gen.normal(0, 1, (20, 3)), gen.normal(2, 1, (20, 3))
     >>> logits = logistic_oof_logits([(a, b)], [0], n_folds=4)

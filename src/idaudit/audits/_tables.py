@@ -168,7 +168,7 @@ def condition_fields(name: str) -> dict[str, str]:
 
     Examples
     --------
-    >>> from idaudit.audits import condition_fields
+    >>> from idaudit.audits._tables import condition_fields
     >>> condition_fields("ArcFace+VGGFace2+FF")
     {'encoder': 'ArcFace', 'dataset': 'VGGFace2', 'generator': 'FF'}
     """

@@ -23,7 +23,8 @@ from sklearn.linear_model import LogisticRegression
 
 from idaudit._results import Status
 from idaudit._validation import Constraint, validate_params
-from idaudit.audits import StatusEstimator, oof_scores, stratified_folds
+from idaudit.audits._base import StatusEstimator
+from idaudit.audits._oof import oof_scores, stratified_folds
 
 __all__ = [
     "CLASSIFIERS",

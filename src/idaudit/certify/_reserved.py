@@ -32,7 +32,8 @@ from idaudit._validation import (
     check_random_state,
     spawn_seeds,
 )
-from idaudit.audits import CallCache, logistic_oof_logits
+from idaudit.audits._base import CallCache
+from idaudit.audits._rocht import logistic_oof_logits
 from idaudit.certify._base import (
     CLASSIFIERS,
     BaseCertifier,

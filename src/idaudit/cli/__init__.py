@@ -41,7 +41,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-__all__ = ["as_flags", "main"]
+__all__ = ["main"]
 
 #: One module per sub-command, in the order ``idaudit --help`` lists them; each exposes
 #: ``add_parser(subparsers)``, which registers the command with ``set_defaults(run=...)``.
@@ -142,7 +142,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except (ValueError, TypeError, OSError, ImportError) as exc:
         # input errors carry a message naming the argument and the rule, and file-system
         # errors (missing input, an --out that cannot be created) their path; no traceback
-        parser.exit(2, f"idaudit {args.command}: error: {as_flags(str(exc), command)}\n")
+        parser.exit(2, f"idaudit {args.command}: error: {_as_flags(str(exc), command)}\n")
     return status
 
 
@@ -202,7 +202,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 _RENAMED = {"embed": {"path": "--arcface-dir", "weights": "--arcface-dir"}}
 
 
-def as_flags(message: str, command: argparse.ArgumentParser) -> str:
+def _as_flags(message: str, command: argparse.ArgumentParser) -> str:
     """Rewrite the library's `` `argument` `` names in an error message as the command's flags.
 
     ``n_select`` becomes ``--n-select`` when the sub-command has that flag, so a user of the
@@ -211,10 +211,10 @@ def as_flags(message: str, command: argparse.ArgumentParser) -> str:
     Examples
     --------
     >>> import argparse
-    >>> from idaudit.cli import as_flags
+    >>> from idaudit.cli import _as_flags
     >>> p = argparse.ArgumentParser(prog="idaudit certify")
     >>> _ = p.add_argument("--n-select")
-    >>> as_flags("`n_select` must be >= 1; got 0.", p)
+    >>> _as_flags("`n_select` must be >= 1; got 0.", p)
     '`--n-select` must be >= 1; got 0.'
     """
     flags = {o for a in command._actions for o in a.option_strings}

@@ -248,7 +248,7 @@ def _summary_markdown(
     small: dict[Any, int],
     warnings_: list[str],
 ) -> str:
-    from idaudit.audits import ROUTE_GUIDE, conclusion
+    from idaudit.audits._discordance import ROUTE_GUIDE, conclusion
 
     lines = [
         "# idaudit audit",
@@ -358,15 +358,8 @@ def _run_conditions(
     from sklearn.base import clone
 
     from idaudit._results import pair_frame, write_atomic, write_csv, write_netcdf, write_text
-    from idaudit.audits import (
-        audit_pairs,
-        concat_conditions,
-        condition_fields,
-        markdown,
-        median_auc_rocs,
-        table1,
-        table2,
-    )
+    from idaudit.audits import audit_pairs, concat_conditions, median_auc_rocs, table1, table2
+    from idaudit.audits._tables import condition_fields, markdown
     from idaudit.certify import sanity_controls
     from idaudit.data import sample_pairs
     from idaudit.plotting import plot_figure3
@@ -429,7 +422,7 @@ def _run_conditions(
 
 def _condition_names(args: argparse.Namespace, paths: list[Path]) -> dict[Path, str]:
     """Each input's condition name: its file stem, or the ``--manifest`` entry; all distinct."""
-    from idaudit.audits import read_manifest
+    from idaudit.audits._tables import read_manifest
 
     names: dict[Path, str] = {p: p.stem for p in paths}
     if args.manifest:
@@ -450,15 +443,9 @@ def _conditions_markdown(
     results: dict[str, Any], certs: dict[str, Any], t1: Any, t2: Any, n_pairs: int
 ) -> str:
     """summary.md of several conditions: conclusion, warnings, Table 1, Table 2, certificates."""
-    from idaudit.audits import (
-        CEILING_SENTENCE,
-        ROUTE_GUIDE,
-        certificate_markdown,
-        conclusion,
-        discordant_routes,
-        markdown,
-        summarize,
-    )
+    from idaudit.audits import discordant_routes, summarize
+    from idaudit.audits._discordance import ROUTE_GUIDE, conclusion
+    from idaudit.audits._tables import CEILING_SENTENCE, certificate_markdown, markdown
 
     summaries = {name: summarize(ds) for name, ds in results.items()}
     warned = [

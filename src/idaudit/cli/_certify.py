@@ -243,7 +243,7 @@ def _verdict(c: Any, flags: Any) -> str:
 def _certificate_markdown(
     c: Any, controls: Any, source: str, read: Any, min_rows_line: str, notes: list[str]
 ) -> str:
-    from idaudit.audits import CEILING_SENTENCE, at_ceiling
+    from idaudit.audits._tables import CEILING_SENTENCE, at_ceiling
 
     a = c.attrs
     lb = c["epsilon_lb"].values

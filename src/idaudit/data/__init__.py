@@ -19,12 +19,11 @@
 
 from __future__ import annotations
 
-from idaudit.data._embeddings import DROP_REASONS, FAILURES, NEAR_DUPLICATE_RTOL, EmbeddingSet
+from idaudit.data._embeddings import FAILURES, NEAR_DUPLICATE_RTOL, EmbeddingSet
 from idaudit.data._pairs import all_pairs, decode_pair_indices, n_pairs_of, sample_pairs
 from idaudit.data._splits import DUPLICATES, split_identities, split_min_rows
 
 __all__ = [
-    "DROP_REASONS",
     "DUPLICATES",
     "FAILURES",
     "NEAR_DUPLICATE_RTOL",

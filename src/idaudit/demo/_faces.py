@@ -19,7 +19,7 @@ from idaudit._results import (
     write_atomic,
     write_csv,
 )
-from idaudit.audits import ceiling_reached
+from idaudit.audits._tables import ceiling_reached
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
-from idaudit.audits import ceiling_reached
+from idaudit.audits._tables import ceiling_reached
 from idaudit.demo._faces import (
     FACE_SEED,
     FaceDemoResult,

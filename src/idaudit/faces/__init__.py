@@ -32,7 +32,6 @@ _LAZY: dict[str, str] = {
     "Face": "idaudit.faces._types",
     "Detector": "idaudit.faces._types",
     "Encoder": "idaudit.faces._types",
-    "ARCFACE_TEMPLATE": "idaudit.faces._align",
     "SimilarityTransform": "idaudit.faces._align",
     "align": "idaudit.faces._align",
     "arcface_template": "idaudit.faces._align",
@@ -70,9 +69,6 @@ _OPTIONAL = {"dlib", "facenet_pytorch", "onnxruntime", "PIL", "skimage", "torchv
 __all__ = sorted(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
-    from idaudit.faces._align import (
-        ARCFACE_TEMPLATE as ARCFACE_TEMPLATE,
-    )
     from idaudit.faces._align import (
         SimilarityTransform as SimilarityTransform,
     )

@@ -17,11 +17,6 @@
 ``__all__`` lists these and the result classes they return (:class:`AttackOutput`,
 :class:`RadiusCalibration`, :class:`EERResult`, :class:`FMRResult`, :class:`TypeAccuracy`,
 :class:`OODResult`).
-The building blocks they share stay importable from here, outside ``__all__``, as an internal
-API that may change without deprecation: ``TargetModel`` (generator, warp and encoder as one
-function of the latent), ``project``, ``apgd_checkpoints``, ``detection_scores``,
-``check_images``, ``MIN_GENUINE_PAIRS``, and the generator settings ``DCGAN_RADIUS`` and
-``DDPM_CELEBAHQ_256``.
 """
 
 from __future__ import annotations
@@ -33,12 +28,8 @@ from idaudit.inversion._adversary import (
     results_to_xarray,
 )
 from idaudit.inversion._attacks import APGD, AttackOutput, GreedyPixel
-from idaudit.inversion._attacks import apgd_checkpoints as apgd_checkpoints
-from idaudit.inversion._attacks import project as project
 from idaudit.inversion._bank import LatentBank
-from idaudit.inversion._bank import detection_scores as detection_scores
 from idaudit.inversion._calibrate import RadiusCalibration, calibrate_radius
-from idaudit.inversion._evaluation import MIN_GENUINE_PAIRS as MIN_GENUINE_PAIRS
 from idaudit.inversion._evaluation import (
     EERResult,
     FMRResult,
@@ -54,12 +45,8 @@ from idaudit.inversion._evaluation import (
     reference_bounds,
     type_accuracy,
 )
-from idaudit.inversion._generators import DCGAN_RADIUS as DCGAN_RADIUS
-from idaudit.inversion._generators import DDPM_CELEBAHQ_256 as DDPM_CELEBAHQ_256
 from idaudit.inversion._generators import DCGANGenerator, DiffusionGenerator, LatentGenerator
-from idaudit.inversion._generators import check_images as check_images
 from idaudit.inversion._normality import dagostino_k2
-from idaudit.inversion._target import TargetModel as TargetModel
 from idaudit.inversion._warp import FrameWarp
 
 __all__ = [

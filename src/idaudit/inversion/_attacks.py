@@ -98,7 +98,7 @@ def apgd_checkpoints(n_iter: int, rule: Literal["paper", "code"] = "paper") -> l
 
     Examples
     --------
-    >>> from idaudit.inversion import apgd_checkpoints
+    >>> from idaudit.inversion._attacks import apgd_checkpoints
     >>> apgd_checkpoints(100)
     [0, 22, 41, 57, 70, 80, 87, 93, 99]
     >>> apgd_checkpoints(99), apgd_checkpoints(99, "code")

@@ -25,26 +25,19 @@ torch kernels, exact to the same rounding, run on CUDA.
 
 from __future__ import annotations
 
-from idaudit.ops._kde import BANDWIDTH_RULES, kde_bandwidth, kde_on_grid, log_ratio_max
+from idaudit.ops._kde import kde_bandwidth, kde_on_grid, log_ratio_max
 from idaudit.ops._logistic import KernelLogisticFit, fit_kernel_logistic
 from idaudit.ops._mmd import (
-    PERMUTATION_BLOCK,
-    TIE_TOLERANCE,
     median_heuristic,
     mmd2_from_kernel,
     mmd2_permutation_test,
     pairwise_sq_distances,
-    permutation_splits,
     rbf_kernel,
-    split_masks,
     sq_distances_from_gram,
 )
 from idaudit.ops._pack import PairBatch, pack_pairs
 
 __all__ = [
-    "BANDWIDTH_RULES",
-    "PERMUTATION_BLOCK",
-    "TIE_TOLERANCE",
     "KernelLogisticFit",
     "PairBatch",
     "fit_kernel_logistic",
@@ -56,8 +49,6 @@ __all__ = [
     "mmd2_permutation_test",
     "pack_pairs",
     "pairwise_sq_distances",
-    "permutation_splits",
     "rbf_kernel",
-    "split_masks",
     "sq_distances_from_gram",
 ]

@@ -155,13 +155,9 @@ class GeneratorAudit:
         >>> print(text.splitlines()[0])  # doctest: +SKIP
         # idaudit audit_generator
         """
-        from idaudit.audits import (
-            ROUTE_GUIDE,
-            certificate_markdown,
-            conclusion,
-            discordant_routes,
-            summarize,
-        )
+        from idaudit.audits import discordant_routes, summarize
+        from idaudit.audits._discordance import ROUTE_GUIDE, conclusion
+        from idaudit.audits._tables import certificate_markdown
 
         lines = ["# idaudit audit_generator", ""]
         name = str(self.results.attrs.get("generator", ""))

@@ -23,7 +23,7 @@ from idaudit import (
     audit_pairs,
     sample_pairs,
 )
-from idaudit.audits import QUANTILES
+from idaudit.audits._stream import QUANTILES
 from idaudit.data import all_pairs
 from idaudit.results import check_result_dataset
 from references import assert_summary_matches

@@ -9,7 +9,7 @@ import pytest
 from scipy.spatial.distance import pdist
 
 from idaudit import InvalidInputError, MMDTVAuditor
-from idaudit.ops import permutation_splits, split_masks
+from idaudit.ops._mmd import permutation_splits, split_masks
 from references import loop_mmd2
 
 

@@ -7,7 +7,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-from idaudit.audits import oof_scores, roc_auc, roc_curve, stratified_folds
+from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
 
 
 def test_folds_are_stratified_kfold_on_a_then_b_rows() -> None:

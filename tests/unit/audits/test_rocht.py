@@ -14,7 +14,8 @@ from sklearn.metrics import roc_curve as sk_roc_curve
 from sklearn.model_selection import StratifiedKFold
 
 from idaudit import InvalidInputError, ROCHTAuditor
-from idaudit.audits import logistic_oof_logits, roc_curve
+from idaudit.audits._oof import roc_curve
+from idaudit.audits._rocht import logistic_oof_logits
 
 
 def sklearn_oof(

@@ -228,7 +228,8 @@ def test_discordant_routes_do_not_deny_a_difference_the_classifier_misses() -> N
 
 
 def test_conclusion_names_the_least_leaking_condition_per_measure() -> None:
-    from idaudit.audits import AuditSummary, conclusion
+    from idaudit.audits import AuditSummary
+    from idaudit.audits._discordance import conclusion
 
     def row(mmd: float, auc: float) -> AuditSummary:
         cols = ("mmdtv_epsilon (median)", "rocht_auc (median)")
@@ -246,7 +247,8 @@ def test_conclusion_names_the_least_leaking_condition_per_measure() -> None:
 
 
 def test_conclusion_names_no_winner_on_ties_and_ranks_certificates_upwards_only() -> None:
-    from idaudit.audits import AuditSummary, conclusion
+    from idaudit.audits import AuditSummary
+    from idaudit.audits._discordance import conclusion
 
     def row(mmd: float, auc: float) -> AuditSummary:
         cols = ("mmdtv_epsilon (median)", "rocht_auc (median)")

@@ -7,7 +7,8 @@ import pytest
 import xarray as xr
 
 import idaudit as ida
-from idaudit.audits import concat_conditions, condition_fields, markdown, table1, table2
+from idaudit.audits import concat_conditions, table1, table2
+from idaudit.audits._tables import condition_fields, markdown
 
 
 def _stacked() -> xr.Dataset:
@@ -96,7 +97,7 @@ def _eq16_zero_errors(m_a: int, m_b: int, alpha: float, delta: float = 0.0) -> f
 
 def test_table2_and_certificate_markdown_report_ceilings_and_flag_them() -> None:
     from idaudit import EmbeddingSet, ReservedTestCertifier
-    from idaudit.audits import CEILING_SENTENCE, at_ceiling, certificate_markdown
+    from idaudit.audits._tables import CEILING_SENTENCE, at_ceiling, certificate_markdown
 
     gen = np.random.default_rng(0)
     x = np.repeat(gen.normal(size=(6, 5)) * 4, 24, axis=0) + gen.normal(size=(144, 5))

@@ -29,8 +29,7 @@ from idaudit import (
     ROCHTAuditor,
     audit_pairs,
 )
-from idaudit.audits import QUANTILES
-from idaudit.audits._stream import order_statistics
+from idaudit.audits._stream import QUANTILES, order_statistics
 from idaudit.audits._tiles import TilePlan
 from references import assert_summary_matches
 

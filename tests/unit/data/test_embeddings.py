@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from sklearn.preprocessing import normalize as sk_normalize
 
-from idaudit.data import DROP_REASONS, EmbeddingSet, split_identities
+from idaudit.data import EmbeddingSet, split_identities
+from idaudit.data._embeddings import DROP_REASONS
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 

@@ -5,14 +5,8 @@ import pytest
 from scipy.optimize import least_squares
 
 from idaudit.exceptions import InvalidInputError
-from idaudit.faces import (
-    ARCFACE_TEMPLATE,
-    SimilarityTransform,
-    align,
-    arcface_template,
-    estimate_similarity,
-)
-from idaudit.faces._align import warp_affine
+from idaudit.faces import SimilarityTransform, align, arcface_template, estimate_similarity
+from idaudit.faces._align import ARCFACE_TEMPLATE, warp_affine
 
 pytestmark = pytest.mark.faces
 

@@ -7,13 +7,8 @@ import pytest
 import torch
 
 from idaudit.exceptions import InvalidInputError
-from idaudit.inversion import (
-    LatentBank,
-    RankedAdversary,
-    TargetModel,
-    max_iterations,
-    results_to_xarray,
-)
+from idaudit.inversion import LatentBank, RankedAdversary, max_iterations, results_to_xarray
+from idaudit.inversion._target import TargetModel
 from idaudit.results import check_result_dataset
 from toys import LinearEncoder, LinearGenerator
 

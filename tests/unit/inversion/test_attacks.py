@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from idaudit.exceptions import InvalidInputError
-from idaudit.inversion import APGD, GreedyPixel, apgd_checkpoints
-from idaudit.inversion._attacks import CoordinateSearch
+from idaudit.inversion import APGD, GreedyPixel
+from idaudit.inversion._attacks import CoordinateSearch, apgd_checkpoints
 
 
 def _cosine_to(c: torch.Tensor):
@@ -334,7 +334,7 @@ def test_attacks_refuse_non_finite_values_and_malformed_starts() -> None:
 
 
 def test_attack_inputs_the_search_cannot_read_are_refused() -> None:
-    from idaudit.inversion import apgd_checkpoints
+    from idaudit.inversion._attacks import apgd_checkpoints
 
     with pytest.raises(InvalidInputError, match="`n_iter` must be >= 1"):
         apgd_checkpoints(-5)

@@ -6,7 +6,6 @@ from sklearn.metrics import roc_curve
 
 from idaudit.exceptions import InvalidInputError
 from idaudit.inversion import (
-    MIN_GENUINE_PAIRS,
     EERResult,
     OODDetector,
     attack_threshold,
@@ -16,6 +15,7 @@ from idaudit.inversion import (
     reference_bounds,
     type_accuracy,
 )
+from idaudit.inversion._evaluation import MIN_GENUINE_PAIRS
 from idaudit.results import check_result_dataset
 
 

@@ -25,8 +25,8 @@ from idaudit.inversion import (
     GreedyPixel,
     LatentBank,
     RankedAdversary,
-    apgd_checkpoints,
 )
+from idaudit.inversion._attacks import apgd_checkpoints
 from toys import LinearEncoder, LinearGenerator, MeanDetector
 
 

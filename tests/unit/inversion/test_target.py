@@ -13,7 +13,7 @@ pytestmark = pytest.mark.faces
 
 
 def test_gradients_reach_the_latent_through_dcgan_warp_and_dlib(chain: dict[str, Any]) -> None:
-    from idaudit.inversion import TargetModel
+    from idaudit.inversion._target import TargetModel
 
     model = TargetModel(chain["generator"], chain["encoder"], chain["warp"])
     z = chain["generator"].sample_latents(2, rng=0).requires_grad_(True)

@@ -11,16 +11,14 @@ from scipy.spatial.distance import cdist, pdist
 from scipy.stats import chisquare
 
 from idaudit.ops import (
-    PERMUTATION_BLOCK,
     median_heuristic,
     mmd2_from_kernel,
     mmd2_permutation_test,
     pack_pairs,
     pairwise_sq_distances,
-    permutation_splits,
     rbf_kernel,
-    split_masks,
 )
+from idaudit.ops._mmd import PERMUTATION_BLOCK, permutation_splits, split_masks
 from references import loop_mmd2
 
 

@@ -736,7 +736,7 @@ def test_identity_dependent_no_face_rates_reach_the_audit_and_the_certificate() 
 
 def test_generator_audit_to_markdown_reports_ceilings_controls_and_losses() -> None:
     from idaudit import ReservedTestCertifier
-    from idaudit.audits import at_ceiling
+    from idaudit.audits._tables import at_ceiling
 
     people = _marked_people({"id0": 0, "id1": 3}, n_images=20)
     pipe = FacePipeline(_MarkedDetector(), _ColourEncoder(), progress=False)
