@@ -45,7 +45,7 @@ from idaudit.audits._base import BaseAuditor
 from idaudit.audits._failures import PairFailures
 from idaudit.audits._plan import ChunkResult, OutputSpec, PairPlan, output_specs
 from idaudit.audits._store import _Store
-from idaudit.audits._stream import QUANTILES, SummaryStream, simultaneity
+from idaudit.audits._stream import SummaryStream, simultaneity
 from idaudit.audits._tiled import TileStore, blocks_of, run_tiled
 from idaudit.audits._tiles import DEFAULT_TILE_SIZE, TilePlan
 from idaudit.data import EmbeddingSet
