@@ -1,9 +1,11 @@
 """The package's layering rules (DESIGN, "Package layout"), read from the source.
 
 Every rule reads every import: at module level and inside functions (a lazy import is still
-an arrow between layers); imports under ``if TYPE_CHECKING:`` do not count.
+an arrow between layers); imports under ``if TYPE_CHECKING:`` count for cycles only.
 
-* no import cycle between idaudit's modules;
+* no import cycle between idaudit's files, counting every import (under ``TYPE_CHECKING`` and
+  inside functions too; lazy imports of heavy optional dependencies exempt, each with a
+  comment), but the ones left in :data:`KNOWN_CYCLES`;
 * DESIGN's table: a module imports its own package, the packages of upper rows and what its
   row's "depends on" column names, never a lower row (:data:`LAYERS`; the exceptions left are
   listed in :data:`LAYER_EXCEPTIONS`, each with its reason);
@@ -144,29 +146,142 @@ def _edges() -> dict[str, set[str]]:
     return edges
 
 
-def test_no_import_cycle() -> None:
-    edges = _edges()
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
+#: Optional dependencies heavy enough that a module may import another lazily, inside a
+#: function, to keep them from loading: such an import line says so in a comment naming the
+#: dependency and the word "lazy" (``# lazy: loads torch``), and is then no edge of the graph.
+HEAVY = ("torch", "dlib", "onnxruntime", "diffusers")
+
+#: The import cycles left, each the set of modules of one strongly connected component; the
+#: test fails when one appears and when one listed here is gone (then remove it here).
+KNOWN_CYCLES: set[frozenset[str]] = {
+    # the end-to-end layer, being reorganised: the report imports the run and back
+    frozenset({"idaudit.demo._report", "idaudit.demo._run"}),
+    frozenset({"idaudit.pipeline._audit", "idaudit.pipeline._linkage"}),
+}
+
+
+def _modules_under(src: Path) -> dict[str, Path]:
+    out = {}
+    for path in sorted((src / "idaudit").rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _file_imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The idaudit modules ``module`` imports: under TYPE_CHECKING and in functions too.
+
+    An import names the most specific module it loads (``from idaudit.data import _pairs`` is
+    ``idaudit.data._pairs``, ``from idaudit.data import EmbeddingSet`` is ``idaudit.data``),
+    so a package's ``__init__`` importing its own submodules is an edge like any other.
+    """
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[str] = []
+
+    class Visitor(ast.NodeVisitor):
+        depth = 0
+
+        def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+            self.depth += 1
+            self.generic_visit(node)
+            self.depth -= 1
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def _add(self, node: ast.stmt, targets: list[str]) -> None:
+            comment = lines[node.lineno - 1].partition("#")[2]
+            lazy = "lazy" in comment and any(dep in comment for dep in HEAVY)
+            if not (self.depth and lazy):
+                found.extend(targets)
+
+        def visit_Import(self, node: ast.Import) -> None:
+            self._add(node, [alias.name for alias in node.names])
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            base = node.module or ""
+            if node.level:  # relative: from the package, one level up per extra dot
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            names = [f"{base}.{alias.name}" for alias in node.names]
+            self._add(node, [name if name in modules else base for name in names])
+
+    Visitor().visit(ast.parse(text))
+    return {t for t in found if t in modules and t != module}
+
+
+def _file_edges(src: Path) -> dict[str, set[str]]:
+    """Module -> the idaudit modules it imports (:func:`_file_imports`), for a source tree."""
+    modules = _modules_under(src)
+    return {module: _file_imports(module, path, modules) for module, path in modules.items()}
+
+
+def _cycles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: set[frozenset[str]] = set()
 
     def visit(node: str) -> None:
-        state[node] = 1
-        path.append(node)
+        index[node] = low[node] = len(index)
+        stack.append(node)
         for nxt in sorted(edges.get(node, ())):
-            # a package's __init__ importing its own submodules is how packages work
-            if nxt.startswith(node + "."):
-                continue
-            if state.get(nxt) == 1:
-                cycle = [*path[path.index(nxt) :], nxt]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
-            if nxt not in state:
+            if nxt not in index:
                 visit(nxt)
-        path.pop()
-        state[node] = 2
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                top = stack.pop()
+                component.add(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                out.add(frozenset(component))
 
-    for module in MODULES:
-        if module not in state:
-            visit(module)
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def test_import_cycles_are_exactly_the_known_ones() -> None:
+    found = _cycles(_file_edges(SRC))
+    new = [sorted(c) for c in found - KNOWN_CYCLES]
+    gone = [sorted(c) for c in KNOWN_CYCLES - found]
+    assert not new, f"import cycles (file level, imports in functions included): {new}"
+    assert not gone, f"cycles no longer there, remove them from KNOWN_CYCLES: {gone}"
+
+
+def test_the_cycle_check_sees_typing_and_function_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "idaudit"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from idaudit.sub._a import A\n")
+    (pkg / "sub" / "_a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from idaudit.sub._b import B\n"
+    )
+    (pkg / "sub" / "_b.py").write_text("def f():\n    from idaudit.sub import A\n")
+    (pkg / "_c.py").write_text("def g():\n    from idaudit._d import D\n")
+    (pkg / "_d.py").write_text("from idaudit._c import g\n")
+    assert _cycles(_file_edges(tmp_path)) == {
+        frozenset({"idaudit.sub", "idaudit.sub._a", "idaudit.sub._b"}),
+        frozenset({"idaudit._c", "idaudit._d"}),
+    }
+    # a lazy import of a heavy optional dependency's module is no edge, when it says so
+    (pkg / "_c.py").write_text("def g():\n    from idaudit._d import D  # lazy: loads torch\n")
+    assert _cycles(_file_edges(tmp_path)) == {
+        frozenset({"idaudit.sub", "idaudit.sub._a", "idaudit.sub._b"})
+    }
+    # ... and only inside a function
+    (pkg / "_c.py").write_text("from idaudit._d import D  # lazy: loads torch\n")
+    assert frozenset({"idaudit._c", "idaudit._d"}) in _cycles(_file_edges(tmp_path))
 
 
 @pytest.mark.parametrize("layer", ["idaudit.dp", "idaudit.ops"])

@@ -264,9 +264,8 @@ def run_self_checks(
     if unknown:
         raise ValueError(f"`kinds` must hold 'published' and/or 'soundness'; got {unknown[0]!r}.")
     out = stream or sys.stdout
-    import idaudit
-
-    print(f"idaudit {__version__} from {os.path.dirname(idaudit.__file__)}", file=out)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../idaudit
+    print(f"idaudit {__version__} from {package}", file=out)
     print(f"Python {platform.python_version()} ({sys.executable})", file=out)
     print(_versions(), file=out)
     print(
