@@ -112,7 +112,6 @@ def test_attributes(ds: xr.Dataset, es: EmbeddingSet) -> None:
     assert ds.attrs["mmdtv.n_permutations"] == 60
     assert ds.attrs["mmdtv.seed"] == MMDTVAuditor(rng=1).fit(*[es.get("id0"), es.get("id1")]).seed_
     assert ds.attrs["kdelr_mix0.01.mix"] == 0.01
-    assert ds.attrs["kdelr_mix0.01.alpha"] == "None"
     assert ds.attrs["rocht.name"] == "None"
     assert all(isinstance(v, (str, int, float)) for v in ds.attrs.values())
     # the run settings actually used, the automatic batch size resolved
