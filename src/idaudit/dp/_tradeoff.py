@@ -44,7 +44,9 @@ _FAST_STEP = 0.25
 # ln(α / level) of the searched band level (_searched_level, located to 1e-4) at n = 10⁴,
 # 3·10⁴, 10⁵ and 3·10⁵ (rows: α): the fast path's starting point, checked before use
 _GRID_LOG_N = np.log([1e4, 3e4, 1e5, 3e5])
-_GRID_LOG_ALPHA = np.log([1e-08, 1e-06, 0.0001, 0.001, 0.01, 0.025, 0.05, 0.2, 0.4, 0.6, 0.8])
+_GRID_LOG_ALPHA = np.log(
+    [1e-08, 1e-06, 0.0001, 0.001, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.95]
+)
 _GRID_LOG_RATIO = np.array(
     [
         [5.4352, 5.6505, 5.9289, 6.2508],  # α = 1e-08
@@ -54,10 +56,12 @@ _GRID_LOG_RATIO = np.array(
         [4.4637, 4.6382, 4.8038, 4.9368],  # α = 0.01
         [4.3179, 4.4919, 4.6575, 4.7909],  # α = 0.025
         [4.1815, 4.3553, 4.5212, 4.6551],  # α = 0.05
+        [4.0091, 4.1827, 4.3492, 4.4839],  # α = 0.1
         [3.7742, 3.9477, 4.1148, 4.2504],  # α = 0.2
         [3.4090, 3.5816, 3.7490, 3.8855],  # α = 0.4
         [3.0476, 3.2183, 3.3847, 3.5212],  # α = 0.6
         [2.5871, 2.7535, 2.9169, 3.0518],  # α = 0.8
+        [1.9428, 2.0990, 2.2545, 2.3841],  # α = 0.95
     ]
 )
 # below this simultaneous level the band falls back to Bonferroni (see _calibrated_level)
