@@ -480,7 +480,8 @@ def simultaneous_rate_bounds(n: int, alpha: float, *, method: str = "band") -> F
     k+1,\,n-k)` — the one-sided Clopper–Pearson bound :math:`\mathrm{CP}(k, n, a)` — each
     term has probability exactly :math:`a`. Bonferroni takes :math:`a = \alpha/n` (a union
     over the n counts below n; thresholds sharing a count share the event). The band takes
-    the largest :math:`a` whose *joint* non-crossing probability, computed exactly by
+    the largest :math:`a` (above n = 10⁴: within 10 % below it, see
+    :func:`band_local_level`) whose *joint* non-crossing probability, checked from below by
     :func:`noncrossing_probability`, is at least :math:`1-\alpha`: the equal-local-level
     (Berk–Jones-type) band of Moscovich, Nadler & Spiegelman (2016). At α = 0.025 its local
     level is α/13, α/23, α/47 and α/75 at n = 30, 100, 10³ and 10⁴ rather than α/n, which
