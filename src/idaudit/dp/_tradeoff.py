@@ -413,15 +413,16 @@ def band_local_level(n: int, alpha: float) -> float:
     Returns
     -------
     float
-        The largest :math:`a` (to 1e-6 relative) with
+        A level :math:`a` with
         :math:`\Pr[U_{(k+1)} \le \mathrm{Beta}^{-1}(1-a;\,k+1,\,n-k)\ \forall k < n]
         \ge 1 - \alpha`, checked with :func:`noncrossing_probability` (a lower bound, less
-        its rounding); between the Bonferroni level α/n and α. Up to n = 10⁴ it is the root
-        to 1e-6 relative; above, a level 5 % below the root tabulated in (n, α) (from the
-        same search, then interpolated), checked once and lowered while the check fails, so
-        the band is as valid as the searched one and a few per cent more conservative in
-        its level (a fraction of a per cent in its bounds). Cached per ``(n, alpha)``;
-        about 0.5 s at n = 10⁴ and 10⁵, a few seconds at 10⁶.
+        its rounding); between the Bonferroni level α/n and α. Up to n = 10⁴ it is the
+        largest such level, to 1e-6 relative (a root search). Above, it starts 5 % below the
+        root tabulated in (n, α) (from the same search, interpolated), is checked once and
+        lowered while the check fails: as valid as the searched level and more conservative
+        (5–10 % in the level where the root was also searched, n ≤ 2·10⁴; a fraction of a
+        per cent in the bounds). Cached per ``(n, alpha)``; about 0.3 s of CPU at n = 10⁴,
+        0.5 s at 10⁵ and 8 s at 10⁶ (benchmarks/bench_certify_speed.py).
 
     Raises
     ------
@@ -480,7 +481,7 @@ def simultaneous_rate_bounds(n: int, alpha: float, *, method: str = "band") -> F
     k+1,\,n-k)` — the one-sided Clopper–Pearson bound :math:`\mathrm{CP}(k, n, a)` — each
     term has probability exactly :math:`a`. Bonferroni takes :math:`a = \alpha/n` (a union
     over the n counts below n; thresholds sharing a count share the event). The band takes
-    the largest :math:`a` (above n = 10⁴: within 10 % below it, see
+    the largest :math:`a` (above n = 10⁴: a checked level a little below it, see
     :func:`band_local_level`) whose *joint* non-crossing probability, checked from below by
     :func:`noncrossing_probability`, is at least :math:`1-\alpha`: the equal-local-level
     (Berk–Jones-type) band of Moscovich, Nadler & Spiegelman (2016). At α = 0.025 its local
