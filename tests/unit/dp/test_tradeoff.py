@@ -123,6 +123,17 @@ def test_fast_band_level_is_checked_and_at_most_the_searched_one(n: int, alpha: 
     np.testing.assert_array_equal(simultaneous_rate_bounds(n, alpha)[:-1], h)
 
 
+@pytest.mark.parametrize("row", [1, 5, 8, 12])  # α = 1e-6, 0.025, 0.2, 0.95
+def test_band_level_table_is_the_searched_root_at_its_first_size(row: int) -> None:
+    # the table's n = 10⁴ column against the root search it was made with (located to 1e-4
+    # there, 1e-6 here): its other columns come from the same search at larger n
+    from idaudit.dp import _tradeoff
+
+    alpha = float(np.exp(_tradeoff._GRID_LOG_ALPHA[row]))
+    searched = _tradeoff._searched_level(10_000, alpha)
+    assert math.log(alpha / searched) == pytest.approx(_tradeoff._GRID_LOG_RATIO[row, 0], abs=2e-4)
+
+
 def test_fast_band_level_steps_down_until_the_check_passes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # a table that overshoots the root (level 20x too large) is caught by the check: the level
     # returned is still checked, and below the searched one
