@@ -23,6 +23,7 @@ from scipy import stats
 
 from idaudit._results import Status, provenance, variable
 from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
+from idaudit.certify._scores import seed_of
 from idaudit.dp import simultaneous_rate_bounds
 from idaudit.exceptions import InvalidInputError
 
@@ -447,7 +448,7 @@ def bootstrap_interval(
         raise InvalidInputError(
             f"`method` must be one of 'percentile', 'bc', 'bca'; got {method!r}."
         )
-    seed = int(rng) if isinstance(rng, int | np.integer) and not isinstance(rng, bool) else None
+    seed = seed_of(rng)
     gen = check_random_state(rng)
     estimate = float(statistic(a, b))
     values = np.empty(n_boot)

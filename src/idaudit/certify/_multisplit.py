@@ -14,9 +14,15 @@ import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
-from idaudit._results import Status, variable
+from idaudit._results import Status
 from idaudit._validation import RngLike, check_integer, check_random_state, spawn_seeds
-from idaudit.certify._scores import STRATEGY_RUNNERS, ScoreCertificate, certify_scores
+from idaudit.certify._scores import (
+    STRATEGY_RUNNERS,
+    ScoreCertificate,
+    certify_scores,
+    check_deltas,
+    seed_of,
+)
 from idaudit.dp import epsilon_from_tradeoff
 
 __all__ = ["MultiSplitCertificate", "certify_multisplit"]
@@ -97,21 +103,14 @@ class MultiSplitCertificate(ScoreCertificate):
             ``joint = "no"``): each value holds with probability at least ``1 - alpha``,
             not all of them at once.
         """
-        curve = ScoreCertificate.epsilon_curve(self, deltas)
-        d = np.asarray(curve["delta"].values, dtype=np.float64)
-        med = np.median(self._per_split(d), axis=1)
-        var = variable(
-            "delta",
-            np.asarray(med, dtype=np.float64),
-            long_name="median over splits of the certified epsilon at each delta",
-            status="certified_lower_bound",
-            units="nats",
-            alpha=self.alpha,
-            strategy=self.strategy,
+        d = check_deltas(deltas)
+        return self._lower_bound_curve(
+            d,
+            np.median(self._per_split(d), axis=1),
+            "median over splits of the certified epsilon at each delta",
             n_splits=self.n_splits,
             joint="no",
         )
-        return xr.DataArray(var, coords={"delta": d}, name="epsilon_lb_curve")
 
     def __repr__(self) -> str:
         return (
@@ -164,7 +163,6 @@ def certify_multisplit(
         )
         for s in seeds
     ]
-    seed = int(rng) if isinstance(rng, int | np.integer) and not isinstance(rng, bool) else None
     mu = float(np.median([c.mu_lb_ for c in certs]))
     return MultiSplitCertificate(
         strategy="multisplit",
@@ -184,7 +182,7 @@ def certify_multisplit(
         level_b=alpha / 4,
         epsilon_lb_=float(np.median([c.epsilon_lb_ for c in certs])),
         mu_lb_=mu,
-        seed=seed,
+        seed=seed_of(rng),
         n_splits=n,
     )
 

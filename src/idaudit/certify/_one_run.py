@@ -38,9 +38,9 @@ from idaudit._validation import (
     spawn_seeds,
 )
 from idaudit.certify._base import CLASSIFIERS, BaseCertifier, fit_classifier, make_classifier, score
+from idaudit.certify._scores import GDP_ASSUMPTION, gdp_epsilon_at, seed_of
 from idaudit.data import EmbeddingSet, split_identities
 from idaudit.dp import (
-    gdp_epsilon,
     one_run_epsilon,
     one_run_gdp_mu,
     one_run_gdp_refutes,
@@ -53,11 +53,8 @@ __all__ = ["OneRunCertificate", "OneRunCertifier", "certify_one_run"]
 OneRunStrategy = Literal["given", "split", "bonferroni"]
 ONE_RUN_STRATEGIES: tuple[str, ...] = ("given", "split", "bonferroni")
 
-#: The model the GDP-route ε(δ) of a one-run certificate rests on.
-ONE_RUN_GDP_ASSUMPTION = (
-    "the mechanism is exactly mu-GDP (its trade-off curve is Gaussian) with mu = mu_lb; "
-    "a model-based value, not a certified bound"
-)
+#: The model the GDP-route ε(δ) of a one-run certificate rests on (that of certify_scores).
+ONE_RUN_GDP_ASSUMPTION = GDP_ASSUMPTION
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -122,9 +119,7 @@ class OneRunCertificate:
     @property
     def epsilon_gdp_(self) -> float:
         """ε at ``delta`` of a ``mu_lb_``-GDP mechanism: status ``sample_estimate`` (a model)."""
-        if self.mu_lb_ <= 0:
-            return 0.0
-        return float(gdp_epsilon(self.delta, self.mu_lb_)) if self.delta > 0 else np.inf
+        return gdp_epsilon_at(self.delta, self.mu_lb_)
 
     def to_xarray(self) -> xr.Dataset:
         """Return the certificate as a Dataset of scalars with statuses, settings in attrs.
@@ -285,7 +280,7 @@ def certify_one_run(
         t = np.union1d(a, b)
         return _certify(a, b, t, alpha, alpha / m, delta, "bonferroni", m, None)
     frac = check_in_range(split_fraction, "split_fraction", 0.0, 1.0)
-    seed = int(rng) if isinstance(rng, int | np.integer) and not isinstance(rng, bool) else None
+    seed = seed_of(rng)
     gen = check_random_state(rng)
     parts = []
     for s in (a, b):

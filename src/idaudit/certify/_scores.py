@@ -14,6 +14,7 @@ from idaudit._results import Status, provenance, variable
 from idaudit._validation import RngLike, check_in_range, check_option, check_random_state
 from idaudit.dp import (
     band_local_level,
+    clopper_pearson_table,
     clopper_pearson_upper,
     epsilon_from_tradeoff,
     gdp_epsilon,
@@ -111,11 +112,7 @@ class ScoreCertificate:
     @property
     def epsilon_gdp_(self) -> float:
         """ε at ``delta`` of a ``mu_lb_``-GDP mechanism: status ``sample_estimate`` (a model)."""
-        return (
-            float(gdp_epsilon(self.delta, self.mu_lb_))
-            if self.delta > 0
-            else _gdp_at_zero(self.mu_lb_)
-        )
+        return gdp_epsilon_at(self.delta, self.mu_lb_)
 
     def epsilon_curve(self, deltas: npt.ArrayLike) -> xr.DataArray:
         """Certified ε lower bound at every δ in ``deltas``, all holding at once.
@@ -131,19 +128,30 @@ class ScoreCertificate:
             Dim ``delta``; attrs ``long_name``, ``status = "certified_lower_bound"``,
             ``alpha``, ``strategy`` and ``n_simultaneous`` (the trade-off points behind it).
         """
-        d = _check_deltas(deltas)
+        d = check_deltas(deltas)
         eps = epsilon_from_tradeoff(self.fpr_upper, self.fnr_upper, d, one_sided=self.one_sided)
-        var = variable(
-            "delta",
-            np.asarray(eps, dtype=np.float64),
-            long_name="certified epsilon lower bound at each delta (simultaneous)",
+        return self._lower_bound_curve(
+            d,
+            eps,
+            "certified epsilon lower bound at each delta (simultaneous)",
+            n_simultaneous=int(self.thresholds.size),
+        )
+
+    def _lower_bound_curve(
+        self, d: FloatArray, eps: Any, long_name: str, **attrs: Any
+    ) -> xr.DataArray:
+        """``eps`` along ``delta`` as the certified ``epsilon_lb_curve``, with ``attrs``."""
+        return delta_curve(
+            d,
+            eps,
+            "epsilon_lb_curve",
+            long_name=long_name,
             status="certified_lower_bound",
             units="nats",
             alpha=self.alpha,
             strategy=self.strategy,
-            n_simultaneous=int(self.thresholds.size),
+            **attrs,
         )
-        return xr.DataArray(var, coords={"delta": d}, name="epsilon_lb_curve")
 
     def gdp_epsilon_curve(self, deltas: npt.ArrayLike) -> xr.DataArray:
         """ε(δ) of a ``mu_lb_``-GDP mechanism: model-based, status ``sample_estimate``.
@@ -159,19 +167,19 @@ class ScoreCertificate:
             Dim ``delta``; attrs ``status = "sample_estimate"`` and ``assumption`` (the μ-GDP
             model it rests on), never ``certified_lower_bound``.
         """
-        d = _check_deltas(deltas)
+        d = check_deltas(deltas)
         eps = np.where(d > 0, gdp_epsilon(np.where(d > 0, d, 0.5), self.mu_lb_), np.nan)
-        eps = np.where(d > 0, eps, _gdp_at_zero(self.mu_lb_))
-        var = variable(
-            "delta",
-            np.asarray(eps, dtype=np.float64),
+        eps = np.where(d > 0, eps, gdp_epsilon_at(0.0, self.mu_lb_))
+        return delta_curve(
+            d,
+            eps,
+            "epsilon_gdp_curve",
             long_name="epsilon of the mu_lb-GDP mechanism at each delta",
             status="sample_estimate",
             units="nats",
             assumption=GDP_ASSUMPTION,
             mu_lb=self.mu_lb_,
         )
-        return xr.DataArray(var, coords={"delta": d}, name="epsilon_gdp_curve")
 
     def to_xarray(self) -> xr.Dataset:
         """Return the certificate as a Dataset: points along ``point``, scalars, attrs.
@@ -343,8 +351,7 @@ def certify_scores(
             rng=rng,
         )
     if thresholds == "split":
-        seed = int(rng) if isinstance(rng, int | np.integer) and not isinstance(rng, bool) else None
-        return _certify_split(a, b, alpha, delta, split_fraction, one_sided, rng, seed)
+        return _certify_split(a, b, alpha, delta, split_fraction, one_sided, rng, seed_of(rng))
     if thresholds == "given":
         t = np.atleast_1d(np.asarray(threshold, dtype=np.float64)).ravel()
         level = alpha / (2 * t.size)
@@ -472,9 +479,10 @@ def _certify_split(
         parts.append((scores[perm[:cut]], scores[perm[cut:]]))
     (b_sel, b_eval), (a_sel, a_eval) = parts
     t, fp, fn = score_error_counts(a_sel, b_sel)
-    fpr_u = clopper_pearson_upper(fp, a_sel.size, alpha / 2)
-    fnr_u = clopper_pearson_upper(fn, b_sel.size, alpha / 2)
-    per_point = _per_point_epsilon(np.asarray(fpr_u), np.asarray(fnr_u), delta, one_sided)
+    # the kept tables: every split of one sample has the same sizes and level
+    fpr_u = clopper_pearson_table(a_sel.size, alpha / 2)[fp]
+    fnr_u = clopper_pearson_table(b_sel.size, alpha / 2)[fn]
+    per_point = _per_point_epsilon(fpr_u, fnr_u, delta, one_sided)
     best = t[[int(np.argmax(per_point))]]  # the first of the largest, thresholds ascending
     return _finish(
         a_eval,
@@ -502,8 +510,22 @@ def _per_point_epsilon(x: FloatArray, y: FloatArray, delta: float, one_sided: bo
     return np.asarray(np.maximum(out, 0.0), dtype=np.float64)
 
 
-def _gdp_at_zero(mu: float) -> float:
-    return np.inf if mu > 0 else 0.0
+def gdp_epsilon_at(delta: float, mu: float) -> float:
+    """ε at ``delta`` of a ``mu``-GDP mechanism (δ = 0: ``inf`` when μ > 0; μ ≤ 0: 0)."""
+    if mu <= 0:
+        return 0.0
+    return float(gdp_epsilon(delta, mu)) if delta > 0 else np.inf
+
+
+def seed_of(rng: RngLike) -> int | None:
+    """Return the seed a certificate records: ``rng`` if an integer (not a bool), else None."""
+    return int(rng) if isinstance(rng, int | np.integer) and not isinstance(rng, bool) else None
+
+
+def delta_curve(d: FloatArray, values: Any, name: str, **attrs: Any) -> xr.DataArray:
+    """``values`` along the ``delta`` coordinate ``d``, as the DataArray ``name`` with ``attrs``."""
+    var = variable("delta", np.asarray(values, dtype=np.float64), **attrs)
+    return xr.DataArray(var, coords={"delta": d}, name=name)
 
 
 def _numbers(x: Any, name: str) -> FloatArray:
@@ -514,7 +536,8 @@ def _numbers(x: Any, name: str) -> FloatArray:
     return np.asarray(raw, dtype=np.float64)
 
 
-def _check_deltas(deltas: npt.ArrayLike) -> FloatArray:
+def check_deltas(deltas: npt.ArrayLike) -> FloatArray:
+    """``deltas`` as a non-empty 1-D float64 array in [0, 1), or a clear error."""
     d = np.atleast_1d(_numbers(deltas, "deltas"))
     if d.ndim != 1 or d.size == 0:
         raise InvalidInputError(f"`deltas` must be a non-empty 1-D array; got shape {d.shape}.")

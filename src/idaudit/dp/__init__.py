@@ -26,6 +26,7 @@ array_likes broadcast and give an ``ndarray``. Bad values raise
 :func:`simultaneous_rate_bounds`            upper bounds on a tail rate at every threshold at
                                             once (exact band or Bonferroni)
 :func:`band_local_level`                    the band's calibrated per-count level
+:func:`clopper_pearson_table`               Clopper–Pearson bounds at every count (kept)
 :func:`noncrossing_probability`             P(uniform order statistics stay below a boundary)
 :func:`epsilon_from_tradeoff`               ε(δ) for many δ from certified trade-off points
 :func:`gdp_tradeoff`                        μ-GDP trade-off G_μ(x) = Φ(Φ⁻¹(1−x) − μ)
@@ -65,6 +66,7 @@ from idaudit.dp._one_run import (
 )
 from idaudit.dp._tradeoff import (
     band_local_level,
+    clopper_pearson_table,
     epsilon_from_tradeoff,
     gdp_delta,
     gdp_epsilon,
@@ -85,6 +87,7 @@ __all__ = [
     "betting_mean_lower_bound",
     "calibrate_gaussian_sigma",
     "clopper_pearson_lower",
+    "clopper_pearson_table",
     "clopper_pearson_upper",
     "compose_epsilon",
     "compose_error_rates",

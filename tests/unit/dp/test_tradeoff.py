@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from idaudit.dp import (
     band_local_level,
@@ -42,13 +42,49 @@ def _multinomial_noncrossing(h: np.ndarray) -> float:
     return float(q.sum())
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 17, 40])
+def _stepwise_noncrossing(h: np.ndarray) -> float:
+    """Independent reference: the Poissonised recursion one boundary at a time, no blocks."""
+    n = h.size
+    lo, q = 0, np.ones(1)
+    log_fact = special.gammaln(np.arange(1.0, n + 3.0))
+    steps = np.diff(np.concatenate(([0.0], h, [1.0])))
+    for i in range(n + 1):
+        lam = n * steps[i]
+        if lam > 0.0:
+            k = np.arange(min(n, int(lam + 12.0 * math.sqrt(lam) + 30.0)) + 1, dtype=np.float64)
+            q = np.convolve(q, np.exp(k * math.log(lam) - lam - log_fact[: k.size]))[: n + 1 - lo]
+        if i < n and lo < i + 1:
+            q, lo = q[i + 1 - lo :], i + 1
+        if q.size == 0:
+            return 0.0
+    return float(q[n - lo] / stats.poisson.pmf(n, n)) if lo + q.size > n else 0.0
+
+
+# 70 bounds: more than one block of 64 boundaries, so the far counts' block moves too
+@pytest.mark.parametrize("n", [1, 2, 5, 17, 40, 70])
 def test_noncrossing_matches_multinomial_recursion(n: int) -> None:
     gen = np.random.default_rng(n)
     for _ in range(3):
         h = np.sort(gen.uniform(0, 1, n)) ** 0.5
         # both sum non-negative terms; agreement to 1e-12 absolute
         assert noncrossing_probability(h) == pytest.approx(_multinomial_noncrossing(h), abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [65, 300, 3000])
+def test_noncrossing_matches_the_stepwise_recursion_from_below(n: int) -> None:
+    gen = np.random.default_rng(n)
+    k = np.arange(n)
+    cases = [  # band-shaped bounds (tight everywhere) and random ones with gaps and repeats
+        stats.beta.isf(0.025 / math.sqrt(n), k + 1, n - k),
+        np.sort(np.round(gen.uniform(0, 1, n) ** 0.7, 2)),
+    ]
+    for h in cases:
+        ref = _stepwise_noncrossing(h)
+        got = noncrossing_probability(h)
+        # only negligible mass (terms < 1e-24) is dropped: equal to 1e-12, and below the
+        # reference but for rounding ((n + 1) * 1e-14 relative at most)
+        assert got == pytest.approx(ref, abs=1e-12)
+        assert got <= ref * (1 + (n + 1) * 1e-14)
 
 
 def test_noncrossing_closed_forms() -> None:
@@ -68,6 +104,47 @@ def test_band_level_is_exact_and_between_bonferroni_and_pointwise() -> None:
         assert noncrossing_probability(h) >= 1 - 0.025  # conservative side of the root
         assert noncrossing_probability(h) == pytest.approx(1 - 0.025, abs=1e-5)  # and tight
     assert band_local_level(1, 0.1) == 0.1
+
+
+@pytest.mark.parametrize(("n", "alpha"), [(12_000, 0.025), (12_000, 0.2), (20_000, 1e-4)])
+def test_fast_band_level_is_checked_and_at_most_the_searched_one(n: int, alpha: float) -> None:
+    # above 10⁴ draws the level starts from the table and is checked once; it must never be
+    # less conservative than the searched root, and (a 5 % margin, table error < 5 %) within
+    # 10 % of it
+    from idaudit.dp import _tradeoff
+
+    searched = _tradeoff._searched_level(n, alpha)
+    fast = band_local_level(n, alpha)
+    assert fast == _tradeoff._fast_level(n, alpha)
+    assert searched * math.exp(-0.1) <= fast <= searched
+    k = np.arange(n)
+    h = stats.beta.isf(fast, k + 1, n - k)
+    assert noncrossing_probability(h) >= 1 - alpha
+    np.testing.assert_array_equal(simultaneous_rate_bounds(n, alpha)[:-1], h)
+
+
+@pytest.mark.parametrize("row", [1, 5, 8, 12])  # α = 1e-6, 0.025, 0.2, 0.95
+def test_band_level_table_is_the_searched_root_at_its_first_size(row: int) -> None:
+    # the table's n = 10⁴ column against the root search it was made with (located to 1e-4
+    # there, 1e-6 here): its other columns come from the same search at larger n
+    from idaudit.dp import _tradeoff
+
+    alpha = float(np.exp(_tradeoff._GRID_LOG_ALPHA[row]))
+    searched = _tradeoff._searched_level(10_000, alpha)
+    assert math.log(alpha / searched) == pytest.approx(_tradeoff._GRID_LOG_RATIO[row, 0], abs=2e-4)
+
+
+def test_fast_band_level_steps_down_until_the_check_passes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a table that overshoots the root (level 20x too large) is caught by the check: the level
+    # returned is still checked, and below the searched one
+    from idaudit.dp import _tradeoff
+
+    n, alpha = 12_000, 0.05
+    monkeypatch.setattr(_tradeoff, "_tabulated_log_ratio", lambda n, alpha: 1.0)
+    fast = _tradeoff._fast_level(n, alpha)
+    assert fast <= _tradeoff._searched_level(n, alpha)
+    k = np.arange(n)
+    assert noncrossing_probability(stats.beta.isf(fast, k + 1, n - k)) >= 1 - alpha
 
 
 def test_band_is_tighter_than_bonferroni_and_holds_by_simulation() -> None:
