@@ -38,12 +38,9 @@ private name is imported across packages); it may change without deprecation:
 * shared out-of-fold machinery: ``StatusEstimator`` (the ``status``/``label`` base that the
   certifiers share), ``stratified_folds``, ``oof_scores``, ``logistic_oof_logits`` and the
   ``CallCache`` it reuses across calls, ``roc_curve``, ``roc_auc``;
-* the table helpers the command line uses: ``markdown``, ``condition_fields``,
-  ``read_manifest``;
-* the report helpers the command line and :class:`idaudit.pipeline.GeneratorAudit` use:
-  ``at_ceiling``, ``ceiling_reached``, ``zero_ceiling``, ``ceiling_note``, ``CEILING_SENTENCE``,
-  ``certificate_markdown``
-  (certificates beside their ceilings), ``conclusion`` and ``ROUTE_GUIDE`` (what the routes answer);
+* the table helpers the command line uses: ``condition_fields``, ``read_manifest``;
+* the ceiling helpers the reports use: ``at_ceiling``, ``ceiling_reached``, ``zero_ceiling``
+  (the prose itself is :mod:`idaudit.pipeline`'s report renderer);
 * ``QUANTILES``, the levels of ``audit_pairs(..., keep="summary")``'s ``quantile`` coordinate.
 """
 
@@ -54,8 +51,6 @@ from idaudit.audits._base import CallCache as CallCache
 from idaudit.audits._base import StatusEstimator as StatusEstimator
 from idaudit.audits._checks import AUDITOR_CHECKS, check_auditor, parametrize_auditor_checks
 from idaudit.audits._conditions import concat_conditions
-from idaudit.audits._discordance import ROUTE_GUIDE as ROUTE_GUIDE
-from idaudit.audits._discordance import conclusion as conclusion
 from idaudit.audits._discordance import discordant_routes
 from idaudit.audits._engine import QUANTILES as QUANTILES
 from idaudit.audits._engine import audit_pairs
@@ -77,13 +72,9 @@ from idaudit.audits._sensitivity import (
     tv_witness_ratio,
 )
 from idaudit.audits._summary import AuditSummary, median_auc_rocs, summarize
-from idaudit.audits._tables import CEILING_SENTENCE as CEILING_SENTENCE
 from idaudit.audits._tables import at_ceiling as at_ceiling
-from idaudit.audits._tables import ceiling_note as ceiling_note
 from idaudit.audits._tables import ceiling_reached as ceiling_reached
-from idaudit.audits._tables import certificate_markdown as certificate_markdown
 from idaudit.audits._tables import condition_fields as condition_fields
-from idaudit.audits._tables import markdown as markdown
 from idaudit.audits._tables import read_manifest as read_manifest
 from idaudit.audits._tables import table1, table2
 from idaudit.audits._tables import zero_ceiling as zero_ceiling
