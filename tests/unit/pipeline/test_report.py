@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from idaudit._markdown import Bullet, number, table, verdict_section
-from idaudit.exceptions import InvalidInputError
+from idaudit._markdown import verdict_section
 from idaudit.pipeline.report import (
     MMDTV_CEILING,
     MMDTV_SEPARATED,
@@ -58,45 +57,6 @@ def _audit(medians: list[float], seed: int = 0, n_pairs: int = 15) -> xr.Dataset
         attrs={"auditors": "mmdtv,rocht", "mmdtv.class": "MMDTVAuditor",
                "rocht.class": "ROCHTAuditor"},
     )  # fmt: skip
-
-
-def test_the_one_table_prints_statuses_flags_and_numbers_one_way() -> None:
-    text = table(
-        ["noise sd", "ROC-HT +∞", "note"],
-        [[0.177828, float("inf"), "x|y"], [8, float("inf"), None]],
-        statuses={"ROC-HT +∞": "diagnostic"},
-        flags={"ROC-HT +∞": "+∞ on every row"},
-    )
-    assert text.splitlines() == [
-        "| noise sd | ROC-HT +∞ | note |",
-        "|---|---|---|",
-        "| | *diagnostic* | |",
-        "| | ⚑ +∞ on every row | |",
-        "| 0.178 | +∞ | x\\|y |",
-        "| 8 | +∞ | – |",
-    ]
-    assert [number(0.177828), number(0.178), number(float("nan")), number(-math.inf)] == [
-        "0.178",
-        "0.178",
-        "–",
-        "−∞",
-    ]
-    with pytest.raises(InvalidInputError, match="`rows` must have 2 cells each; row 0 has 1"):
-        table(["a", "b"], [[1]])
-    with pytest.raises(InvalidInputError, match="`flags` must name columns of the header"):
-        table(["a"], [[1]], flags={"b": "x"})
-    with pytest.raises(InvalidInputError, match="`statuses` must give one status per column"):
-        table(["a", "b"], [[1, 2]], statuses=["diagnostic"])
-
-
-def test_a_verdict_has_at_most_six_bullets_each_led_by_its_status_word() -> None:
-    bullets = [Bullet("sample_estimate", f"claim {i}.") for i in range(8)]
-    lines = [line for line in verdict_section(bullets) if line.startswith("- ")]
-    assert len(lines) == 6
-    assert lines[0] == "- **estimate** — claim 0."
-    assert verdict_section([Bullet("certified_lower_bound", "x.")])[2] == "- **certified** — x."
-    with pytest.raises(InvalidInputError, match="`status` must be one of"):
-        Bullet("proven", "x.")
 
 
 def test_the_mmdtv_scale_is_the_closed_form() -> None:
@@ -148,13 +108,23 @@ def test_the_ceiling_is_explained_once_with_its_counts() -> None:
 def test_certificates_say_at_least_and_a_zero_ceiling_says_nothing() -> None:
     (a, b) = certificate_bullets({"A": _cert([0.2777], [0.2777]), "B": _cert([0.0], [0.0])})
     assert a.status == "certified_lower_bound"
-    assert a.text.startswith("`A` leaks at least ε = 0.2777 on its most separable certified pair")
+    # two conditions certified as separate families: each holds at its own confidence
+    assert a.text.startswith(
+        "`A` leaks at least ε = 0.2777 (at its own confidence: the conditions were certified "
+        "separately) on its most separable certified pair"
+    )
     assert "at its ceiling ⚑" in a.text
     assert "orders nothing" in a.text
     assert b.text == (
         "`B` has a certificate ceiling of 0 at its test sizes: it can certify nothing, and its "
         "0 is no evidence either way."
     )
+    # certified as one family of two (n_simultaneous = 2): no such clause
+    joint = {k: _cert([0.2777], [0.2777]) for k in "AB"}
+    for c in joint.values():
+        c["epsilon_lb"].attrs["n_simultaneous"] = 2
+    (a, _) = certificate_bullets(joint)
+    assert a.text.startswith("`A` leaks at least ε = 0.2777 on its most separable certified pair")
 
 
 def test_estimates_order_conditions_only_where_their_intervals_separate() -> None:
