@@ -686,7 +686,8 @@ def plot_strength(
             else:
                 drawn = table[[*row, *(ceilings[c] for c in row if c in ceilings)]]
                 values = [np.asarray(drawn, dtype=np.float64).ravel()]
-                values += [np.asarray([baseline[c] for c in row if c in (baseline or {})])]
+                base = dict(baseline or {})
+                values += [np.asarray([base[c] for c in row if c in base], dtype=np.float64)]
                 kind = _epsilon_axis(ax, np.concatenate(values))
     grid[0, 0].set_ylabel(f"ε, {kind} axis" if columns else "ε")
     if rates:
@@ -1108,7 +1109,7 @@ def plot_epsilon_curve(
         if "noise_sd" in row.coords and dim != "noise_sd":
             name = f"noise sd {float(row['noise_sd']):.3g}"
         else:
-            name = f"{dim.replace('_', ' ')} {value:.3g}"
+            name = f"{str(dim).replace('_', ' ')} {value:.3g}"
         cert = np.asarray(row["certified_epsilon_curve"].values, dtype=np.float64)
         truth = np.asarray(row["true_epsilon_curve"].values, dtype=np.float64)
         exact = (

@@ -226,7 +226,7 @@ def curve_figure(sweeps: dict[str, xr.Dataset]) -> Figure:
     for row, (name, ds) in zip(grid, sweeps.items(), strict=True):
         plot_epsilon_curve(ds, axes=list(row), legend=False)
         row[0].set_ylabel(f"{name.capitalize()} noise\n{row[0].get_ylabel()}")
-    handles: dict[str, object] = {}
+    handles: dict[str, Any] = {}
     for ax in grid.ravel():
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)

@@ -196,7 +196,7 @@ def certificate_table(certificates: Mapping[str, xr.Dataset]) -> str:
     ]
     rows, eps, tops = [], [], []
     for name, c in certificates.items():
-        flags = at_ceiling(c) if c.sizes.get("pair", 0) else []
+        flags = at_ceiling(c) if c.sizes.get("pair", 0) else np.zeros(0, dtype=bool)
         for i in range(c.sizes.get("pair", 0)):
             r = c.isel(pair=i)
 
@@ -487,15 +487,21 @@ def certificate_bullets(certificates: Mapping[str, xr.Dataset]) -> list[Bullet]:
             )
         elif lb[i] > 0:
             at = " (at its ceiling ⚑: the test size set it)" if at_ceiling(c)[i] else ""
-            status = reduction_attrs(
+            reduced = reduction_attrs(
                 {"status": "certified_lower_bound", **c["epsilon_lb"].attrs}, lb.size
-            )["status"]
+            )
+            status = str(reduced["status"])
+            claim = (
+                f"{who} leaks at least ε = {number(float(lb[i]), 4)}{own}"
+                if status == "certified_lower_bound"
+                else f"{who}'s largest bound, ε = {number(float(lb[i]), 4)}, is not certified "
+                f"({reduced.get('status_reason', status.replace('_', ' '))})"
+            )
             bullets.append(
                 Bullet(
-                    str(status),
-                    f"{who} leaks at least ε = {number(float(lb[i]), 4)}{own} on its most "
-                    f"separable certified pair, against a ceiling of {number(float(top[i]), 4)}"
-                    f"{at}; a lower bound, so it orders nothing.",
+                    status,
+                    f"{claim} on its most separable certified pair, against a ceiling of "
+                    f"{number(float(top[i]), 4)}{at}; a lower bound, so it orders nothing.",
                 )
             )
         else:
