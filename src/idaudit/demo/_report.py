@@ -722,13 +722,11 @@ def _mmd_order_sentence(faces: FaceDemoResult, anon: pd.DataFrame) -> str:
     diff = diff[np.isfinite(diff) & (diff != 0.0)]
     n_up = int((diff > 0).sum())
     p = float(binomtest(n_up, diff.size, 0.5).pvalue) if diff.size else 1.0
-    test = (
-        f"paired sign test against the next lowest, `{nxt['condition']}` "
-        f"({_fmt(float(nxt['mmdtv_median']))}): higher on {n_up} of {diff.size} pairs, p = {p:.2g}"
-    )
+    nxt_name = f"`{nxt['condition']}` ({_fmt(float(nxt['mmdtv_median']))})"
+    test = f"higher there on {n_up} of {diff.size} shared pairs, paired sign test p = {p:.2g}"
     if p < 0.05 and n_up > diff.size - n_up:
-        return f"{scale}, below the next lowest ({test})."
-    return f"{scale}, not distinguishable here from the next lowest ({test})."
+        return f"{scale}, below the next lowest, {nxt_name}: {test}."
+    return f"{scale}, not distinguishable here from the next lowest, {nxt_name}: {test}."
 
 
 def _diagnostics_sentence(table_: pd.DataFrame, noise: xr.Dataset | None) -> str:

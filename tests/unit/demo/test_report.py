@@ -167,8 +167,8 @@ def test_the_mmdtv_order_comes_from_a_paired_sign_test() -> None:
     # pixelation's pairs sit 0.43 below the swap's on every pair: 15 of 15, p = 6.1e-05
     text = _verdict(_result())
     assert "MMD-TV (at most 1.76 with this kernel) is lowest for `pixelate 8px`" in text
-    assert "below every other anonymiser (paired sign test against the next lowest" in text
-    assert "higher on 15 of 15 pairs, p = 6.1e-05" in text
+    assert "below the next lowest, `swap mix=0.5` (0.93): higher there on 15 of 15 shared " in text
+    assert "pairs, paired sign test p = 6.1e-05" in text
 
 
 def test_a_systematic_rise_of_mmdtv_is_explained_at_its_step_without_a_trend() -> None:
