@@ -12,6 +12,10 @@ conditions (a smaller certificate is not less leakage), and a certificate whose 
 its test sizes is 0 is no evidence at all. An estimate orders two conditions only when its
 uncertainty is reported beside it (here: 95 % intervals of the medians that do not
 overlap, or a paired test); otherwise the conditions are "not distinguishable here".
+
+``idaudit privacy``'s ``report.md`` (:meth:`idaudit.memorization.PrivacyReport.to_markdown`)
+uses the same form, :mod:`idaudit._markdown`'s table and verdict, from below: a science
+package never imports this layer.
 """
 
 from __future__ import annotations
@@ -43,12 +47,17 @@ __all__ = [
     "MMDTV_SEPARATED",
     "audit_bullets",
     "audit_document",
+    "audit_table",
     "ceiling_section",
     "ceiling_warnings",
+    "certificate_bullets",
     "certificate_table",
+    "certify_document",
     "column_flag",
     "columns_section",
     "controls_section",
+    "frame_table",
+    "interval_text",
     "median_interval",
 ]
 
@@ -583,7 +592,9 @@ def audit_document(
         *warnings_section(warned),
         "## Audits",
         "",
-        "Medians over the pairs where every method has a value; the second header row gives "
+        "Medians over the pairs where every method has a value, MMD-TV and the ROC AUC with "
+        "the 95 % order-statistic interval of the median (it treats the pairs as independent; "
+        "pairs share identities, so read it as approximate); the second header row gives "
         "each column's status.",
         "",
         audit_table(parts),

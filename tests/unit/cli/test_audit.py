@@ -183,7 +183,7 @@ def test_audit_of_several_files_writes_table1_table2_and_figure3(
     assert sum(h.startswith("# ") for h in headings) == 1
     for section in ("## Certificates", "## The certificate's ceiling", "## What each column answers"):
         assert section in headings
-    assert "| test errors (fp, fn) | test AUC | certified ε | ceiling |" in summary
+    assert "| test errors (fp, fn) | UFPR | UFNR | test AUC | certified ε | ceiling |" in summary
     assert len(pd.read_csv(out / "pairs.csv")) == 12  # 2 conditions x 6 pairs, one row each
 
 
