@@ -126,7 +126,8 @@ def noise_sweep(
         (``<label>_<output>``, dims ``(scale, pair)``); ``true_epsilon`` (the pair's ε at
         ``delta``; exact where ``true_epsilon_exact``); ``reference_epsilon`` (scale: the
         mechanism-wide guarantee); ``certified_epsilon`` (the certificate of the selected
-        pairs, NaN elsewhere) and ``certified_epsilon_max`` (scale); with ``sequential``, the
+        pairs, NaN elsewhere), ``certified_epsilon_max`` and ``certified_ceiling`` (scale:
+        the largest certificate and the largest zero-error ceiling); with ``sequential``, the
         sequential certificate of every pair. Attrs record the
         mechanism, ``delta``, sizes, seeds, the base's hash and the idaudit version.
 
@@ -463,6 +464,15 @@ def _attach_certificate(ds: xr.Dataset, certificates: xr.Dataset, mech: Any) -> 
             float(certificates.attrs["epsilon_lb"]),
             long_name="largest certified lower bound",
             **reduction_attrs(per_pair.attrs, max(per_pair.sizes["pair"], 1)),
+        ),
+        certified_ceiling=variable(
+            (),
+            float(certificates["epsilon_lb_ceiling"].max())
+            if "epsilon_lb_ceiling" in certificates and certificates.sizes["pair"]
+            else np.nan,
+            long_name="largest zero-error ceiling of the certified pairs (what an error-free "
+            "test certifies at their test sizes)",
+            status="descriptive",
         ),
     )
 

@@ -72,8 +72,11 @@ _COLOURS = {
     "mmdtv": "#7570b3",
     "mmdtv_hs": "#a6a1d8",
     "rocht": "#e7298a",
-    "certified": "#000000",
+    "certified": "#1f78b4",
 }
+#: The truth a benchmark knows (true ε, the mechanism's guarantee): black, and never a route's
+#: colour, so that a certificate and the truth it is checked against are told apart at a glance.
+_TRUTH = "#000000"
 _NAMES = {
     "gaussmech": "GaussMech",
     "kdelr": "KDE-LR",
@@ -113,6 +116,43 @@ def _quantiles(values: npt.NDArray[np.float64], axis: int) -> npt.NDArray[np.flo
     return out
 
 
+def _epsilon_axis(ax: Axes, values: npt.ArrayLike) -> str:
+    """Choose the ε axis from the data's range; return its name for the axis label.
+
+    Finite values whose positive part spans less than a factor 30 get a linear axis from 0
+    (a symmetric-log axis would squeeze them into its top); a wider span gets a
+    symmetric-log axis whose linear part ends at the smallest positive decade, so that 0
+    (a certificate of nothing) stays visible and every decade of data gets its share.
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    pos = v[v > 0]
+    top = float(v.max()) if v.size else 1.0
+    if pos.size and float(pos.max()) / float(pos.min()) > 30.0:
+        ax.set_yscale("symlog", linthresh=10.0 ** np.floor(np.log10(pos.min())), linscale=0.5)
+        ax.set_ylim(0.0, top * 2.5)
+        return "symmetric log"
+    ax.set_yscale("linear")
+    height = (top if top > 0 else 1.0) * 1.2
+    ax.set_ylim(-0.03 * height, height)  # a line at 0 (a certificate of nothing) stays visible
+    return "linear"
+
+
+def _infinite(ax: Axes, x: npt.ArrayLike, colour: str, *, label: str | None = None) -> None:
+    """Mark infinite values at ``x`` as ▲ at the top of ``ax``, each with an ∞ beside it."""
+    from matplotlib import transforms
+
+    xs = np.asarray(x, dtype=np.float64)
+    if not xs.size:
+        return
+    top = transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    ax.plot(xs, np.full(xs.size, 0.95), marker="^", ms=7, ls="none", color=colour,
+            transform=top, clip_on=False, label=label)  # fmt: skip
+    for xi in xs:
+        ax.annotate("∞", (xi, 0.95), xycoords=top, xytext=(5, -4), textcoords="offset points",
+                    color=colour, fontsize="small")  # fmt: skip
+
+
 def plot_noise_sweep(
     ds: xr.Dataset,
     *,
@@ -147,13 +187,13 @@ def plot_noise_sweep(
     Notes
     -----
     Lines are medians over the audited pairs, bands the interquartile range; an infinite
-    median (ROC-HT at the endpoints) is drawn as a triangle at the top edge. The solid black
-    line is the median of the pairs' true ε (``true_epsilon``), the dashed one the
-    mechanism-wide guarantee (``reference_epsilon``). The ε axis is symmetric-log, so zero
-    (a certificate that certifies nothing) stays visible.
+    median (ROC-HT at the endpoints) is drawn as a ▲ with an ∞ at the top edge. The truth is
+    black (solid: the median of the pairs' true ε, ``true_epsilon``; dashed: the
+    mechanism-wide guarantee, ``reference_epsilon``), the certificate blue. A diagnostic
+    (GaussMech, KDE-LR) that does not track the truth says so beside its line: its rank
+    correlation with the true ε over the scales and its ratio to it at the largest scale.
+    The ε axis is linear or symmetric-log, chosen from the data's range.
     """
-    from matplotlib import transforms
-
     scale = np.asarray(ds["scale"].values, dtype=np.float64)
     if axes is None:
         fig, grid = _new_axes(2, 1, figsize=(6.4, 6.4), sharex=True, height_ratios=[3, 1])
@@ -170,7 +210,15 @@ def plot_noise_sweep(
             and set(ds[v].dims) == {"scale", "pair"}
             and str(v) != "true_epsilon"
         ]
-    top = transforms.blended_transform_factory(ax_eps.transData, ax_eps.transAxes)
+    truth_median = (
+        np.nanmedian(
+            np.asarray(ds["true_epsilon"].transpose("scale", "pair").values, dtype=np.float64),
+            axis=1,
+        )
+        if "true_epsilon" in ds
+        else None
+    )
+    drawn: list[npt.NDArray[np.float64]] = []
     for name in methods:
         values = np.asarray(ds[name].transpose("scale", "pair").values, dtype=np.float64)
         q1, med, q3 = _quantiles(values, axis=1)
@@ -190,32 +238,21 @@ def plot_noise_sweep(
         )
         band = np.isfinite(q1) & np.isfinite(q3)
         ax_eps.fill_between(scale[band], q1[band], q3[band], color=line.get_color(), alpha=0.15)
-        if (~finite).any():
-            ax_eps.plot(
-                scale[~finite],
-                np.full((~finite).sum(), 0.97),
-                marker="^",
-                ls="none",
-                color=line.get_color(),
-                transform=top,
-                clip_on=False,
-            )
-    if "true_epsilon" in ds:
-        truth = np.asarray(ds["true_epsilon"].transpose("scale", "pair").values, dtype=np.float64)
-        ax_eps.plot(scale, np.nanmedian(truth, axis=1), color="k", lw=2, label="true ε (median)")
+        _infinite(ax_eps, scale[~finite], line.get_color())
+        drawn.append(med)
+        if family in ("gaussmech", "kdelr") and truth_median is not None:
+            _say_untracked(ax_eps, scale, med, truth_median, line.get_color())
+    if truth_median is not None:
+        ax_eps.plot(scale, truth_median, color=_TRUTH, lw=2, label="true ε (median)")
+        drawn.append(truth_median)
     if "reference_epsilon" in ds:
-        ax_eps.plot(
-            scale,
-            np.asarray(ds["reference_epsilon"].values, dtype=np.float64),
-            color="k",
-            ls="--",
-            lw=1,
-            label="mechanism-wide guarantee",
-        )
+        guarantee = np.asarray(ds["reference_epsilon"].values, dtype=np.float64)
+        ax_eps.plot(scale, guarantee, color=_TRUTH, ls="--", lw=1,
+                    label="mechanism-wide guarantee")  # fmt: skip
+        drawn.append(guarantee)
     ax_eps.set_xscale("log")
-    ax_eps.set_yscale("symlog", linthresh=0.1)
-    ax_eps.set_ylim(bottom=0.0)
-    ax_eps.set_ylabel("ε (▲ = infinite median)")
+    kind = _epsilon_axis(ax_eps, np.concatenate(drawn) if drawn else [])
+    ax_eps.set_ylabel(f"ε, {kind} (▲ ∞: infinite median)")
     ax_eps.grid(True, which="major", alpha=0.3)
     if legend:
         ax_eps.legend(
@@ -329,6 +366,7 @@ def plot_roc(
     *,
     label: str | None = None,
     ax: Axes | None = None,
+    **style: Any,
 ) -> Figure:
     """Draw one ROC curve with the chance diagonal.
 
@@ -340,6 +378,8 @@ def plot_roc(
         Legend entry.
     ax : matplotlib Axes, optional
         Where to draw (default: a new figure).
+    **style
+        Line style passed to matplotlib (``ls``, ``lw``, ``marker``, ``color``, ...).
 
     Returns
     -------
@@ -350,6 +390,7 @@ def plot_roc(
         np.asarray(fpr, dtype=float),
         np.asarray(tpr, dtype=float),
         label=label,
+        **style,
     )  # straight segments between operating points: tied scores give diagonal segments
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
     ax.set_xlim(-0.01, 1.01)
@@ -399,6 +440,39 @@ def plot_mmd_null(
     return fig
 
 
+def _say_untracked(
+    ax: Axes,
+    scale: npt.NDArray[np.float64],
+    route: npt.NDArray[np.float64],
+    truth: npt.NDArray[np.float64],
+    colour: str,
+) -> None:
+    """Write beside a route's line when it does not track the truth over the scales.
+
+    Not tracked: Spearman ρ below 0.8 between the route's and the truth's medians, or a
+    ratio beyond a factor 10 at the largest scale (where the truth is smallest).
+    """
+    from scipy.stats import spearmanr
+
+    keep = np.isfinite(route) & np.isfinite(truth)
+    if keep.sum() < 3 or np.ptp(truth[keep]) == 0:
+        return
+    rho = (
+        float(spearmanr(route[keep], truth[keep]).statistic)
+        if np.ptp(route[keep]) > 0
+        else float("nan")
+    )
+    last = int(np.argmax(np.where(keep, scale, -np.inf)))
+    ratio = route[last] / truth[last] if truth[last] > 0 else np.inf
+    if (np.isfinite(rho) and rho >= 0.8) and 0.1 <= ratio <= 10.0:
+        return
+    said = f"does not track the truth: {ratio:.3g}× it here" + (
+        f", ρ = {rho:.2f}" if np.isfinite(rho) else ", flat"
+    )
+    ax.annotate(said, (scale[last], route[last]), xytext=(-4, 6), textcoords="offset points",
+                ha="right", va="bottom", fontsize="x-small", color=colour)  # fmt: skip
+
+
 def plot_rocs(
     rocs: Mapping[str, Any],
     *,
@@ -438,6 +512,7 @@ def plot_rocs(
             f"{type(rocs).__name__} (idaudit.audits.median_auc_rocs makes one from a result)."
         )
     fig, ax = _one_axes(ax, figsize=(4.6, 4.6))
+    curves: list[tuple[str, npt.NDArray[np.float64], npt.NDArray[np.float64]]] = []
     for label, roc in rocs.items():
         if hasattr(roc, "fpr_") and hasattr(roc, "tpr_"):
             fpr, tpr = roc.fpr_, roc.tpr_
@@ -446,7 +521,24 @@ def plot_rocs(
         else:
             fpr, tpr = roc
             text = str(label)
-        plot_roc(fpr, tpr, label=text, ax=ax)
+        curves.append((text, np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)))
+    # curves that coincide (two perfect separations) must not hide each other: the first
+    # is drawn widest, each later one narrower, dashed and with its own markers on top, and
+    # a curve equal to an earlier one says so in the legend
+    styles = ["-", "--", ":", "-."]
+    markers = ["o", "s", "^", "D", "v", "P"]
+    grid = np.linspace(0.0, 1.0, 201)
+    seen: list[tuple[str, npt.NDArray[np.float64]]] = []
+    for i, (text, fpr, tpr) in enumerate(curves):
+        order = np.lexsort((tpr, fpr))
+        shape = np.interp(grid, fpr[order], tpr[order])
+        same = [name for name, other in seen if np.allclose(shape, other, atol=1e-9)]
+        seen.append((text.split(" (AUC")[0], shape))
+        if same:
+            text += f" — same curve as {', '.join(same)}"
+        plot_roc(fpr, tpr, label=text, ax=ax, ls=styles[i % len(styles)],
+                 lw=max(3.2 - 0.8 * i, 1.0), marker=markers[i % len(markers)],
+                 ms=max(7 - 1.5 * i, 3), mfc="none", zorder=2 + i)  # fmt: skip
     ax.set_title(title)
     return fig
 
@@ -502,10 +594,12 @@ def plot_strength(
     table : pandas.DataFrame
         One row per condition with columns ``method``, ``strength`` and the values to draw.
     columns : mapping of column to label, optional
-        ε values, drawn on a symmetric-log ε axis (so 0 stays visible). Default: every numeric
-        column but ``strength`` and those in ``rates`` and ``ceilings``.
+        ε values, drawn on an ε axis from 0, linear or symmetric-log as the data's range asks.
+        Default: every numeric column but ``strength`` and those in ``rates`` and
+        ``ceilings``.
     baseline : mapping of column to value, optional
-        Values without anonymisation, drawn as dashed horizontal lines.
+        Values without anonymisation, drawn at strength 0 as hollow diamonds joined to the
+        weakest setting by a dotted line (at their own x, so no series hides them).
     rates : mapping of column to label, optional
         Values in [0, 1] (AUCs, identification rates), drawn on a second row of panels with a
         linear [0, 1] axis. Default: none (one row).
@@ -553,6 +647,7 @@ def plot_strength(
         sharex="col",
     )
     colours = {col: f"C{i}" for i, col in enumerate([*columns, *rates])}
+    kind = "linear"
     for col_i, method in enumerate(methods):
         part = table[table["method"] == method].sort_values("strength")
         x = np.asarray(part["strength"], dtype=np.float64)
@@ -563,8 +658,13 @@ def plot_strength(
                 y = np.asarray(part[col], dtype=np.float64)
                 ax.plot(x, np.where(np.isfinite(y), y, np.nan), marker="o", color=colour,
                         label=label)  # fmt: skip
-                if baseline and col in baseline:
-                    ax.axhline(baseline[col], color=colour, ls="--", lw=0.8)
+                if baseline and col in baseline and x.size:
+                    # at strength 0, where no anonymisation sits: its own x, never under a line
+                    ax.plot([0.0, x[0]], [baseline[col], y[0]], color=colour, ls=":", lw=1.0)
+                    size = 10.0 - 3.0 * list(row).index(col)  # equal values nest, not hide
+                    ax.plot([0.0], [baseline[col]], marker="D", ms=size, mfc="none",
+                            mec=colour, mew=1.5, ls="none",
+                            label="no anonymisation (at strength 0)")  # fmt: skip
                 if col in ceilings:
                     top = np.asarray(part[ceilings[col]], dtype=np.float64)
                     name = f"{label}: " if len(ceilings) > 1 else ""
@@ -584,16 +684,14 @@ def plot_strength(
             if row is rates:
                 ax.set_ylim(0.0, 1.02)
             else:
-                ax.set_yscale("symlog", linthresh=0.1)
                 drawn = table[[*row, *(ceilings[c] for c in row if c in ceilings)]]
-                values = np.asarray(drawn, dtype=np.float64)
-                values = values[np.isfinite(values)]
-                highest = float(values.max()) if values.size else 0.0
-                # headroom above the largest value, so a line at the top stays visible
-                ax.set_ylim(0.0, 2.0 * highest if highest > 0 else None)
-    grid[0, 0].set_ylabel("ε (dashed: no anonymisation)")
+                values = [np.asarray(drawn, dtype=np.float64).ravel()]
+                base = dict(baseline or {})
+                values += [np.asarray([base[c] for c in row if c in base], dtype=np.float64)]
+                kind = _epsilon_axis(ax, np.concatenate(values))
+    grid[0, 0].set_ylabel(f"ε, {kind} axis" if columns else "ε")
     if rates:
-        grid[1, 0].set_ylabel("rate or AUC (dashed: no anonymisation)")
+        grid[1, 0].set_ylabel("rate or AUC")
     handles: dict[str, Any] = {}
     for ax in grid.ravel():
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -940,9 +1038,14 @@ def plot_epsilon_curve(
     *,
     scales: Sequence[float] | None = None,
     ax: Axes | None = None,
+    axes: Sequence[Axes] | None = None,
     title: str | None = None,
+    legend: bool = True,
 ) -> Figure:
     """Draw the certified ε(δ) curve of a noise sweep against δ, with the truth it refers to.
+
+    One panel per noise level, so that no curve hides another: in each, the certificate
+    (blue, solid) and the truth (black, dashed).
 
     Parameters
     ----------
@@ -953,20 +1056,34 @@ def plot_epsilon_curve(
     scales : sequence of float, optional
         Which values of the scale dimension to draw (default: all).
     ax : matplotlib Axes, optional
-        Where to draw (default: a new figure).
+        Where to draw when one scale is drawn.
+    axes : sequence of matplotlib Axes, optional
+        Where to draw, one per scale (default: a new figure, one row of panels).
     title : str, optional
+        Title over the panels (of the figure when it is made here, else of the first panel).
+    legend : bool, default True
+        Draw one legend below the panels (pass False to draw one for several figures' panels,
+        from ``axes[0].get_legend_handles_labels()``).
 
     Returns
     -------
     matplotlib.figure.Figure
 
+    Raises
+    ------
+    KeyError
+        If ``ds`` has no ε(δ) curves.
+    ValueError
+        If ``ax`` is given for several scales, or ``axes`` does not hold one per scale.
+
     Notes
     -----
-    Solid: the largest certified lower bound at each δ (all δ hold at once). Dashed, same
-    colour: the largest true ε(δ) of the certified pairs, hollow markers where it is only an
-    upper bound on the truth (``true_epsilon_curve_exact`` false, e.g. Laplace at δ > 0).
-    An infinite truth (Gaussian noise at δ = 0) is drawn at the top edge. δ is on a
-    symmetric-log axis, so δ = 0 is shown; ε on a symmetric-log axis (linear below 1).
+    Solid blue: the largest certified lower bound at each δ (all δ hold at once). Dashed
+    black: the largest true ε(δ) of the certified pairs; hollow squares where it is only an
+    upper bound on the truth (``true_epsilon_curve_exact`` false, e.g. Laplace at δ > 0). An
+    infinite truth (Gaussian noise at δ = 0) is a ▲ with an ∞ at the top of its panel, not a
+    point on the curve. δ is on a symmetric-log axis, so δ = 0 is shown; each panel's ε axis
+    is linear or symmetric-log, chosen from its data's range.
     """
     for name in ("certified_epsilon_curve", "true_epsilon_curve"):
         if name not in ds:
@@ -974,17 +1091,25 @@ def plot_epsilon_curve(
     dim = next(d for d in ds["certified_epsilon_curve"].dims if d != "delta")
     values = np.asarray(ds[dim].values, dtype=np.float64)
     chosen = values if scales is None else np.asarray(scales, dtype=np.float64)
-    fig, ax = _one_axes(ax)
+    if ax is not None:
+        if chosen.size != 1:
+            raise ValueError(
+                f"`ax` draws one scale; got {chosen.size}: pass `axes`, one per scale."
+            )
+        axes = [ax]
+    if axes is None:
+        fig, grid = _new_axes(1, chosen.size, figsize=(2.9 * chosen.size, 3.4))
+        axes = list(grid[0])
+    if len(axes) != chosen.size:
+        raise ValueError(f"`axes` must hold one Axes per scale ({chosen.size}); got {len(axes)}.")
+    fig = _figure_of(axes[0])
     delta = np.asarray(ds["delta"].values, dtype=np.float64)
-    finite = np.asarray(ds["true_epsilon_curve"].values, dtype=np.float64)
-    top = float(np.nanmax(np.where(np.isfinite(finite), finite, np.nan), initial=1.0)) * 1.15
-    for k, value in enumerate(chosen):
+    for panel, value in zip(axes, chosen, strict=True):
         row = ds.sel({dim: value})
-        colour = f"C{k % 10}"
         if "noise_sd" in row.coords and dim != "noise_sd":
             name = f"noise sd {float(row['noise_sd']):.3g}"
         else:
-            name = f"{dim} {value:.3g}"
+            name = f"{str(dim).replace('_', ' ')} {value:.3g}"
         cert = np.asarray(row["certified_epsilon_curve"].values, dtype=np.float64)
         truth = np.asarray(row["true_epsilon_curve"].values, dtype=np.float64)
         exact = (
@@ -992,21 +1117,35 @@ def plot_epsilon_curve(
             if "true_epsilon_curve_exact" in row
             else np.ones(delta.size, dtype=bool)
         )
-        shown = np.where(np.isfinite(truth), truth, top)
-        ax.plot(delta, cert, "-o", ms=3, color=colour, label=f"certified, {name}")
-        ax.plot(delta, shown, "--", color=colour, label=f"true, {name}")
-        ax.plot(delta[exact], shown[exact], "s", ms=4, color=colour)
-        ax.plot(delta[~exact], shown[~exact], "s", ms=4, mfc="none", color=colour)
-    ax.set_xscale("symlog", linthresh=1e-8)
-    ax.set_yscale("symlog", linthresh=1.0)  # certificates near 1 and truths near 100 both show
-    ax.set_ylim(0.0, top * 1.02)
-    ax.set_xlabel("δ")
-    ax.set_ylabel("ε(δ) (symmetric log)")
-    ax.grid(True, which="major", alpha=0.3)
-    # below the axes: the curves fill the panel from corner to corner
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
+        finite = np.isfinite(truth)
+        panel.plot(delta[finite], truth[finite], "--", color=_TRUTH, lw=1.2,
+                   label="true ε(δ) of the certified pairs (reference)")  # fmt: skip
+        panel.plot(delta[finite & exact], truth[finite & exact], "s", ms=4, color=_TRUTH)
+        panel.plot(delta[finite & ~exact], truth[finite & ~exact], "s", ms=4, mfc="none",
+                   color=_TRUTH, label="true ε(δ): an upper bound only")  # fmt: skip
+        _infinite(panel, delta[~finite], _TRUTH, label="true ε(δ) = +∞")
+        panel.plot(delta, cert, "-o", ms=3, color=_COLOURS["certified"],
+                   label="certified ε(δ), largest (certified lower bound)")  # fmt: skip
+        panel.set_xscale("symlog", linthresh=1e-8)
+        ticks = [d for d in (0.0, 1e-8, 1e-5, 1e-2) if delta.min() <= d <= delta.max()]
+        panel.set_xticks(ticks)
+        kind = _epsilon_axis(panel, np.concatenate([cert, truth]))
+        panel.set_title(name, fontsize="medium")
+        panel.set_xlabel("δ")
+        panel.set_ylabel(f"ε(δ), {kind}", fontsize="small")
+        panel.grid(True, which="major", alpha=0.3)
     if title is not None:
-        ax.set_title(title)
+        if len(axes) > 1 and fig.get_layout_engine() is not None:
+            fig.suptitle(title)
+        else:
+            axes[0].set_title(f"{title}\n{axes[0].get_title()}")
+    if legend:
+        handles: dict[str, Any] = {}
+        for panel in axes:
+            for handle, label in zip(*panel.get_legend_handles_labels(), strict=True):
+                handles.setdefault(label, handle)
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                   ncols=min(4, max(len(handles), 1)), fontsize="small")  # fmt: skip
     return fig
 
 

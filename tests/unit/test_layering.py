@@ -13,7 +13,7 @@ an arrow between layers); imports under ``if TYPE_CHECKING:`` count for cycles o
   ``idaudit._validation``, ``idaudit._device`` and ``idaudit._version``;
 * no private module or name is imported across packages: a subpackage is used through its
   public names only. The root's private leaf modules (``_validation``, ``_results``,
-  ``_device``, ``_version``) are the shared exceptions, and the internal modules of
+  ``_markdown``, ``_device``, ``_version``) are the shared exceptions, and the internal modules of
   :data:`INTERNAL_API` (machinery other packages build on, which users do not import: it
   stays out of the packages' namespaces); the examples import public names only;
 * folders are made by ``idaudit.results.private_dir`` only (owner-only at every level).
@@ -30,7 +30,13 @@ import pytest
 ROOT = Path(__file__).parents[2]
 SRC = ROOT / "src"
 LEAVES = {"idaudit.exceptions", "idaudit._validation", "idaudit._device", "idaudit._version"}
-SHARED_PRIVATE = {"idaudit._validation", "idaudit._results", "idaudit._device", "idaudit._version"}
+SHARED_PRIVATE = {
+    "idaudit._validation",
+    "idaudit._results",
+    "idaudit._markdown",
+    "idaudit._device",
+    "idaudit._version",
+}
 
 #: private module -> the packages that may import it, and why (public names of a private
 #: module only: a ``_name`` is never imported across packages).
@@ -49,17 +55,14 @@ INTERNAL_API: dict[str, tuple[set[str], str]] = {
         {"idaudit.cli", "idaudit.pipeline", "idaudit.demo"},
         "the reports print tables and certificates beside their ceilings",
     ),
-    "idaudit.audits._discordance": (
-        {"idaudit.cli", "idaudit.pipeline"},
-        "the reports' conclusion and what each route answers",
-    ),
 }
 
 #: DESIGN's "Package layout" table, top row first: (the row's packages or modules, the lower
 #: rows its "depends on" column names). Modules the table does not name are placed with a reason.
 LAYERS: list[tuple[set[str], set[str]]] = [
     (LEAVES, set()),
-    ({"idaudit._results", "idaudit.results"}, set()),  # the results core and its public home
+    # the results core, its public home, and the form of every report (table, verdict)
+    ({"idaudit._results", "idaudit.results", "idaudit._markdown"}, set()),
     ({"idaudit.dp"}, set()),
     ({"idaudit.ops"}, set()),
     ({"idaudit.data"}, set()),

@@ -329,9 +329,17 @@ def test_strength_puts_epsilon_and_rates_on_separate_axes_with_chance_and_ceilin
         )
     )
     assert len(fig.axes) == 4  # (ε, rates) x (blur, swap)
-    eps_axes = [ax for ax in fig.axes if ax.get_yscale() == "symlog"]
-    rate_axes = [ax for ax in fig.axes if ax.get_yscale() == "linear"]
-    assert len(eps_axes) == len(rate_axes) == 2
+    eps_axes, rate_axes = fig.axes[:2], fig.axes[2:]
+    # ε from 0.1 to 1.75, a factor 17.5: a linear axis (a symmetric-log one would squeeze
+    # every value into its top fifth)
+    assert {ax.get_yscale() for ax in eps_axes} == {"linear"}
+    # no anonymisation sits at strength 0, on its own x, not under the series
+    base = [
+        line
+        for line in eps_axes[0].get_lines()
+        if line.get_label() == "no anonymisation (at strength 0)"
+    ]
+    assert [(line.get_xdata()[0], line.get_ydata()[0]) for line in base] == [(0.0, 0.93)]
     assert eps_axes[0].get_ylabel().startswith("ε")
     assert rate_axes[0].get_ylabel().startswith("rate or AUC")
     for ax in rate_axes:
@@ -362,9 +370,14 @@ def test_strength_without_rates_keeps_one_row() -> None:
 
     fig = _drawn(plot_strength(_strength_table()[["method", "strength", "eps"]]))
     assert len(fig.axes) == 2
-    assert all(ax.get_yscale() == "symlog" for ax in fig.axes)
+    assert all(ax.get_yscale() == "linear" for ax in fig.axes)
     (legend,) = fig.legends
     _legend_clear_of_data(fig, legend)
+    # values over four decades: a symmetric-log axis whose linear part ends at the smallest
+    wide = _strength_table()[["method", "strength", "eps"]].assign(eps=[300.0, 20.0, 1.0, 0.03])
+    ax = _drawn(plot_strength(wide)).axes[0]
+    assert ax.get_yscale() == "symlog"
+    assert ax.yaxis.get_transform().linthresh == pytest.approx(0.01)
 
 
 def test_noise_sweep_legend_is_off_the_data() -> None:
@@ -439,16 +452,28 @@ def test_plot_epsilon_curve_marks_upper_bound_truths() -> None:
         },
         coords={"scale": [1.0, 2.0], "delta": delta},
     )
-    ax = plot_epsilon_curve(ds, title="t").axes[0]
-    assert ax.get_xscale() == "symlog"
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert "certified, scale 1" in labels
-    assert "true, scale 2" in labels
-    hollow = [ln for ln in ax.get_lines() if ln.get_markerfacecolor() == "none"]
-    assert [len(ln.get_xdata()) for ln in hollow] == [2, 0]  # scale 1's two upper bounds
-    top = ax.get_ylim()[1]
-    true2 = next(ln for ln in ax.get_lines() if ln.get_label() == "true, scale 2")
-    assert float(np.asarray(true2.get_ydata())[0]) == pytest.approx(top / 1.02)  # inf at the top
+    fig = plot_epsilon_curve(ds, title="t")
+    one, two = fig.axes  # one panel per scale: no curve hides another
+    assert [ax.get_title() for ax in fig.axes] == ["scale 1", "scale 2"]
+    assert one.get_xscale() == "symlog"
+    for ax in fig.axes:
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert "certified ε(δ), largest (certified lower bound)" in labels
+        assert "true ε(δ) of the certified pairs (reference)" in labels
+        cert = next(ln for ln in ax.get_lines() if ln.get_label().startswith("certified"))
+        truth = next(ln for ln in ax.get_lines() if ln.get_label().startswith("true ε(δ) of"))
+        assert cert.get_color() != truth.get_color()  # the truth is told apart from the bound
+    hollow = [ln for ln in one.get_lines() if ln.get_markerfacecolor() == "none"]
+    assert [len(ln.get_xdata()) for ln in hollow] == [2]  # scale 1's two upper bounds
+    # scale 2's infinite truth at δ = 0 is a marker at the top with an ∞, not a curve point
+    truth2 = next(ln for ln in two.get_lines() if ln.get_label().startswith("true ε(δ) of"))
+    assert list(truth2.get_xdata()) == [1e-5, 1e-3]
+    (inf,) = [ln for ln in two.get_lines() if ln.get_label() == "true ε(δ) = +∞"]
+    assert list(inf.get_xdata()) == [0.0]
+    assert [t.get_text() for t in two.texts] == ["∞"]
+    assert not one.texts
+    # ε from 0 to 1: a linear axis
+    assert {ax.get_yscale() for ax in fig.axes} == {"linear"}
     with pytest.raises(KeyError, match="certified_epsilon_curve"):
         plot_epsilon_curve(ds.drop_vars("certified_epsilon_curve"))
 
@@ -562,3 +587,18 @@ def test_plot_nnaa_shows_the_loss_its_interval_zero_and_every_row() -> None:
     assert len(fig.legends) == 1
     assert not loss_ax.get_legend()
     assert not aa_ax.get_legend()
+
+
+def test_coinciding_roc_curves_stay_distinguishable() -> None:
+    # two perfect separations draw the same curve: the second is drawn narrower and dashed
+    # on top of the first, and its legend entry says the curves coincide
+    from idaudit.plotting import plot_rocs
+
+    perfect = ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0])
+    ax = plot_rocs({"a": perfect, "b": perfect, "c": ([0.0, 0.5, 1.0], [0.0, 0.8, 1.0])}).axes[0]
+    curves = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert [line.get_label() for line in curves] == ["a", "b — same curve as a", "c"]
+    assert curves[0].get_linewidth() > curves[1].get_linewidth()
+    assert curves[0].get_linestyle() != curves[1].get_linestyle()
+    assert curves[0].get_marker() != curves[1].get_marker()
+    assert curves[1].get_zorder() > curves[0].get_zorder()

@@ -319,8 +319,8 @@ def test_readme_embed_audit_certify_commands(
     for name in ("results.nc", "pairs.csv", "summary.md"):
         assert (in_tmp / "audit" / name).is_file(), name
     summary = (in_tmp / "audit" / "summary.md").read_text(encoding="utf-8")
-    assert "| mmdtv_epsilon (median) |" in summary
-    assert "| sample_estimate |" in summary
+    assert summary.startswith("# idaudit audit\n\n## Verdict\n")
+    assert "MMD-TV [95% CI]" in summary
 
     assert certify == ["certify", "embeddings.npz", "--out", "certificates/"]
     with warnings.catch_warnings(record=True) as caught:

@@ -1,21 +1,17 @@
-"""What the four routes of seed 000 say together: discordance warnings and report conclusions.
+"""What the four routes of seed 000 say together: the discordance warnings.
 
 ``discordant_routes`` flags diagnostics that are large where the classifier cannot tell the
-identities apart; ``conclusion`` and ``ROUTE_GUIDE`` are the reports' reading of the numbers.
+identities apart; the reports' prose is :mod:`idaudit.pipeline`'s report renderer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from idaudit._results import reduction_attrs_across
 from idaudit.audits._summary import AuditSummary, summarize
-from idaudit.audits._tables import at_ceiling
-from idaudit.exceptions import InvalidInputError
 
 __all__ = ["discordant_routes"]
 
@@ -32,21 +28,6 @@ GAUSSMECH_LARGE = 1.0
 KDELR_LARGE = 10.0
 #: Share of the common pairs with ROC-HT ε = +inf from which that diagnostic is "large".
 ROCHT_INF_SHARE = 0.5
-
-#: How the routes answer different questions (for the reports).
-ROUTE_GUIDE = (
-    "GaussMech and KDE-LR are *diagnostics*: scores computed from the embeddings that are "
-    "not on the ε scale of a bound, so a KDE-LR ε in the thousands beside an MMD-TV ε below "
-    "1 is not a contradiction, and neither says how much a pipeline leaks. ROC-HT is a "
-    "diagnostic too (its +inf values come from the ends of a finite ROC curve). MMD-TV is a "
-    "*sample estimate* of a lower bound on ε: it estimates a bound from these rows, without "
-    "a one-sided confidence correction, so it can overshoot. The ROC AUC is a sample "
-    "estimate of how well a classifier tells two identities apart (0.5: not at all). The "
-    "reserved-test certificate is the only statement with a guarantee: with the stated "
-    "confidence the pipeline's ε is at least `epsilon_lb` (a small certificate is absence "
-    "of evidence, not evidence of privacy)."
-)
-
 
 def _route(label: str, ds: xr.Dataset | None) -> str:
     """Auditor class of a variable prefix: from ``ds``'s attrs, else from the default labels."""
@@ -210,178 +191,3 @@ def discordant_routes(
         if n and k / n >= ROCHT_INF_SHARE
     ]
     return out
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.3g}"
-
-
-def conclusion(
-    summaries: Mapping[str, AuditSummary],
-    certificates: Mapping[str, xr.Dataset] | None = None,
-) -> str:
-    """One paragraph: which condition leaks least by which measure, and how sure that is.
-
-    Parameters
-    ----------
-    summaries : mapping of condition name to AuditSummary
-        One :func:`idaudit.summarize` row per condition (one entry: a single condition).
-    certificates : mapping of condition name to xarray.Dataset, optional
-        ``certificates_`` per condition.
-
-    Returns
-    -------
-    str
-        The paragraph (markdown, no heading).
-    """
-    if not summaries:
-        raise InvalidInputError("`summaries` must name at least one condition.")
-    certificates = dict(certificates or {})
-    mmd: dict[str, float] = {}
-    auc: dict[str, float] = {}
-    for name, s in summaries.items():
-        parts = _parts(s, None)
-        if parts["MMDTVAuditor"]:
-            mmd[name] = parts["MMDTVAuditor"][0][1]
-        if parts["auc"] is not None:
-            auc[name] = parts["auc"]
-    cert_max = {
-        n: float(np.max(c["epsilon_lb"].values)) for n, c in certificates.items() if c.sizes["pair"]
-    }
-    # the largest certificate over conditions is certified only when they were one family
-    joint = not cert_max or reduction_attrs_across(
-        [
-            ({"status": "certified_lower_bound", **c["epsilon_lb"].attrs}, c.sizes["pair"])
-            for n, c in certificates.items()
-            if n in cert_max
-        ]
-    )["status"] == "certified_lower_bound"
-    if len(summaries) > 1:
-        said = _ranking(len(summaries), mmd, auc, cert_max, joint=joint)
-    else:
-        said = [_one_condition(next(iter(summaries)), mmd, auc, cert_max)]
-    said.append(_how_sure(certificates))
-    return " ".join(said)
-
-
-def _ranking(
-    n: int,
-    mmd: dict[str, float],
-    auc: dict[str, float],
-    cert_max: dict[str, float],
-    *,
-    joint: bool = True,
-) -> list[str]:
-    """Which of several conditions leaks least by each estimate, and what the certificates prove.
-
-    A measure names a condition only when its value is strictly best (ties within
-    :data:`TIE_ATOL` name none). The certificates are lower bounds, so they rank only upwards:
-    they say which condition is *proven* to leak at least how much, never which leaks least.
-    """
-    said = [f"Of the {n} conditions,"]
-    measures = []
-    if mmd:
-        best = _strict_best(mmd, key=lambda v: v)
-        if best is None:
-            said.append("MMD-TV does not rank them (the lowest medians tie);")
-        else:
-            measures.append(
-                f"**{best}** leaks least by MMD-TV (lowest median ε, {_fmt(mmd[best])}; a "
-                "sample estimate of a lower bound, given without an interval)"
-            )
-    if auc:
-        best = _strict_best(auc, key=lambda v: abs(v - 0.5))
-        if best is None:
-            said.append("the ROC AUC does not rank them (the medians nearest 0.5 tie);")
-        else:
-            measures.append(
-                f"**{best}** by the classifier (median ROC AUC {auc[best]:.3f}, nearest 0.5; a "
-                "sample estimate)"
-            )
-    if measures:
-        said.append("; ".join(measures) + ".")
-        winners = {m.split("**")[1] for m in measures}
-        if len(measures) > 1:
-            said.append(
-                "The estimates agree."
-                if len(winners) == 1
-                else "The estimates disagree, so no condition leaks least on every reading."
-            )
-    elif not mmd and not auc:
-        said.append("no estimate that ranks leakage (MMD-TV, ROC AUC) was run.")
-    if cert_max:
-        top = max(cert_max, key=cert_max.__getitem__)
-        if cert_max[top] > 0 and joint:
-            said.append(
-                f"The largest certified lower bound is **{top}**'s, {cert_max[top]:.4f}: it "
-                "is proven to leak at least that much. A lower bound ranks nothing: a "
-                "smaller certificate elsewhere is not evidence of less leakage."
-            )
-        elif cert_max[top] > 0:
-            said.append(
-                f"The largest certificate is **{top}**'s, {cert_max[top]:.4f}, but the "
-                "conditions were certified as separate families, so the largest of them is "
-                "a sample estimate, not a certified bound (certify them with n_families = "
-                f"{n}). A lower bound ranks nothing either way."
-            )
-        else:
-            said.append(
-                "No certificate exceeds 0: nothing is proven either way, and a bound of 0 is "
-                "not evidence of privacy."
-            )
-    return said
-
-
-def _strict_best(values: dict[str, float], key: Callable[[float], float]) -> str | None:
-    """Return the condition with the smallest ``key(value)``, or None when that ties."""
-    order = sorted(values, key=lambda name: key(values[name]))
-    if len(order) > 1 and key(values[order[1]]) - key(values[order[0]]) <= TIE_ATOL:
-        return None
-    return order[0]
-
-
-def _one_condition(
-    name: str, mmd: dict[str, float], auc: dict[str, float], cert_max: dict[str, float]
-) -> str:
-    """Say what one condition's numbers are, with their statuses (nothing to rank)."""
-    facts = []
-    if mmd:
-        facts.append(f"median MMD-TV ε {_fmt(mmd[name])} (sample estimate of a lower bound)")
-    if auc:
-        near = "within" if abs(auc[name] - 0.5) < AUC_BAND else "not within"
-        facts.append(
-            f"median ROC AUC {auc[name]:.3f} ({near} {AUC_BAND:g} of 0.5, where a "
-            "classifier cannot tell identities apart)"
-        )
-    if name in cert_max:
-        facts.append(f"largest certified ε {cert_max[name]:.4f} (certified lower bound)")
-    label = f"condition {name}" if name else "this condition"
-    return (
-        f"One condition, so no ranking: {label} has "
-        + ("; ".join(facts) if facts else "only diagnostics")
-        + "."
-    )
-
-
-def _how_sure(certificates: dict[str, Any]) -> str:
-    """Which numbers carry a guarantee, and whether the certificates sit at their ceilings."""
-    if not certificates:
-        return (
-            "No certificate was computed, so nothing here carries a guarantee: MMD-TV and the "
-            "ROC AUC are sample estimates, the rest diagnostics (run `idaudit certify` for a "
-            "certified lower bound)."
-        )
-    n_at = sum(int(at_ceiling(c).sum()) for c in certificates.values())
-    total = sum(c.sizes["pair"] for c in certificates.values())
-    sure = (
-        "Only the certificates carry a guarantee (a lower bound that holds with the stated "
-        "confidence); the other numbers are estimates or diagnostics."
-    )
-    if n_at:
-        sure += (
-            f" {n_at} of the {total} certificates sit at their ceiling (what "
-            "zero test errors certify): there the test size, not the pipeline, sets the "
-            "number, so a ranking by certificate ranks test sizes; more test rows per "
-            "identity lift the ceiling."
-        )
-    return sure

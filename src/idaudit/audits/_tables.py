@@ -15,7 +15,7 @@ import xarray as xr
 from idaudit._results import reduction_attrs_across
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["condition_fields", "markdown", "read_manifest", "table1", "table2"]
+__all__ = ["condition_fields", "read_manifest", "table1", "table2"]
 
 #: The three parts of a condition name, in the paper's order.
 CONDITION_FIELDS = ("encoder", "dataset", "generator")
@@ -25,16 +25,6 @@ CONDITION_FIELDS = ("encoder", "dataset", "generator")
 #: equal ones agree to rounding; 1e-12 is far above that rounding and far below the 0.001 that
 #: the reports print.
 CEILING_ATOL = 1e-12
-
-#: What a certificate at its ceiling means, and how to lift the ceiling (one sentence).
-CEILING_SENTENCE = (
-    "A certificate *at its ceiling* equals what an error-free test certifies at its test "
-    "sizes: the number of test rows, not the pipeline, limits it, so it says the audit could "
-    "not certify more, not that the pipeline is nearly private; more test rows per identity "
-    "(more images per identity, or a larger `test_size`) lift the ceiling, and may let a "
-    "larger value be certified."
-)
-
 
 def ceiling_reached(epsilon_lb: npt.ArrayLike, ceiling: npt.ArrayLike) -> npt.NDArray[np.bool_]:
     """Whether certified values sit at a positive zero-error ceiling (elementwise).
@@ -84,80 +74,6 @@ def at_ceiling(certificates: xr.Dataset) -> npt.NDArray[np.bool_]:
     if "epsilon_lb_ceiling" not in certificates:
         return np.zeros(lb.shape, dtype=bool)
     return ceiling_reached(lb, certificates["epsilon_lb_ceiling"].values)
-
-
-def ceiling_note(certificates: xr.Dataset) -> str:
-    """One paragraph: how many certificates sit at their ceiling, and what that means.
-
-    Returns ``""`` when the Dataset has no ``epsilon_lb_ceiling``.
-    """
-    if "epsilon_lb_ceiling" not in certificates:
-        return ""
-    flags = at_ceiling(certificates)
-    zero = zero_ceiling(certificates)
-    n = int(flags.size)
-    said = []
-    if zero.any():
-        said.append(
-            f"{int(zero.sum())} of the {n} certificate(s) have a ceiling of 0: their test sizes "
-            "certify nothing whatever the test errors, so their 0 says nothing about the "
-            "pipeline; more test rows per identity are needed for any certificate."
-        )
-    if flags.any():
-        said.append(
-            f"{int(flags.sum())} of the {n} certificate(s) are at their ceiling. "
-            + CEILING_SENTENCE
-        )
-    elif not zero.all():
-        said.append(
-            f"None of the {n} certificate(s) is at its ceiling: test errors, not only the test "
-            "size, limit them."
-        )
-    return " ".join(said)
-
-
-def certificate_markdown(certificates: xr.Dataset) -> str:
-    """Return the certificates as a markdown table with each ceiling and its flag.
-
-    Parameters
-    ----------
-    certificates : xarray.Dataset
-        A ``ReservedTestCertifier(...).fit(...).certificates_``.
-
-    Returns
-    -------
-    str
-        One row per pair: identities, test sizes, test errors, test AUC, ``epsilon_lb``
-        (*certified_lower_bound*), ``ceiling`` (``epsilon_lb_ceiling``, *descriptive*) and
-        ``at ceiling``, followed by :func:`ceiling_note`'s paragraph.
-    """
-    c = certificates
-    flags = at_ceiling(c)
-    has = "epsilon_lb_ceiling" in c
-    lines = [
-        "| identity_a | identity_b | test n (a, b) | test errors (fp, fn) | test AUC | "
-        "epsilon_lb | ceiling | at ceiling |",
-        "|---|---|---|---|---|---|---|---|",
-        "| | | | | *sample_estimate* | *certified_lower_bound* | *descriptive* | |",
-    ]
-    for i in range(c.sizes["pair"]):
-        row = c.isel(pair=i)
-
-        def num(name: str, fmt: str, row: xr.Dataset = row) -> str:
-            return format(float(row[name]), fmt) if name in row else "–"
-
-        def count(name: str, row: xr.Dataset = row) -> str:
-            return str(int(row[name])) if name in row else "–"
-
-        lines.append(
-            f"| {row['identity_a'].item()} | {row['identity_b'].item()} | "
-            f"{count('n_test_a')}, {count('n_test_b')} | "
-            f"{count('test_fp')}, {count('test_fn')} | {num('test_auc', '.3f')} | "
-            f"{num('epsilon_lb', '.4f')} | {num('epsilon_lb_ceiling', '.4f')} | "
-            f"{('**yes**' if flags[i] else 'no') if has else '–'} |"
-        )
-    note = ceiling_note(c)
-    return "\n".join(lines) + "\n" + (f"\n{note}\n" if note else "")
 
 
 def condition_fields(name: str) -> dict[str, str]:
@@ -352,29 +268,6 @@ def _range(values: np.ndarray, fmt: str) -> str:
     if np.issubdtype(values.dtype, np.integer):
         lo, hi = int(lo), int(hi)
     return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}–{fmt.format(hi)}"
-
-
-def markdown(frame: pd.DataFrame) -> str:
-    """Return a DataFrame as a GitHub markdown table (statuses in a second header row)."""
-    status = frame.attrs.get("status", {})
-    cols = [str(c) for c in frame.columns]
-    lines = [
-        "| " + " | ".join(cols) + " |",
-        "|" + "---|" * len(cols),
-    ]
-    if status:
-        lines.append(
-            "| " + " | ".join(f"*{status[c]}*" if c in status else "" for c in cols) + " |"
-        )
-    for row in frame.itertuples(index=False):
-        cells = []
-        for v in row:
-            if isinstance(v, float):
-                cells.append("inf" if np.isinf(v) else ("–" if np.isnan(v) else f"{v:.3g}"))
-            else:
-                cells.append(str(v))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def read_manifest(path: str | Path) -> dict[str, str]:

@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     out = out_dir(args.out)
 
     from idaudit._results import pair_frame, write_csv, write_netcdf, write_text
-    from idaudit.audits import audit_pairs, discordant_routes, summarize
+    from idaudit.audits import audit_pairs, summarize
     from idaudit.data import sample_pairs
 
     pairs = sample_pairs(es.identities, n_pairs, rng=args.seed)
@@ -209,9 +209,7 @@ def run(args: argparse.Namespace) -> int:
     ds.attrs.update(input_provenance(args.embeddings))
     results = write_netcdf(ds, out / "results.nc")
     write_csv(pair_frame(ds), out / "pairs.csv")
-    text = _summary_markdown(
-        summary, args.embeddings, read, n_pairs, m, min_rows, small, discordant_routes(ds)
-    )
+    text = _summary_markdown(ds, args.embeddings, read, n_pairs, m, min_rows, small)
     report = write_text(text, out / "summary.md")
     say(repr(summary))
     say(f"wrote:\n  {results}\n  {out / 'pairs.csv'}\n  {report}")
@@ -239,68 +237,26 @@ def _auditors(args: argparse.Namespace, methods: list[str], min_rows: int) -> li
 
 
 def _summary_markdown(
-    summary: Any,
+    ds: Any,
     source: str,
     read: Any,
     n_pairs: int,
     n_identities: int,
     min_rows: int,
     small: dict[Any, int],
-    warnings_: list[str],
 ) -> str:
-    from idaudit.audits._discordance import ROUTE_GUIDE, conclusion
+    from idaudit.pipeline.report import audit_document
 
-    lines = [
-        "# idaudit audit",
-        "",
-        "## Conclusion",
-        "",
-        conclusion({"": summary}),
-        "",
-        *_warning_lines(warnings_),
-        "## What each route answers",
-        "",
-        ROUTE_GUIDE,
-        "",
-        "## Summary",
-        "",
-        f"Input `{source}`: {describe(read)}.",
-        "",
-        min_rows_line(min_rows, small),
-        "",
-        (
-            f"Pairs: {'the 1 pair' if n_pairs == 1 else f'all {n_pairs} pairs'} of the "
-            f"{n_identities} identities kept"
-            if n_pairs == n_identities * (n_identities - 1) // 2
-            else f"Pairs: the first {n_pairs} of one seeded shuffle of all pairs of the "
-            f"{n_identities} identities kept"
-        )
-        + f"; the medians below are over the {summary.n_pairs} pairs where every method has "
-        "a value.",
-        "",
-        "| column | value | status |",
-        "|---|---|---|",
-    ]
-    for column, value, status in zip(
-        summary.columns, summary.values, summary.statuses, strict=False
-    ):
-        text = value if isinstance(value, str) else f"{value:.6g}"
-        lines.append(f"| {column} | {text} | {status} |")
-    lines += [
-        "",
-        "*diagnostic*: not a bound on the joint mechanism; *sample_estimate*: a population "
-        "bound evaluated on a sample, without a one-sided confidence correction (it can "
-        "overshoot). For confidence-certified lower bounds run `idaudit certify`.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _warning_lines(sentences: list[str]) -> list[str]:
-    """Return the "Warnings" section of a report: one bullet per sentence, none when none."""
-    if not sentences:
-        return []
-    return ["## Warnings", "", *(f"- {s}" for s in sentences), ""]
+    pairs = (
+        f"Pairs: {'the 1 pair' if n_pairs == 1 else f'all {n_pairs} pairs'} of the "
+        f"{n_identities} identities kept."
+        if n_pairs == n_identities * (n_identities - 1) // 2
+        else f"Pairs: the first {n_pairs} of one seeded shuffle of all pairs of the "
+        f"{n_identities} identities kept."
+    )
+    context = ["", f"Input `{source}`: {describe(read)}.", "", min_rows_line(min_rows, small),
+               "", pairs, ""]
+    return audit_document(ds, None, context=context)
 
 
 _SUFFIXES = (".csv", ".npz", ".parquet", ".pq")
@@ -359,9 +315,10 @@ def _run_conditions(
 
     from idaudit._results import pair_frame, write_atomic, write_csv, write_netcdf, write_text
     from idaudit.audits import audit_pairs, concat_conditions, median_auc_rocs, table1, table2
-    from idaudit.audits._tables import condition_fields, markdown
+    from idaudit.audits._tables import condition_fields
     from idaudit.certify import sanity_controls
     from idaudit.data import sample_pairs
+    from idaudit.pipeline.report import frame_table as markdown
     from idaudit.plotting import plot_figure3
 
     auditors = _auditors(args, methods, min_rows)
@@ -442,53 +399,11 @@ def _condition_names(args: argparse.Namespace, paths: list[Path]) -> dict[Path, 
 def _conditions_markdown(
     results: dict[str, Any], certs: dict[str, Any], t1: Any, t2: Any, n_pairs: int
 ) -> str:
-    """summary.md of several conditions: conclusion, warnings, Table 1, Table 2, certificates."""
-    from idaudit.audits import discordant_routes, summarize
-    from idaudit.audits._discordance import ROUTE_GUIDE, conclusion
-    from idaudit.audits._tables import CEILING_SENTENCE, certificate_markdown, markdown
+    """summary.md of several conditions: verdict, warnings, tables, then the explanations."""
+    from idaudit.pipeline.report import audit_document
 
-    summaries = {name: summarize(ds) for name, ds in results.items()}
-    warned = [
-        f"Condition {name}: {sentence}"
-        for name, ds in results.items()
-        for sentence in discordant_routes(ds, certificates=certs.get(name))
-    ]
-    lines = [
-        "# idaudit audit",
-        "",
-        "## Conclusion",
-        "",
-        conclusion(summaries, certs),
-        "",
-        *_warning_lines(warned),
-        "## What each route answers",
-        "",
-        ROUTE_GUIDE,
-        "",
-        "## Table 1: audits",
-        "",
-        f"Medians over the pairs (at most {n_pairs} per condition) where every method has a "
-        "value; the second header row gives each column's status.",
-        "",
-        markdown(t1),
-    ]
-    if t2 is not None:
-        lines += [
-            "## Table 2: reserved-test certificates",
-            "",
-            "`epsilon_lb_ceiling` is what zero test errors certify at the test sizes; "
-            "`n_at_ceiling` counts the certificates equal to it. " + CEILING_SENTENCE,
-            "",
-            markdown(t2),
-        ]
-        for name, cert in certs.items():
-            lines += [f"## Certificates: {name}", "", certificate_markdown(cert)]
-    else:
-        lines += [
-            "No certificate was computed (`--no-certify`); nothing above carries a guarantee.",
-            "",
-        ]
-    return "\n".join(lines)
+    context = [f"At most {n_pairs} pairs per condition.", ""]
+    return audit_document(results, certs, context=context, table2=t2)
 
 
 def _certify(es: Any, pairs: list[Any], n_families: int, seed: int, name: str) -> Any:

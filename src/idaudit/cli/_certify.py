@@ -204,114 +204,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verdict(c: Any, flags: Any) -> str:
-    """Write the conclusion of certificates.md: the largest certificate against its ceiling."""
-    a = c.attrs
-    lb = c["epsilon_lb"].values
-    if not lb.size:
-        return "No pair was certified."
-    largest = int(lb.argmax())
-    verdict = (
-        f"The largest certified lower bound on epsilon is **{a['epsilon_lb']:.3f}** "
-        f"({c['identity_a'].values[largest]} vs {c['identity_b'].values[largest]})"
-    )
-    if "epsilon_lb_ceiling" in c:
-        ceiling = float(c["epsilon_lb_ceiling"].values[largest])
-        if ceiling <= 0:
-            reading = (
-                ": these test sizes certify nothing whatever the test errors, so the 0 says "
-                "nothing about the pipeline; more test rows per identity are needed."
-            )
-        elif flags[largest]:
-            reading = (
-                ": it is **at its ceiling** (no test error), so the test size, not the "
-                "pipeline, limits it; a larger test may certify more."
-            )
-        else:
-            reading = ": below its ceiling, so test errors, not only the test size, limit it."
-        verdict += f", against a ceiling of {ceiling:.4f} at that pair's test sizes{reading}"
-    else:
-        verdict += "."
-    return verdict + (
-        f" {int(flags.sum())} of the {lb.size} certificates sit at their ceiling. It is the "
-        "only statement here with a guarantee: with the stated confidence the pipeline's "
-        "epsilon is at least this; a small value is absence of evidence, not evidence of "
-        "privacy."
-    )
-
-
 def _certificate_markdown(
     c: Any, controls: Any, source: str, read: Any, min_rows_line: str, notes: list[str]
 ) -> str:
-    from idaudit.audits._tables import CEILING_SENTENCE, at_ceiling
+    from idaudit.pipeline.report import certify_document
 
     a = c.attrs
-    lb = c["epsilon_lb"].values
-    flags = at_ceiling(c)
-    has_ceiling = "epsilon_lb_ceiling" in c
-    n_at = int(flags.sum())
-    verdict = _verdict(c, flags)
-    lines = [
-        "# idaudit certify",
-        "",
-        "## Conclusion",
-        "",
-        verdict,
-        "",
-        "## Input",
+    context = [
         "",
         f"Input `{source}`: {describe(read)}.",
         "",
         min_rows_line,
         "",
-        "## Certificates",
-        "",
-        f"Status **certified_lower_bound**: {a['confidence']}. Each error-rate bound is a "
-        f"one-sided Clopper-Pearson bound at {a['alpha_per_bound']:.3g}; delta = {a['delta']:g}. "
         f"Even an error-free test certifies 0 below {a['min_test_rows_for_nonzero']} test rows "
-        "per identity. The *ceiling* (status descriptive) is what zero test errors certify at "
-        "the pair's test sizes: no data can certify more.",
+        "per identity.",
         "",
-        "| identity_a | identity_b | test n (a, b) | test errors (fp, fn) | UFPR | UFNR | "
-        "test AUC | epsilon_lb | ceiling | at ceiling |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for i in range(c.sizes["pair"]):
-        row = c.isel(pair=i)
-        ceiling_cell = (
-            f"{float(row['epsilon_lb_ceiling']):.4f} | {'**yes**' if flags[i] else 'no'}"
-            if has_ceiling
-            else "– | –"
-        )
-        lines.append(
-            f"| {row['identity_a'].item()} | {row['identity_b'].item()} | "
-            f"{int(row['n_test_a'])}, {int(row['n_test_b'])} | "
-            f"{int(row['test_fp'])}, {int(row['test_fn'])} | {float(row['ufpr']):.4f} | "
-            f"{float(row['ufnr']):.4f} | {float(row['test_auc']):.3f} | "
-            f"{float(row['epsilon_lb']):.4f} | {ceiling_cell} |"
-        )
-    lines += ["", f"Largest certified lower bound: **{a['epsilon_lb']:.3f}**.", ""]
-    if n_at:
-        lines += [
-            f"{n_at} of the {lb.size} certificates are at their ceiling. " + CEILING_SENTENCE,
-            "",
-        ]
-    if notes:
-        lines += ["## Warnings", "", *(f"- {note}" for note in notes), ""]
-    if controls is not None:
-        ca = controls.attrs
-        lines += [
-            "## Same-identity split-half controls",
-            "",
-            f"MMD^2 permutation tests rejecting at {ca['alpha']:g}: {ca['n_rejected']} of "
-            f"{ca['n_identities']} (rate {ca['rejection_rate']:.3f}; about {ca['alpha']:g} is "
-            f"expected when there is no artefact). Mean split-half ROC AUC "
-            f"{ca['mean_auc']:.3f}: with no signal this sits at or *below* 0.5, not above it. "
-            "Cross-validated AUC is biased below 0.5 under the null (a held-out row is "
-            "missing from its own half's training rows, so the fitted classifier leans away "
-            "from it), the more so the fewer the rows; only a mean well *above* 0.5 points "
-            "at an artefact. The permutation test's rejection rate is the calibrated check. "
-            f"Exact (0, 1) corners: {ca['n_corners']} (none expected).",
-            "",
-        ]
-    return "\n".join(lines)
+    return certify_document(c, controls=controls, context=context, notes=notes)

@@ -432,9 +432,10 @@ def strength_figure(table: pd.DataFrame, n_identities: int) -> Figure:
     -------
     matplotlib.figure.Figure
         One column per anonymiser; top row the MMD-TV median and the largest certificate
-        (symmetric-log ε axis, the certificate's zero-error ceiling dotted and values at it
-        ringed), bottom row the median ROC AUC and the top-1 identification rate ([0, 1],
-        chance levels dotted); dashed lines are the values without anonymisation.
+        (ε axis from 0, linear or symmetric-log as the data's range asks; the certificate's
+        zero-error ceiling dotted and values at it ringed), bottom row the median ROC AUC and
+        the top-1 identification rate ([0, 1], chance levels dotted); the values without
+        anonymisation are hollow diamonds at strength 0.
     """
     from idaudit.plotting import plot_strength
 

@@ -212,20 +212,27 @@ def curve_figure(sweeps: dict[str, xr.Dataset]) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        One panel per mechanism, one colour per noise level.
+        One row per mechanism, one panel per noise level (no curve hides another), one
+        legend below all panels.
     """
     from matplotlib.figure import Figure
 
     from idaudit.plotting import plot_epsilon_curve
 
-    fig = Figure(figsize=(12.0, 4.8), layout="constrained")
-    axes = fig.subplots(1, len(sweeps), squeeze=False)[0]
-    for ax, (name, ds) in zip(axes, sweeps.items(), strict=True):
-        plot_epsilon_curve(
-            ds,
-            ax=ax,
-            title=f"{name.capitalize()} noise: certified ε(δ) (solid) vs true (dashed)",
-        )
+    n_levels = max(ds.sizes[next(d for d in ds["certified_epsilon_curve"].dims if d != "delta")]
+                   for ds in sweeps.values())  # fmt: skip
+    fig = Figure(figsize=(2.8 * n_levels, 3.0 * len(sweeps) + 0.8), layout="constrained")
+    grid = fig.subplots(len(sweeps), n_levels, squeeze=False)
+    for row, (name, ds) in zip(grid, sweeps.items(), strict=True):
+        plot_epsilon_curve(ds, axes=list(row), legend=False)
+        row[0].set_ylabel(f"{name.capitalize()} noise\n{row[0].get_ylabel()}")
+    handles: dict[str, Any] = {}
+    for ax in grid.ravel():
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=4,
+               fontsize="small")  # fmt: skip
+    fig.suptitle("Certified ε(δ) (blue) against the true ε(δ) (black), one panel per noise level")
     return fig
 
 

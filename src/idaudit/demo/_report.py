@@ -3,27 +3,44 @@
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
+from idaudit._markdown import (
+    Bullet,
+    number,
+    statuses_section,
+    table,
+    verdict_section,
+    warnings_section,
+)
 from idaudit.audits._tables import ceiling_reached
 from idaudit.demo._faces import (
     FACE_SEED,
     FaceDemoResult,
-    _certified_status,
     _median,
 )
 from idaudit.demo._noise import DEMO_SEED
+from idaudit.pipeline.report import (
+    MMDTV_CEILING,
+    ceiling_section,
+    certificate_table,
+    column_flag,
+    columns_section,
+    controls_section,
+    interval_text,
+    median_interval,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from idaudit.demo._run import DemoConfig
 
-__all__ = ["METHOD_TEXT", "at_ceiling", "conclusion", "demo_report", "markdown_table"]
+__all__ = ["METHOD_TEXT", "at_ceiling", "demo_report", "faces_verdict", "markdown_table"]
 
 #: Plain-language reading of each method's numbers (report.md).
 METHOD_TEXT = {
@@ -79,30 +96,30 @@ def demo_report(faces: FaceDemoResult, noise: xr.Dataset, cfg: DemoConfig, secon
     str
         Markdown.
     """
-    return _faces_report(faces, cfg) + "\n" + _noise_report(noise, cfg, seconds)
+    return _faces_report(faces, cfg, noise) + "\n" + _noise_report(noise, cfg, seconds)
 
 
 def _fmt(x: float) -> str:
-    if np.isnan(x):
-        return "–"
-    if np.isinf(x):
-        return "inf"
-    return f"{x:.3g}"
+    return number(x)
 
 
-def markdown_table(table: pd.DataFrame) -> list[str]:
+def markdown_table(table_: pd.DataFrame, results: xr.Dataset | None = None) -> list[str]:
     """Return the faces demo's main table as markdown lines.
 
     Parameters
     ----------
-    table : pandas.DataFrame
+    table_ : pandas.DataFrame
         :attr:`FaceDemoResult.table`: one row per condition.
+    results : xarray.Dataset, optional
+        :attr:`FaceDemoResult.results`: with it, the MMD-TV and ROC AUC medians carry their
+        95 % order-statistic intervals over the pairs.
 
     Returns
     -------
     list of str
-        The header, the separator, a row of each column's formal status (the certified
-        column's is derived when the table is built) and one row per condition.
+        The header, a row of each column's formal status (the certified column's is derived
+        when the table is built), a row of flags for columns that carry no information here
+        (all +∞, all at the ceiling) and one row per condition.
     """
     head = [
         "condition",
@@ -111,53 +128,56 @@ def markdown_table(table: pd.DataFrame) -> list[str]:
         "same-person match (d < 0.6) [95% CI]",
         "GaussMech",
         "KDE-LR",
-        "MMD-TV",
+        "MMD-TV [95% CI]",
         "MMD hockey-stick",
-        "ROC AUC",
-        "ROC-HT OOF = inf",
-        "certified ε (max) [zero-error ceiling]",
+        "ROC AUC [95% CI]",
+        "ROC-HT +∞",
+        "certified ε (max) [ceiling]",
     ]
     status = [
         "",
         "descriptive",
-        "sample estimate",
-        "sample estimate",
+        "sample_estimate",
+        "sample_estimate",
         "diagnostic",
         "diagnostic",
-        "sample estimate",
-        "sample estimate",
-        "sample estimate",
+        "sample_estimate",
+        "sample_estimate",
+        "sample_estimate",
         "diagnostic",
-        _certified_status(table),
+        str(table_.attrs.get("certified_max_status", "")),
     ]
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-        "| " + " | ".join(f"*{s}*" if s else "" for s in status) + " |",
+
+    def median(r: Any, column: str, var: str) -> str:
+        if results is not None and var in results:
+            values = results[var].sel(condition=r.condition).values
+            return interval_text(*median_interval(values))
+        return _fmt(getattr(r, column))
+
+    rows = [
+        [
+            str(r.condition),
+            int(r.faces_lost),
+            f"{r.top1_rate:.0%} [{r.top1_low:.0%}, {r.top1_high:.0%}]",
+            f"{r.match_rate:.0%} [{r.match_low:.0%}, {r.match_high:.0%}]",
+            _fmt(r.gaussmech_median),
+            _fmt(r.kdelr_median),
+            median(r, "mmdtv_median", "mmdtv_epsilon"),
+            _fmt(r.mmdtv_hs_median),
+            median(r, "rocht_auc_median", "rocht_auc"),
+            f"{r.rocht_inf}/{r.n_pairs}",
+            _certified_cell(float(r.certified_max), float(getattr(r, "certified_ceiling", np.nan))),
+        ]
+        for r in table_.itertuples()
     ]
-    for r in table.itertuples():
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    str(r.condition),
-                    str(r.faces_lost),
-                    f"{r.top1_rate:.0%} [{r.top1_low:.0%}, {r.top1_high:.0%}]",
-                    f"{r.match_rate:.0%} [{r.match_low:.0%}, {r.match_high:.0%}]",
-                    _fmt(r.gaussmech_median),
-                    _fmt(r.kdelr_median),
-                    _fmt(r.mmdtv_median),
-                    _fmt(r.mmdtv_hs_median),
-                    _fmt(r.rocht_auc_median),
-                    f"{r.rocht_inf}/{r.n_pairs}",
-                    _certified_cell(
-                        float(r.certified_max), float(getattr(r, "certified_ceiling", np.nan))
-                    ),
-                ]
-            )
-            + " |"
-        )
-    return lines
+    flags = {}
+    if len(table_) and bool((table_["rocht_inf"] == table_["n_pairs"]).all()):
+        flags["ROC-HT +∞"] = "+∞ on every pair of every row: no information"
+    if "certified_ceiling" in table_:
+        flag = column_flag(table_["certified_max"], table_["certified_ceiling"])
+        if flag:
+            flags["certified ε (max) [ceiling]"] = flag
+    return table(head, rows, statuses=status, flags=flags or None).rstrip("\n").split("\n")
 
 
 def at_ceiling(epsilon: float, ceiling: float) -> bool:
@@ -176,10 +196,11 @@ def _certified_cell(epsilon: float, ceiling: float) -> str:
 
 
 def _noise_table(ds: xr.Dataset) -> list[str]:
-    """One markdown table: a row per noise level."""
+    """One markdown table: a row per noise level, columns that carry nothing flagged."""
+    laplace = str(ds["mechanism"].values) == "laplace" if "mechanism" in ds.coords else False
     head = [
         "noise sd",
-        "scale",
+        *(["Laplace scale b"] if laplace else []),
         "ROC AUC (median)",
         "true ε (median)",
         "guarantee, all pairs",
@@ -187,58 +208,146 @@ def _noise_table(ds: xr.Dataset) -> list[str]:
         "KDE-LR",
         "MMD-TV",
         "MMD hockey-stick",
-        "ROC-HT OOF = inf",
+        "ROC-HT +∞",
         "certified ε (max)",
         "certified > true",
     ]
-    status = [
-        "",
-        "",
-        "sample estimate",
-        "reference",
-        "reference",
-        "diagnostic",
-        "diagnostic",
-        "sample estimate",
-        "sample estimate",
-        "diagnostic",
-        str(ds["certified_epsilon_max"].attrs.get("status", "")).replace("_", " "),
-        "",
-    ]
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "| " + " | ".join(f"*{s}*" if s else "" for s in status) + " |",
-    ]
-    lines.insert(1, "|" + "---|" * len(head))
+    status = {
+        "ROC AUC (median)": "sample_estimate",
+        "true ε (median)": "reference",
+        "guarantee, all pairs": "reference",
+        "GaussMech": "diagnostic",
+        "KDE-LR": "diagnostic",
+        "MMD-TV": "sample_estimate",
+        "MMD hockey-stick": "sample_estimate",
+        "ROC-HT +∞": "diagnostic",
+        "certified ε (max)": str(ds["certified_epsilon_max"].attrs.get("status", "")),
+    }
+    rows = []
     for i in range(ds.sizes["noise_sd"]):
         row = ds.isel(noise_sd=i)
 
-        def med(name: str, row: xr.Dataset = row) -> str:
-            return _fmt(_median(_floats(row, name)))
+        def med(name: str, row: xr.Dataset = row) -> float:
+            return _median(_floats(row, name))
 
         rocht = _floats(row, "rocht_epsilon")
         over, certified = _certified_over_truth(row)
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    _fmt(float(row["noise_sd"])),
-                    _fmt(float(row["mechanism_scale"])),
-                    med("rocht_auc"),
-                    med("true_epsilon"),
-                    _fmt(float(row["reference_epsilon"])),
-                    med("gaussmech_epsilon"),
-                    med("kdelr_epsilon"),
-                    med("mmdtv_epsilon"),
-                    med("mmdtv_epsilon_hs"),
-                    f"{int(np.isposinf(rocht).sum())}/{rocht.size}",
-                    _fmt(float(row["certified_epsilon_max"])),
-                    f"{over}/{certified}",
-                ]
-            )
-            + " |"
+        rows.append(
+            [
+                float(row["noise_sd"]),
+                *([float(row["mechanism_scale"])] if laplace else []),
+                med("rocht_auc"),
+                med("true_epsilon"),
+                float(row["reference_epsilon"]),
+                med("gaussmech_epsilon"),
+                med("kdelr_epsilon"),
+                med("mmdtv_epsilon"),
+                med("mmdtv_epsilon_hs"),
+                f"{int(np.isposinf(rocht).sum())}/{rocht.size}",
+                float(row["certified_epsilon_max"]),
+                f"{over}/{certified}",
+            ]
         )
-    return lines
+    flags = {}
+    rocht_all = _floats(ds, "rocht_epsilon")
+    if rocht_all.size and np.isposinf(rocht_all[~np.isnan(rocht_all)]).all():
+        flags["ROC-HT +∞"] = "+∞ on every pair of every row: no information"
+    if "certified_ceiling" in ds:
+        flag = column_flag(_floats(ds, "certified_epsilon_max"), _floats(ds, "certified_ceiling"))
+        if flag:
+            flags["certified ε (max)"] = flag
+    return table(head, rows, statuses=status, flags=flags or None).rstrip("\n").split("\n")
+
+
+#: The routes whose tracking of the truth part two measures: (column, variable, pure DP,
+#: lower bound).
+_TRACKED = (
+    ("GaussMech", "gaussmech_epsilon", False, False),
+    ("KDE-LR", "kdelr_epsilon", True, False),
+    ("MMD-TV", "mmdtv_epsilon", True, True),
+    ("MMD hockey-stick", "mmdtv_epsilon_hs", True, True),
+    ("certified ε", "certified_epsilon", False, True),
+)
+
+#: A route "tracks" the truth when its medians keep the order of the true ε over the noise
+#: levels (Spearman ρ at least this) and, at the strongest level, a diagnostic sits within a
+#: factor :data:`TRACK_FACTOR` of the truth and a lower bound at or below it.
+TRACK_RHO = 0.8
+TRACK_FACTOR = 10.0
+
+
+def tracking(ds: xr.Dataset, var: str) -> tuple[float, float]:
+    """Return a route's Spearman ρ with the true ε over the levels, and their ratio at the end.
+
+    ρ is computed between the per-level medians of ``var`` and of ``true_epsilon``; the ratio
+    is at the strongest noise level (the largest ``noise_sd``). NaN where undefined (a
+    constant series, a truth of 0 or +∞).
+    """
+    from scipy.stats import spearmanr
+
+    route = np.array(
+        [_median(_floats(ds.isel(noise_sd=i), var)) for i in range(ds.sizes["noise_sd"])]
+    )
+    truth = np.array(
+        [_median(_floats(ds.isel(noise_sd=i), "true_epsilon")) for i in range(ds.sizes["noise_sd"])]
+    )
+    keep = np.isfinite(route) & np.isfinite(truth)
+    rho = float("nan")
+    if keep.sum() >= 3 and np.ptp(route[keep]) > 0 and np.ptp(truth[keep]) > 0:
+        rho = float(spearmanr(route[keep], truth[keep]).statistic)
+    strongest = int(np.argmax(ds["noise_sd"].values))
+    ratio = (
+        float(route[strongest] / truth[strongest])
+        if np.isfinite(truth[strongest]) and truth[strongest] > 0
+        else float("nan")
+    )
+    return rho, ratio
+
+
+def _tracking_lines(ds: xr.Dataset) -> list[str]:
+    """Say, per route and mechanism, whether it tracked the true ε: ρ and the ratio."""
+    rows = []
+    for column, var, pure, lower in _TRACKED:
+        cells: list[Any] = [column]
+        for mech in ds["mechanism"].values.tolist():
+            part = ds.sel(mechanism=mech)
+            if mech == "gaussian" and pure:
+                cells += ["truth +∞ (δ = 0)", "–", "any finite value is consistent"]
+                continue
+            rho, ratio = tracking(part, var)
+            close = ratio <= 1.0 if lower else 1 / TRACK_FACTOR <= ratio <= TRACK_FACTOR
+            tracked = (
+                "yes"
+                if rho >= TRACK_RHO and close
+                else "no"
+                if np.isfinite(rho) or np.isfinite(ratio)
+                else "–"
+            )
+            cells += [
+                number(rho, 2) if np.isfinite(rho) else "– (constant)",
+                f"{number(ratio)}×",
+                tracked,
+            ]
+        rows.append(cells)
+    mechs = ds["mechanism"].values.tolist()
+    head = ["route"] + [
+        f"{m} {what}" for m in mechs for what in ("ρ", "ratio at strongest", "tracked")
+    ]
+    return [
+        "### Did each route track the truth?",
+        "",
+        "ρ: Spearman rank correlation of the route's median with the median true ε over the "
+        "noise levels (1: the route orders the levels as the truth does). Ratio: the route's "
+        "median over the true ε at the strongest noise (the largest sd, the smallest truth). "
+        f"*Tracked*: ρ ≥ {TRACK_RHO:g} and, at the strongest noise, a diagnostic within a "
+        f"factor {TRACK_FACTOR:g} of the truth, a lower bound (MMD-TV, the certificate) at or "
+        "below it (a lower bound of 0 there is loose, not wrong). For "
+        "Gaussian noise the truth of the pure-DP routes (δ = 0) is +∞, so they cannot be "
+        "checked there; GaussMech and the certificate are read at δ = 1e-5.",
+        "",
+        table(head, rows).rstrip("\n"),
+        "",
+    ]
 
 
 def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
@@ -290,6 +399,8 @@ def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         "",
         *_noise_table(lap),
         "",
+        *columns_section(["true ε", "guarantee, all pairs"], heading="### The truth columns"),
+        *_tracking_lines(ds),
         *_curve_lines(ds),
         "### Reading the numbers",
         "",
@@ -308,25 +419,11 @@ def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         f"{n_cells} pair × level cells; hockey-stick variant: "
         f"{int((lap_hs > lap_true).sum())}. The population MMD-TV bound never exceeds the "
         "truth; the sample estimate can, when the truth is small and the sample is small.",
-        "* **ROC-HT OOF = inf** counts pairs whose out-of-fold ROC touches an endpoint (FPR = 0 "
-        "with TPR > 0, or TPR = 1 with FPR < 1). With about a hundred samples this happens even "
-        "near chance: the raw Eq. 15 value is an endpoint artefact, which is why the AUC and the "
-        "certificate are reported beside it.",
-        "* **GaussMech and KDE-LR** are diagnostics, not bounds: they may sit above or below the "
-        "truth.",
         "",
-        "### What each status means",
-        "",
-        "* **reference** — a property of the mechanism proved in closed form (the truth the "
-        "audits are checked against), not something estimated from samples.",
-        "* **certified_lower_bound** — holds with the stated confidence: with probability ≥ "
-        "1 − α every certified pair of one family (here: one mechanism at one noise level) has "
-        "a true ε at least the reported value (iid draws assumed).",
-        "* **sample_estimate** — a population lower-bound formula evaluated on a sample estimate "
-        "without a one-sided confidence correction; it can overshoot the truth.",
-        "* **diagnostic** — a number under modelling or aggregation assumptions that do not make "
-        "it a bound on the joint mechanism.",
-        "",
+        *statuses_section(
+            ["reference", "certified_lower_bound", "sample_estimate", "diagnostic", "descriptive"],
+            heading="### What each status means",
+        ),
         "### Files of part two",
         "",
         "* `results.nc` — everything above per pair, dims (mechanism, noise_sd, pair); open with "
@@ -345,18 +442,7 @@ def _curve_lines(ds: xr.Dataset) -> list[str]:
     if "certified_epsilon_curve" not in ds:
         return []
     shown = [d for d in (0.0, 1e-5, 1e-3) if d in ds["delta"].values]
-    head = " | ".join(f"δ = {d:g}: certified / true" for d in shown)
-    lines = [
-        "### The certified ε(δ) curve",
-        "",
-        "Each certificate is one trade-off point per pair, and that point bounds ε at every δ",
-        "at once (`epsilon_lb_curve`, status certified_lower_bound): the largest over the",
-        "certified pairs, against the largest true ε(δ) of those pairs (`*`: only an upper",
-        "bound on the truth, Laplace at δ > 0).",
-        "",
-        f"| mechanism | noise sd | {head} |",
-        "|---|---|" + "---|" * len(shown),
-    ]
+    rows = []
     for mech in ds["mechanism"].values.tolist():
         for sd in ds["noise_sd"].values.tolist():
             row = ds.sel(mechanism=mech, noise_sd=sd)
@@ -366,8 +452,20 @@ def _curve_lines(ds: xr.Dataset) -> list[str]:
                 truth = float(row["true_epsilon_curve"].sel(delta=d))
                 exact = bool(row["true_epsilon_curve_exact"].sel(delta=d))
                 cells.append(f"{_fmt(cert)} / {_fmt(truth)}{'' if exact else '*'}")
-            lines.append(f"| {mech} | {sd:g} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+            rows.append([mech, sd, *cells])
+    return [
+        "### The certified ε(δ) curve",
+        "",
+        "Each certificate is one trade-off point per pair, and that point bounds ε at every δ",
+        "at once (`epsilon_lb_curve`, status certified_lower_bound): the largest over the",
+        "certified pairs, against the largest true ε(δ) of those pairs (`*`: only an upper",
+        "bound on the truth, Laplace at δ > 0).",
+        "",
+        table(
+            ["mechanism", "noise sd", *(f"δ = {d:g}: certified / true" for d in shown)], rows
+        ).rstrip("\n"),
+        "",
+    ]
 
 
 def _floats(ds: xr.Dataset, name: str) -> npt.NDArray[np.float64]:
@@ -397,10 +495,8 @@ def _discordance_lines(faces: FaceDemoResult) -> list[str]:
     for name in faces.results["condition"].values:
         one = faces.results.sel(condition=name)
         for sentence in discordant_routes(one, certificates=faces.certificates.get(str(name))):
-            sentences.append(f"- `{name}`: {sentence}")
-    if not sentences:
-        return []
-    return ["### Warnings", "", *sentences, ""]
+            sentences.append(f"`{name}`: {sentence}")
+    return warnings_section(sentences)
 
 
 def _names(names: list[str]) -> str:
@@ -462,13 +558,11 @@ def _rise(faces: FaceDemoResult, weaker: pd.Series, stronger: pd.Series) -> tupl
 
 _RISE_TEXT = {
     "spread": (
-        "not sampling noise: nearly every pair rises, and the anonymiser shrinks the spread of "
-        "each identity's faces (mean distance to their centroid) more than the distance "
-        "between identities' centroids, so relative to their spread the identities stand "
-        "further apart, while the median-heuristic kernel bandwidth follows the shrinking "
-        "distances. The anonymiser removes variation within a person faster than the "
-        "differences between people: the released faces of two people stay as "
-        "distinguishable as before, or more, even where top-1 identification falls"
+        "not sampling noise: the pairs rise together, and at that step the anonymiser shrank "
+        "the spread of each identity's faces (mean distance to their centroid) more than the "
+        "distance between identities' centroids, while the median-heuristic bandwidth "
+        "followed the shrinking distances; it is measured at that step only and is no trend "
+        "of the anonymiser"
     ),
     "bandwidth": (
         "not sampling noise: nearly every pair rises, but the identities do not stand "
@@ -487,140 +581,173 @@ _RISE_TEXT = {
 }
 
 
-def conclusion(faces: FaceDemoResult) -> str:
-    """Return the conclusion paragraph of the faces part, worded from its numbers.
+def faces_verdict(faces: FaceDemoResult, noise: xr.Dataset | None = None) -> list[Bullet]:
+    """Return the verdict of the faces part: at most six bullets, each with its status.
 
     Parameters
     ----------
     faces : FaceDemoResult
         Part one's result (its ``table`` needs the columns :func:`run_face_demo` writes).
+    noise : xarray.Dataset, optional
+        Part two's sweeps: with it, the diagnostics' bullet says how far KDE-LR sat from the
+        known truth.
 
     Returns
     -------
-    str
-        One markdown paragraph: which anonymiser leaks least by which measure, how sure the
-        statements are (certificates and their ceilings, estimates, diagnostics), which route
-        answers which question, and why MMD-TV rises where it does.
+    list of Bullet
+        What the certificates prove ("at least", never an order); which anonymiser
+        identifies least, ordered only where the exact intervals separate; that low
+        re-identification is not identity-level privacy (where the numbers show it); the
+        MMD-TV order from paired sign tests; why MMD-TV rises where it does (per step, no
+        trend claimed from one step); what the diagnostics are.
     """
-    table = faces.table
-    anon = table[table["method"] != "none"]
-    base = table[table["method"] == "none"].iloc[0]
-    certs = list(faces.certificates.values())
-    alpha = float(certs[0].attrs.get("alpha", 0.05)) if certs else 0.05
-    families = min((int(c.attrs.get("n_families", 1)) for c in certs), default=1)
-    return " ".join(
-        [
-            *_least_leakage(faces, anon, base),
-            _how_sure(table, alpha, families),
-            _route_guide(table),
-            *_mmd_rises(faces, anon, base),
-        ]
+    table_ = faces.table
+    anon = table_[table_["method"] != "none"]
+    base = table_[table_["method"] == "none"].iloc[0]
+    bullets = [
+        Bullet(
+            str(table_.attrs.get("certified_max_status", "certified_lower_bound")),
+            _certified_sentence(table_),
+        )
+    ]
+    bullets.append(Bullet("sample_estimate", _top1_sentence(faces, anon, base)))
+    reid = _reid_sentence(anon)
+    if reid:
+        bullets.append(Bullet("sample_estimate", reid))
+    bullets.append(Bullet("sample_estimate", _mmd_order_sentence(faces, anon)))
+    rises = [r for r in _mmd_rises(faces, anon, base) if "not sampling noise" in r]
+    if rises:
+        bullets.append(Bullet("sample_estimate", " ".join(rises)))
+    bullets.append(Bullet("diagnostic", _diagnostics_sentence(table_, noise)))
+    return bullets
+
+
+def _certified_sentence(table_: pd.DataFrame) -> str:
+    """Say what the certificates prove: "at least" per anonymiser, and where the ceiling set it."""
+    cert = np.asarray(table_["certified_max"], dtype=np.float64)
+    at = np.asarray(table_["certified_at_ceiling"], dtype=bool)
+    tops = np.asarray(table_["certified_ceiling"], dtype=np.float64)
+    positive = table_[cert > 0]
+    zero = table_[~(cert > 0)]
+    if not len(positive):
+        return (
+            "No condition is proven to leak: every certificate is 0, which is no proof of "
+            "privacy either."
+        )
+    said = (
+        f"{len(positive)} of the {len(table_)} conditions are proven to leak: their largest "
+        'certificates, each an "ε is at least", run '
+        f"{_fmt(float(np.nanmin(cert[cert > 0])) if len(positive) else 0.0)}"
+        f"–{_fmt(float(np.nanmax(cert)))}"
     )
-
-
-#: The estimates that rank leakage, least first. The certificate is not among them: a lower
-#: bound ranks only upwards (proven to leak at least), so it is read in :func:`_how_sure`.
-_MEASURES = (
-    ("top1_rate", "top-1 identification against the originals", "pct"),
-    ("mmdtv_median", "the MMD-TV median", "num"),
-    ("rocht_auc_median", "the median ROC AUC", "num"),
-)
-
-
-def _least_leakage(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -> list[str]:
-    """Say which anonymiser leaks least by each estimate (ties named as such)."""
-    parts = []
-    for col, what, kind in _MEASURES:
-        names, value = _least(anon, col)
-        if not names:
-            continue
-        shown = f"{value:.0%}" if kind == "pct" else _fmt(value)
-        ref = f"{base[col]:.0%}" if kind == "pct" else _fmt(float(base[col]))
-        extra = f", chance {faces.top1_chance:.0%}" if col == "top1_rate" else ""
-        tie = " (tied)" if len(names) > 1 else ""
-        parts.append(f"by {what}, {_names(names)}{tie} ({shown} against {ref} unanonymised{extra})")
-    low = anon[np.asarray(anon["top1_high"], dtype=np.float64) < faces.top1_chance]
-    if len(low) and parts:
-        parts[0] += (
-            f"; {_names(list(low['condition']))} even below chance (95% interval under "
-            f"{faces.top1_chance:.0%}): the anonymised faces are matched to other people's "
-            "originals systematically, not at random, which the top-1 rate reads as privacy "
-            "while the pairwise audits still tell the identities apart"
+    if at.any():
+        said += (
+            f", and {int(at.sum())} sit at their ceiling ({_fmt(float(np.nanmax(tops)))} at "
+            "these test sizes), so the test size, not the anonymiser, set them"
         )
-    winners = {tuple(_least(anon, col)[0]) for col, _, _ in _MEASURES if _least(anon, col)[0]}
-    if len(winners) == 1:
-        (only,) = winners
-        return [f"{_names(list(only))} leaks least by every estimate: " + "; ".join(parts) + "."]
-    return ["Least leakage: " + "; ".join(parts) + "."] if parts else []
-
-
-def _how_sure(table: pd.DataFrame, alpha: float, families: int = 1) -> str:
-    """Say what the certificates prove, and where their ceilings, not the data, set them."""
-    at = table[table["certified_at_ceiling"].astype(bool)]
-    below = table[~table["certified_at_ceiling"].astype(bool)]
-    ceilings = np.asarray(table["certified_ceiling"], dtype=np.float64)
-    ceiling = _fmt(float(np.nanmax(ceilings))) if np.isfinite(ceilings).any() else "–"
-    joint = (
-        f"jointly over all {len(table)} conditions, certified as one family"
-        if families >= len(table)
-        else "per condition; the conditions were certified as separate families, so the "
-        "largest of them is not certified"
-    )
-    sure = (
-        f"Only the certificate is a guaranteed statement (confidence {1 - alpha:.0%} "
-        f"{joint}): a positive certified ε proves the anonymiser is not ε-DP at any smaller "
-        "ε, and no number here is an upper bound, so none proves an anonymiser private."
-    )
-    if len(at):
-        which = (
-            f"All {len(table)} conditions"
-            if len(below) == 0
-            else f"All conditions but {_names(list(below['condition']))}"
-            if len(at) > len(below)
-            else f"{len(at)} of {len(table)} conditions ({_names(list(at['condition']))})"
-        )
-        sure += (
-            f" {which} certify exactly their zero-error ceiling ({ceiling}): their test faces "
-            "were all told apart, so the test size, not the anonymiser, sets that value and "
-            "the certificate cannot rank them."
-        )
-    positive = below[np.asarray(below["certified_max"], dtype=np.float64) > 0]
-    zero = below[np.asarray(below["certified_max"], dtype=np.float64) <= 0]
-    if len(positive):
-        sure += (
-            f" {_names(list(positive['condition']))} certif"
-            f"{'ies' if len(positive) == 1 else 'y'} less ("
-            + ", ".join(_fmt(float(v)) for v in positive["certified_max"])
-            + ") because test faces were misclassified: less leakage is proven, which is "
-            "not evidence of privacy."
-        )
+    said += "; lower bounds order nothing"
     if len(zero):
-        sure += (
-            f" {_names(list(zero['condition']))} certif{'ies' if len(zero) == 1 else 'y'} "
-            "nothing (0): no leakage is proven there, which again is not proof of privacy."
+        verb = "certifies" if len(zero) == 1 else "certify"
+        said += f", and {_names(list(zero['condition']))} {verb} 0, which is no proof of privacy"
+    return said + "."
+
+
+def _top1_sentence(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -> str:
+    """Which anonymiser identifies least, ordered only where the exact intervals separate."""
+    order = anon.sort_values("top1_rate")
+    low = order.iloc[0]
+    rest = order.iloc[1:]
+    separated = bool((float(low["top1_high"]) < np.asarray(rest["top1_low"], float)).all())
+    said = (
+        f"Top-1 identification against the originals is lowest for `{low['condition']}`, "
+        f"{low['top1_rate']:.0%} [{low['top1_low']:.0%}, {low['top1_high']:.0%}] against "
+        f"{base['top1_rate']:.0%} unanonymised (chance {faces.top1_chance:.0%}), "
+        + (
+            "below every other anonymiser (exact 95 % intervals do not overlap)"
+            if separated or not len(rest)
+            else "not distinguishable here from "
+            + _names(
+                list(
+                    rest[np.asarray(rest["top1_low"], float) <= float(low["top1_high"])][
+                        "condition"
+                    ]
+                )
+            )
+            + " (exact 95 % intervals overlap)"
         )
-    return sure
+    )
+    below = anon[np.asarray(anon["top1_high"], dtype=np.float64) < faces.top1_chance]
+    if len(below):
+        said += (
+            f"; {_names(list(below['condition']))} even below chance: faces are matched to "
+            "other people's originals systematically, which reads as privacy on this measure "
+            "only"
+        )
+    return said + "."
 
 
-def _route_guide(table: pd.DataFrame) -> str:
-    """Say which route answers which question, with each route's range in this run."""
+def _reid_sentence(anon: pd.DataFrame) -> str | None:
+    """Low re-identification beside a classifier that still separates: not privacy."""
+    sep = anon[np.asarray(anon["rocht_auc_median"], dtype=np.float64) >= 0.95]
+    sep = sep[np.asarray(sep["top1_high"], dtype=np.float64) < 0.95]
+    if not len(sep):
+        return None
+    r = sep.sort_values("top1_rate").iloc[0]
+    return (
+        f"Low re-identification is not identity-level privacy: `{r['condition']}` has top-1 "
+        f"{r['top1_rate']:.0%} [{r['top1_low']:.0%}, {r['top1_high']:.0%}] yet a median ROC "
+        f"AUC of {_fmt(float(r['rocht_auc_median']))}, so its released faces of two people "
+        "are still told apart."
+    )
+
+
+def _mmd_order_sentence(faces: FaceDemoResult, anon: pd.DataFrame) -> str:
+    """Name the lowest MMD-TV median, ordered by a paired sign test against the next lowest."""
+    from scipy.stats import binomtest
+
+    order = anon.sort_values("mmdtv_median")
+    low = order.iloc[0]
+    scale = (
+        f"MMD-TV (at most {MMDTV_CEILING:.2f} with this kernel) is lowest for "
+        f"`{low['condition']}`, median {_fmt(float(low['mmdtv_median']))}"
+    )
+    if len(order) < 2 or "mmdtv_epsilon" not in faces.results:
+        return scale + "."
+    nxt = order.iloc[1]
+    mmd = faces.results["mmdtv_epsilon"]
+    diff = np.asarray(
+        mmd.sel(condition=nxt["condition"]).values - mmd.sel(condition=low["condition"]).values,
+        dtype=np.float64,
+    )
+    diff = diff[np.isfinite(diff) & (diff != 0.0)]
+    n_up = int((diff > 0).sum())
+    p = float(binomtest(n_up, diff.size, 0.5).pvalue) if diff.size else 1.0
+    nxt_name = f"`{nxt['condition']}` ({_fmt(float(nxt['mmdtv_median']))})"
+    test = f"higher there on {n_up} of {diff.size} shared pairs, paired sign test p = {p:.2g}"
+    if p < 0.05 and n_up > diff.size - n_up:
+        return f"{scale}, below the next lowest, {nxt_name}: {test}."
+    return f"{scale}, not distinguishable here from the next lowest, {nxt_name}: {test}."
+
+
+def _diagnostics_sentence(table_: pd.DataFrame, noise: xr.Dataset | None) -> str:
+    """GaussMech and KDE-LR are off any bound's scale; part two says how far, when given."""
 
     def span(col: str) -> str:
-        v = np.asarray(table[col], dtype=np.float64)
+        v = np.asarray(table_[col], dtype=np.float64)
         v = v[np.isfinite(v)]
         return f"{_fmt(float(v.min()))}–{_fmt(float(v.max()))}" if v.size else "–"
 
-    return (
-        f"GaussMech (medians {span('gaussmech_median')}) and KDE-LR "
-        f"({span('kdelr_median')}) are diagnostics under modelling assumptions, not on any "
-        f"bound's ε scale: set them beside neither MMD-TV ({span('mmdtv_median')}) nor the "
-        "certificate, and compare them only across anonymisers within their own route. "
-        "MMD-TV is a sample estimate of a lower bound (no confidence correction, so it can "
-        "overshoot). Read the certificate for *is this anonymiser provably leaky, and by at "
-        "least how much*; MMD-TV and the ROC AUC for *can the released faces of two people "
-        "still be told apart*; top-1 identification for *can one anonymised face be matched "
-        "to its original*."
+    said = (
+        f"GaussMech (medians {span('gaussmech_median')}) and KDE-LR ({span('kdelr_median')}) "
+        "are diagnostics off any bound's ε scale and rank nothing"
     )
+    if noise is not None and "laplace" in noise["mechanism"].values:
+        rho, ratio = tracking(noise.sel(mechanism="laplace"), "kdelr_epsilon")
+        said += (
+            f"; on the known-truth benchmark KDE-LR sat {_fmt(ratio)}× the true ε at the "
+            f"strongest noise (rank correlation {number(rho, 2) if np.isfinite(rho) else '–'})"
+        )
+    return said + "."
 
 
 def _mmd_rises(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -> list[str]:
@@ -643,80 +770,6 @@ def _mmd_rises(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -> li
     ]
 
 
-def _certificate_lines(faces: FaceDemoResult) -> list[str]:
-    """Return the section on the certificates: every certified pair with its ceiling."""
-    rows = []
-    m_values: set[int] = set()
-    for name, cert in faces.certificates.items():
-        for i in range(cert.sizes.get("pair", 0)):
-            c = cert.isel(pair=i)
-            eps = float(c["epsilon_lb"])
-            top = float(c["epsilon_lb_ceiling"]) if "epsilon_lb_ceiling" in c else np.nan
-            m_values.update({int(c["n_test_a"]), int(c["n_test_b"])})
-            rows.append(
-                f"| {name} | {c['identity_a'].item()} vs {c['identity_b'].item()} | "
-                f"{int(c['n_test_a'])} + {int(c['n_test_b'])} | "
-                f"{int(c['test_fp'])} + {int(c['test_fn'])} | "
-                f"{_certified_cell(eps, top)} |"
-            )
-    if not rows:
-        return []
-    sizes = ", ".join(str(m) for m in sorted(m_values))
-    return [
-        "### Certificates and their ceilings",
-        "",
-        "Each certificate turns the error rates of a classifier fitted on development faces, "
-        "measured once on reserved test faces, into ε through one-sided Clopper–Pearson "
-        "bounds. With no test error it reaches its *zero-error ceiling* (in brackets), the "
-        f"most that test faces of these sizes ({sizes} per identity) can certify at this level. "
-        "A value at the ceiling (⚑) says the anonymiser leaks at least that much and that the "
-        "test size, not the anonymiser, set the number: more test faces would certify more. "
-        "A value below it comes from test errors.",
-        "",
-        "| condition | pair | test faces | test errors (FP + FN) | certified ε [ceiling] |",
-        "|---|---|---|---|---|",
-        *rows,
-        "",
-    ]
-
-
-def _controls_lines(ctrl: xr.Dataset, rows_per_half: int) -> list[str]:
-    """Return the section of the faces report on the split-half sanity controls."""
-    auc = float(ctrl.attrs["mean_auc"])
-    bias = (
-        "a held-out row is missing from its own half's training rows, so the fitted "
-        "classifier's view of that half is pulled away from the held-out rows and out-of-fold "
-        "scores are anti-correlated with the labels: cross-validated AUC is biased below 0.5 "
-        "when there is no signal, the more so the fewer the rows (here about "
-        f"{rows_per_half} per half)"
-    )
-    if auc < 0.5:
-        reading = (
-            f'Under the null this sits *below* 0.5, not at it: {bias}. Read it as "no '
-            'separation found", not as a worse-than-chance classifier'
-        )
-    elif auc <= 0.6:
-        reading = (
-            f"That is close to 0.5, as under the null (where, if anything, it sits below 0.5: "
-            f'{bias}). Read it as "no separation found"'
-        )
-    else:
-        reading = (
-            "That is above what the null gives (where it sits at or below 0.5: "
-            f"{bias}): a classifier tells the two halves of an identity apart, so the halves "
-            "are not exchangeable; check the MMD² tests"
-        )
-    return [
-        "### Sanity controls (no anonymisation, each identity split in half)",
-        "",
-        f"{int(ctrl.attrs['n_rejected'])} of {int(ctrl.attrs['n_identities'])} split-half "
-        f"MMD² tests rejected at level {float(ctrl.attrs['alpha']):g} (at most that share "
-        f"is expected). Mean split-half out-of-fold ROC AUC: {auc:.2f}. {reading}; the "
-        "split-half MMD² test, whose null level is exact, is the calibrated check.",
-        "",
-    ]
-
-
 #: The closing section of part one: the files it wrote.
 _FACES_FILES = [
     "### Files of part one",
@@ -732,7 +785,7 @@ _FACES_FILES = [
 ]
 
 
-def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
+def _faces_report(faces: FaceDemoResult, cfg: DemoConfig, noise: xr.Dataset | None = None) -> str:
     fc = cfg.faces
     table = faces.table
     base = table[table["method"] == "none"].iloc[0]
@@ -746,10 +799,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "reports first. Part two runs the same audits on a calibrated-noise mechanism whose ε "
         "is known, as a reference for what the audit numbers can and cannot say.",
         "",
-        "## Conclusion",
-        "",
-        conclusion(faces),
-        "",
+        *verdict_section(faces_verdict(faces, noise)),
         *_discordance_lines(faces),
         "## Part one — anonymisers on synthetic faces",
         "",
@@ -783,7 +833,7 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "",
         "### Results",
         "",
-        *markdown_table(table),
+        *markdown_table(table, faces.results),
         "",
         "Medians are over the audited pairs. *Faces lost* counts source images whose original "
         "frame had no detectable face (paired mode loses the same ones for every anonymiser). "
@@ -796,16 +846,33 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "the match column saturates; on real faces it is the verification rate studies "
         "report.",
         "",
-        "The certified column gives the largest certificate with its zero-error ceiling in "
-        "brackets (⚑: at the ceiling; see *Certificates and their ceilings*).",
+        "Medians are given with their 95 % order-statistic interval over the pairs (pairs "
+        "share identities, so read it as approximate). The certified column gives the "
+        "largest certificate with its zero-error ceiling in brackets (⚑: at the ceiling).",
         "",
         "`epsilon_vs_strength.png` draws, against each anonymiser's strength, the MMD-TV "
         "median and the largest certificate on an ε axis (the certificate's ceiling dotted, "
         "values at it ringed) and the ROC AUC and the top-1 rate on a [0, 1] axis with their "
-        "chance levels (dotted; top-1: one over the identities searched). Dashed: no "
-        "anonymisation.",
+        "chance levels (dotted; top-1: one over the identities searched). Hollow diamonds at "
+        "strength 0: no anonymisation.",
         "",
-        *_certificate_lines(faces),
+        "### Certificates",
+        "",
+        certificate_table(faces.certificates).rstrip("\n"),
+        "",
+        *ceiling_section(faces.certificates, heading="### The certificate's ceiling"),
+        *columns_section(
+            [
+                "GaussMech",
+                "KDE-LR",
+                "MMD-TV",
+                "MMD hockey-stick",
+                "ROC AUC",
+                "ROC-HT +∞",
+                "certified ε",
+            ],
+            heading="### What each column answers",
+        ),
         "### What each method's number means",
         "",
         *(f"* {METHOD_TEXT[m]}" for m in ("none", "blur", "pixelate", "swap")),
@@ -819,7 +886,11 @@ def _faces_report(faces: FaceDemoResult, cfg: DemoConfig) -> str:
         "",
     ]
     if ctrl is not None:
-        lines += _controls_lines(ctrl, fc.n_per_identity // 2)
+        lines += controls_section(
+            ctrl.attrs,
+            rows_per_half=fc.n_per_identity // 2,
+            heading="### Sanity controls (no anonymisation, each identity split in half)",
+        )
     lines += _FACES_FILES
     return "\n".join(lines)
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from idaudit._markdown import Bullet, number, table, verdict_section
 from idaudit._results import variable
 from idaudit.memorization._flagging import FLAGGING_STATUS
 from idaudit.memorization._nnaa import MIN_INTERVAL_SIZE, NNAA_STATUS, NNAA_TEST_STATUS
@@ -372,9 +373,12 @@ class PrivacyReport:
     def to_markdown(self) -> str:
         """Return ``report.md``: the tables, what they mean in words, what they cannot show."""
         confidence_level = self.settings.confidence_level
+        inputs = _markdown_inputs(self)
         return "\n".join(
             [
-                *_markdown_inputs(self),
+                *inputs[:2],
+                *_markdown_verdict(self),
+                *inputs[2:],
                 *_markdown_flagging(
                     self.flagging,
                     self.settings.n_permutations,
@@ -539,6 +543,44 @@ def _verdict_flagging(rows: Any, alpha: float, p_min: float = float("nan")) -> s
     )
 
 
+def _markdown_verdict(report: PrivacyReport) -> list[str]:
+    """Render the verdict of a privacy check (:func:`privacy_verdict`)."""
+    return privacy_verdict(
+        report.flagging,
+        report.nnaa,
+        1.0 - report.settings.confidence_level,
+        report.settings.n_permutations,
+        report.flagging_by_cohort,
+    )
+
+
+def privacy_verdict(
+    flagging: pd.DataFrame,
+    nnaa: pd.DataFrame,
+    alpha: float,
+    n_permutations: int,
+    by_cohort: pd.DataFrame | None = None,
+) -> list[str]:
+    """Render the verdict: one bullet per metric, the flagging test's then NNAA's (pooled).
+
+    Each is the verdict of a permutation test with its p-value (status *sample_estimate*,
+    "estimate"); a test that cannot reject at these set sizes (its smallest attainable
+    p-value above ``alpha``, :mod:`idaudit.memorization._power`) says "no verdict", never
+    "no evidence".
+    """
+    bullets = []
+    for metric, rows in flagging.groupby("metric", sort=False):
+        p_min = flagging_smallest_p(rows, by_cohort, str(metric), n_permutations)
+        said = f"**{metric}**: flagging, {_verdict_flagging(rows, alpha, p_min)}"
+        pooled = nnaa[nnaa["metric"] == metric] if len(nnaa) else nnaa
+        if "cohort" in pooled:
+            pooled = pooled[pooled["cohort"] == "pooled"]
+        for r in pooled.itertuples():
+            said = said.rstrip(".") + f"; NNAA, {_verdict_nnaa(r, alpha, 1.0 - alpha)}."
+        bullets.append(Bullet(FLAGGING_STATUS["p_value"], said))
+    return verdict_section(bullets)
+
+
 def _markdown_inputs(report: PrivacyReport) -> list[str]:
     """Render the title, the question, the cohorts and the per-cohort counts table."""
     skipped = (
@@ -556,15 +598,36 @@ def _markdown_inputs(report: PrivacyReport) -> list[str]:
         "",
         f"Cohorts analysed: {', '.join(report.cohorts)}." + skipped,
         "",
-        "| cohort | split | files | kept | no face | too small | unreadable | bad format "
-        "| not images | duplicates |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        table(
+            [
+                "cohort",
+                "split",
+                "files",
+                "kept",
+                "no face",
+                "too small",
+                "unreadable",
+                "bad format",
+                "not images",
+                "duplicates",
+            ],
+            [
+                [
+                    r.cohort,
+                    r.split,
+                    r.n_files,
+                    r.ok,
+                    r.no_face,
+                    r.too_small,
+                    r.unreadable,
+                    r.bad_format,
+                    r.n_not_image,
+                    r.n_duplicates,
+                ]
+                for r in report.counts.itertuples()
+            ],
+        ).rstrip("\n"),
     ]
-    for r in report.counts.itertuples():
-        lines.append(
-            f"| {r.cohort} | {r.split} | {r.n_files} | {r.ok} | {r.no_face} | {r.too_small} "
-            f"| {r.unreadable} | {r.bad_format} | {r.n_not_image} | {r.n_duplicates} |"
-        )
     return lines
 
 
@@ -613,16 +676,21 @@ def _markdown_flagging(
                 if coarse
                 else []
             ),
-            "| p (%) | threshold | synthetic (%) | interval (%) | held-out (%) | p-value |",
-            "|---|---|---|---|---|---|",
+            table(
+                ["p (%)", "threshold", "synthetic (%)", "interval (%)", "held-out (%)", "p-value"],
+                [
+                    [
+                        f"{r.percentile:g}",
+                        number(r.threshold, 4),
+                        _pct(r.synthetic_pct),
+                        f"{_pct(r.ci_lower)}–{_pct(r.ci_upper)}",
+                        _pct(r.heldout_pct),
+                        r.p_value,
+                    ]
+                    for r in rows.itertuples()
+                ],
+            ),
         ]
-        for r in rows.itertuples():
-            lines.append(
-                f"| {r.percentile:g} | {r.threshold:.4g} | {_pct(r.synthetic_pct)} "
-                f"| {_pct(r.ci_lower)}–{_pct(r.ci_upper)} | {_pct(r.heldout_pct)} "
-                f"| {r.p_value:.3g} |"
-            )
-        lines.append("")
     return lines
 
 
@@ -643,29 +711,29 @@ def _markdown_flagging_by_cohort(by_cohort: pd.DataFrame | None) -> list[str]:
         lines += [
             f"**{metric}**",
             "",
-            "| cohort | images (synthetic, held-out) | "
-            + " | ".join(f"p = {p:g}" for p in percentiles)
-            + " |",
-            "|---|---|" + "---|" * len(percentiles),
         ]
         above: list[str] = []
+        cells_rows = []
         for cohort, cells in rows.groupby("cohort", sort=False):
             first = cells.iloc[0]
-            lines.append(
-                f"| {cohort} | {first['n_synthetic']}, {first['n_heldout']} | "
-                + " | ".join(
-                    f"{_pct(c.synthetic_pct)} [{_pct(c.ci_lower)}–{_pct(c.ci_upper)}] / "
-                    f"{_pct(c.heldout_pct)}"
-                    for c in cells.itertuples()
-                )
-                + " |"
+            cells_rows.append(
+                [
+                    cohort,
+                    f"{first['n_synthetic']}, {first['n_heldout']}",
+                    *(
+                        f"{_pct(c.synthetic_pct)} [{_pct(c.ci_lower)}–{_pct(c.ci_upper)}] / "
+                        f"{_pct(c.heldout_pct)}"
+                        for c in cells.itertuples()
+                    ),
+                ]
             )
             # against the cohort's own held-out rate at the pooled threshold, not p: a cohort
             # whose real images sit tight has a held-out rate above p without memorising
             over = cells.loc[cells["ci_lower"] > cells["heldout_pct"], "percentile"]
             if len(over):
                 above.append(f"{cohort} (p = {', '.join(f'{p:g}' for p in over)})")
-        lines.append("")
+        header = ["cohort", "images (synthetic, held-out)", *(f"p = {p:g}" for p in percentiles)]
+        lines += [table(header, cells_rows)]
         if above:
             lines += [
                 "Synthetic rate's lower bound above the cohort's own held-out rate: "
@@ -765,18 +833,34 @@ def _markdown_nnaa(nnaa: pd.DataFrame, n_bootstrap: int, confidence_level: float
         lines += _cohort_alarm(rows, str(metric), alpha)
     lines += [
         "",
-        "| metric | cohort | AA(train, synth) | AA(held-out, synth) | privacy loss | interval "
-        "| p-value | sets (train, held-out, synth) |",
-        "|---|---|---|---|---|---|---|---|",
+        table(
+            [
+                "metric",
+                "cohort",
+                "AA(train, synth)",
+                "AA(held-out, synth)",
+                "privacy loss",
+                "interval",
+                "p-value",
+                "sets (train, held-out, synth)",
+            ],
+            [
+                [
+                    r.metric,
+                    r.cohort,
+                    f"{r.aa_train_synth:.3f}",
+                    f"{r.aa_heldout_synth:.3f}",
+                    f"{r.privacy_loss:+.3f}",
+                    f"{r.ci_lower:+.3f} to {r.ci_upper:+.3f}"
+                    if np.isfinite(r.ci_lower)
+                    else "none",
+                    r.p_value if np.isfinite(r.p_value) else "n/a",
+                    f"{r.n_train}, {r.n_heldout}, {r.n_synthetic}",
+                ]
+                for r in nnaa.itertuples()
+            ],
+        ).rstrip("\n"),
     ]
-    for r in nnaa.itertuples():
-        interval = f"{r.ci_lower:+.3f} to {r.ci_upper:+.3f}" if np.isfinite(r.ci_lower) else "none"
-        p_value = f"{r.p_value:.3g}" if np.isfinite(r.p_value) else "n/a"
-        lines.append(
-            f"| {r.metric} | {r.cohort} | {r.aa_train_synth:.3f} | {r.aa_heldout_synth:.3f} "
-            f"| {r.privacy_loss:+.3f} | {interval} | {p_value} "
-            f"| {r.n_train}, {r.n_heldout}, {r.n_synthetic} |"
-        )
     both_above = bool(((nnaa["aa_train_synth"] > 0.5) & (nnaa["aa_heldout_synth"] > 0.5)).all())
     level = (
         "synthetic faces are usually separable from real ones, and here both AA values sit "
@@ -801,14 +885,15 @@ def _markdown_sanity(sanity: pd.DataFrame | None) -> list[str]:
     lines = [
         "## Metric sanity check",
         "",
-        "| metric | AUC same < different | permutation p-value | images | subjects |",
-        "|---|---|---|---|---|",
+        table(
+            ["metric", "AUC same < different", "permutation p-value", "images", "subjects"],
+            [
+                [r.metric, f"{r.auc:.3f}", r.p_value, r.n_images, r.n_subjects]
+                for r in sanity.itertuples()
+            ],
+        ),
     ]
-    for r in sanity.itertuples():
-        lines.append(
-            f"| {r.metric} | {r.auc:.3f} | {r.p_value:.3g} | {r.n_images} | {r.n_subjects} |"
-        )
-    return [*lines, ""]
+    return lines
 
 
 def _markdown_limits(flagging: pd.DataFrame) -> list[str]:

@@ -134,15 +134,12 @@ class GeneratorAudit:
         Returns
         -------
         str
-            One ``#`` title and ``##`` sections: *Conclusion* (one paragraph: the measures
-            that rank leakage, MMD-TV, the ROC AUC and the certificate, and their statuses),
-            *Warnings* (the sentences of :func:`idaudit.audits.discordant_routes`, when there
-            are any), *What each route answers*, *Audit summary* (the
-            :func:`idaudit.summarize` row of ``results`` with each column's status),
-            *Certificates* (when certified: each ``epsilon_lb`` beside its
-            ``epsilon_lb_ceiling`` and whether it is at that ceiling, i.e. limited by the test
-            size rather than by the pipeline), *Controls* (when run) and *Lost faces* (draws
-            without a usable row, per status and per identity).
+            The report of :func:`idaudit.pipeline.report.audit_document`: a *Verdict* (at
+            most six bullets, each with its status word; certificates only as "at least"
+            statements), *Warnings*, the audit table (MMD-TV and ROC AUC medians with 95 %
+            intervals, each column's status, flagged columns), the certificates beside their
+            ceilings, then what each column answers, the ceiling, the controls (when run),
+            the statuses, and *Lost faces* (draws without a usable row, per identity).
 
         Notes
         -----
@@ -155,68 +152,13 @@ class GeneratorAudit:
         >>> print(text.splitlines()[0])  # doctest: +SKIP
         # idaudit audit_generator
         """
-        from idaudit.audits import discordant_routes, summarize
-        from idaudit.audits._discordance import ROUTE_GUIDE, conclusion
-        from idaudit.audits._tables import certificate_markdown
+        from idaudit._markdown import table
+        from idaudit.pipeline.report import audit_document
 
-        lines = ["# idaudit audit_generator", ""]
         name = str(self.results.attrs.get("generator", ""))
-        try:
-            summary = summarize(self.results)
-        except InvalidInputError as err:  # e.g. no pair with every epsilon
-            summary = None
-            reason = str(err)
         certs = {name: self.certificates} if self.certificates is not None else None
-        lines += ["## Conclusion", ""]
-        if summary is None:
-            lines += [f"No audit summary: {reason}", ""]
-            warned: list[str] = []
-        else:
-            lines += [conclusion({name: summary}, certs), ""]
-            warned = discordant_routes(summary, certificates=self.certificates)
-        if warned:
-            lines += ["## Warnings", "", *(f"- {w}" for w in warned), ""]
-        lines += ["## What each route answers", "", ROUTE_GUIDE, ""]
-        if summary is not None:
-            lines += [
-                "## Audit summary",
-                "",
-                f"Generator `{name}`; medians over the {summary.n_pairs} pairs where every "
-                "method has a value." + _pairs_asked(self.results),
-                "",
-                "| column | value | status |",
-                "|---|---|---|",
-            ]
-            for column, value, status in zip(
-                summary.columns, summary.values, summary.statuses, strict=True
-            ):
-                text = value if isinstance(value, str) else f"{value:.6g}"
-                lines.append(f"| {column} | {text} | {status} |")
-            lines.append("")
-        if self.certificates is not None:
-            c = self.certificates
-            lines += [
-                "## Certificates",
-                "",
-                f"Status **certified_lower_bound**: {c.attrs.get('confidence', '')}.",
-                "",
-                certificate_markdown(c),
-            ]
-        if self.controls is not None:
-            ca = self.controls.attrs
-            alpha, n_ids = float(ca.get("alpha", float("nan"))), ca.get("n_identities")
-            expected = f"{alpha * int(n_ids):.2g}" if n_ids is not None else "a share α"
-            lines += [
-                "## Controls",
-                "",
-                "Same-identity split-half controls: MMD² permutation tests rejecting at "
-                f"{alpha:g}: {ca.get('n_rejected', '?')} of {n_ids if n_ids is not None else '?'} "
-                f"(about {expected} expected by chance with no artefact, α × identities); "
-                "mean split-half ROC AUC "
-                f"{float(ca.get('mean_auc', float('nan'))):.3f} (at or below 0.5 with no "
-                "signal; only a mean well above 0.5 points at an artefact).",
-                "",
-            ]
+        context = [f"Generator `{name}`." + _pairs_asked(self.results), ""]
+        lines: list[str] = []
         counts = self.embeddings.counts
         lost_cols = [s for s in _LOST if s in counts.columns]
         lines += [
@@ -230,12 +172,12 @@ class GeneratorAudit:
         ]
         lost = counts[counts["n_lost"] > 0]
         if len(lost):
-            lines += ["| identity | draws | lost |", "|---|---|---|"]
             lines += [
-                f"| {label} | {int(row['n_draws'])} | {int(row['n_lost'])} |"
-                for label, row in lost.iterrows()
+                table(
+                    ["identity", "draws", "lost"],
+                    [[label, int(r["n_draws"]), int(r["n_lost"])] for label, r in lost.iterrows()],
+                )
             ]
-            lines.append("")
         if self.embeddings.excluded:
             lines += [
                 f"Excluded (too few usable rows): {', '.join(map(str, self.embeddings.excluded))}.",
@@ -243,7 +185,18 @@ class GeneratorAudit:
             ]
         if self.dropped_pairs:
             lines += [f"Pairs dropped with them: {len(self.dropped_pairs)}.", ""]
-        return "\n".join(lines)
+        try:
+            return audit_document(
+                self.results,
+                certs,
+                title="# idaudit audit_generator",
+                context=context,
+                extra=lines,
+                controls=self.controls,
+            )
+        except InvalidInputError as err:  # e.g. no pair with every epsilon
+            return "\n".join(["# idaudit audit_generator", "", f"No audit summary: {err}", "",
+                              *lines])
 
 
 def _pairs_asked(results: xr.Dataset) -> str:

@@ -35,8 +35,8 @@ def test_audit_command(
         assert ds.sizes["pair"] == 5
         assert set(ds.attrs["auditors"].split(",")) == {"gaussmech", "mmdtv"}
     summary = (out / "summary.md").read_text(encoding="utf-8")
-    assert "| mmdtv_epsilon (median) |" in summary
-    assert "sample_estimate" in summary
+    assert "| pairs | GaussMech | MMD-TV [95% CI] |" in summary
+    assert "| | *diagnostic* | *sample_estimate* |" in summary
     assert _mode(out / "summary.md") == 0o600
 
 
@@ -63,7 +63,7 @@ def test_n_pairs_above_the_pairs_available_is_an_error(
         printed
     )
     summary = (tmp_path / "o" / "summary.md").read_text(encoding="utf-8")
-    assert "Pairs: all 28 pairs of the 8 identities kept;" in summary
+    assert "Pairs: all 28 pairs of the 8 identities kept." in summary
 
 
 def test_audit_drops_and_counts_identities_below_min_rows(
@@ -179,12 +179,11 @@ def test_audit_of_several_files_writes_table1_table2_and_figure3(
     assert "epsilon_lb_ceiling" in pd.read_csv(out / "table2.csv").columns
     summary = (out / "summary.md").read_text(encoding="utf-8")
     headings = [line for line in summary.splitlines() if line.startswith("#")]
-    assert headings[:2] == ["# idaudit audit", "## Conclusion"]
+    assert headings[:2] == ["# idaudit audit", "## Verdict"]
     assert sum(h.startswith("# ") for h in headings) == 1
-    assert "leaks least by MMD-TV" in summary
-    assert "## Table 2: reserved-test certificates" in summary
-    assert "| epsilon_lb | ceiling | at ceiling |" in summary
-    assert "only statement with a guarantee" in summary
+    for section in ("## Certificates", "## The certificate's ceiling", "## What each column answers"):
+        assert section in headings
+    assert "| test errors (fp, fn) | UFPR | UFNR | test AUC | certified ε | ceiling |" in summary
     assert len(pd.read_csv(out / "pairs.csv")) == 12  # 2 conditions x 6 pairs, one row each
 
 
@@ -199,11 +198,42 @@ def test_single_condition_summary_concludes_and_warns_on_indistinguishable_ident
     assert main(["audit", str(path), "--out", str(out), "--quiet"]) == 0
     md = (out / "summary.md").read_text(encoding="utf-8")
     headings = [line for line in md.splitlines() if line.startswith("#")]
-    assert headings[:3] == ["# idaudit audit", "## Conclusion", "## Warnings"]
-    assert "One condition, so no ranking" in md
+    assert headings[:3] == ["# idaudit audit", "## Verdict", "## Warnings"]
     assert "may reflect estimation noise" in md
     assert "not identity leakage" not in md
-    assert "not on the ε scale of a bound" in md
+
+
+def test_several_conditions_one_at_a_zero_ceiling_claim_no_order(tmp_path: Path) -> None:
+    # one condition with 30 rows per identity (its reserved test certifies), one with 8
+    # (2 test rows per identity: its ceiling is 0, it certifies nothing whatever the data)
+    gen = np.random.default_rng(0)
+    folder = tmp_path / "conds"
+    folder.mkdir()
+    for name, rows, shift in (("dlib_synth2_none", 30, 3.0), ("dlib_synth2_blur", 8, 1.0)):
+        centres = gen.normal(size=(8, 16)) * shift
+        x = np.concatenate([c + gen.normal(size=(rows, 16)) for c in centres])
+        frame = pd.DataFrame(x, columns=[f"e{i}" for i in range(16)])
+        frame.insert(0, "label", np.repeat([f"id{i}" for i in range(8)], rows))
+        frame.to_csv(folder / f"{name}.csv", index=False)
+    out = tmp_path / "paper"
+    assert main(["audit", str(folder), "--out", str(out), "--quiet"]) == 0
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    verdict = summary.split("## Warnings")[0]
+    bullets = [line for line in verdict.splitlines() if line.startswith("- ")]
+    assert 1 <= len(bullets) <= 6
+    # the over-claims of a ranking from lower bounds, and of an estimate without uncertainty
+    for claim in ("proven to leak the most", "leaks least", "largest certified lower bound is"):
+        assert claim not in summary
+    assert "`dlib_synth2_blur` has a certificate ceiling of 0 at its test sizes" in verdict
+    assert "`dlib_synth2_none` leaks at least ε = " in verdict
+    assert "(ceiling 1.76)" in verdict  # MMD-TV read against its scale
+    assert "95 % order-statistic intervals" in verdict
+    # the warning single-file certify gives, here too
+    assert "Condition `dlib_synth2_blur` can only certify 0: with 2 test rows per identity" in (
+        summary
+    )
+    # ROC-HT is +inf on every pair of both conditions: flagged in the table itself
+    assert "| ⚑ +∞ on every pair of every row: no information |" in summary
 
 
 def test_manifest_names_the_conditions(tmp_path: Path) -> None:

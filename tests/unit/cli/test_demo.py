@@ -54,7 +54,7 @@ def test_demo_writes_report_results_and_figure(
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "### What each status means" in report
     for status in ("certified_lower_bound", "sample_estimate", "diagnostic", "reference"):
-        assert f"**{status}**" in report
+        assert f"- *{status}*: " in report
     # each (mechanism, noise level) is one certificate family at alpha = 0.05: the report
     # states the sweep-wide union bound, 2 x 3 families x 0.05 = 0.3, and how to get one family
     assert ds.attrs["certificate_families"] == 6
@@ -87,14 +87,31 @@ def test_demo_writes_report_results_and_figure(
     assert "Latent face swap" in report
     table = pd.read_csv(out / "faces_table.csv")
     assert table.loc[table["condition"] == "none", "top1_rate"].item() > 0.9
-    # one top heading, the conclusion first, every certified value beside its ceiling
+    # one top heading, the verdict first, every certified value beside its ceiling
     heads = [line for line in report.splitlines() if line.startswith("#")]
     assert [h for h in heads if h.startswith("# ")] == [heads[0]]
-    assert heads[1] == "## Conclusion"
+    assert heads[1] == "## Verdict"
     assert "## Part two — a calibrated-noise reference" in report
     assert "go here" not in report  # no placeholder: the warnings, if any, are written
-    assert "### Certificates and their ceilings" in report
+    for section in ("### Certificates", "### The certificate's ceiling", "### Did each route "
+                    "track the truth?", "### What each column answers"):  # fmt: skip
+        assert section in heads
     certs = pd.read_csv(out / "faces_certificates.csv")
     assert len(certs) == 4 * 2  # 2 pairs per condition
     at = (certs["epsilon_lb"] - certs["epsilon_lb_ceiling"]).abs() <= 1e-12
-    assert report.count("⚑ at ceiling") == int(at.sum()) + int(table["certified_at_ceiling"].sum())
+    assert report.count("⚑ at ceiling") == int(table["certified_at_ceiling"].sum())
+    assert report.count(" ⚑ |") == int(at.sum())  # the certificates' own table
+    # the verdict: at most six bullets, each led by its status; no claim from one step
+    verdict = report.split("## Verdict")[1].split("\n## ")[0]
+    bullets = [line for line in verdict.splitlines() if line.startswith("- ")]
+    assert 1 <= len(bullets) <= 6
+    assert all(b.startswith(("- **certified** — ", "- **estimate** — ", "- **diagnostic** — "))
+               for b in bullets)  # fmt: skip
+    assert "removes variation within a person faster" not in report
+    assert "leaks least by" not in report
+    # every ε beside its scale: MMD-TV's ceiling with this kernel, the certificate's ceiling
+    assert "2·artanh(√2/2) ≈ 1.76" in report
+    assert "sit at their ceiling" in report
+    # ROC-HT's column is +inf on every pair here: flagged where it stands
+    if (table["rocht_inf"] == table["n_pairs"]).all():
+        assert "| ⚑ +∞ on every pair of every row: no information |" in report

@@ -92,3 +92,27 @@ def test_the_canned_aa_sentence_follows_the_table() -> None:
     text = "\n".join(_markdown_nnaa(below, 10, 0.95))
     assert "both AA values sit above 0.5" not in text
     assert "not every row of this table does" in text
+
+
+def test_the_privacy_verdict_on_two_images_per_split_never_says_no_evidence() -> None:
+    # the case: 2 images per split, so every p-value is at least 1/6 (the flagging
+    # test: C(4, 2) = 6 relabellings; NNAA: train and held-out relabelled, C(4, 2) = 6) and
+    # no test can reject at 0.05, whatever the images; the most extreme data is drawn
+    from idaudit.memorization._nnaa import nnaa_from_distances
+    from idaudit.memorization._report import privacy_verdict
+
+    flag = flagging_from_distances(
+        [1.0, 1.1], [0.1, 0.2], percentiles=[50], n_permutations=999, rng=0
+    ).to_frame(metric="dlib")
+    points = np.array([[0.0], [0.1], [5.0], [5.1], [0.05], [0.06]])  # train, held-out, synth
+    distances = np.abs(points - points.T)
+    nn = nnaa_from_distances(distances, (2, 2, 2), n_permutations=999, n_bootstrap=10)
+    nnaa = nn.to_frame(metric="dlib").assign(cohort="pooled")
+    lines = privacy_verdict(flag, nnaa, 0.05, 999)
+    text = "\n".join(lines)
+    (bullet,) = [line for line in lines if line.startswith("- ")]
+    assert bullet.startswith("- **estimate** — **dlib**: flagging, no verdict: with these set")
+    assert "the smallest attainable p-value is 0.167 > 0.05" in text
+    assert "NNAA, no verdict (p = " in text
+    assert "no evidence of memorisation" not in text
+    assert "no evidence either way" in text

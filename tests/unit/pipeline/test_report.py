@@ -1,0 +1,154 @@
+"""The report renderer: the one table, and each section's words checked once, here.
+
+The documents (``idaudit audit``, ``certify``, ``privacy``, the demo) are assembled from these
+sections; their own tests check only that the sections are there and that no over-claim is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from idaudit._markdown import verdict_section
+from idaudit.pipeline.report import (
+    MMDTV_CEILING,
+    MMDTV_SEPARATED,
+    audit_bullets,
+    ceiling_section,
+    ceiling_warnings,
+    certificate_bullets,
+    certificate_table,
+    column_flag,
+    controls_section,
+    median_interval,
+)
+
+
+def _cert(lb: list[float], ceiling: list[float], n_test: int = 30) -> xr.Dataset:
+    k = len(lb)
+    return xr.Dataset(
+        {
+            "epsilon_lb": ("pair", lb, {"status": "certified_lower_bound"}),
+            "epsilon_lb_ceiling": ("pair", ceiling, {"status": "descriptive"}),
+            "n_test_a": ("pair", [n_test] * k),
+            "n_test_b": ("pair", [n_test] * k),
+            "test_fp": ("pair", [0] * k),
+            "test_fn": ("pair", [0] * k),
+            "test_auc": ("pair", [1.0] * k),
+        },
+        coords={
+            "identity_a": ("pair", [f"a{i}" for i in range(k)]),
+            "identity_b": ("pair", [f"b{i}" for i in range(k)]),
+        },
+        attrs={"min_test_rows_for_nonzero": 9},
+    )
+
+
+def _audit(medians: list[float], seed: int = 0, n_pairs: int = 15) -> xr.Dataset:
+    """One condition's per-pair MMD-TV ε and ROC AUC around the given medians."""
+    gen = np.random.default_rng(seed)
+    mmd = medians[0] + gen.uniform(-0.01, 0.01, n_pairs)
+    auc = medians[1] + gen.uniform(-0.001, 0.001, n_pairs)
+    return xr.Dataset(
+        {"mmdtv_epsilon": ("pair", mmd), "rocht_auc": ("pair", auc)},
+        attrs={"auditors": "mmdtv,rocht", "mmdtv.class": "MMDTVAuditor",
+               "rocht.class": "ROCHTAuditor"},
+    )  # fmt: skip
+
+
+def test_the_mmdtv_scale_is_the_closed_form() -> None:
+    # 2 artanh(x) = ln((1 + x) / (1 - x)): the TV bound MMD / 2 at MMD = sqrt(2), and at the
+    # MMD of two point masses with the median-heuristic bandwidth, sqrt(2 - 2 exp(-1/2))
+    x = math.sqrt(2.0) / 2.0
+    assert pytest.approx(math.log((1 + x) / (1 - x)), rel=1e-12) == MMDTV_CEILING
+    assert pytest.approx(1.7627, abs=1e-4) == MMDTV_CEILING
+    y = math.sqrt(2.0 - 2.0 * math.exp(-0.5)) / 2.0
+    assert pytest.approx(math.log((1 + y) / (1 - y)), rel=1e-12) == MMDTV_SEPARATED
+
+
+def test_the_median_interval_is_the_tabled_order_statistic_interval() -> None:
+    # n = 15: the distribution-free 95 % interval of the median is [x(4), x(12)]
+    # (binomial(15, 1/2): P(4 <= B <= 11) = 0.965, the narrowest symmetric one >= 0.95)
+    from scipy.stats import binom
+
+    assert binom.cdf(11, 15, 0.5) - binom.cdf(3, 15, 0.5) == pytest.approx(0.9648, abs=1e-4)
+    x = np.arange(1.0, 16.0)
+    med, low, high = median_interval(np.random.default_rng(0).permutation(x))
+    assert (med, low, high) == (8.0, 4.0, 12.0)
+    assert np.isnan(median_interval([np.nan])[0])
+
+
+def test_a_column_flag_says_when_a_column_carries_nothing() -> None:
+    assert column_flag([np.inf, np.inf, np.nan]) == (
+        "+∞ on every row: this column carries no information here"
+    )
+    assert column_flag([np.inf, 2.0]) is None
+    assert "at its ceiling on every row" in str(column_flag([1.75, 1.75], [1.75, 1.75]))
+    assert column_flag([1.75, 1.2], [1.75, 1.75]) is None
+    assert "ceiling 0 on every row" in str(column_flag([0.0, 0.0], [0.0, 0.0]))
+
+
+def test_the_ceiling_is_explained_once_with_its_counts() -> None:
+    certs = {"A": _cert([1.75, 1.2], [1.75, 1.75]), "B": _cert([0.0], [0.0], n_test=2)}
+    text = "\n".join(ceiling_section(certs))
+    assert text.count("what zero test errors certify") == 1
+    assert "A ceiling of 0 means the test sizes certify nothing" in text
+    assert "Here: 1 of the 3 certificates sit at their ceiling, 1 have a ceiling of 0" in text
+    (warning,) = ceiling_warnings(certs)
+    assert warning.startswith("Condition `B` can only certify 0: with 2 test rows per identity")
+    assert "(at least 9 are needed)" in warning
+    rows = certificate_table(certs).splitlines()
+    assert rows[3] == "| A | a0 vs b0 | 30, 30 | 0, 0 | 1 | 1.75 ⚑ | 1.75 |"
+    assert rows[4] == "| A | a1 vs b1 | 30, 30 | 0, 0 | 1 | 1.2 | 1.75 |"
+
+
+def test_certificates_say_at_least_and_a_zero_ceiling_says_nothing() -> None:
+    (a, b) = certificate_bullets({"A": _cert([0.2777], [0.2777]), "B": _cert([0.0], [0.0])})
+    assert a.status == "certified_lower_bound"
+    # two conditions certified as separate families: each holds at its own confidence
+    assert a.text.startswith(
+        "`A` leaks at least ε = 0.2777 (at its own confidence: the conditions were certified "
+        "separately) on its most separable certified pair"
+    )
+    assert "at its ceiling ⚑" in a.text
+    assert "orders nothing" in a.text
+    assert b.text == (
+        "`B` has a certificate ceiling of 0 at its test sizes: it can certify nothing, and its "
+        "0 is no evidence either way."
+    )
+    # certified as one family of two (n_simultaneous = 2): no such clause
+    joint = {k: _cert([0.2777], [0.2777]) for k in "AB"}
+    for c in joint.values():
+        c["epsilon_lb"].attrs["n_simultaneous"] = 2
+    (a, _) = certificate_bullets(joint)
+    assert a.text.startswith("`A` leaks at least ε = 0.2777 on its most separable certified pair")
+
+
+def test_estimates_order_conditions_only_where_their_intervals_separate() -> None:
+    apart = "\n".join(
+        verdict_section(audit_bullets({"A": _audit([0.50, 1.0]), "B": _audit([0.95, 1.0], 1)}))
+    )
+    assert "orders the conditions `A` < `B`: their 95 % order-statistic intervals" in apart
+    assert f"(ceiling {MMDTV_CEILING:.2f})" in apart
+    # 0.733 vs 0.743 (the issue's case): intervals overlap, so no order is claimed
+    close = "\n".join(
+        verdict_section(audit_bullets({"A": _audit([0.733, 1.0]), "B": _audit([0.743, 1.0], 1)}))
+    )
+    assert "By the median MMD-TV ε (ceiling 1.76) the conditions are not distinguishable" in close
+    assert "leaks least" not in close
+
+
+def test_the_controls_reading_follows_the_auc() -> None:
+    attrs = {"n_rejected": 0, "n_identities": 6, "alpha": 0.05}
+    for auc, says in (
+        (0.41, "0.41, below 0.5, as under the null"),
+        (0.51, "0.51, close to 0.5, as under the null"),
+        (0.8, "0.8, above what the null gives"),
+    ):
+        text = "\n".join(controls_section({**attrs, "mean_auc": auc}, rows_per_half=30))
+        assert f"Mean split-half out-of-fold ROC AUC: {says}" in text
+        assert "(here about 30 per half)" in text
+        assert "0 of 6 (about 0.3 expected with no artefact)" in text
