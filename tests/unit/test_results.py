@@ -303,7 +303,7 @@ def test_privacy_check_out_folders_are_owner_only(
     base = _shared_base(tmp_path)
     out = base / "x" / "y" / "out"
 
-    def stop(**kwargs: object) -> None:  # the output folders exist by now; no model is loaded
+    def stop(options: object) -> None:  # the output folders exist by now; no model is loaded
         raise RuntimeError("stop before the models")
 
     monkeypatch.setattr(run, "build_models", stop)

@@ -37,6 +37,7 @@ from idaudit._results import (
 from idaudit._validation import check_in_range, check_integer, check_option
 from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.faces import FaceModelOptions
 from idaudit.memorization._cache import PrivacyCache, model_key
 from idaudit.memorization._flagging import (
     DEFAULT_PERCENTILES,
@@ -49,8 +50,8 @@ from idaudit.memorization._flagging import (
 from idaudit.memorization._images import (
     MIN_IMAGE_SIDE,
     SPLITS,
+    CheckModels,
     CohortFiles,
-    FaceModels,
     MemoDetector,
     build_models,
     embed_images,
@@ -394,16 +395,17 @@ def run_privacy_check(
         counters_before = dict(store.counters)
         out_dir = None if out is None else _make_out(Path(out))
         models = build_models(
-            dlib=dlib,
-            dlib_runtime=dlib_runtime,
-            arcface=arcface,
-            adaface=adaface,
-            lvface=lvface,
-            retinaface=retinaface,
-            lpips_backbone=lpips_backbone,
-            aligned=aligned,
-            threads=settings.threads,
-            device=device,
+            FaceModelOptions(
+                dlib=dlib_runtime if dlib else None,
+                arcface=arcface,
+                adaface=adaface,
+                lvface=lvface,
+                retinaface=retinaface,
+                lpips=lpips_backbone,
+                aligned=aligned,
+                threads=settings.threads,
+                device=device,
+            )
         )
         report = _run(settings, cohorts, models, store, counters_before, notes)
         # tests the set sizes leave without power are said so, never read as "no evidence"
@@ -466,7 +468,7 @@ def _scan_cohorts(roots: dict[str, Path], notes: list[str]) -> _Cohorts:
 def _run(
     settings: PrivacySettings,
     cohorts: _Cohorts,
-    models: FaceModels,
+    models: CheckModels,
     store: PrivacyCache,
     counters_before: dict[str, int],
     notes: list[str],
@@ -545,7 +547,7 @@ def _hash_files(
 
 def _embed(
     files: dict[_SplitCohort, CohortFiles],
-    models: FaceModels,
+    models: CheckModels,
     store: PrivacyCache,
     settings: PrivacySettings,
 ) -> _Embedded:
@@ -667,7 +669,7 @@ def _why_unusable(embedded: _Embedded, cohort: str) -> str:
 def _identity_axis(
     embedded: _Embedded,
     usable: list[str],
-    models: FaceModels,
+    models: CheckModels,
     settings: PrivacySettings,
     notes: list[str],
     stage: Callable[[str], None],
@@ -745,7 +747,7 @@ def _identity_axis(
 def _appearance_axis(
     embedded: _Embedded,
     usable: list[str],
-    models: FaceModels,
+    models: CheckModels,
     store: PrivacyCache,
     settings: PrivacySettings,
     notes: list[str],
@@ -886,7 +888,7 @@ def _report(
     skipped: dict[str, str],
     unreadable: dict[str, str],
     rows: _AxisRows,
-    models: FaceModels,
+    models: CheckModels,
     cache: CacheUse,
     notes: list[str],
 ) -> PrivacyReport:
@@ -953,7 +955,7 @@ class _AppearanceDistances:
     statistics or network features computed once).
     """
 
-    def __init__(self, models: FaceModels, store: PrivacyCache) -> None:
+    def __init__(self, models: CheckModels, store: PrivacyCache) -> None:
         self.models = models
         self.store = store
         self.loader = _ImageLoader(models.appearance_size)

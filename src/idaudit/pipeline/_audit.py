@@ -260,9 +260,10 @@ def _pairs_asked(results: xr.Dataset) -> str:
 
 
 def _default_pipeline() -> FacePipeline:
-    from idaudit.faces import DlibEncoder, FacePipeline, MTCNNDetector
+    from idaudit.faces import FaceModelOptions, FacePipeline, build_face_models
 
-    return FacePipeline(MTCNNDetector(), DlibEncoder(), progress=False)
+    models = build_face_models(FaceModelOptions())  # MTCNN and dlib's ResNet
+    return FacePipeline(models.detector, models.encoders[0], progress=False)
 
 
 def _input_hash(images_by_identity: Mapping[Any, Sequence[Any]]) -> str:
@@ -449,6 +450,8 @@ def _encoding_attrs(
     rng: RngLike,
 ) -> dict[str, Any]:
     """Provenance of one :func:`encode_generator` run: inputs, models, settings, counts."""
+    from idaudit.faces import FRAME_SIDE
+
     attrs: dict[str, Any] = {
         "input_sha256": _input_hash(engine.images_by_identity),
         **_model_attrs(engine),
@@ -458,7 +461,7 @@ def _encoding_attrs(
         "setting.repeats": plan.repeats,
         "setting.n_per_identity": -1 if plan.n_per_identity is None else plan.n_per_identity,
         "setting.min_rows": plan.min_rows,
-        "setting.upscale": engine.upscale,
+        "setting.upscale": FRAME_SIDE,
         "setting.failures": plan.failures,
         "n_draws": len(outcomes),
         **{f"n_{s}": int((outcomes["status"] == s).sum()) for s in DRAW_STATUSES},
@@ -536,40 +539,45 @@ def encode_generator(
         exactly (a deterministic generator over repeated sources), and when draws of the kept
         identities failed (with the counts by status, and whether they were kept or dropped).
     """
-    plan = _check_draw_plan(mode, sampling, repeats, n_per_identity, min_rows, failures)
-    engine = EncodedGenerator(
-        generator,
-        None,
-        images_by_identity,
-        pipeline=_default_pipeline() if pipeline is None else pipeline,
-        mode=plan.mode,
-        cache=cache,
-        output_shape=output_shape,
-        batch_size=batch_size,
-        progress=False,
-        original_faces=original_faces,
-    )
-    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress, progress_desc)
-    counts = _counts(engine, outcomes, vectors, rows, plan.min_rows)
-    excluded = tuple(counts.index[counts["excluded"]].tolist())
-    _warn_exclusions(counts, excluded, plan)
-    kept_mask = ~rows["identity"].isin(excluded).to_numpy()
-    if not kept_mask.any():
-        raise InvalidInputError(
-            f"no identity has min_rows={plan.min_rows} usable outputs; what happened to the "
-            f"draws: {_status_totals(outcomes)}."
+    from idaudit._device import default_threads, thread_limit
+
+    # the load-aware thread count of the command line: torch's default (every core)
+    # oversubscribes a busy machine
+    with thread_limit(default_threads()):
+        plan = _check_draw_plan(mode, sampling, repeats, n_per_identity, min_rows, failures)
+        engine = EncodedGenerator(
+            generator,
+            None,
+            images_by_identity,
+            pipeline=_default_pipeline() if pipeline is None else pipeline,
+            mode=plan.mode,
+            cache=cache,
+            output_shape=output_shape,
+            batch_size=batch_size,
+            progress=False,
+            original_faces=original_faces,
         )
-    es = _draws_set(vectors, outcomes, excluded, plan.failures)
-    return GeneratorEmbeddings(
-        embeddings=es,
-        vectors=vectors,
-        rows=rows,
-        outcomes=outcomes,
-        counts=counts,
-        excluded=excluded,
-        attrs=_encoding_attrs(engine, generator, plan, outcomes, counts, excluded, rng),
-        n_encoded=engine.n_encoded,
-    )
+        vectors, outcomes, rows = _run_draws(engine, plan, rng, progress, progress_desc)
+        counts = _counts(engine, outcomes, vectors, rows, plan.min_rows)
+        excluded = tuple(counts.index[counts["excluded"]].tolist())
+        _warn_exclusions(counts, excluded, plan)
+        kept_mask = ~rows["identity"].isin(excluded).to_numpy()
+        if not kept_mask.any():
+            raise InvalidInputError(
+                f"no identity has min_rows={plan.min_rows} usable outputs; what happened to the "
+                f"draws: {_status_totals(outcomes)}."
+            )
+        es = _draws_set(vectors, outcomes, excluded, plan.failures)
+        return GeneratorEmbeddings(
+            embeddings=es,
+            vectors=vectors,
+            rows=rows,
+            outcomes=outcomes,
+            counts=counts,
+            excluded=excluded,
+            attrs=_encoding_attrs(engine, generator, plan, outcomes, counts, excluded, rng),
+            n_encoded=engine.n_encoded,
+        )
 
 
 def _draws_set(
@@ -758,8 +766,8 @@ def audit_generator(
         Source images of each identity, ``(H, W, 3)`` uint8 RGB.
     pipeline : FacePipeline, optional
         Detector and encoder. Default ``FacePipeline(MTCNNDetector(), DlibEncoder())``.
-        Frames under 112 pixels (the shipped DCGAN's 64-pixel faces) are enlarged to 160
-        pixels and edge-padded before detection, as ``ShippedFaceGenerator.crops`` does.
+        Frames under 160 pixels (the shipped DCGAN's 64-pixel faces) are enlarged to 160
+        pixels and edge-padded before detection (:func:`idaudit.faces.prepare_frame`).
     pairs : int, "all" or sequence of (label, label), default 100
         An int audits that many pairs of a seeded shuffle of all pairs of the kept
         identities (all, if there are fewer, with a warning naming both numbers: the results
@@ -847,25 +855,30 @@ def audit_generator(
     >>> run = audit_generator(GaussianBlur(1.0), images, pairs=3, mode="paired",
     ...                       progress=False)  # doctest: +SKIP
     """
-    seed = int(check_random_state(rng).integers(0, 2**31 - 1))
-    auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
-    need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
-    coded = encode_generator(
-        generator,
-        images_by_identity,
-        pipeline=pipeline,
-        mode=mode,
-        sampling=sampling,
-        repeats=repeats,
-        n_per_identity=n_per_identity,
-        min_rows=need,
-        cache=cache,
-        rng=rng,
-        batch_size=batch_size,
-        progress=progress,
-        failures=failures,
-    )
-    return _audit(coded, pairs, auditor_list, certifier, controls, seed, device, progress)
+    from idaudit._device import default_threads, thread_limit
+
+    # the load-aware thread count of the command line: torch's default (every core)
+    # oversubscribes a busy machine
+    with thread_limit(default_threads()):
+        seed = int(check_random_state(rng).integers(0, 2**31 - 1))
+        auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
+        need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
+        coded = encode_generator(
+            generator,
+            images_by_identity,
+            pipeline=pipeline,
+            mode=mode,
+            sampling=sampling,
+            repeats=repeats,
+            n_per_identity=n_per_identity,
+            min_rows=need,
+            cache=cache,
+            rng=rng,
+            batch_size=batch_size,
+            progress=progress,
+            failures=failures,
+        )
+        return _audit(coded, pairs, auditor_list, certifier, controls, seed, device, progress)
 
 
 def _audit(
@@ -1009,59 +1022,67 @@ def compare_conditions(
     --------
     >>> from idaudit.pipeline import compare_conditions  # doctest: +SKIP
     """
-    from idaudit.audits import concat_conditions
+    from idaudit._device import default_threads, thread_limit
 
-    if not isinstance(conditions, Mapping) or not conditions:
-        raise InvalidInputError("`conditions` must be a non-empty mapping of name -> generator.")
-    if reference is not None and reference not in conditions:
-        raise InvalidInputError(
-            f"`reference` must name one of the conditions {list(conditions)}; got {reference!r}."
+    # the load-aware thread count of the command line: torch's default (every core)
+    # oversubscribes a busy machine
+    with thread_limit(default_threads()):
+        from idaudit.audits import concat_conditions
+
+        if not isinstance(conditions, Mapping) or not conditions:
+            raise InvalidInputError(
+                "`conditions` must be a non-empty mapping of name -> generator."
+            )
+        if reference is not None and reference not in conditions:
+            raise InvalidInputError(
+                f"`reference` must name one of the conditions {list(conditions)}; "
+                f"got {reference!r}."
+            )
+        seed = int(check_random_state(rng).integers(0, 2**31 - 1))
+        auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
+        certifier = _one_family(certifier, len(conditions))
+        need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
+        coded = _encode_conditions(
+            conditions,
+            images_by_identity,
+            pipeline=_default_pipeline() if pipeline is None else pipeline,
+            mode=mode,
+            min_rows=need,
+            cache=cache,
+            rng=rng,
+            batch_size=batch_size,
+            progress=progress,
+            failures=failures,
         )
-    seed = int(check_random_state(rng).integers(0, 2**31 - 1))
-    auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
-    certifier = _one_family(certifier, len(conditions))
-    need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
-    coded = _encode_conditions(
-        conditions,
-        images_by_identity,
-        pipeline=_default_pipeline() if pipeline is None else pipeline,
-        mode=mode,
-        min_rows=need,
-        cache=cache,
-        rng=rng,
-        batch_size=batch_size,
-        progress=progress,
-        failures=failures,
-    )
-    names = list(coded)
-    common = [
-        k
-        for k in coded[names[0]].counts.index
-        if all(not bool(coded[c].counts.loc[k, "excluded"]) for c in names)
-    ]
-    if len(common) < 2:
-        raise InvalidInputError(
-            f"only {len(common)} {'identity has' if len(common) == 1 else 'identities have'} "
-            f"min_rows={need} usable outputs in every condition; at least 2 are needed."
+        names = list(coded)
+        common = [
+            k
+            for k in coded[names[0]].counts.index
+            if all(not bool(coded[c].counts.loc[k, "excluded"]) for c in names)
+        ]
+        if len(common) < 2:
+            raise InvalidInputError(
+                f"only {len(common)} {'identity has' if len(common) == 1 else 'identities have'} "
+                f"min_rows={need} usable outputs in every condition; at least 2 are needed."
+            )
+        pair_list, _ = _choose_pairs(common, pairs, (), seed, stacklevel=3)
+        results: dict[str, xr.Dataset] = {}
+        certs: dict[str, xr.Dataset] = {}
+        for name in names:
+            results[name], cert = _audit_condition(
+                coded[name], common, pair_list, auditor_list, certifier, device, progress
+            )
+            if cert is not None:
+                certs[name] = cert
+        stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type, unused-ignore]
+        stacked.attrs.update(
+            provenance(title="idaudit.pipeline.compare_conditions", seeds={"pairs": seed})
         )
-    pair_list, _ = _choose_pairs(common, pairs, (), seed, stacklevel=3)
-    results: dict[str, xr.Dataset] = {}
-    certs: dict[str, xr.Dataset] = {}
-    for name in names:
-        results[name], cert = _audit_condition(
-            coded[name], common, pair_list, auditor_list, certifier, device, progress
-        )
-        if cert is not None:
-            certs[name] = cert
-    stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type, unused-ignore]
-    stacked.attrs.update(
-        provenance(title="idaudit.pipeline.compare_conditions", seeds={"pairs": seed})
-    )
-    stacked.attrs["n_common_identities"] = len(common)
-    lost = pd.DataFrame({name: coded[name].counts["n_lost"] for name in names})
-    lost.index.name = "identity"
-    linkage, reports = _linkage_table(coded, reference, common)
-    return ConditionComparison(stacked, lost, coded, certs, linkage, tuple(common), reports)
+        stacked.attrs["n_common_identities"] = len(common)
+        lost = pd.DataFrame({name: coded[name].counts["n_lost"] for name in names})
+        lost.index.name = "identity"
+        linkage, reports = _linkage_table(coded, reference, common)
+        return ConditionComparison(stacked, lost, coded, certs, linkage, tuple(common), reports)
 
 
 def _one_family(certifier: Any, n_conditions: int) -> Any:

@@ -21,8 +21,8 @@ def roots(privacy_roots: Path) -> Path:
 
 
 def test_aligned_inputs_embed_like_the_generators_own_crops(roots: Path, dcgan) -> None:
-    from idaudit.faces import DlibEncoder
-    from idaudit.memorization._images import AlignedDetector, MemoDetector, embed_images
+    from idaudit.faces import AlignedDetector, DlibEncoder
+    from idaudit.memorization._images import MemoDetector, embed_images
 
     paths = sorted((roots / "train" / "a").glob("*.png"))
     images = np.stack([np.asarray(Image.open(p)) for p in paths])

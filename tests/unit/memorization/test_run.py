@@ -267,20 +267,10 @@ def test_arcface_dir_brings_its_retinaface(roots: Path, buffalo_dir: Path) -> No
     assert set(identity["detector_weights"]) == {"det_10g.onnx"}
     assert set(identity["encoder_weights"]) == {"w600k_r50.onnx"}
     # a file, not the folder: no detector comes with it (MTCNN stays)
+    from idaudit.faces import FaceModelOptions
     from idaudit.memorization._images import build_models
 
-    only = build_models(
-        dlib=False,
-        dlib_runtime="torch",
-        arcface=buffalo_dir / "w600k_r50.onnx",
-        adaface=None,
-        lvface=None,
-        retinaface=None,
-        lpips_backbone=None,
-        aligned=False,
-        threads=1,
-        device="cpu",
-    )
+    only = build_models(FaceModelOptions(dlib=None, arcface=buffalo_dir / "w600k_r50.onnx"))
     assert type(only.detector).__name__ == "MTCNNDetector"
 
 
@@ -372,8 +362,8 @@ def test_each_unordered_pair_is_computed_once_and_a_rerun_computes_none(
 
     metrics: list[_CountingMetric] = []
 
-    def counting_models(**kwargs):
-        models = build_models(**kwargs)
+    def counting_models(options):
+        models = build_models(options)
         metrics.append(_CountingMetric(models.appearance))
         models.appearance = metrics[-1]
         return models
@@ -470,13 +460,8 @@ def test_unreadable_and_too_small_files_are_named(roots: Path, first, tmp_path: 
 
 
 def test_embed_images_refuses_images_below_the_minimum_side(roots: Path, tmp_path: Path) -> None:
-    from idaudit.faces import DlibEncoder
-    from idaudit.memorization._images import (
-        MIN_IMAGE_SIDE,
-        AlignedDetector,
-        MemoDetector,
-        embed_images,
-    )
+    from idaudit.faces import AlignedDetector, DlibEncoder
+    from idaudit.memorization._images import MIN_IMAGE_SIDE, MemoDetector, embed_images
 
     face = Image.open(roots / "train" / "a" / "s00_0.png")
     small = tmp_path

@@ -231,6 +231,16 @@ def test_small_frames_are_enlarged_before_detection() -> None:
     )
     # 64 → 160, plus 0.3 · 160 = 48 pixels of edge padding on each side
     assert set(seen) == {(256, 256, 3)}
+    # a 128-pixel frame too, as the privacy check enlarges it (one policy: under 160 px)
+    seen.clear()
+    encode_generator(
+        lambda im: im,
+        _people(n_ids=2, n_images=2, size=128),
+        pipeline=pipe,
+        progress=False,
+        min_rows=1,
+    )
+    assert set(seen) == {(256, 256, 3)}
 
 
 def test_cache_makes_a_second_run_encode_nothing(tmp_path: Path) -> None:
@@ -479,7 +489,8 @@ def test_paired_mode_cuts_the_original_frames_crop_from_the_output() -> None:
     for label, where in spots.items():
         people[label] = []
         for y, x in where:
-            im = gen.integers(0, 200, (120, 120, 3)).astype(np.uint8)
+            # 170 px: at or above prepare_frame's 160, so the frames are not enlarged
+            im = gen.integers(0, 200, (170, 170, 3)).astype(np.uint8)
             im[y, x, 0] = 255  # the "face" the detector finds
             people[label].append(im)
 
@@ -546,7 +557,8 @@ def test_given_original_faces_are_used_without_detecting_again() -> None:
 
 def test_paired_original_faces_given_are_where_the_crop_is_cut() -> None:
     gen = np.random.default_rng(5)
-    people = {k: [gen.integers(0, 200, (120, 120, 3)).astype(np.uint8)] for k in ("a", "b")}
+    # 170 px: not enlarged (prepare_frame keeps frames of 160 px and more)
+    people = {k: [gen.integers(0, 200, (170, 170, 3)).astype(np.uint8)] for k in ("a", "b")}
     at = {"a": (30, 50), "b": (70, 10)}  # (y, x) of each given face's box corner
     given: dict[tuple[Any, int], Face | None] = {
         (k, 0): Face(
@@ -615,8 +627,8 @@ class _MarkedDetector(_BrightDetector):
 
 
 def _marked_people(lost: dict[str, int], n_images: int = 8) -> dict[str, list[np.ndarray]]:
-    """128-pixel frames (no enlarging); identity k's first ``lost[k]`` images carry the mark."""
-    people = _people(n_ids=len(lost), n_images=n_images, size=128)
+    """160-pixel frames (no enlarging); identity k's first ``lost[k]`` images carry the mark."""
+    people = _people(n_ids=len(lost), n_images=n_images, size=160)
     out = {}
     for (label, images), n_lost in zip(people.items(), lost.values(), strict=True):
         out[label] = []
