@@ -233,7 +233,7 @@ def enlarge_frame(
     is brought to ``side`` pixels (bicubic, aspect ratio kept; with ``square``, the whole
     frame to ``side`` × ``side``) and ``round(0.3 · side)`` pixels of edge replication are
     added on every side. The one rule behind the pipeline's small frames
-    (:class:`idaudit.mechanisms.EncodedGenerator`), the privacy check's small images and
+    (:class:`idaudit.pipeline.EncodedGenerator`), the privacy check's small images and
     :meth:`ShippedFaceGenerator.crops`; each caller decides which frames count as small.
 
     Parameters

@@ -23,7 +23,7 @@ from idaudit._validation import (
 )
 from idaudit.data import FAILURES, EmbeddingSet, sample_pairs
 from idaudit.exceptions import IdauditWarning, InvalidInputError
-from idaudit.mechanisms import DRAW_STATUSES, EncodedGenerator
+from idaudit.pipeline._draws import DRAW_STATUSES, EncodedGenerator
 
 if TYPE_CHECKING:
     from idaudit.faces import EmbeddingCache, Face, FacePipeline
@@ -357,7 +357,7 @@ def _check_draw_plan(
     if mode not in ("detect", "paired"):
         raise InvalidInputError(
             f"`mode` must be 'detect' or 'paired'; got {mode!r} (outputs that are already "
-            "aligned crops: idaudit.mechanisms.EncodedGenerator(generator, encoder, images))."
+            "aligned crops: idaudit.pipeline.EncodedGenerator(generator, encoder, images))."
         )
     return _DrawPlan(mode, sampling, repeats, n_per_identity, min_rows, failures)
 
@@ -510,7 +510,7 @@ def encode_generator(
         As in :func:`audit_generator`.
     output_shape : "source", (H, W) or None, default "source"
         The size outputs must have: their source's, a fixed ``(H, W)``, or any size
-        (``None``, detect mode only); see :class:`~idaudit.mechanisms.EncodedGenerator`.
+        (``None``, detect mode only); see :class:`~idaudit.pipeline.EncodedGenerator`.
     original_faces : mutable mapping of (label, int) to Face or None, optional
         Detections of the original frames for ``mode="paired"``, keyed by ``(identity,
         source index)``: the largest face the detector found on that source image (after
@@ -786,7 +786,7 @@ def audit_generator(
     mode : {"detect", "paired"}, default "detect"
         ``"detect"`` finds the face in each output (faces the detector misses are lost and
         counted); ``"paired"`` detects on the original frame and cuts the same crop from the
-        output (see :class:`~idaudit.mechanisms.EncodedGenerator`).
+        output (see :class:`~idaudit.pipeline.EncodedGenerator`).
     sampling : {"each", "with_replacement"}, default "each"
         ``"each"``: every source image ``repeats`` times, in order — no duplicate rows from a
         deterministic generator unless ``repeats > 1``. ``"with_replacement"``:

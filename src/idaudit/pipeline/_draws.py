@@ -106,7 +106,7 @@ class EncodedGenerator:
 
     Examples
     --------
-    >>> from idaudit.mechanisms import EncodedGenerator
+    >>> from idaudit.pipeline import EncodedGenerator
     >>> import numpy as np
     >>> class MeanColour:  # a stand-in encoder: the mean RGB colour, normalised
     ...     name, dim, input_size, differentiable = "mean-colour", 3, 4, False

@@ -38,16 +38,34 @@ from idaudit._validation import check_in_range, check_integer, check_option
 from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.faces import FaceModelOptions
-from idaudit.memorization._cache import PrivacyCache, model_key
-from idaudit.memorization._flagging import (
+from idaudit.memorization import (
     DEFAULT_PERCENTILES,
+    FLAGGING_COHORT_COLUMNS,
+    FLAGGING_COLUMNS,
     FLAGGING_STATUS,
+    NNAA_COLUMNS,
+    NNAA_STATUS,
+    NNAA_TEST_STATUS,
+    SANITY_STATUS,
+    CacheUse,
     FlaggingResult,
+    InputListing,
+    ModelsUsed,
+    NNAAResult,
+    PrivacyReport,
+    PrivacySettings,
+    cap_indices,
     check_percentiles,
     flagging,
     flagging_from_distances,
+    metric_sanity,
+    nnaa,
+    nnaa_from_distances,
+    power_notes,
+    read_subject_map,
+    subjects_for_files,
 )
-from idaudit.memorization._images import (
+from idaudit.pipeline._folders import (
     MIN_IMAGE_SIDE,
     SPLITS,
     CheckModels,
@@ -58,88 +76,10 @@ from idaudit.memorization._images import (
     hash_files,
     scan_root,
 )
-from idaudit.memorization._nnaa import (
-    NNAA_STATUS,
-    NNAA_TEST_STATUS,
-    NNAAResult,
-    cap_indices,
-    nnaa,
-    nnaa_from_distances,
-)
-from idaudit.memorization._power import power_notes
-from idaudit.memorization._report import (
-    CacheUse,
-    InputListing,
-    ModelsUsed,
-    PrivacyReport,
-    PrivacySettings,
-)
-from idaudit.memorization._sanity import SANITY_STATUS, metric_sanity
-from idaudit.memorization._subjects import read_subject_map, subjects_for_files
+from idaudit.pipeline._privacy_cache import PrivacyCache, model_key
 
-__all__ = [
-    "FLAGGING_COHORT_COLUMNS",
-    "FLAGGING_COLUMNS",
-    "NNAA_COLUMNS",
-    "OUTPUT_FILES",
-    "run_privacy_check",
-]
+__all__ = ["OUTPUT_FILES", "run_privacy_check"]
 
-#: Columns of ``flagging.csv``, in order.
-FLAGGING_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "axis",
-    "percentile",
-    "threshold",
-    "synthetic_pct",
-    "heldout_pct",
-    "n_synthetic",
-    "n_heldout",
-    "n_synthetic_flagged",
-    "n_heldout_flagged",
-    "p_value",
-    "ci_lower",
-    "ci_upper",
-)
-#: Columns of ``nnaa.csv``, in order.
-NNAA_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "axis",
-    "cohort",
-    "aa_train_synth",
-    "aa_heldout_synth",
-    "privacy_loss",
-    "ci_lower",
-    "ci_upper",
-    "aa_train_synth_ci_lower",
-    "aa_train_synth_ci_upper",
-    "aa_heldout_synth_ci_lower",
-    "aa_heldout_synth_ci_upper",
-    "n_train",
-    "n_heldout",
-    "n_synthetic",
-    "n_bootstrap",
-    "p_value",
-    "n_permutations",
-    "interval_method",
-    "below_min_size",
-)
-#: Columns of ``flagging_by_cohort.csv``: each cohort's rates at the pooled thresholds.
-FLAGGING_COHORT_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "axis",
-    "cohort",
-    "percentile",
-    "threshold",
-    "synthetic_pct",
-    "heldout_pct",
-    "n_synthetic",
-    "n_heldout",
-    "n_synthetic_flagged",
-    "n_heldout_flagged",
-    "ci_lower",
-    "ci_upper",
-)
 #: Files written to ``out`` (``sanity.csv`` only with ``subject_pattern``).
 OUTPUT_FILES: tuple[str, ...] = (
     "flagging.csv",
