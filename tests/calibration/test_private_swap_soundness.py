@@ -33,7 +33,13 @@ from idaudit.faces import (
     TorchDlibEncoder,
     arcface_template,
 )
-from idaudit.pipeline import EmbeddingNoiseSwap, FaceBank, audit_generator
+from idaudit.pipeline import (
+    AuditSettings,
+    DrawSettings,
+    EmbeddingNoiseSwap,
+    FaceBank,
+    audit_generator,
+)
 
 pytestmark = [pytest.mark.calibration, pytest.mark.slow]
 
@@ -79,14 +85,12 @@ def runs(tmp_path_factory):
             run = audit_generator(
                 mech,
                 images,
-                pipeline=pipe,
-                pairs=PAIRS,
-                auditors=[GaussMechAuditor()],
-                certifier=cert,
+                models=pipe,
                 cache=cache,
-                repeats=40,
                 rng=1000 + rep,
                 progress=False,
+                draws=DrawSettings(repeats=40),
+                audit=AuditSettings(pairs=PAIRS, auditors=[GaussMechAuditor()], certifier=cert),
             )
         c = run.certificates
         certified.append(

@@ -10,6 +10,8 @@
                                 with the content-hash cache :class:`PrivacyCache`
 :class:`EncodedGenerator`       encoder ∘ image generator over source images (seed 000,
                                 Section 2.5): the draws' engine, one outcome per draw
+:class:`DrawSettings`,          the workflows' settings: how sources are drawn and kept;
+:class:`AuditSettings`          pairs, auditors, certifier, controls, device
 :func:`linkage_report`          re-identification: top-1 identification, same-person matches
 :class:`GaussianBlur`           Gaussian blur (σ in pixels)
 :class:`Pixelate`               mosaic (block side in pixels, random grid offset)
@@ -41,10 +43,13 @@ from idaudit.pipeline._linkage import LinkageReport, linkage_report
 from idaudit.pipeline._privacy import run_privacy_check
 from idaudit.pipeline._privacy_cache import PrivacyCache
 from idaudit.pipeline._private import EmbeddingNoiseSwap, FaceBank, PrivacyGuarantee
+from idaudit.pipeline._settings import AuditSettings, DrawSettings
 
 __all__ = [
     "DRAW_STATUSES",
+    "AuditSettings",
     "ConditionComparison",
+    "DrawSettings",
     "EmbeddingNoiseSwap",
     "EncodedGenerator",
     "FaceBank",
