@@ -263,9 +263,30 @@ def _face_pipeline(models: FaceModelOptions | FacePipeline | None) -> FacePipeli
     from idaudit.faces import FaceModelOptions, FacePipeline, build_face_models
 
     if models is not None and not isinstance(models, FaceModelOptions):
-        return models  # a FacePipeline (EncodedGenerator checks what it holds)
+        if not (hasattr(models, "detector") and hasattr(models, "encoder")):
+            raise TypeError(
+                "`models` must be a FaceModelOptions or a FacePipeline; got "
+                f"{type(models).__name__}."
+            )
+        return models
     built = build_face_models(FaceModelOptions() if models is None else models)
     return FacePipeline(built.detector, built.encoders[0], progress=False)
+
+
+def _audit_settings(audit: AuditSettings | None, *, compare: bool) -> AuditSettings:
+    """``audit`` (default ``AuditSettings()``), refusing a field the workflow does not use."""
+    if audit is None:
+        return AuditSettings()
+    if not isinstance(audit, AuditSettings):
+        raise TypeError(f"`audit` must be an AuditSettings; got {type(audit).__name__}.")
+    if compare and audit.controls:
+        raise InvalidInputError("`controls` is for audit_generator; compare_conditions runs none.")
+    if not compare and audit.reference is not None:
+        raise InvalidInputError(
+            "`reference` names a condition of compare_conditions; audit_generator has one "
+            f"generator; got {audit.reference!r}."
+        )
+    return audit
 
 
 def _draw_settings(draws: DrawSettings | None, min_rows: int) -> DrawSettings:
@@ -785,7 +806,7 @@ def audit_generator(
     """
     from idaudit._device import default_threads, thread_limit
 
-    settings = AuditSettings() if audit is None else audit
+    settings = _audit_settings(audit, compare=False)
     # the load-aware thread count of the command line: torch's default (every core)
     # oversubscribes a busy machine
     with thread_limit(default_threads()):
@@ -935,7 +956,7 @@ def compare_conditions(
     with thread_limit(default_threads()):
         from idaudit.audits import concat_conditions
 
-        settings = AuditSettings() if audit is None else audit
+        settings = _audit_settings(audit, compare=True)
         reference = settings.reference
         if not isinstance(conditions, Mapping) or not conditions:
             raise InvalidInputError(

@@ -417,6 +417,17 @@ def test_settings_must_be_settings_objects() -> None:
         encode_generator(
             lambda im: im, _people(n_ids=2), models=_pipeline(), draws={"mode": "paired"}
         )
+    with pytest.raises(TypeError, match="`audit` must be an AuditSettings; got dict"):
+        audit_generator(lambda im: im, _people(n_ids=2), models=_pipeline(), audit={"pairs": 1})
+    with pytest.raises(TypeError, match="`models` must be a FaceModelOptions or a FacePipeline"):
+        encode_generator(lambda im: im, _people(n_ids=2), models="mtcnn")
+    # a setting the workflow does not use is refused, never ignored
+    with pytest.raises(InvalidInputError, match="`reference` names a condition"):
+        audit_generator(lambda im: im, _people(n_ids=2), audit=AuditSettings(reference="x"))
+    with pytest.raises(InvalidInputError, match="`controls` is for audit_generator"):
+        compare_conditions(
+            {"x": lambda im: im}, _people(n_ids=2), audit=AuditSettings(controls=True)
+        )
 
 
 def test_cache_refuses_a_file_as_folder(tmp_path: Path) -> None:
