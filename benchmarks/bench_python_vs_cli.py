@@ -27,13 +27,13 @@ PYTHON_PATH = """
 import sys, warnings, numpy as np
 from pathlib import Path
 from PIL import Image
-from idaudit.pipeline import audit_generator
+from idaudit.pipeline import AuditSettings, audit_generator
 root = Path(sys.argv[1])
 images = {d.name: [np.asarray(Image.open(p).convert("RGB")) for p in sorted(d.glob("*.png"))]
           for d in sorted(root.iterdir())}
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    audit_generator(lambda im: im, images, pairs="all", progress=False)
+    audit_generator(lambda im: im, images, audit=AuditSettings(pairs="all"), progress=False)
 """
 
 
