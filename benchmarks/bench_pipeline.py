@@ -36,7 +36,7 @@ from idaudit.faces import (
     TorchDlibEncoder,
     synthetic_identities,
 )
-from idaudit.pipeline import GaussianBlur, LatentFaceSwap, encode_generator
+from idaudit.pipeline import DrawSettings, GaussianBlur, LatentFaceSwap, encode_generator
 
 
 def main() -> None:
@@ -56,11 +56,21 @@ def main() -> None:
         cache = EmbeddingCache(folder)
         t0 = time.perf_counter()
         first = encode_generator(
-            GaussianBlur(2.0), images, pipeline=pipe, mode="paired", cache=cache, progress=False
+            GaussianBlur(2.0),
+            images,
+            models=pipe,
+            cache=cache,
+            progress=False,
+            draws=DrawSettings(mode="paired"),
         )
         t1 = time.perf_counter()
         second = encode_generator(
-            GaussianBlur(2.0), images, pipeline=pipe, mode="paired", cache=cache, progress=False
+            GaussianBlur(2.0),
+            images,
+            models=pipe,
+            cache=cache,
+            progress=False,
+            draws=DrawSettings(mode="paired"),
         )
         t2 = time.perf_counter()
     print(

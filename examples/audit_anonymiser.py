@@ -33,7 +33,7 @@ from idaudit.faces import (
     TorchDlibEncoder,
     synthetic_identities,
 )
-from idaudit.pipeline import GaussianBlur, Pixelate, compare_conditions
+from idaudit.pipeline import AuditSettings, GaussianBlur, Pixelate, compare_conditions
 
 
 def identity_map(image: np.ndarray) -> np.ndarray:
@@ -55,13 +55,15 @@ def main(n_identities: int = 6, n_images: int = 10) -> None:
                 compare_conditions(
                     conditions,
                     images,
-                    pipeline=FacePipeline(MTCNNDetector(), encoder, progress=False),
-                    pairs=min(10, n_identities * (n_identities - 1) // 2),
-                    auditors=auditors,
-                    reference="none",
+                    models=FacePipeline(MTCNNDetector(), encoder, progress=False),
                     cache=cache,
                     rng=0,
                     progress=False,
+                    audit=AuditSettings(
+                        pairs=min(10, n_identities * (n_identities - 1) // 2),
+                        auditors=auditors,
+                        reference="none",
+                    ),
                 )
             )
     cmp = runs[0]

@@ -29,7 +29,8 @@ import numpy as np
 from PIL import Image
 
 from idaudit.faces import ShippedFaceGenerator
-from idaudit.memorization import PrivacyReport, run_privacy_check
+from idaudit.memorization import PrivacyReport
+from idaudit.pipeline import run_privacy_check
 
 
 def _save(folder: Path, images: np.ndarray) -> None:

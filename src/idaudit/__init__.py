@@ -47,6 +47,7 @@ _LAZY: dict[str, str] = {
     "ReservedTestCertifier": "idaudit.certify",
     "sanity_controls": "idaudit.certify",
     "audit_generator": "idaudit.pipeline",
+    "run_privacy_check": "idaudit.pipeline",
     "NotFittedError": "idaudit.exceptions",
     "InvalidInputError": "idaudit.exceptions",
     "MissingWeightsError": "idaudit.exceptions",
@@ -147,6 +148,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
         NotFittedError as NotFittedError,
     )
     from idaudit.pipeline import audit_generator as audit_generator
+    from idaudit.pipeline import run_privacy_check as run_privacy_check
     from idaudit.selftest import test as test
 
 

@@ -555,7 +555,7 @@ def private_swap_sweep(
         audit_pairs,
     )
     from idaudit.certify import ReservedTestCertifier
-    from idaudit.pipeline import EmbeddingNoiseSwap, audit_generator
+    from idaudit.pipeline import AuditSettings, DrawSettings, EmbeddingNoiseSwap, audit_generator
 
     sig = _check_scales(sigmas)
     dlt = check_in_range(delta, "delta", 0.0, 1.0)
@@ -609,14 +609,12 @@ def private_swap_sweep(
             run = audit_generator(
                 mech,
                 images_by_identity,
-                pipeline=audit_pipeline if audit_pipeline is not None else pipeline,
-                pairs=pair_list,
-                auditors=route_list[:1],
-                certifier=certifier,
+                models=audit_pipeline if audit_pipeline is not None else pipeline,
                 cache=cache,
-                repeats=repeats,
                 rng=seed_run,
                 progress=False,
+                draws=DrawSettings(repeats=repeats),
+                audit=AuditSettings(pairs=pair_list, auditors=route_list[:1], certifier=certifier),
             )
         es = run.embeddings.embeddings
         kept = list(

@@ -60,7 +60,14 @@ from idaudit.faces import (
     ShippedFaceGenerator,
     TorchDlibEncoder,
 )
-from idaudit.pipeline import EmbeddingNoiseSwap, FaceBank, audit_generator, encode_generator
+from idaudit.pipeline import (
+    AuditSettings,
+    DrawSettings,
+    EmbeddingNoiseSwap,
+    FaceBank,
+    audit_generator,
+    encode_generator,
+)
 
 pytestmark = [pytest.mark.calibration, pytest.mark.slow, pytest.mark.faces]
 
@@ -134,14 +141,14 @@ def _certify(mech, images, pipe, cache, n_reps: int, seed: int) -> list[dict[str
             run = audit_generator(
                 mech,
                 images,
-                pipeline=pipe,
-                pairs=[("A", "B")],
-                auditors=[GaussMechAuditor(delta=DELTA)],
-                certifier=cert,
+                models=pipe,
                 cache=cache,
-                repeats=N_ROWS,
                 rng=10_000 + seed + rep,
                 progress=False,
+                draws=DrawSettings(repeats=N_ROWS),
+                audit=AuditSettings(
+                    pairs=[("A", "B")], auditors=[GaussMechAuditor(delta=DELTA)], certifier=cert
+                ),
             )
         c = run.certificates
         out.append({k: float(c[k].values[0]) for k in ("epsilon_lb", "epsilon_lb_ceiling")})
@@ -168,8 +175,8 @@ def setting(tmp_path_factory):
     outputs = encode_generator(
         lambda im: im,
         {0: [public[0]], 1: [public[1]]},
-        pipeline=pipe,
-        min_rows=1,
+        models=pipe,
+        draws=DrawSettings(min_rows=1),
         cache=cache,
         progress=False,
     )

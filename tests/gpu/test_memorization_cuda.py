@@ -42,7 +42,7 @@ def test_privacy_check_on_cuda_gives_the_cpu_verdicts_under_its_own_cache(
 
     from idaudit.exceptions import IdauditWarning
     from idaudit.faces import ShippedFaceGenerator
-    from idaudit.memorization import run_privacy_check
+    from idaudit.pipeline import run_privacy_check
     from standins import save_faces
 
     dcgan = ShippedFaceGenerator()

@@ -159,7 +159,7 @@ def privacy_roots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def privacy_run(privacy_roots: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     """One privacy check on :func:`privacy_roots` (its report and output folder), run once."""
     from idaudit.exceptions import IdauditWarning
-    from idaudit.memorization import run_privacy_check
+    from idaudit.pipeline import run_privacy_check
 
     out = tmp_path_factory.mktemp("out") / "privacy"
     roots = privacy_roots

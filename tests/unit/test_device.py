@@ -327,6 +327,6 @@ def test_only_the_device_module_changes_thread_counts() -> None:
 
 
 def test_the_memorisation_check_has_no_default_of_its_own() -> None:
-    import idaudit.memorization._images as images
+    import idaudit.pipeline._folders as images
 
     assert not hasattr(images, "default_threads")

@@ -100,7 +100,7 @@ assert loaded == ["idaudit", "idaudit._accessor", "idaudit._results", "idaudit._
 heavy = [m for m in ("torch", "scipy", "sklearn", "matplotlib", "dlib") if m in sys.modules]
 assert not heavy, heavy
 assert "idaudit.memorization" not in sys.modules and "idaudit.inversion" not in sys.modules
-assert idaudit.memorization.run_privacy_check and idaudit.inversion.RankedAdversary
+assert idaudit.memorization.nnaa and idaudit.inversion.RankedAdversary
 assert idaudit.dp.epsilon_from_tv(0.0) == 0.0
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)

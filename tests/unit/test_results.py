@@ -282,7 +282,8 @@ def test_embedding_cache_folders_are_owner_only(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("permissive_umask")
 def test_privacy_cache_folders_are_owner_only(tmp_path: Path) -> None:
-    from idaudit.memorization import PrivacyCache, model_key
+    from idaudit.pipeline import PrivacyCache
+    from idaudit.pipeline._privacy_cache import model_key
 
     base = _shared_base(tmp_path)
     cache = PrivacyCache(base / "x" / "y" / "cache")
@@ -296,14 +297,14 @@ def test_privacy_cache_folders_are_owner_only(tmp_path: Path) -> None:
 def test_privacy_check_out_folders_are_owner_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import idaudit.memorization._run as run
+    import idaudit.pipeline._privacy as run
 
     for split in ("train", "heldout", "synthetic"):
         (tmp_path / "in" / split / "a").mkdir(parents=True)
     base = _shared_base(tmp_path)
     out = base / "x" / "y" / "out"
 
-    def stop(**kwargs: object) -> None:  # the output folders exist by now; no model is loaded
+    def stop(options: object) -> None:  # the output folders exist by now; no model is loaded
         raise RuntimeError("stop before the models")
 
     monkeypatch.setattr(run, "build_models", stop)

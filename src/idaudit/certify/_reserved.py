@@ -235,7 +235,7 @@ class ReservedTestCertifier(BaseCertifier):
     * **Exact duplicates** (rows the audits cannot tell apart, ``n_duplicates``) fit one of
       two models, and the certificate holds under the one chosen. ``"keep"`` (the default):
       the mechanism repeats outputs (atoms: a quantised encoder, a generator that falls back
-      to one output, :class:`~idaudit.mechanisms.EncodedGenerator` with a deterministic
+      to one output, :class:`~idaudit.pipeline.EncodedGenerator` with a deterministic
       generator); every row is a draw, split and counted like any other, and a copy of a
       development row on the test side is a fresh draw that happens to repeat a value.
       ``"collapse"``: copies are repeated records of one draw; only the first row of each

@@ -153,20 +153,19 @@ def _encoder_name(args: argparse.Namespace) -> str:
 
 def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
     """Build the detector and encoder that ``--encoder`` names, on ``--device``/``--threads``."""
+    from idaudit.faces import FaceModelOptions, build_face_models, resolve_weights
+
     encoder = _encoder_name(args)
+    options: dict[str, Any] = {"threads": args.threads, "device": args.device}
     if encoder == "arcface":
-        from idaudit.faces import ArcFaceEncoder, RetinaFaceDetector
-
-        options = {"threads": args.threads, "device": args.device}
-        return (
-            RetinaFaceDetector(args.arcface_dir, **options),
-            ArcFaceEncoder(args.arcface_dir, **options),
-        )
-    from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
-
-    if encoder == "dlib":
-        return MTCNNDetector(), DlibEncoder()
-    return MTCNNDetector(args.device), TorchDlibEncoder(device=args.device)
+        # both files of the buffalo_l folder (or $IDAUDIT_WEIGHTS'), each checked on loading
+        for key, name in (("retinaface", "det_10g.onnx"), ("arcface", "w600k_r50.onnx")):
+            options[key] = resolve_weights("buffalo_l", name, args.arcface_dir, verify=False)
+        options["dlib"] = None
+    else:
+        options["dlib"] = "cpp" if encoder == "dlib" else "torch"
+    models = build_face_models(FaceModelOptions(**options))
+    return models.detector, models.encoders[0]
 
 
 def _embeddings_writer(path: Path, emb: Any, labels: Any, sources: Any, encoder: str) -> Any:

@@ -283,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from idaudit._results import write_atomic, write_netcdf
-    from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder
+    from idaudit.faces import FaceModelOptions, TorchDlibEncoder, build_face_models
     from idaudit.inversion import (
         DCGANGenerator,
         FrameWarp,
@@ -292,7 +292,8 @@ def run(args: argparse.Namespace) -> int:
         results_to_xarray,
     )
 
-    detector, dlib = MTCNNDetector(), DlibEncoder()
+    models = build_face_models(FaceModelOptions())  # MTCNN and dlib's ResNet
+    detector, dlib = models.detector, models.encoders[0]
     test = None
     if args.test_arcface is not None:
         from idaudit.faces import ArcFaceEncoder

@@ -252,7 +252,7 @@ def _holds_an_image(folder: Path) -> bool:
 def _run(args: argparse.Namespace) -> int:
     _check(args)  # before the library loads: a wrong flag answers at once
     out = out_dir(args.out, "--out")
-    from idaudit.memorization import run_privacy_check
+    from idaudit.pipeline import run_privacy_check
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", IdauditWarning)

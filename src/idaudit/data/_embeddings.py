@@ -909,7 +909,7 @@ class EmbeddingSet:
         Use it when copies are **repeated records of one draw** — the same generated image
         listed or encoded twice, files merged with overlapping rows — so that each draw counts
         once. Do not use it when the mechanism itself repeats outputs (a quantised encoder, a
-        generator that falls back to one output, :class:`~idaudit.mechanisms.EncodedGenerator`
+        generator that falls back to one output, :class:`~idaudit.pipeline.EncodedGenerator`
         redrawing a source image through a deterministic generator): those repeats are
         separate iid draws, and removing them changes the distribution being audited.
 

@@ -296,19 +296,17 @@ def _compare(
     from sklearn.base import clone
 
     from idaudit.faces import FacePipeline, MTCNNDetector
-    from idaudit.pipeline import compare_conditions
+    from idaudit.pipeline import AuditSettings, DrawSettings, compare_conditions
 
     return compare_conditions(
         {name: c[2] for name, c in conditions.items()},
         images,
-        pipeline=FacePipeline(MTCNNDetector(), encoder, progress=False),
-        pairs=cfg.n_pairs,
-        certifier=clone(certifier),
-        reference="none",
+        models=FacePipeline(MTCNNDetector(), encoder, progress=False),
         cache=cache,
-        mode="paired",
         rng=FACE_SEED,
         progress=progress,
+        draws=DrawSettings(mode="paired"),
+        audit=AuditSettings(pairs=cfg.n_pairs, certifier=clone(certifier), reference="none"),
     )
 
 

@@ -9,6 +9,10 @@
   (owner-only, atomic, no pickles), so a re-run encodes nothing.
 * :class:`FacePipeline`: photos or paths → detect → align → encode, with a per-input outcome
   table (no face, unreadable file, bad pixels, which face was kept).
+* :func:`build_face_models` from :class:`FaceModelOptions`: the one way from options to a
+  detector, identity encoders and appearance metric (:class:`FaceModels`);
+  :class:`AlignedDetector` for inputs that are already aligned crops;
+  :func:`prepare_frame`: the one enlargement policy for small frames.
 * Shipped real models (weights come with pip packages): :class:`MTCNNDetector`,
   :class:`DlibEncoder`, :class:`DlibDetector`, :class:`TorchDlibEncoder` (differentiable port),
   :class:`ShippedFaceGenerator` (DCGAN) and :func:`synthetic_identities`.
@@ -36,8 +40,11 @@ _LAZY: dict[str, str] = {
     "align": "idaudit.faces._align",
     "arcface_template": "idaudit.faces._align",
     "estimate_similarity": "idaudit.faces._align",
+    "ENLARGE_BELOW": "idaudit.faces._io",
     "FRAME_PAD_FRACTION": "idaudit.faces._io",
+    "FRAME_SIDE": "idaudit.faces._io",
     "enlarge_frame": "idaudit.faces._io",
+    "prepare_frame": "idaudit.faces._io",
     "load_image": "idaudit.faces._io",
     "MTCNNDetector": "idaudit.faces._mtcnn",
     "DLIB_THRESHOLD": "idaudit.faces._dlib",
@@ -59,6 +66,10 @@ _LAZY: dict[str, str] = {
     "RetinaFaceDetector": "idaudit.faces._onnx",
     "LPIPSDistance": "idaudit.faces._metrics",
     "SSIMDistance": "idaudit.faces._metrics",
+    "AlignedDetector": "idaudit.faces._models",
+    "FaceModelOptions": "idaudit.faces._models",
+    "FaceModels": "idaudit.faces._models",
+    "build_face_models": "idaudit.faces._models",
     "MODEL_REGISTRY": "idaudit.faces._weights",
     "resolve_weights": "idaudit.faces._weights",
 }
@@ -91,11 +102,18 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from idaudit.faces._generator import (
         synthetic_identities as synthetic_identities,
     )
+    from idaudit.faces._io import ENLARGE_BELOW as ENLARGE_BELOW
     from idaudit.faces._io import FRAME_PAD_FRACTION as FRAME_PAD_FRACTION
+    from idaudit.faces._io import FRAME_SIDE as FRAME_SIDE
     from idaudit.faces._io import enlarge_frame as enlarge_frame
     from idaudit.faces._io import load_image as load_image
+    from idaudit.faces._io import prepare_frame as prepare_frame
     from idaudit.faces._metrics import LPIPSDistance as LPIPSDistance
     from idaudit.faces._metrics import SSIMDistance as SSIMDistance
+    from idaudit.faces._models import AlignedDetector as AlignedDetector
+    from idaudit.faces._models import FaceModelOptions as FaceModelOptions
+    from idaudit.faces._models import FaceModels as FaceModels
+    from idaudit.faces._models import build_face_models as build_face_models
     from idaudit.faces._mtcnn import MTCNNDetector as MTCNNDetector
     from idaudit.faces._onnx import ArcFaceEncoder as ArcFaceEncoder
     from idaudit.faces._onnx import LVFaceEncoder as LVFaceEncoder

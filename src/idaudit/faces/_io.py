@@ -32,10 +32,27 @@ import numpy.typing as npt
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._types import FACES_EXTRA
 
-__all__ = ["FRAME_PAD_FRACTION", "enlarge_frame", "load_image", "read_pixels", "to_rgb_uint8"]
+__all__ = [
+    "ENLARGE_BELOW",
+    "FRAME_PAD_FRACTION",
+    "FRAME_SIDE",
+    "enlarge_frame",
+    "load_image",
+    "prepare_frame",
+    "read_pixels",
+    "to_rgb_uint8",
+]
 
 #: Edge padding :func:`enlarge_frame` adds on every side, as a fraction of the enlarged side.
 FRAME_PAD_FRACTION = 0.3
+#: Side the shorter side of a small frame is brought to (:func:`prepare_frame`).
+FRAME_SIDE = 160
+#: Frames whose shorter side is below this many pixels are enlarged before detection
+#: (:func:`prepare_frame`). It is :data:`FRAME_SIDE` itself: every frame smaller than the
+#: side small frames are brought to is brought to it, so no frame is treated better for
+#: being smaller (a threshold of 112 enlarged and padded a 111-pixel face but left a
+#: 128-pixel one that fills its frame without the context detectors need).
+ENLARGE_BELOW = FRAME_SIDE
 
 
 def to_rgb_uint8(image: Any, name: str = "image") -> npt.NDArray[np.uint8]:
@@ -216,7 +233,7 @@ def enlarge_frame(
     is brought to ``side`` pixels (bicubic, aspect ratio kept; with ``square``, the whole
     frame to ``side`` × ``side``) and ``round(0.3 · side)`` pixels of edge replication are
     added on every side. The one rule behind the pipeline's small frames
-    (:class:`idaudit.mechanisms.EncodedGenerator`), the privacy check's small images and
+    (:class:`idaudit.pipeline.EncodedGenerator`), the privacy check's small images and
     :meth:`ShippedFaceGenerator.crops`; each caller decides which frames count as small.
 
     Parameters
@@ -251,3 +268,35 @@ def enlarge_frame(
     big = np.asarray(Image.fromarray(image).resize(size, Image.Resampling.BICUBIC))
     pad = round(FRAME_PAD_FRACTION * side)
     return np.pad(big, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
+
+
+def prepare_frame(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """Enlarge a frame whose shorter side is under :data:`ENLARGE_BELOW` pixels; else keep it.
+
+    The one enlargement policy of every road from images to embeddings (folders, cohort
+    roots, generator draws): a small frame goes through :func:`enlarge_frame` to
+    :data:`FRAME_SIDE` pixels, a frame of :data:`ENLARGE_BELOW` pixels or more is returned
+    unchanged (the same object).
+
+    Parameters
+    ----------
+    image : numpy.ndarray of uint8, shape (H, W, 3)
+        The frame.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (H', W', 3)
+        ``image`` itself, or the enlarged, padded frame.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from idaudit.faces import prepare_frame
+    >>> prepare_frame(np.zeros((128, 128, 3), np.uint8)).shape  # 160, plus 2 x 48
+    (256, 256, 3)
+    >>> prepare_frame(np.zeros((200, 180, 3), np.uint8)).shape
+    (200, 180, 3)
+    """
+    if min(image.shape[:2]) >= ENLARGE_BELOW:
+        return image
+    return enlarge_frame(image, FRAME_SIDE)

@@ -14,17 +14,24 @@ Array-level statistics, usable on any embeddings or distances:
 :func:`pairwise_distances`
 =====================================  ==========================================================
 
-Folders to seed 003's outputs: :func:`run_privacy_check` → :class:`PrivacyReport`, with the
-content-hash cache :class:`PrivacyCache` (``idaudit privacy`` on the command line).
+The results of a whole check are :class:`PrivacyReport` with its :class:`PrivacySettings`.
+Folders of images to that report: :func:`idaudit.pipeline.run_privacy_check` (``idaudit
+privacy`` on the command line), which reads the images, embeds them and calls the functions
+here on arrays.
 """
 
 from __future__ import annotations
 
-from idaudit.memorization._cache import PrivacyCache, model_key
+from idaudit.memorization._columns import (
+    FLAGGING_COHORT_COLUMNS,
+    FLAGGING_COLUMNS,
+    NNAA_COLUMNS,
+)
 from idaudit.memorization._flagging import (
     DEFAULT_PERCENTILES,
     FLAGGING_STATUS,
     FlaggingResult,
+    check_percentiles,
     flagging,
     flagging_from_distances,
 )
@@ -34,9 +41,11 @@ from idaudit.memorization._nnaa import (
     NNAA_STATUS,
     NNAA_TEST_STATUS,
     NNAAResult,
+    cap_indices,
     nnaa,
     nnaa_from_distances,
 )
+from idaudit.memorization._power import power_notes
 from idaudit.memorization._report import (
     CacheUse,
     InputListing,
@@ -44,19 +53,13 @@ from idaudit.memorization._report import (
     PrivacyReport,
     PrivacySettings,
 )
-from idaudit.memorization._run import (
-    FLAGGING_COHORT_COLUMNS,
-    FLAGGING_COLUMNS,
-    NNAA_COLUMNS,
-    OUTPUT_FILES,
-    run_privacy_check,
-)
 from idaudit.memorization._sanity import (
     SANITY_STATUS,
     SanityResult,
     metric_sanity,
     subjects_from_names,
 )
+from idaudit.memorization._subjects import read_subject_map, subjects_for_files
 
 __all__ = [
     "DEFAULT_PERCENTILES",
@@ -67,25 +70,26 @@ __all__ = [
     "NNAA_COLUMNS",
     "NNAA_STATUS",
     "NNAA_TEST_STATUS",
-    "OUTPUT_FILES",
     "SANITY_STATUS",
     "CacheUse",
     "FlaggingResult",
     "InputListing",
     "ModelsUsed",
     "NNAAResult",
-    "PrivacyCache",
     "PrivacyReport",
     "PrivacySettings",
     "SanityResult",
+    "cap_indices",
+    "check_percentiles",
     "flagging",
     "flagging_from_distances",
     "metric_sanity",
-    "model_key",
     "nearest_neighbour_distances",
     "nnaa",
     "nnaa_from_distances",
     "pairwise_distances",
-    "run_privacy_check",
+    "power_notes",
+    "read_subject_map",
+    "subjects_for_files",
     "subjects_from_names",
 ]

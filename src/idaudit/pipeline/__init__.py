@@ -5,6 +5,13 @@
                                 four audits, certificates, controls, provenance
 :func:`encode_generator`        its first half: outputs → per-draw outcomes → embeddings
 :func:`compare_conditions`      several generators on the identities and pairs common to all
+:func:`run_privacy_check`       folders of train / held-out / synthetic images → seed 003's
+                                memorisation check (:class:`~idaudit.memorization.PrivacyReport`),
+                                with the content-hash cache :class:`PrivacyCache`
+:class:`EncodedGenerator`       encoder ∘ image generator over source images (seed 000,
+                                Section 2.5): the draws' engine, one outcome per draw
+:class:`DrawSettings`,          the workflows' settings: how sources are drawn and kept;
+:class:`AuditSettings`          pairs, auditors, certifier, controls, device
 :func:`linkage_report`          re-identification: top-1 identification, same-person matches
 :class:`GaussianBlur`           Gaussian blur (σ in pixels)
 :class:`Pixelate`               mosaic (block side in pixels, random grid offset)
@@ -24,6 +31,7 @@ from idaudit.pipeline._audit import (
     compare_conditions,
     encode_generator,
 )
+from idaudit.pipeline._draws import DRAW_STATUSES, EncodedGenerator
 from idaudit.pipeline._images import (
     GaussianBlur,
     ImageMechanism,
@@ -32,11 +40,18 @@ from idaudit.pipeline._images import (
     PixelNoise,
 )
 from idaudit.pipeline._linkage import LinkageReport, linkage_report
+from idaudit.pipeline._privacy import run_privacy_check
+from idaudit.pipeline._privacy_cache import PrivacyCache
 from idaudit.pipeline._private import EmbeddingNoiseSwap, FaceBank, PrivacyGuarantee
+from idaudit.pipeline._settings import AuditSettings, DrawSettings
 
 __all__ = [
+    "DRAW_STATUSES",
+    "AuditSettings",
     "ConditionComparison",
+    "DrawSettings",
     "EmbeddingNoiseSwap",
+    "EncodedGenerator",
     "FaceBank",
     "GaussianBlur",
     "GeneratorAudit",
@@ -46,9 +61,11 @@ __all__ = [
     "LinkageReport",
     "PixelNoise",
     "Pixelate",
+    "PrivacyCache",
     "PrivacyGuarantee",
     "audit_generator",
     "compare_conditions",
     "encode_generator",
     "linkage_report",
+    "run_privacy_check",
 ]

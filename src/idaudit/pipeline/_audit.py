@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,16 +17,16 @@ from idaudit._results import attr_value, describe, provenance, variable
 from idaudit._validation import (
     RngLike,
     check_integer,
-    check_option,
     check_random_state,
     spawn_seeds,
 )
-from idaudit.data import FAILURES, EmbeddingSet, sample_pairs
+from idaudit.data import EmbeddingSet, sample_pairs
 from idaudit.exceptions import IdauditWarning, InvalidInputError
-from idaudit.mechanisms import DRAW_STATUSES, EncodedGenerator
+from idaudit.pipeline._draws import DRAW_STATUSES, EncodedGenerator
+from idaudit.pipeline._settings import AuditSettings, DrawSettings
 
 if TYPE_CHECKING:
-    from idaudit.faces import EmbeddingCache, Face, FacePipeline
+    from idaudit.faces import EmbeddingCache, Face, FaceModelOptions, FacePipeline
     from idaudit.pipeline._linkage import LinkageReport
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "encode_generator",
 ]
 
-Sampling = Literal["each", "with_replacement"]
 _LOST = ("no_face", "generator_error", "bad_output")
 #: How many excluded identities a warning names (all are counted and listed in the result).
 _N_NAMED = 10
@@ -208,10 +207,44 @@ def _pairs_asked(results: xr.Dataset) -> str:
     return f" All {n} pairs of the identities were audited (`pairs={int(asked)}` asked for more)."
 
 
-def _default_pipeline() -> FacePipeline:
-    from idaudit.faces import DlibEncoder, FacePipeline, MTCNNDetector
+def _face_pipeline(models: FaceModelOptions | FacePipeline | None) -> FacePipeline:
+    """Return the detector and encoder ``models`` names (default: MTCNN and dlib's ResNet)."""
+    from idaudit.faces import FaceModelOptions, FacePipeline, build_face_models
 
-    return FacePipeline(MTCNNDetector(), DlibEncoder(), progress=False)
+    if models is not None and not isinstance(models, FaceModelOptions):
+        if not (hasattr(models, "detector") and hasattr(models, "encoder")):
+            raise TypeError(
+                "`models` must be a FaceModelOptions or a FacePipeline; got "
+                f"{type(models).__name__}."
+            )
+        return models
+    built = build_face_models(FaceModelOptions() if models is None else models)
+    return FacePipeline(built.detector, built.encoders[0], progress=False)
+
+
+def _audit_settings(audit: AuditSettings | None, *, compare: bool) -> AuditSettings:
+    """``audit`` (default ``AuditSettings()``), refusing a field the workflow does not use."""
+    if audit is None:
+        return AuditSettings()
+    if not isinstance(audit, AuditSettings):
+        raise TypeError(f"`audit` must be an AuditSettings; got {type(audit).__name__}.")
+    if compare and audit.controls:
+        raise InvalidInputError("`controls` is for audit_generator; compare_conditions runs none.")
+    if not compare and audit.reference is not None:
+        raise InvalidInputError(
+            "`reference` names a condition of compare_conditions; audit_generator has one "
+            f"generator; got {audit.reference!r}."
+        )
+    return audit
+
+
+def _draw_settings(draws: DrawSettings | None, min_rows: int) -> DrawSettings:
+    """``draws`` (default ``DrawSettings()``) with ``min_rows`` filled in when it is None."""
+    if draws is None:
+        draws = DrawSettings()
+    elif not isinstance(draws, DrawSettings):
+        raise TypeError(f"`draws` must be a DrawSettings; got {type(draws).__name__}.")
+    return draws if draws.min_rows is not None else replace(draws, min_rows=min_rows)
 
 
 def _input_hash(images_by_identity: Mapping[Any, Sequence[Any]]) -> str:
@@ -261,57 +294,8 @@ def _generator_attrs(generator: Any) -> dict[str, Any]:
     return attrs
 
 
-@dataclass(frozen=True)
-class _DrawPlan:
-    """The checked settings of :func:`encode_generator` that shape the draws and the attrs."""
-
-    mode: Literal["detect", "paired"]
-    sampling: Sampling
-    repeats: int
-    n_per_identity: int | None
-    min_rows: int
-    failures: Literal["keep", "drop"]
-
-
-def _check_draw_plan(
-    mode: Literal["detect", "paired"],
-    sampling: Sampling,
-    repeats: int,
-    n_per_identity: int | None,
-    min_rows: int,
-    failures: Literal["keep", "drop"],
-) -> _DrawPlan:
-    """Check the draw settings of :func:`encode_generator` and return them normalised.
-
-    Raises
-    ------
-    InvalidInputError
-        A bad option, a count below 1, ``n_per_identity`` missing under
-        ``sampling="with_replacement"`` or given under ``sampling="each"``, a bad ``mode``.
-    """
-    sampling = check_option(sampling, "sampling", ("each", "with_replacement"))  # type: ignore[assignment]
-    failures = check_option(failures, "failures", FAILURES)  # type: ignore[assignment]
-    repeats = check_integer(repeats, "repeats", minimum=1)
-    min_rows = check_integer(min_rows, "min_rows", minimum=1)
-    if sampling == "with_replacement":
-        if n_per_identity is None:
-            raise InvalidInputError("`sampling`='with_replacement' needs `n_per_identity`.")
-        n_per_identity = check_integer(n_per_identity, "n_per_identity", minimum=1)
-    elif n_per_identity is not None:
-        raise InvalidInputError(
-            "`n_per_identity` applies to sampling='with_replacement' only; with "
-            "sampling='each' every source is used `repeats` times."
-        )
-    if mode not in ("detect", "paired"):
-        raise InvalidInputError(
-            f"`mode` must be 'detect' or 'paired'; got {mode!r} (outputs that are already "
-            "aligned crops: idaudit.mechanisms.EncodedGenerator(generator, encoder, images))."
-        )
-    return _DrawPlan(mode, sampling, repeats, n_per_identity, min_rows, failures)
-
-
 def _run_draws(
-    engine: EncodedGenerator, plan: _DrawPlan, rng: RngLike, progress: bool, desc: str
+    engine: EncodedGenerator, plan: DrawSettings, rng: RngLike, progress: bool, desc: str
 ) -> tuple[npt.NDArray[np.float64], pd.DataFrame, pd.DataFrame]:
     """Draw every identity's sources, run them through ``engine`` and gather the rows.
 
@@ -359,10 +343,11 @@ def _run_draws(
     return vectors, outcomes, rows
 
 
-def _warn_exclusions(counts: pd.DataFrame, excluded: tuple[Any, ...], plan: _DrawPlan) -> None:
+def _warn_exclusions(counts: pd.DataFrame, excluded: tuple[Any, ...], plan: DrawSettings) -> None:
     """Warn about excluded identities and exactly repeated rows (on behalf of the caller).
 
-    Called from :func:`encode_generator` only: ``stacklevel=3`` points at its caller.
+    Called from :func:`_encode` only: ``stacklevel=4`` points at the caller of the workflow
+    (:func:`encode_generator`, :func:`audit_generator`) that called it.
     """
     if excluded:
         named = ", ".join(repr(x) for x in excluded[:_N_NAMED])
@@ -372,7 +357,7 @@ def _warn_exclusions(counts: pd.DataFrame, excluded: tuple[Any, ...], plan: _Dra
             f"than min_rows={plan.min_rows} usable outputs excluded: {named}{more} "
             "(their counts are in `.counts`).",
             IdauditWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     n_dup = int(counts["n_duplicate_rows"].sum())
     if n_dup:
@@ -384,20 +369,22 @@ def _warn_exclusions(counts: pd.DataFrame, excluded: tuple[Any, ...], plan: _Dra
             "duplicates='keep'); they add no information about other images of the "
             "identity. Per-identity counts are in `.counts['n_duplicate_rows']`.",
             IdauditWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
 def _encoding_attrs(
     engine: EncodedGenerator,
     generator: Any,
-    plan: _DrawPlan,
+    plan: DrawSettings,
     outcomes: pd.DataFrame,
     counts: pd.DataFrame,
     excluded: tuple[Any, ...],
     rng: RngLike,
 ) -> dict[str, Any]:
     """Provenance of one :func:`encode_generator` run: inputs, models, settings, counts."""
+    from idaudit.faces import FRAME_SIDE
+
     attrs: dict[str, Any] = {
         "input_sha256": _input_hash(engine.images_by_identity),
         **_model_attrs(engine),
@@ -407,7 +394,7 @@ def _encoding_attrs(
         "setting.repeats": plan.repeats,
         "setting.n_per_identity": -1 if plan.n_per_identity is None else plan.n_per_identity,
         "setting.min_rows": plan.min_rows,
-        "setting.upscale": engine.upscale,
+        "setting.upscale": FRAME_SIDE,
         "setting.failures": plan.failures,
         "n_draws": len(outcomes),
         **{f"n_{s}": int((outcomes["status"] == s).sum()) for s in DRAW_STATUSES},
@@ -424,50 +411,36 @@ def encode_generator(
     generator: Callable[..., Any],
     images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
     *,
-    pipeline: FacePipeline | None = None,
-    mode: Literal["detect", "paired"] = "detect",
-    sampling: Sampling = "each",
-    repeats: int = 1,
-    n_per_identity: int | None = None,
-    min_rows: int = 2,
+    models: FaceModelOptions | FacePipeline | None = None,
+    draws: DrawSettings | None = None,
     cache: EmbeddingCache | str | os.PathLike[str] | None = None,
-    output_shape: Literal["source"] | tuple[int, int] | None = "source",
     rng: RngLike = 0,
-    batch_size: int = 64,
     progress: bool = True,
-    failures: Literal["keep", "drop"] = "keep",
     original_faces: MutableMapping[tuple[Any, int], Face | None] | None = None,
-    progress_desc: str = "identities",
 ) -> GeneratorEmbeddings:
     """Run ``generator`` over every identity's source images and encode the outputs' faces.
 
     The first half of :func:`audit_generator` (see there for the other parameters): draws,
     runs the callable, detects/aligns/encodes, records and counts failed draws (kept as
-    failed outputs or dropped, as ``failures`` says), excludes identities with fewer than
-    ``min_rows`` usable rows.
+    failed outputs or dropped, as ``draws.failures`` says), excludes identities with fewer
+    than ``draws.min_rows`` usable rows (default 2 here).
 
     Parameters
     ----------
-    generator, images_by_identity, pipeline, mode, sampling, repeats, n_per_identity
+    generator, images_by_identity, models, cache, rng, progress
         As in :func:`audit_generator`.
-    min_rows : int, default 2
-        Identities with fewer usable rows are excluded and named.
-    cache, rng, batch_size, progress, failures
-        As in :func:`audit_generator`.
-    output_shape : "source", (H, W) or None, default "source"
-        The size outputs must have: their source's, a fixed ``(H, W)``, or any size
-        (``None``, detect mode only); see :class:`~idaudit.mechanisms.EncodedGenerator`.
+    draws : DrawSettings, optional
+        How sources are drawn and failed draws kept (:class:`DrawSettings`); default
+        ``DrawSettings()`` with ``min_rows=2``.
     original_faces : mutable mapping of (label, int) to Face or None, optional
         Detections of the original frames for ``mode="paired"``, keyed by ``(identity,
         source index)``: the largest face the detector found on that source image (after
         the enlargement of small frames), or ``None`` when it found none. Entries present
         are used as they are, without running the detector on that original again; missing
         ones are detected and written into the mapping. Pass the same mapping to several
-        calls over the same ``images_by_identity`` and ``pipeline`` (as
+        calls over the same ``images_by_identity`` and ``models`` (as
         :func:`compare_conditions` does) and each original is detected once. Default: a
         fresh mapping for this call. Unused in detect mode.
-    progress_desc : str, default "identities"
-        Label of the progress bar (:func:`compare_conditions` names each condition's).
 
     Returns
     -------
@@ -485,20 +458,52 @@ def encode_generator(
         exactly (a deterministic generator over repeated sources), and when draws of the kept
         identities failed (with the counts by status, and whether they were kept or dropped).
     """
-    plan = _check_draw_plan(mode, sampling, repeats, n_per_identity, min_rows, failures)
+    from idaudit._device import default_threads, thread_limit
+
+    # the load-aware thread count of the command line: torch's default (every core)
+    # oversubscribes a busy machine
+    with thread_limit(default_threads()):
+        plan = _draw_settings(draws, 2)
+        pipeline = _face_pipeline(models)
+        return _encode(
+            generator,
+            images_by_identity,
+            pipeline,
+            plan,
+            cache,
+            rng,
+            progress,
+            original_faces,
+            "identities",
+        )
+
+
+def _encode(
+    generator: Callable[..., Any],
+    images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
+    pipeline: FacePipeline,
+    plan: DrawSettings,
+    cache: EmbeddingCache | str | os.PathLike[str] | None,
+    rng: RngLike,
+    progress: bool,
+    original_faces: MutableMapping[tuple[Any, int], Face | None] | None,
+    desc: str,
+) -> GeneratorEmbeddings:
+    """:func:`encode_generator` on checked settings (``plan.min_rows`` set), bar ``desc``."""
+    assert plan.min_rows is not None
     engine = EncodedGenerator(
         generator,
         None,
         images_by_identity,
-        pipeline=_default_pipeline() if pipeline is None else pipeline,
+        pipeline=pipeline,
         mode=plan.mode,
         cache=cache,
-        output_shape=output_shape,
-        batch_size=batch_size,
+        output_shape=plan.output_shape,
+        batch_size=plan.batch_size,
         progress=False,
         original_faces=original_faces,
     )
-    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress, progress_desc)
+    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress, desc)
     counts = _counts(engine, outcomes, vectors, rows, plan.min_rows)
     excluded = tuple(counts.index[counts["excluded"]].tolist())
     _warn_exclusions(counts, excluded, plan)
@@ -554,7 +559,7 @@ def _draws_set(
             f"the {len(es)} successful rows, conditional on success). Per-identity counts "
             "are in `.counts`.",
             IdauditWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     elif es.n_dropped_:
         warnings.warn(
@@ -563,7 +568,7 @@ def _draws_set(
             "describe the generator conditioned on success). Per-identity counts are in "
             "`.counts`.",
             IdauditWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return es
 
@@ -672,22 +677,12 @@ def audit_generator(
     generator: Callable[..., Any],
     images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
     *,
-    pipeline: FacePipeline | None = None,
-    pairs: int | str | Sequence[tuple[Any, Any]] = 100,
-    auditors: Sequence[Any] | None = None,
-    certifier: Any = None,
-    controls: bool = False,
+    models: FaceModelOptions | FacePipeline | None = None,
+    draws: DrawSettings | None = None,
+    audit: AuditSettings | None = None,
     cache: EmbeddingCache | str | os.PathLike[str] | None = None,
-    mode: Literal["detect", "paired"] = "detect",
-    sampling: Sampling = "each",
-    repeats: int = 1,
-    n_per_identity: int | None = None,
-    min_rows: int | None = None,
     rng: RngLike = 0,
-    device: str = "cpu",
-    batch_size: int = 64,
     progress: bool = True,
-    failures: Literal["keep", "drop"] = "keep",
 ) -> GeneratorAudit:
     r"""Audit an image → image face pipeline from source images, in one call.
 
@@ -705,62 +700,24 @@ def audit_generator(
         seeded from ``rng`` by identity and draw: results do not depend on batching.
     images_by_identity : mapping of label to sequence of images
         Source images of each identity, ``(H, W, 3)`` uint8 RGB.
-    pipeline : FacePipeline, optional
-        Detector and encoder. Default ``FacePipeline(MTCNNDetector(), DlibEncoder())``.
-        Frames under 112 pixels (the shipped DCGAN's 64-pixel faces) are enlarged to 160
-        pixels and edge-padded before detection, as ``ShippedFaceGenerator.crops`` does.
-    pairs : int, "all" or sequence of (label, label), default 100
-        An int audits that many pairs of a seeded shuffle of all pairs of the kept
-        identities (all, if there are fewer, with a warning naming both numbers: the results
-        attrs ``n_pairs_requested`` and ``n_pairs_available`` keep them and ``to_markdown`` says
-        so); a list is filtered: pairs with an excluded
-        identity are dropped and returned in ``dropped_pairs``.
-    auditors : sequence of auditors, optional
-        Default: GaussMech, KDE-LR (α = 0), MMD-TV and ROC-HT (5 folds).
-    certifier : ReservedTestCertifier, optional
-        Fitted on the kept rows and ``pairs``; its ``certificates_`` are returned.
-    controls : bool, default False
-        Run :func:`idaudit.certify.sanity_controls` (200 permutations) on the identities
-        with at least 10 usable rows.
+    models : FaceModelOptions or FacePipeline, optional
+        Detector and encoder: options for :func:`idaudit.faces.build_face_models` (its first
+        encoder is used), or a ready :class:`~idaudit.faces.FacePipeline`. Default:
+        ``FaceModelOptions()``, MTCNN and dlib's ResNet. Frames under 160 pixels (the
+        shipped DCGAN's 64-pixel faces) are enlarged to 160 pixels and edge-padded before
+        detection (:func:`idaudit.faces.prepare_frame`).
+    draws : DrawSettings, optional
+        Detect or paired mode, sampling, repeats, ``min_rows`` (default: what the auditors
+        and the certifier need), what failed draws become, batch size
+        (:class:`DrawSettings`).
+    audit : AuditSettings, optional
+        Pairs, auditors, certifier, controls, device (:class:`AuditSettings`).
     cache : EmbeddingCache or path, optional
         Embeddings by content hash: a second identical run encodes nothing.
-    mode : {"detect", "paired"}, default "detect"
-        ``"detect"`` finds the face in each output (faces the detector misses are lost and
-        counted); ``"paired"`` detects on the original frame and cuts the same crop from the
-        output (see :class:`~idaudit.mechanisms.EncodedGenerator`).
-    sampling : {"each", "with_replacement"}, default "each"
-        ``"each"``: every source image ``repeats`` times, in order — no duplicate rows from a
-        deterministic generator unless ``repeats > 1``. ``"with_replacement"``:
-        ``n_per_identity`` sources drawn uniformly with replacement (the model
-        :math:`X \sim P_{id}` of seed 000, Eq. 8, with :math:`P_{id}` uniform over the
-        given sources), which repeats sources; a deterministic generator then yields exact
-        duplicate rows — iid draws of that channel, counted and warned about (certify them
-        with ``duplicates="keep"``, the certifier's default).
-    repeats : int, default 1
-        Uses of each source under ``sampling="each"`` (> 1 only makes sense for a generator
-        with internal randomness).
-    n_per_identity : int, optional
-        Draws per identity under ``sampling="with_replacement"``.
-    min_rows : int, optional
-        Identities with fewer usable rows are excluded and named. Default: what the auditors
-        and the certifier need (5 with ROC-HT's 5 folds; ``certifier.min_rows()``).
     rng : int, SeedSequence or Generator, default 0
         Seeds the draws, the pair shuffle and the default ROC-HT folds.
-    device : str, default "cpu"
-        Where the batched audit kernels run.
-    batch_size : int, default 64
-        Images per generator batch and crops per encoder call.
     progress : bool, default True
         Progress bars.
-    failures : {"keep", "drop"}, default "keep"
-        What the :class:`~idaudit.data.EmbeddingSet` in ``embeddings.embeddings`` does with
-        the failed draws (no face, generator error, bad output) of the kept identities.
-        ``"keep"``: each is a failed output of its identity, coded by its status — an
-        observation of the mechanism that certificates count (a generator that loses one
-        identity's face more often than another's is telling them apart). ``"drop"``: they
-        are dropped and counted, and the certificates describe the generator *conditioned on
-        success*, which can understate or overstate its ε. Either way the audits compute on
-        the successful rows, and the failures are counted per identity and per pair.
 
     Returns
     -------
@@ -790,41 +747,33 @@ def audit_generator(
     Examples
     --------
     >>> from idaudit.faces import ShippedFaceGenerator
-    >>> from idaudit.pipeline import GaussianBlur, audit_generator
+    >>> from idaudit.pipeline import AuditSettings, DrawSettings, GaussianBlur, audit_generator
     >>> g = ShippedFaceGenerator()
     >>> images = {k: list(g.sample(6, rng=k)) for k in range(3)}  # 3 made-up "people"
-    >>> run = audit_generator(GaussianBlur(1.0), images, pairs=3, mode="paired",
-    ...                       progress=False)  # doctest: +SKIP
+    >>> run = audit_generator(GaussianBlur(1.0), images, draws=DrawSettings(mode="paired"),
+    ...                       audit=AuditSettings(pairs=3), progress=False)  # doctest: +SKIP
     """
-    seed = int(check_random_state(rng).integers(0, 2**31 - 1))
-    auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
-    need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
-    coded = encode_generator(
-        generator,
-        images_by_identity,
-        pipeline=pipeline,
-        mode=mode,
-        sampling=sampling,
-        repeats=repeats,
-        n_per_identity=n_per_identity,
-        min_rows=need,
-        cache=cache,
-        rng=rng,
-        batch_size=batch_size,
-        progress=progress,
-        failures=failures,
-    )
-    return _audit(coded, pairs, auditor_list, certifier, controls, seed, device, progress)
+    from idaudit._device import default_threads, thread_limit
+
+    settings = _audit_settings(audit, compare=False)
+    # the load-aware thread count of the command line: torch's default (every core)
+    # oversubscribes a busy machine
+    with thread_limit(default_threads()):
+        seed = int(check_random_state(rng).integers(0, 2**31 - 1))
+        auditors = _default_auditors(seed) if settings.auditors is None else settings.auditors
+        plan = _draw_settings(draws, _min_rows_for(auditors, settings.certifier))
+        pipeline = _face_pipeline(models)
+        coded = _encode(
+            generator, images_by_identity, pipeline, plan, cache, rng, progress, None, "identities"
+        )
+        return _audit(coded, settings, list(auditors), seed, progress)
 
 
 def _audit(
     coded: GeneratorEmbeddings,
-    pairs: int | str | Sequence[tuple[Any, Any]],
+    settings: AuditSettings,
     auditors: Sequence[Any],
-    certifier: Any,
-    controls: bool,
     seed: int,
-    device: str,
     progress: bool,
 ) -> GeneratorAudit:
     from sklearn.base import clone
@@ -833,8 +782,9 @@ def _audit(
     from idaudit.certify import sanity_controls
 
     es = coded.embeddings
+    pairs, certifier = settings.pairs, settings.certifier
     pair_list, dropped = _choose_pairs(es.identities.tolist(), pairs, coded.excluded, seed)
-    ds = audit_pairs(es, pair_list, list(auditors), device=device, progress=progress)
+    ds = audit_pairs(es, pair_list, list(auditors), device=settings.device, progress=progress)
     lost = coded.counts["n_lost"]
     ds = ds.assign(
         lost_a=variable(
@@ -863,7 +813,7 @@ def _audit(
         fitted = clone(certifier).fit(es, pair_list)
         certs = fitted.certificates_
     ctrl = None
-    if controls:
+    if settings.controls:
         enough = [k for k, n in es.counts.items() if n >= 10]
         if enough:
             ctrl = sanity_controls(es, enough, n_permutations=200, rng=seed, progress=False)
@@ -904,19 +854,12 @@ def compare_conditions(
     conditions: Mapping[str, Callable[..., Any]],
     images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
     *,
-    pipeline: FacePipeline | None = None,
-    pairs: int | str = 100,
-    auditors: Sequence[Any] | None = None,
-    certifier: Any = None,
-    reference: str | None = None,
+    models: FaceModelOptions | FacePipeline | None = None,
+    draws: DrawSettings | None = None,
+    audit: AuditSettings | None = None,
     cache: EmbeddingCache | str | os.PathLike[str] | None = None,
-    mode: Literal["detect", "paired"] = "paired",
-    min_rows: int | None = None,
     rng: RngLike = 0,
-    device: str = "cpu",
-    batch_size: int = 64,
     progress: bool = True,
-    failures: Literal["keep", "drop"] = "keep",
 ) -> ConditionComparison:
     """Audit several generators (conditions) on the identities and pairs common to all.
 
@@ -930,25 +873,22 @@ def compare_conditions(
     ----------
     conditions : mapping of name to callable
         The generators, e.g. ``{"none": lambda im: im, "blur 3": GaussianBlur(3)}``.
-    images_by_identity, pipeline, auditors, cache, mode, rng, device, batch_size, progress
-        As in :func:`audit_generator` (``mode`` defaults to ``"paired"`` here).
-    failures : {"keep", "drop"}, default "keep"
-        As in :func:`audit_generator`; the failed draws are tabulated in ``lost`` (and not
-        warned about per condition).
-    pairs : int or "all", default 100
-        Pairs sampled (seeded) among the common identities.
-    certifier : ReservedTestCertifier, optional
-        Cloned and fitted per condition on the common pairs, with ``n_families`` raised to
-        the number of conditions (kept when larger): the conditions are one family, so every
+    images_by_identity, models, cache, rng, progress
+        As in :func:`audit_generator`.
+    draws : DrawSettings, optional
+        As in :func:`audit_generator`; default ``DrawSettings(mode="paired")``. The failed
+        draws are tabulated in ``lost`` (and not warned about per condition).
+    audit : AuditSettings, optional
+        As in :func:`audit_generator`, with ``pairs`` an int or ``"all"`` (sampled, seeded,
+        among the common identities), no controls, and ``reference``: a condition (usually
+        the identity map, "no anonymisation") against which every condition's
+        re-identification is reported (:func:`linkage_report`). The ``certifier`` is cloned
+        and fitted per condition on the common pairs, with ``n_families`` raised to the
+        number of conditions (kept when larger): the conditions are one family, so every
         certificate of every condition holds jointly at the certifier's ``alpha``, and the
         tables, maxima and plots over conditions keep the certified status
         (docs/status.md, rule 2). Each bound is then taken at α / (n_conditions ·
         n_select · 2), which lowers every certificate a little.
-    reference : str, optional
-        A condition (usually the identity map, "no anonymisation") against which every
-        condition's re-identification is reported (:func:`linkage_report`).
-    min_rows : int, optional
-        As in :func:`audit_generator`.
 
     Returns
     -------
@@ -958,59 +898,65 @@ def compare_conditions(
     --------
     >>> from idaudit.pipeline import compare_conditions  # doctest: +SKIP
     """
-    from idaudit.audits import concat_conditions
+    from idaudit._device import default_threads, thread_limit
 
-    if not isinstance(conditions, Mapping) or not conditions:
-        raise InvalidInputError("`conditions` must be a non-empty mapping of name -> generator.")
-    if reference is not None and reference not in conditions:
-        raise InvalidInputError(
-            f"`reference` must name one of the conditions {list(conditions)}; got {reference!r}."
+    # the load-aware thread count of the command line: torch's default (every core)
+    # oversubscribes a busy machine
+    with thread_limit(default_threads()):
+        from idaudit.audits import concat_conditions
+
+        settings = _audit_settings(audit, compare=True)
+        reference = settings.reference
+        if not isinstance(conditions, Mapping) or not conditions:
+            raise InvalidInputError(
+                "`conditions` must be a non-empty mapping of name -> generator."
+            )
+        if reference is not None and reference not in conditions:
+            raise InvalidInputError(
+                f"`reference` must name one of the conditions {list(conditions)}; "
+                f"got {reference!r}."
+            )
+        seed = int(check_random_state(rng).integers(0, 2**31 - 1))
+        auditors = _default_auditors(seed) if settings.auditors is None else settings.auditors
+        auditor_list = list(auditors)
+        certifier = _one_family(settings.certifier, len(conditions))
+        plan = _draw_settings(
+            DrawSettings(mode="paired") if draws is None else draws,
+            _min_rows_for(auditor_list, certifier),
         )
-    seed = int(check_random_state(rng).integers(0, 2**31 - 1))
-    auditor_list = _default_auditors(seed) if auditors is None else list(auditors)
-    certifier = _one_family(certifier, len(conditions))
-    need = _min_rows_for(auditor_list, certifier) if min_rows is None else min_rows
-    coded = _encode_conditions(
-        conditions,
-        images_by_identity,
-        pipeline=_default_pipeline() if pipeline is None else pipeline,
-        mode=mode,
-        min_rows=need,
-        cache=cache,
-        rng=rng,
-        batch_size=batch_size,
-        progress=progress,
-        failures=failures,
-    )
-    names = list(coded)
-    common = [
-        k
-        for k in coded[names[0]].counts.index
-        if all(not bool(coded[c].counts.loc[k, "excluded"]) for c in names)
-    ]
-    if len(common) < 2:
-        raise InvalidInputError(
-            f"only {len(common)} {'identity has' if len(common) == 1 else 'identities have'} "
-            f"min_rows={need} usable outputs in every condition; at least 2 are needed."
+        need = plan.min_rows
+        coded = _encode_conditions(
+            conditions, images_by_identity, _face_pipeline(models), plan, cache, rng, progress
         )
-    pair_list, _ = _choose_pairs(common, pairs, (), seed, stacklevel=3)
-    results: dict[str, xr.Dataset] = {}
-    certs: dict[str, xr.Dataset] = {}
-    for name in names:
-        results[name], cert = _audit_condition(
-            coded[name], common, pair_list, auditor_list, certifier, device, progress
+        names = list(coded)
+        common = [
+            k
+            for k in coded[names[0]].counts.index
+            if all(not bool(coded[c].counts.loc[k, "excluded"]) for c in names)
+        ]
+        if len(common) < 2:
+            raise InvalidInputError(
+                f"only {len(common)} {'identity has' if len(common) == 1 else 'identities have'} "
+                f"min_rows={need} usable outputs in every condition; at least 2 are needed."
+            )
+        pair_list, _ = _choose_pairs(common, settings.pairs, (), seed, stacklevel=3)
+        results: dict[str, xr.Dataset] = {}
+        certs: dict[str, xr.Dataset] = {}
+        for name in names:
+            results[name], cert = _audit_condition(
+                coded[name], common, pair_list, auditor_list, certifier, settings.device, progress
+            )
+            if cert is not None:
+                certs[name] = cert
+        stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type, unused-ignore]
+        stacked.attrs.update(
+            provenance(title="idaudit.pipeline.compare_conditions", seeds={"pairs": seed})
         )
-        if cert is not None:
-            certs[name] = cert
-    stacked = concat_conditions(dict(results.items()))  # type: ignore[arg-type, unused-ignore]
-    stacked.attrs.update(
-        provenance(title="idaudit.pipeline.compare_conditions", seeds={"pairs": seed})
-    )
-    stacked.attrs["n_common_identities"] = len(common)
-    lost = pd.DataFrame({name: coded[name].counts["n_lost"] for name in names})
-    lost.index.name = "identity"
-    linkage, reports = _linkage_table(coded, reference, common)
-    return ConditionComparison(stacked, lost, coded, certs, linkage, tuple(common), reports)
+        stacked.attrs["n_common_identities"] = len(common)
+        lost = pd.DataFrame({name: coded[name].counts["n_lost"] for name in names})
+        lost.index.name = "identity"
+        linkage, reports = _linkage_table(coded, reference, common)
+        return ConditionComparison(stacked, lost, coded, certs, linkage, tuple(common), reports)
 
 
 def _one_family(certifier: Any, n_conditions: int) -> Any:
@@ -1033,12 +979,16 @@ def _one_family(certifier: Any, n_conditions: int) -> Any:
 def _encode_conditions(
     conditions: Mapping[str, Callable[..., Any]],
     images_by_identity: Mapping[Any, Sequence[npt.NDArray[np.uint8]]],
-    **settings: Any,
+    pipeline: FacePipeline,
+    plan: DrawSettings,
+    cache: EmbeddingCache | str | os.PathLike[str] | None,
+    rng: RngLike,
+    progress: bool,
 ) -> dict[str, GeneratorEmbeddings]:
     """Encode every condition with the same sources, seeds, pipeline and cache.
 
-    ``settings`` are keyword arguments of :func:`encode_generator`. One mapping of original
-    detections is shared by all conditions, so in paired mode each original is detected once.
+    One mapping of original detections is shared by all conditions, so in paired mode each
+    original is detected once.
     """
     original_faces: dict[tuple[Any, int], Face | None] = {}
     coded: dict[str, GeneratorEmbeddings] = {}
@@ -1048,12 +998,16 @@ def _encode_conditions(
             # and the result
             warnings.filterwarnings("ignore", message=".*left with fewer than min_rows")
             warnings.filterwarnings("ignore", message=".*draws of the kept identities")
-            coded[name] = encode_generator(
+            coded[name] = _encode(
                 gen,
                 images_by_identity,
-                original_faces=original_faces,
-                progress_desc=f"{name}: identities",
-                **settings,
+                pipeline,
+                plan,
+                cache,
+                rng,
+                progress,
+                original_faces,
+                f"{name}: identities",
             )
     return coded
 

@@ -33,9 +33,7 @@ __all__ = ["EmbeddingNoiseSwap", "FaceBank", "PrivacyGuarantee"]
 
 #: Smallest side of an input frame: below it no detector finds a face to encode.
 MIN_INPUT_SIDE = 32
-#: Frames under this side are enlarged before detection, as ``audit_generator`` does.
-SMALL_FRAME = 112
-#: Side small frames are enlarged to (``enlarge_frame``).
+#: Side the bank's aligned crops are enlarged to (``ShippedFaceGenerator.embed``).
 UPSCALE = 160
 
 #: Source embeddings remembered (by content hash) so repeated draws encode each source once.
@@ -240,8 +238,9 @@ class EmbeddingNoiseSwap(ImageMechanism):
         Public faces with embeddings by ``pipeline.encoder``
         (:meth:`FaceBank.from_latent_bank`).
     pipeline : FacePipeline
-        Detector and encoder of the input face. Frames under 112 pixels are enlarged to 160
-        and edge-padded before detection (the rule of :func:`audit_generator`).
+        Detector and encoder of the input face. Frames under 160 pixels are enlarged to 160
+        and edge-padded before detection (:func:`idaudit.faces.prepare_frame`, the rule of
+        :func:`audit_generator`).
     refine : int, default 0
         Updates of the inversion attack (:class:`~idaudit.inversion.RankedAdversary`, APGD,
         top-1) that move the nearest bank face towards the noisy embedding; 0 (the default, fast)
@@ -425,11 +424,9 @@ class EmbeddingNoiseSwap(ImageMechanism):
         return e.copy()
 
     def _embed_uncached(self, image: Image) -> npt.NDArray[np.float64]:
-        frame = image
-        if min(image.shape[:2]) < SMALL_FRAME:
-            from idaudit.faces import enlarge_frame
+        from idaudit.faces import prepare_frame
 
-            frame = enlarge_frame(image, UPSCALE)
+        frame = prepare_frame(image)
         faces = self.pipeline.detector.detect(frame)
         if not faces:
             return self.fallback.copy()

@@ -10,9 +10,7 @@ import pandas as pd
 import pytest
 
 from idaudit.cli import main
-from idaudit.memorization import (
-    OUTPUT_FILES,
-)
+from idaudit.pipeline._privacy import OUTPUT_FILES
 
 pytestmark = pytest.mark.faces
 
@@ -86,6 +84,6 @@ def test_cli_writes_the_outputs_and_checks_flags(
 def test_the_command_knows_the_image_suffixes_the_privacy_check_reads() -> None:
     # the command checks each root for an image before the library loads: same suffixes
     from idaudit.cli._privacy import IMAGE_SUFFIXES as checked
-    from idaudit.memorization._images import IMAGE_SUFFIXES as read
+    from idaudit.pipeline._folders import IMAGE_SUFFIXES as read
 
     assert checked == read

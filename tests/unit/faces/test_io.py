@@ -142,3 +142,24 @@ def test_enlarge_frame_brings_the_short_side_to_size_and_pads_with_edges() -> No
     np.testing.assert_array_equal(out[pad:-pad, :pad], np.repeat(reference[:, :1], pad, axis=1))
     square = enlarge_frame(image, 100, square=True)
     assert square.shape == (100 + 2 * 30, 100 + 2 * 30, 3)
+
+
+def test_prepare_frame_enlarges_every_frame_under_the_side_it_brings_them_to() -> None:
+    from idaudit.faces import ENLARGE_BELOW, FRAME_PAD_FRACTION, FRAME_SIDE, prepare_frame
+
+    assert ENLARGE_BELOW == FRAME_SIDE == 160
+    pad = round(FRAME_PAD_FRACTION * FRAME_SIDE)
+    gen = np.random.default_rng(1)
+    for side in (64, 111, 112, 128, 159):  # 112-159 were left as they were by one road
+        image = gen.integers(0, 256, (side, side + 7, 3), dtype=np.uint8)
+        out = prepare_frame(image)
+        assert out.shape[0] == FRAME_SIDE + 2 * pad, side
+        reference = np.asarray(
+            Image.fromarray(image).resize(
+                (round((side + 7) * FRAME_SIDE / side), FRAME_SIDE), Image.Resampling.BICUBIC
+            )
+        )
+        np.testing.assert_array_equal(out[pad:-pad, pad:-pad], reference)
+    for side in (160, 200):
+        image = gen.integers(0, 256, (side + 3, side, 3), dtype=np.uint8)
+        assert prepare_frame(image) is image

@@ -10,11 +10,11 @@ from scipy import stats
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
 from idaudit.mechanisms import (
-    EncodedGenerator,
     GaussianNoise,
     LaplaceNoise,
     sample_embeddings,
 )
+from idaudit.pipeline import EncodedGenerator
 from standins import MeanColourEncoder, colour_images, jitter
 
 

@@ -15,6 +15,8 @@ from idaudit import GaussMechAuditor, MMDTVAuditor
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.faces import EmbeddingCache, Face, FacePipeline
 from idaudit.pipeline import (
+    AuditSettings,
+    DrawSettings,
     GaussianBlur,
     Pixelate,
     PixelNoise,
@@ -105,11 +107,10 @@ def test_audit_generator_returns_a_checked_result_with_provenance() -> None:
     run = audit_generator(
         lambda im: im,
         _people(),
-        pipeline=_pipeline(),
-        pairs=4,
-        auditors=[GaussMechAuditor(), MMDTVAuditor()],
+        models=_pipeline(),
         rng=0,
         progress=False,
+        audit=AuditSettings(pairs=4, auditors=[GaussMechAuditor(), MMDTVAuditor()]),
     )
     check_result_dataset(run.results)
     assert run.results.sizes["pair"] == 4
@@ -154,12 +155,11 @@ def test_failures_are_dropped_counted_and_named() -> None:
         run = audit_generator(
             flaky,
             people,
-            pipeline=_pipeline(),
-            pairs="all",
-            auditors=[MMDTVAuditor()],
-            min_rows=2,
+            models=_pipeline(),
             rng=0,
             progress=False,
+            draws=DrawSettings(min_rows=2),
+            audit=AuditSettings(pairs="all", auditors=[MMDTVAuditor()]),
         )
     counts = run.embeddings.counts
     assert counts.loc["id0", "generator_error"] == 1
@@ -194,8 +194,12 @@ def test_paired_mode_keeps_faces_the_detector_loses_on_outputs() -> None:
         pytest.warns(IdauditWarning, match="4 identities left"),
         pytest.raises(InvalidInputError, match="no identity has min_rows"),
     ):
-        encode_generator(_darken, people, pipeline=_pipeline(), mode="detect", progress=False)
-    coded = encode_generator(_darken, people, pipeline=_pipeline(), mode="paired", progress=False)
+        encode_generator(
+            _darken, people, models=_pipeline(), progress=False, draws=DrawSettings(mode="detect")
+        )
+    coded = encode_generator(
+        _darken, people, models=_pipeline(), progress=False, draws=DrawSettings(mode="paired")
+    )
     assert coded.counts["ok"].sum() == 32
     assert coded.n_lost == 0
 
@@ -205,9 +209,9 @@ def test_paired_mode_refuses_outputs_of_another_size() -> None:
         encode_generator(
             lambda im: np.pad(im, ((0, 1), (0, 0), (0, 0))),
             _people(n_ids=2),
-            pipeline=_pipeline(),
-            mode="paired",
+            models=_pipeline(),
             progress=False,
+            draws=DrawSettings(mode="paired"),
         )
 
 
@@ -225,26 +229,34 @@ def test_small_frames_are_enlarged_before_detection() -> None:
     encode_generator(
         lambda im: im,
         _people(n_ids=2, n_images=2, size=64),
-        pipeline=pipe,
+        models=pipe,
         progress=False,
-        min_rows=1,
+        draws=DrawSettings(min_rows=1),
     )
     # 64 → 160, plus 0.3 · 160 = 48 pixels of edge padding on each side
+    assert set(seen) == {(256, 256, 3)}
+    # a 128-pixel frame too, as the privacy check enlarges it (one policy: under 160 px)
+    seen.clear()
+    encode_generator(
+        lambda im: im,
+        _people(n_ids=2, n_images=2, size=128),
+        models=pipe,
+        progress=False,
+        draws=DrawSettings(min_rows=1),
+    )
     assert set(seen) == {(256, 256, 3)}
 
 
 def test_cache_makes_a_second_run_encode_nothing(tmp_path: Path) -> None:
     pipe = _pipeline()
     cache = EmbeddingCache(tmp_path / "cache")
-    first = encode_generator(
-        GaussianBlur(1.0), _people(), pipeline=pipe, cache=cache, progress=False
-    )
+    first = encode_generator(GaussianBlur(1.0), _people(), models=pipe, cache=cache, progress=False)
     assert first.n_encoded == 32
     assert cache.writes == 32
     cache.reset_counts()
     encoded_before = pipe.encoder.encoded
     second = encode_generator(
-        GaussianBlur(1.0), _people(), pipeline=pipe, cache=cache, progress=False
+        GaussianBlur(1.0), _people(), models=pipe, cache=cache, progress=False
     )
     assert second.n_encoded == 0
     assert pipe.encoder.encoded == encoded_before
@@ -266,16 +278,15 @@ def test_sampling_with_replacement_counts_and_warns_duplicates() -> None:
         coded = encode_generator(
             GaussianBlur(1.0),
             _people(n_images=3),
-            pipeline=_pipeline(),
-            sampling="with_replacement",
-            n_per_identity=12,
+            models=_pipeline(),
             progress=False,
+            draws=DrawSettings(sampling="with_replacement", n_per_identity=12),
         )
     # 12 draws from 3 images through a deterministic map: at least 9 repeats per identity
     assert (coded.counts["n_duplicate_rows"] >= 9).all()
     # each source once: none
     coded = encode_generator(
-        GaussianBlur(1.0), _people(n_images=3), pipeline=_pipeline(), progress=False
+        GaussianBlur(1.0), _people(n_images=3), models=_pipeline(), progress=False
     )
     assert (coded.counts["n_duplicate_rows"] == 0).all()
 
@@ -283,13 +294,23 @@ def test_sampling_with_replacement_counts_and_warns_duplicates() -> None:
 def test_randomness_is_per_draw_and_independent_of_batching() -> None:
     people = _people(n_ids=2)
     a = encode_generator(
-        PixelNoise(20.0), people, pipeline=_pipeline(), rng=3, batch_size=1, progress=False
+        PixelNoise(20.0),
+        people,
+        models=_pipeline(),
+        rng=3,
+        progress=False,
+        draws=DrawSettings(batch_size=1),
     )
     b = encode_generator(
-        PixelNoise(20.0), people, pipeline=_pipeline(), rng=3, batch_size=64, progress=False
+        PixelNoise(20.0),
+        people,
+        models=_pipeline(),
+        rng=3,
+        progress=False,
+        draws=DrawSettings(batch_size=64),
     )
     np.testing.assert_array_equal(a.vectors, b.vectors)
-    c = encode_generator(PixelNoise(20.0), people, pipeline=_pipeline(), rng=4, progress=False)
+    c = encode_generator(PixelNoise(20.0), people, models=_pipeline(), rng=4, progress=False)
     assert not np.array_equal(a.vectors, c.vectors)
 
 
@@ -303,13 +324,11 @@ def test_compare_conditions_uses_common_identities_and_reports_losses() -> None:
     cmp = compare_conditions(
         {"none": lambda im: im, "wipe": lose_id4, "blur": GaussianBlur(2.0)},
         people,
-        pipeline=_pipeline(),
-        pairs="all",
-        auditors=[MMDTVAuditor()],
-        reference="none",
-        mode="detect",
+        models=_pipeline(),
         rng=0,
         progress=False,
+        draws=DrawSettings(mode="detect"),
+        audit=AuditSettings(pairs="all", auditors=[MMDTVAuditor()], reference="none"),
     )
     assert cmp.identities == ("id0", "id1", "id2", "id3")
     assert dict(cmp.results.sizes) == {"condition": 3, "pair": 6}
@@ -331,12 +350,10 @@ def test_linkage_rates_and_exact_intervals() -> None:
                 ),
             },
             people,
-            pipeline=_pipeline(),
-            pairs=2,
-            auditors=[MMDTVAuditor(bandwidth=0.5)],
-            reference="none",
+            models=_pipeline(),
             rng=0,
             progress=False,
+            audit=AuditSettings(pairs=2, auditors=[MMDTVAuditor(bandwidth=0.5)], reference="none"),
         )
     rep = cmp.linkage_reports["none"]
     # colours are far apart: every face finds its own identity among the other images
@@ -383,9 +400,34 @@ def test_image_mechanisms_against_straightforward_references() -> None:
     ],
 )
 def test_bad_input_is_refused_with_the_argument_named(kwargs: dict[str, Any], message: str) -> None:
-    args: dict[str, Any] = {"images_by_identity": _people(n_ids=2), **kwargs}
+    images = kwargs.get("images_by_identity", _people(n_ids=2))
+    settings = {k: v for k, v in kwargs.items() if k != "images_by_identity"}
+
+    def run() -> None:
+        # a bad draw setting is refused when the settings are made, bad images by the workflow
+        draws = DrawSettings(**settings)
+        encode_generator(lambda im: im, images, models=_pipeline(), draws=draws, progress=False)
+
     with pytest.raises(InvalidInputError, match=message):
-        encode_generator(lambda im: im, pipeline=_pipeline(), progress=False, **args)
+        run()
+
+
+def test_settings_must_be_settings_objects() -> None:
+    with pytest.raises(TypeError, match="`draws` must be a DrawSettings; got dict"):
+        encode_generator(
+            lambda im: im, _people(n_ids=2), models=_pipeline(), draws={"mode": "paired"}
+        )
+    with pytest.raises(TypeError, match="`audit` must be an AuditSettings; got dict"):
+        audit_generator(lambda im: im, _people(n_ids=2), models=_pipeline(), audit={"pairs": 1})
+    with pytest.raises(TypeError, match="`models` must be a FaceModelOptions or a FacePipeline"):
+        encode_generator(lambda im: im, _people(n_ids=2), models="mtcnn")
+    # a setting the workflow does not use is refused, never ignored
+    with pytest.raises(InvalidInputError, match="`reference` names a condition"):
+        audit_generator(lambda im: im, _people(n_ids=2), audit=AuditSettings(reference="x"))
+    with pytest.raises(InvalidInputError, match="`controls` is for audit_generator"):
+        compare_conditions(
+            {"x": lambda im: im}, _people(n_ids=2), audit=AuditSettings(controls=True)
+        )
 
 
 def test_cache_refuses_a_file_as_folder(tmp_path: Path) -> None:
@@ -408,7 +450,7 @@ class _ShortBatch:
 def test_a_batch_returning_the_wrong_number_of_outputs_is_a_clear_error() -> None:
     with pytest.raises(InvalidInputError, match=r"`generator.batch` must return one output per"):
         encode_generator(
-            _ShortBatch(), _people(n_ids=2, n_images=4), pipeline=_pipeline(), progress=False
+            _ShortBatch(), _people(n_ids=2, n_images=4), models=_pipeline(), progress=False
         )
 
 
@@ -479,7 +521,8 @@ def test_paired_mode_cuts_the_original_frames_crop_from_the_output() -> None:
     for label, where in spots.items():
         people[label] = []
         for y, x in where:
-            im = gen.integers(0, 200, (120, 120, 3)).astype(np.uint8)
+            # 170 px: at or above prepare_frame's 160, so the frames are not enlarged
+            im = gen.integers(0, 200, (170, 170, 3)).astype(np.uint8)
             im[y, x, 0] = 255  # the "face" the detector finds
             people[label].append(im)
 
@@ -493,10 +536,9 @@ def test_paired_mode_cuts_the_original_frames_crop_from_the_output() -> None:
     coded = encode_generator(
         move_and_invert,
         people,
-        pipeline=FacePipeline(_SpotDetector(), _CropEncoder(), progress=False),
-        mode="paired",
-        min_rows=1,
+        models=FacePipeline(_SpotDetector(), _CropEncoder(), progress=False),
         progress=False,
+        draws=DrawSettings(mode="paired", min_rows=1),
     )
     assert (coded.outcomes["status"] == "ok").all()
     pairs = zip(coded.rows["identity"], coded.rows["source_index"], strict=True)
@@ -512,17 +554,22 @@ def test_given_original_faces_are_used_without_detecting_again() -> None:
     pipe = FacePipeline(det, _ColourEncoder(), progress=False)
     shared: dict[tuple[Any, int], Face | None] = {}
     encode_generator(
-        lambda im: im, people, pipeline=pipe, mode="paired", original_faces=shared, progress=False
+        lambda im: im,
+        people,
+        models=pipe,
+        original_faces=shared,
+        progress=False,
+        draws=DrawSettings(mode="paired"),
     )
     assert det.calls == 8  # paired mode detects on the 8 originals only
     assert set(shared) == {(k, j) for k in people for j in range(4)}  # filled in place
     again = encode_generator(
         GaussianBlur(1.0),
         people,
-        pipeline=pipe,
-        mode="paired",
+        models=pipe,
         original_faces=shared,
         progress=False,
+        draws=DrawSettings(mode="paired"),
     )
     assert det.calls == 8
     assert again.counts["ok"].sum() == 8
@@ -533,10 +580,10 @@ def test_given_original_faces_are_used_without_detecting_again() -> None:
         coded = encode_generator(
             lambda im: im,
             people,
-            pipeline=FacePipeline(det, _ColourEncoder(), progress=False),
-            mode="paired",
+            models=FacePipeline(det, _ColourEncoder(), progress=False),
             original_faces=given,
             progress=False,
+            draws=DrawSettings(mode="paired"),
         )
     assert det.calls == 4
     assert coded.counts.loc["id0", "no_face"] == 4
@@ -546,7 +593,8 @@ def test_given_original_faces_are_used_without_detecting_again() -> None:
 
 def test_paired_original_faces_given_are_where_the_crop_is_cut() -> None:
     gen = np.random.default_rng(5)
-    people = {k: [gen.integers(0, 200, (120, 120, 3)).astype(np.uint8)] for k in ("a", "b")}
+    # 170 px: not enlarged (prepare_frame keeps frames of 160 px and more)
+    people = {k: [gen.integers(0, 200, (170, 170, 3)).astype(np.uint8)] for k in ("a", "b")}
     at = {"a": (30, 50), "b": (70, 10)}  # (y, x) of each given face's box corner
     given: dict[tuple[Any, int], Face | None] = {
         (k, 0): Face(
@@ -559,11 +607,10 @@ def test_paired_original_faces_given_are_where_the_crop_is_cut() -> None:
     coded = encode_generator(
         lambda im: im,
         people,
-        pipeline=FacePipeline(_SpotDetector(), _CropEncoder(), progress=False),
-        mode="paired",
-        min_rows=1,
+        models=FacePipeline(_SpotDetector(), _CropEncoder(), progress=False),
         original_faces=given,
         progress=False,
+        draws=DrawSettings(mode="paired", min_rows=1),
     )
     for row, label in enumerate(coded.rows["identity"]):
         y, x = at[label]
@@ -576,12 +623,11 @@ def test_compare_conditions_detects_each_original_once() -> None:
     compare_conditions(
         {"none": lambda im: im, "blur": GaussianBlur(1.0), "noise": PixelNoise(5.0)},
         _people(n_ids=3, n_images=5),
-        pipeline=FacePipeline(det, _ColourEncoder(), progress=False),
-        pairs="all",
-        auditors=[MMDTVAuditor()],
-        mode="paired",
+        models=FacePipeline(det, _ColourEncoder(), progress=False),
         rng=0,
         progress=False,
+        draws=DrawSettings(mode="paired"),
+        audit=AuditSettings(pairs="all", auditors=[MMDTVAuditor()]),
     )
     assert det.calls == 15  # 3 identities x 5 originals, shared by the 3 conditions
 
@@ -594,11 +640,10 @@ def test_compare_conditions_labels_each_conditions_progress_bar(
     compare_conditions(
         {"none": lambda im: im, "blur σ=1": GaussianBlur(1.0)},
         _people(n_ids=3, n_images=5),
-        pipeline=FacePipeline(_BrightDetector(), _ColourEncoder(), progress=False),
-        pairs="all",
-        auditors=[MMDTVAuditor()],
+        models=FacePipeline(_BrightDetector(), _ColourEncoder(), progress=False),
         rng=0,
         progress=True,
+        audit=AuditSettings(pairs="all", auditors=[MMDTVAuditor()]),
     )
     err = capsys.readouterr().err
     assert re.search(r"none: identities: 100%.* 3/3", err), err[-500:]
@@ -615,8 +660,8 @@ class _MarkedDetector(_BrightDetector):
 
 
 def _marked_people(lost: dict[str, int], n_images: int = 8) -> dict[str, list[np.ndarray]]:
-    """128-pixel frames (no enlarging); identity k's first ``lost[k]`` images carry the mark."""
-    people = _people(n_ids=len(lost), n_images=n_images, size=128)
+    """160-pixel frames (no enlarging); identity k's first ``lost[k]`` images carry the mark."""
+    people = _people(n_ids=len(lost), n_images=n_images, size=160)
     out = {}
     for (label, images), n_lost in zip(people.items(), lost.values(), strict=True):
         out[label] = []
@@ -639,7 +684,7 @@ def test_failed_draws_are_failed_outputs_of_their_identity() -> None:
             r"as failed outputs in `.embeddings` \(failures='keep'",
         ),
     ):
-        coded = encode_generator(lambda im: im, people, pipeline=pipe, progress=False)
+        coded = encode_generator(lambda im: im, people, models=pipe, progress=False)
     es = coded.embeddings
     assert es.failures == "keep"
     assert es.failed_counts == {"id0": 0, "id1": 1, "id2": 2, "id3": 3}  # id4 excluded
@@ -667,7 +712,7 @@ def test_failed_draws_are_failed_outputs_of_their_identity() -> None:
         ),
     ):
         dropped = encode_generator(
-            lambda im: im, people, pipeline=pipe, progress=False, failures="drop"
+            lambda im: im, people, models=pipe, progress=False, draws=DrawSettings(failures="drop")
         )
     assert dropped.embeddings.failures == "drop"
     assert dropped.embeddings.failed_counts == dict.fromkeys(["id0", "id1", "id2", "id3"], 0)
@@ -687,11 +732,10 @@ def test_audit_generator_passes_failures_to_the_embedding_set() -> None:
             run = audit_generator(
                 lambda im: im,
                 people,
-                pipeline=pipe,
-                pairs="all",
-                auditors=[MMDTVAuditor()],
+                models=pipe,
                 progress=False,
-                failures=failures,  # type: ignore[arg-type]
+                draws=DrawSettings(failures=failures),
+                audit=AuditSettings(pairs="all", auditors=[MMDTVAuditor()]),
             )
         es = run.embeddings.embeddings
         assert (es.failures, es.n_failed_) == (failures, n_failed)
@@ -716,11 +760,9 @@ def test_identity_dependent_no_face_rates_reach_the_audit_and_the_certificate() 
         run = audit_generator(
             lambda im: im,
             people,
-            pipeline=pipe,
-            pairs=[("id0", "id1")],
-            auditors=[MMDTVAuditor()],
-            certifier=cert,
+            models=pipe,
             progress=False,
+            audit=AuditSettings(pairs=[("id0", "id1")], auditors=[MMDTVAuditor()], certifier=cert),
         )
     ds = run.results
     assert (float(ds["fail_rate_a"][0]), float(ds["fail_rate_b"][0])) == (0.0, 12 / 20)
@@ -745,12 +787,11 @@ def test_generator_audit_to_markdown_reports_ceilings_controls_and_losses() -> N
         run = audit_generator(
             lambda im: im,
             people,
-            pipeline=pipe,
-            pairs=[("id0", "id1")],
-            auditors=[MMDTVAuditor()],
-            certifier=cert,
-            controls=True,
+            models=pipe,
             progress=False,
+            audit=AuditSettings(
+                pairs=[("id0", "id1")], auditors=[MMDTVAuditor()], certifier=cert, controls=True
+            ),
         )
     md = run.to_markdown()
     headings = [line for line in md.splitlines() if line.startswith("#")]
@@ -783,10 +824,9 @@ def test_more_pairs_asked_than_exist_audits_all_and_says_so() -> None:
         run = audit_generator(
             lambda im: im,
             people,
-            pipeline=pipe,
-            pairs=100,
-            auditors=[MMDTVAuditor()],
+            models=pipe,
             progress=False,
+            audit=AuditSettings(pairs=100, auditors=[MMDTVAuditor()]),
         )
     assert run.results.sizes["pair"] == 3  # every pair of 3 identities
     assert run.results.attrs["n_pairs_requested"] == 100
@@ -809,14 +849,41 @@ def test_compare_conditions_certifies_its_conditions_as_one_family(
     cmp = compare_conditions(
         {"none": lambda im: im, "blur": GaussianBlur(1.0), "more blur": GaussianBlur(2.0)},
         _people(n_ids=4, n_images=16),
-        pipeline=_pipeline(),
-        pairs=2,
-        auditors=[MMDTVAuditor()],
-        certifier=certifier,
+        models=_pipeline(),
         rng=0,
         progress=False,
+        audit=AuditSettings(pairs=2, auditors=[MMDTVAuditor()], certifier=certifier),
     )
     # the user's certifier is left as it was; each condition's was fitted in one family
     assert certifier.n_families == given
     assert {int(c.attrs["n_families"]) for c in cmp.certificates.values()} == {expected}
     assert table2(cmp.certificates).attrs["status"]["epsilon_lb"] == "certified_lower_bound"
+
+
+def test_the_python_path_runs_on_the_load_aware_thread_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the command line's default (CPUs less the busy ones), not torch's all-cores default:
+    # on a loaded machine the README's example ran 12x faster so
+    import torch
+
+    import idaudit._device as device
+
+    seen: list[int] = []
+
+    def spy(image: np.ndarray) -> np.ndarray:
+        seen.append(torch.get_num_threads())
+        return image
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(device, "default_threads", lambda: 1)
+    audit_generator(
+        spy,
+        _people(n_ids=2),
+        models=_pipeline(),
+        audit=AuditSettings(pairs=1, auditors=[MMDTVAuditor()]),
+        progress=False,
+    )
+    assert seen
+    assert set(seen) == {1}
+    assert torch.get_num_threads() == before  # restored on the way out

@@ -38,10 +38,6 @@ DRAW_STATUSES = {
     "bad_output": "the output is not an (H, W, 3) uint8 image of the required size",
 }
 
-#: Frames whose shorter side is below this are enlarged before detection (the shipped DCGAN's
-#: 64-pixel faces are too small for MTCNN's pyramid to find reliably).
-MIN_SIDE = 112
-
 
 class EncodedGenerator:
     r"""Identity embeddings of a generator's outputs: :math:`M_\phi(id) = \phi(g(X))`.
@@ -81,10 +77,6 @@ class EncodedGenerator:
         Size every output must have in the ``"detect"`` and ``"paired"`` modes (others are
         ``bad_output``): the source's size, a fixed ``(H, W)``, or any size (``None``; not
         allowed in paired mode, which always needs the source's size).
-    upscale : int, default 160
-        Frames whose shorter side is under 112 pixels are enlarged (bicubic) so that it is
-        ``upscale`` pixels and padded by ``0.3 · upscale`` pixels of edge replication, as
-        :meth:`idaudit.faces.ShippedFaceGenerator.crops` does, before detection and alignment.
     batch_size : int, default 64
         Images per generator batch and crops per ``encode`` call.
     progress : bool, default False
@@ -92,12 +84,12 @@ class EncodedGenerator:
     original_faces : mutable mapping of (label, int) to Face or None, optional
         Detections of the original frames in ``mode="paired"``, keyed by ``(identity,
         source index)``: the largest face the detector found on that source image (after
-        ``upscale``), or ``None`` when it found none. Entries present are used as they are
-        (the detector is not run on that original again); missing ones are detected and
-        written into the mapping. Pass one mapping to several engines over the same
-        ``images_by_identity`` and detector (as :func:`idaudit.pipeline.compare_conditions`
-        does) so that each original is detected once. Default: a new empty ``dict``. Unused
-        in the other modes.
+        :func:`~idaudit.faces.prepare_frame`), or ``None`` when it found none. Entries present
+        are used as they are (the detector is not run on that original again); missing ones
+        are detected and written into the mapping. Pass one mapping to several engines over
+        the same ``images_by_identity`` and detector (as
+        :func:`idaudit.pipeline.compare_conditions` does) so that each original is detected
+        once. Default: a new empty ``dict``. Unused in the other modes.
 
     Notes
     -----
@@ -114,7 +106,7 @@ class EncodedGenerator:
 
     Examples
     --------
-    >>> from idaudit.mechanisms import EncodedGenerator
+    >>> from idaudit.pipeline import EncodedGenerator
     >>> import numpy as np
     >>> class MeanColour:  # a stand-in encoder: the mean RGB colour, normalised
     ...     name, dim, input_size, differentiable = "mean-colour", 3, 4, False
@@ -138,7 +130,6 @@ class EncodedGenerator:
         mode: Mode | None = None,
         cache: EmbeddingCache | str | os.PathLike[str] | None = None,
         output_shape: Literal["source"] | tuple[int, int] | None = "source",
-        upscale: int = 160,
         batch_size: int = 64,
         progress: bool = False,
         original_faces: MutableMapping[tuple[Any, int], Face | None] | None = None,
@@ -193,7 +184,6 @@ class EncodedGenerator:
                 )
             output_shape = (int(shape[0]), int(shape[1]))
         self.output_shape = output_shape
-        self.upscale = check_integer(upscale, "upscale", minimum=MIN_SIDE)
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         self.progress = bool(progress)
         self._takes_rng = _accepts_rng(generator)
@@ -218,7 +208,10 @@ class EncodedGenerator:
         """What, besides the pixels, determines an embedding (part of every cache key)."""
         detector = "" if self.pipeline is None else describe(self.pipeline.detector)
         name = getattr(self.encoder, "name", type(self.encoder).__name__)
-        return f"{self.mode}|{name}|{describe(self.encoder)}|{detector}|upscale={self.upscale}"
+        from idaudit.faces import ENLARGE_BELOW, FRAME_SIDE
+
+        frames = f"upscale={FRAME_SIDE}|below={ENLARGE_BELOW}"
+        return f"{self.mode}|{name}|{describe(self.encoder)}|{detector}|{frames}"
 
     # -- the Mechanism protocol -------------------------------------------------------------
     def sample(self, identity: Any, n: int, *, rng: RngLike = None) -> npt.NDArray[np.float64]:
@@ -463,12 +456,10 @@ class EncodedGenerator:
         return content_key(self.signature, out)
 
     def _frame(self, image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-        """Enlarge and pad a small frame (see ``upscale``); larger frames pass unchanged."""
-        if min(image.shape[:2]) >= MIN_SIDE:
-            return image
-        from idaudit.faces import enlarge_frame
+        """Enlarge and pad a small frame (:func:`idaudit.faces.prepare_frame`)."""
+        from idaudit.faces import prepare_frame
 
-        return enlarge_frame(image, self.upscale)
+        return prepare_frame(image)
 
     def _largest(self, frame: npt.NDArray[np.uint8]) -> Face | None:
         assert self.pipeline is not None

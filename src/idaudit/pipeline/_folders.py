@@ -3,27 +3,26 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from idaudit._device import resolve_device
 from idaudit.exceptions import IdauditWarning, InvalidInputError
-from idaudit.faces import FRAME_PAD_FRACTION
+from idaudit.faces import ENLARGE_BELOW, FRAME_PAD_FRACTION, FRAME_SIDE, FaceModelOptions
 
 __all__ = [
     "ENLARGE_BELOW",
     "IMAGE_SUFFIXES",
     "MIN_IMAGE_SIDE",
     "SPLITS",
+    "CheckModels",
     "CohortFiles",
-    "FaceModels",
     "build_models",
     "embed_images",
     "prepare_image",
@@ -36,16 +35,12 @@ SPLITS: tuple[str, ...] = ("train", "heldout", "synthetic")
 IMAGE_SUFFIXES = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pnm"}
 )
-#: Images whose shorter side is below this many pixels are enlarged before detection.
-ENLARGE_BELOW = 160
 #: Images whose shorter side is below this many pixels are refused as ``"too_small"`` (not
 #: detected, not embedded): at 32 px the recognisers' 112-160 px inputs are already 3.5-5×
 #: interpolation, and below it there is no face left to recognise, only what enlarging
 #: makes up (an 8 × 8 image enlarged to 160 px was "detected" and embedded). 32 px is half
 #: the shipped DCGAN's 64-pixel faces, the smallest faces the privacy tests use.
 MIN_IMAGE_SIDE = 32
-#: Side an enlarged image's shorter side is brought to, and the edge padding added around it.
-_UPSCALE = 160
 
 
 @dataclass
@@ -124,39 +119,17 @@ def hash_files(paths: Sequence[Path], n_not_image: int, *, collapse: bool) -> Co
 def prepare_image(image: npt.NDArray[np.uint8], *, aligned: bool = False) -> npt.NDArray[np.uint8]:
     """Enlarge a small image and pad it with its own edges; with ``aligned``, every image.
 
-    A photo whose shorter side is below :data:`ENLARGE_BELOW` has that side brought to
-    160 px (bicubic, aspect kept) and 30% of 160 px added on every side by edge replication,
-    as :meth:`idaudit.faces.ShippedFaceGenerator.crops` does for the DCGAN's 64-pixel faces:
-    detectors and dlib's padded chip need context around a face that fills the frame, and
-    black borders would change the embedding. An ``aligned`` crop is always resized to
-    160 × 160 and padded so, which fixes where :class:`AlignedDetector` puts its face.
+    A photo whose shorter side is below :data:`ENLARGE_BELOW` goes through
+    :func:`idaudit.faces.prepare_frame` (the one enlargement policy): detectors and dlib's
+    padded chip need context around a face that fills the frame, and black borders would
+    change the embedding. An ``aligned`` crop is always resized to 160 × 160 and padded so,
+    which fixes where :class:`~idaudit.faces.AlignedDetector` puts its face.
     """
-    from idaudit.faces import enlarge_frame
+    from idaudit.faces import enlarge_frame, prepare_frame
 
-    if not aligned and min(image.shape[:2]) >= ENLARGE_BELOW:
-        return image
-    return enlarge_frame(image, _UPSCALE, square=aligned)
-
-
-class AlignedDetector:
-    """For already aligned face crops: one face per input, where the ArcFace template puts it.
-
-    Inputs are prepared with ``prepare_image(..., aligned=True)`` (160 × 160 plus 48 px of
-    edge padding); the face has the ArcFace template scaled to 160 px as landmarks and the
-    crop inset by 10% as box, the geometry
-    :meth:`~idaudit.faces.ShippedFaceGenerator.crops` uses for its own aligned samples.
-    """
-
-    name = "aligned-input"
-
-    def detect(self, image: npt.NDArray[np.uint8]) -> list[Any]:
-        """Return the one face of a prepared aligned crop."""
-        from idaudit.faces import Face, arcface_template
-
-        pad = round(FRAME_PAD_FRACTION * _UPSCALE)
-        inset = 0.1 * _UPSCALE
-        box = np.array([inset, inset, _UPSCALE - inset, _UPSCALE - inset]) + pad
-        return [Face(box=box, score=1.0, landmarks=arcface_template(_UPSCALE) + pad)]
+    if aligned:
+        return enlarge_frame(image, FRAME_SIDE, square=True)
+    return prepare_frame(image)
 
 
 class MemoDetector:
@@ -175,7 +148,7 @@ class MemoDetector:
 
 
 @dataclass
-class FaceModels:
+class CheckModels:
     """The detector, identity encoders and appearance metric of one run, with their identities.
 
     The identities (names, settings, weight digests) key the cache.
@@ -205,69 +178,27 @@ def _weight_files(model: Any) -> list[Path]:
     return [Path(f) for f in files if f is not None]
 
 
-def build_models(
-    *,
-    dlib: bool,
-    dlib_runtime: Literal["torch", "cpp"],
-    arcface: str | os.PathLike[str] | None,
-    adaface: str | os.PathLike[str] | None,
-    lvface: str | os.PathLike[str] | None,
-    retinaface: str | os.PathLike[str] | None,
-    lpips_backbone: str | os.PathLike[str] | None,
-    aligned: bool,
-    threads: int,
-    device: str,
-) -> FaceModels:
-    """Load every model the options name.
+def build_models(options: FaceModelOptions) -> CheckModels:
+    """Load every model the options name (:func:`idaudit.faces.build_face_models`).
 
     ``arcface`` given as an InsightFace ``buffalo_l`` folder also sets the detector to its
     RetinaFace (``det_10g.onnx``) unless ``retinaface`` or ``aligned`` says otherwise.
     Nothing is downloaded: a missing file raises
     :class:`~idaudit.exceptions.MissingWeightsError` naming it.
     """
-    from idaudit import faces
+    from idaudit.faces import build_face_models
 
-    encoders: list[Any] = []
-    if dlib:
-        # the same network and weights; the torch port is 10-20x faster on the CPU, runs on
-        # `device`, and is bitwise the same whatever the batch (docs/dlib_torch.md)
-        if dlib_runtime == "torch":
-            encoders.append(faces.TorchDlibEncoder(device=device))
-        else:
-            encoders.append(faces.DlibEncoder())
-    if arcface is not None:
-        encoders.append(faces.ArcFaceEncoder(arcface, threads=threads, device=device))
-    if adaface is not None:
-        encoders.append(faces.AdaFaceEncoder(adaface, device=device))
-    if lvface is not None:
-        encoders.append(faces.LVFaceEncoder(lvface, threads=threads, device=device))
-    if not encoders:
-        raise InvalidInputError(
-            "at least one identity encoder is needed: dlib (the default) or --arcface-*, "
-            "--adaface-*, --lvface-onnx."
-        )
-    detector: Any
-    if retinaface is None and arcface is not None and not aligned:
-        # a buffalo_l folder brings its own detector: seed 003's RetinaFace (det_10g.onnx),
-        # whose five points give ArcFace's 112×112 alignment
-        pack = Path(arcface)
-        if pack.is_dir() and (pack / "det_10g.onnx").is_file():
-            retinaface = pack / "det_10g.onnx"
-    if aligned:
-        detector = AlignedDetector()
-    elif retinaface is not None:
-        detector = faces.RetinaFaceDetector(retinaface, threads=threads, device=device)
-    else:
-        detector = faces.MTCNNDetector(device)
+    built = build_face_models(options, appearance=True)
+    detector, encoders, aligned = built.detector, list(built.encoders), options.aligned
     # CUDA numbers are not bitwise the CPU's: a cache filled on one never serves the other
-    on = resolve_device(device).type
+    on = resolve_device(options.device).type
     det_identity = {
         "device": on,
         "detector": getattr(detector, "name", type(detector).__name__),
         "detector_weights": {} if aligned else _digests(_weight_files(detector)),
         "enlarge_below": ENLARGE_BELOW,
         "min_image_side": MIN_IMAGE_SIDE,
-        "upscale": _UPSCALE,
+        "upscale": FRAME_SIDE,
         "pad_fraction": FRAME_PAD_FRACTION,
         "face": "largest",
     }
@@ -280,20 +211,17 @@ def build_models(
         }
         for enc in encoders
     ]
-    appearance: Any
-    size: int | None
-    if lpips_backbone is not None:
-        appearance = faces.LPIPSDistance(lpips_backbone, device=device)
-        size = None  # LPIPS resizes every image to 256 px itself
+    appearance = built.appearance
+    if options.lpips is not None:
         name = appearance.name
         weights = _digests(_weight_files(appearance))
     else:
-        appearance = faces.SSIMDistance(device=device)
-        size = 64
-        name = f"{appearance.name}-{size}px"
+        name = f"{appearance.name}-{built.appearance_size}px"
         weights = {}
     appearance_identity = {"kind": "appearance", "metric": name, "weights": weights, "device": on}
-    return FaceModels(detector, encoders, appearance, identities, appearance_identity, size)
+    return CheckModels(
+        detector, encoders, appearance, identities, appearance_identity, built.appearance_size
+    )
 
 
 def embed_images(

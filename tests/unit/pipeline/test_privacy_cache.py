@@ -1,4 +1,4 @@
-"""The privacy check's cache keys (idaudit.memorization._cache)."""
+"""The privacy check's cache keys (idaudit.pipeline._privacy_cache)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from idaudit.memorization import (
-    PrivacyCache,
-)
+from idaudit.pipeline import PrivacyCache
 
 pytestmark = pytest.mark.faces
 

@@ -1,4 +1,4 @@
-"""EncodedGenerator (idaudit.mechanisms._encoded): a generator composed with an encoder."""
+"""EncodedGenerator (idaudit.pipeline._draws): a generator composed with an encoder."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 
 from idaudit.exceptions import IdauditWarning, InvalidInputError
-from idaudit.mechanisms import (
-    EncodedGenerator,
-    Mechanism,
-)
+from idaudit.mechanisms import Mechanism
+from idaudit.pipeline import EncodedGenerator
 from standins import MeanColourEncoder, colour_images, jitter
 
 # -- EncodedGenerator -----------------------------------------------------------------------

@@ -37,108 +37,49 @@ from idaudit._results import (
 from idaudit._validation import check_in_range, check_integer, check_option
 from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import IdauditWarning, InvalidInputError
-from idaudit.memorization._cache import PrivacyCache, model_key
-from idaudit.memorization._flagging import (
+from idaudit.faces import FaceModelOptions
+from idaudit.memorization import (
     DEFAULT_PERCENTILES,
+    FLAGGING_COHORT_COLUMNS,
+    FLAGGING_COLUMNS,
     FLAGGING_STATUS,
+    NNAA_COLUMNS,
+    NNAA_STATUS,
+    NNAA_TEST_STATUS,
+    SANITY_STATUS,
+    CacheUse,
     FlaggingResult,
+    InputListing,
+    ModelsUsed,
+    NNAAResult,
+    PrivacyReport,
+    PrivacySettings,
+    cap_indices,
     check_percentiles,
     flagging,
     flagging_from_distances,
+    metric_sanity,
+    nnaa,
+    nnaa_from_distances,
+    power_notes,
+    read_subject_map,
+    subjects_for_files,
 )
-from idaudit.memorization._images import (
+from idaudit.pipeline._folders import (
     MIN_IMAGE_SIDE,
     SPLITS,
+    CheckModels,
     CohortFiles,
-    FaceModels,
     MemoDetector,
     build_models,
     embed_images,
     hash_files,
     scan_root,
 )
-from idaudit.memorization._nnaa import (
-    NNAA_STATUS,
-    NNAA_TEST_STATUS,
-    NNAAResult,
-    cap_indices,
-    nnaa,
-    nnaa_from_distances,
-)
-from idaudit.memorization._power import power_notes
-from idaudit.memorization._report import (
-    CacheUse,
-    InputListing,
-    ModelsUsed,
-    PrivacyReport,
-    PrivacySettings,
-)
-from idaudit.memorization._sanity import SANITY_STATUS, metric_sanity
-from idaudit.memorization._subjects import read_subject_map, subjects_for_files
+from idaudit.pipeline._privacy_cache import PrivacyCache, model_key
 
-__all__ = [
-    "FLAGGING_COHORT_COLUMNS",
-    "FLAGGING_COLUMNS",
-    "NNAA_COLUMNS",
-    "OUTPUT_FILES",
-    "run_privacy_check",
-]
+__all__ = ["OUTPUT_FILES", "run_privacy_check"]
 
-#: Columns of ``flagging.csv``, in order.
-FLAGGING_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "axis",
-    "percentile",
-    "threshold",
-    "synthetic_pct",
-    "heldout_pct",
-    "n_synthetic",
-    "n_heldout",
-    "n_synthetic_flagged",
-    "n_heldout_flagged",
-    "p_value",
-    "ci_lower",
-    "ci_upper",
-)
-#: Columns of ``nnaa.csv``, in order.
-NNAA_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "axis",
-    "cohort",
-    "aa_train_synth",
-    "aa_heldout_synth",
-    "privacy_loss",
-    "ci_lower",
-    "ci_upper",
-    "aa_train_synth_ci_lower",
-    "aa_train_synth_ci_upper",
-    "aa_heldout_synth_ci_lower",
-    "aa_heldout_synth_ci_upper",
-    "n_train",
-    "n_heldout",
-    "n_synthetic",
-    "n_bootstrap",
-    "p_value",
-    "n_permutations",
-    "interval_method",
-    "below_min_size",
-)
-#: Columns of ``flagging_by_cohort.csv``: each cohort's rates at the pooled thresholds.
-FLAGGING_COHORT_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "axis",
-    "cohort",
-    "percentile",
-    "threshold",
-    "synthetic_pct",
-    "heldout_pct",
-    "n_synthetic",
-    "n_heldout",
-    "n_synthetic_flagged",
-    "n_heldout_flagged",
-    "ci_lower",
-    "ci_upper",
-)
 #: Files written to ``out`` (``sanity.csv`` only with ``subject_pattern``).
 OUTPUT_FILES: tuple[str, ...] = (
     "flagging.csv",
@@ -394,16 +335,17 @@ def run_privacy_check(
         counters_before = dict(store.counters)
         out_dir = None if out is None else _make_out(Path(out))
         models = build_models(
-            dlib=dlib,
-            dlib_runtime=dlib_runtime,
-            arcface=arcface,
-            adaface=adaface,
-            lvface=lvface,
-            retinaface=retinaface,
-            lpips_backbone=lpips_backbone,
-            aligned=aligned,
-            threads=settings.threads,
-            device=device,
+            FaceModelOptions(
+                dlib=dlib_runtime if dlib else None,
+                arcface=arcface,
+                adaface=adaface,
+                lvface=lvface,
+                retinaface=retinaface,
+                lpips=lpips_backbone,
+                aligned=aligned,
+                threads=settings.threads,
+                device=device,
+            )
         )
         report = _run(settings, cohorts, models, store, counters_before, notes)
         # tests the set sizes leave without power are said so, never read as "no evidence"
@@ -466,7 +408,7 @@ def _scan_cohorts(roots: dict[str, Path], notes: list[str]) -> _Cohorts:
 def _run(
     settings: PrivacySettings,
     cohorts: _Cohorts,
-    models: FaceModels,
+    models: CheckModels,
     store: PrivacyCache,
     counters_before: dict[str, int],
     notes: list[str],
@@ -545,7 +487,7 @@ def _hash_files(
 
 def _embed(
     files: dict[_SplitCohort, CohortFiles],
-    models: FaceModels,
+    models: CheckModels,
     store: PrivacyCache,
     settings: PrivacySettings,
 ) -> _Embedded:
@@ -667,7 +609,7 @@ def _why_unusable(embedded: _Embedded, cohort: str) -> str:
 def _identity_axis(
     embedded: _Embedded,
     usable: list[str],
-    models: FaceModels,
+    models: CheckModels,
     settings: PrivacySettings,
     notes: list[str],
     stage: Callable[[str], None],
@@ -745,7 +687,7 @@ def _identity_axis(
 def _appearance_axis(
     embedded: _Embedded,
     usable: list[str],
-    models: FaceModels,
+    models: CheckModels,
     store: PrivacyCache,
     settings: PrivacySettings,
     notes: list[str],
@@ -886,7 +828,7 @@ def _report(
     skipped: dict[str, str],
     unreadable: dict[str, str],
     rows: _AxisRows,
-    models: FaceModels,
+    models: CheckModels,
     cache: CacheUse,
     notes: list[str],
 ) -> PrivacyReport:
@@ -953,7 +895,7 @@ class _AppearanceDistances:
     statistics or network features computed once).
     """
 
-    def __init__(self, models: FaceModels, store: PrivacyCache) -> None:
+    def __init__(self, models: CheckModels, store: PrivacyCache) -> None:
         self.models = models
         self.store = store
         self.loader = _ImageLoader(models.appearance_size)

@@ -1,4 +1,4 @@
-"""``run_privacy_check`` (idaudit.memorization._run) on folders of real DCGAN samples
+"""``run_privacy_check`` (idaudit.pipeline._privacy) on folders of real DCGAN samples
 (dlib, MTCNN)."""
 
 from __future__ import annotations
@@ -16,12 +16,9 @@ import pytest
 from PIL import Image
 
 from idaudit.exceptions import IdauditWarning, InvalidInputError
-from idaudit.memorization import (
-    FLAGGING_COLUMNS,
-    NNAA_COLUMNS,
-    OUTPUT_FILES,
-    run_privacy_check,
-)
+from idaudit.memorization import FLAGGING_COLUMNS, NNAA_COLUMNS
+from idaudit.pipeline import run_privacy_check
+from idaudit.pipeline._privacy import OUTPUT_FILES
 from idaudit.results import check_result_dataset
 from standins import save_faces
 
@@ -267,20 +264,10 @@ def test_arcface_dir_brings_its_retinaface(roots: Path, buffalo_dir: Path) -> No
     assert set(identity["detector_weights"]) == {"det_10g.onnx"}
     assert set(identity["encoder_weights"]) == {"w600k_r50.onnx"}
     # a file, not the folder: no detector comes with it (MTCNN stays)
-    from idaudit.memorization._images import build_models
+    from idaudit.faces import FaceModelOptions
+    from idaudit.pipeline._folders import build_models
 
-    only = build_models(
-        dlib=False,
-        dlib_runtime="torch",
-        arcface=buffalo_dir / "w600k_r50.onnx",
-        adaface=None,
-        lvface=None,
-        retinaface=None,
-        lpips_backbone=None,
-        aligned=False,
-        threads=1,
-        device="cpu",
-    )
+    only = build_models(FaceModelOptions(dlib=None, arcface=buffalo_dir / "w600k_r50.onnx"))
     assert type(only.detector).__name__ == "MTCNNDetector"
 
 
@@ -368,12 +355,12 @@ def three_cohorts(tmp_path_factory: pytest.TempPathFactory, dcgan) -> Path:
 def test_each_unordered_pair_is_computed_once_and_a_rerun_computes_none(
     three_cohorts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from idaudit.memorization import _run
+    from idaudit.pipeline import _privacy as _run
 
     metrics: list[_CountingMetric] = []
 
-    def counting_models(**kwargs):
-        models = build_models(**kwargs)
+    def counting_models(options):
+        models = build_models(options)
         metrics.append(_CountingMetric(models.appearance))
         models.appearance = metrics[-1]
         return models
@@ -470,13 +457,8 @@ def test_unreadable_and_too_small_files_are_named(roots: Path, first, tmp_path: 
 
 
 def test_embed_images_refuses_images_below_the_minimum_side(roots: Path, tmp_path: Path) -> None:
-    from idaudit.faces import DlibEncoder
-    from idaudit.memorization._images import (
-        MIN_IMAGE_SIDE,
-        AlignedDetector,
-        MemoDetector,
-        embed_images,
-    )
+    from idaudit.faces import AlignedDetector, DlibEncoder
+    from idaudit.pipeline._folders import MIN_IMAGE_SIDE, MemoDetector, embed_images
 
     face = Image.open(roots / "train" / "a" / "s00_0.png")
     small = tmp_path

@@ -41,7 +41,7 @@ def model_key(identity: Mapping[str, Any]) -> str:
 
     Examples
     --------
-    >>> from idaudit.memorization import model_key
+    >>> from idaudit.pipeline._privacy_cache import model_key
     >>> model_key({"name": "dlib-resnet-v1"})
     'a5b82aa20ca1e2d5'
     """
@@ -87,7 +87,7 @@ class PrivacyCache:
     Examples
     --------
     >>> import numpy as np, tempfile
-    >>> from idaudit.memorization import PrivacyCache
+    >>> from idaudit.pipeline import PrivacyCache
     >>> cache = PrivacyCache(tempfile.mkdtemp())
     >>> ident = {"name": "toy"}
     >>> compute = lambda idx: (["ok"] * len(idx), np.ones((len(idx), 2), np.float32))

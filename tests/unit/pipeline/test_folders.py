@@ -1,4 +1,4 @@
-"""Embedding image folders (idaudit.memorization._images) on real DCGAN samples."""
+"""Embedding image folders (idaudit.pipeline._folders) on real DCGAN samples."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def roots(privacy_roots: Path) -> Path:
 
 
 def test_aligned_inputs_embed_like_the_generators_own_crops(roots: Path, dcgan) -> None:
-    from idaudit.faces import DlibEncoder
-    from idaudit.memorization._images import AlignedDetector, MemoDetector, embed_images
+    from idaudit.faces import AlignedDetector, DlibEncoder
+    from idaudit.pipeline._folders import MemoDetector, embed_images
 
     paths = sorted((roots / "train" / "a").glob("*.png"))
     images = np.stack([np.asarray(Image.open(p)) for p in paths])
