@@ -285,7 +285,7 @@ def test_per_channel_normality_is_diffmis_filter() -> None:
 
 
 # -- row 6: the shortcut gradient --------------------------------------------------------------
-def test_unmasked_shortcut_passes_gradient_through_clipped_pixels() -> None:
+def _tiny_unet() -> UNet2DModel:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         unet = UNet2DModel(
@@ -296,17 +296,52 @@ def test_unmasked_shortcut_passes_gradient_through_clipped_pixels() -> None:
             down_block_types=("DownBlock2D", "DownBlock2D"),
             up_block_types=("UpBlock2D", "UpBlock2D"),
         )
-    sched = DDIMScheduler(beta_schedule="linear", beta_start=1e-4, beta_end=0.02, clip_sample=True)
-    gen = DiffusionGenerator(unet, sched, 2, gradient="shortcut_unmasked")
+    return unet.eval().requires_grad_(False)
+
+
+def _clipping_scheduler() -> DDIMScheduler:
+    return DDIMScheduler(beta_schedule="linear", beta_start=1e-4, beta_end=0.02, clip_sample=True)
+
+
+def _diffmi_reconstruct(unet: UNet2DModel, latents: torch.Tensor, steps: int) -> torch.Tensor:
+    """DiffMI's sampling loop (attacks/diffusion.py ``reconstruct``), batch of one, written out.
+
+    A clone of the latents is overwritten step by step under ``no_grad``; the autograd graph
+    sees only the clone, the affine map to [0, 1] and the final ``clamp``.
+    """
+    scheduler = _clipping_scheduler()
+    scheduler.set_timesteps(steps)
+    x_t = latents.clone()
+    for i in range(len(latents)):
+        for t in scheduler.timesteps:
+            with torch.no_grad():
+                residual = unet(x_t[i : i + 1], t).sample
+                x_t[i : i + 1] = scheduler.step(residual, t, x_t[i : i + 1]).prev_sample
+    return (x_t / 2 + 0.5).clamp(0, 1)
+
+
+def test_shortcut_is_the_gradient_diffmis_loop_computes() -> None:
+    unet = _tiny_unet()
     x_t = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(1)) * 3.0
     w = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(2))
-    x = x_t.clone().requires_grad_(True)
-    image = gen.forward(x)
-    clipped = (image.detach() <= 0) | (image.detach() >= 1)
+    x_ref = x_t.clone().requires_grad_(True)
+    reference = _diffmi_reconstruct(unet, x_ref, 2)
+    (g_ref,) = torch.autograd.grad((reference * w).sum(), x_ref)
+    clipped = (reference.detach() <= 0) | (reference.detach() >= 1)
     assert int(clipped.sum()) > 0  # the clipped pixels are exercised
-    (image * w).sum().backward()
-    assert x.grad is not None
-    torch.testing.assert_close(x.grad, 0.5 * w, atol=0.0, rtol=0.0)  # 0.5 · ∂L/∂x̂ everywhere
+    grads = {}
+    for mode in ("shortcut", "shortcut_unmasked"):
+        x = x_t.clone().requires_grad_(True)
+        image = DiffusionGenerator(unet, _clipping_scheduler(), 2, gradient=mode).forward(x)
+        # the same images (float32 DDIM arithmetic in a different order)
+        torch.testing.assert_close(image.detach(), reference.detach(), atol=1e-5, rtol=0.0)
+        (grads[mode],) = torch.autograd.grad((image * w).sum(), x)
+    # "shortcut" is DiffMI's gradient: its clamp passes none at clipped pixels
+    torch.testing.assert_close(grads["shortcut"], g_ref, atol=0.0, rtol=0.0)
+    assert bool((g_ref[clipped] == 0).all())
+    # "shortcut_unmasked" is the option that does pass it: 0.5 · ∂L/∂x̂ on every pixel
+    torch.testing.assert_close(grads["shortcut_unmasked"], 0.5 * w, atol=0.0, rtol=0.0)
+    assert float((grads["shortcut_unmasked"] - g_ref).abs().max()) > 0.1
 
 
 def test_toy_generators_still_work_with_the_new_defaults() -> None:
