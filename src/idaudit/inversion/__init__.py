@@ -21,12 +21,13 @@
 The building blocks they share stay importable from here, outside ``__all__``, as an internal
 API that may change without deprecation: ``TargetModel`` (generator, warp and encoder as one
 function of the latent), ``project``, ``apgd_checkpoints``, ``detection_scores``,
-``check_images``, ``MIN_GENUINE_PAIRS``, and the generator settings ``DCGAN_RADIUS`` and
-``DDPM_CELEBAHQ_256``.
+``check_images``, ``MIN_GENUINE_PAIRS``, ``BLACK_BOX_BUDGET``, and the generator settings
+``DCGAN_RADIUS`` and ``DDPM_CELEBAHQ_256``.
 """
 
 from __future__ import annotations
 
+from idaudit.inversion._adversary import BLACK_BOX_BUDGET as BLACK_BOX_BUDGET
 from idaudit.inversion._adversary import (
     InversionResult,
     RankedAdversary,
