@@ -259,6 +259,18 @@ def test_resize_is_antialiased_like_pil_and_spreads_the_gradient_evenly() -> Non
         assert even is ok
 
 
+def test_bilinear_mode_is_diffmis_torchvision_resize() -> None:
+    transforms = pytest.importorskip("torchvision.transforms")
+    x = torch.rand(2, 3, 256, 256, generator=torch.Generator().manual_seed(0))
+    reference = transforms.Resize((112, 112), antialias=True)(x)  # DiffMI's (bilinear default)
+    ours = FrameWarp.resize(112, mode="bilinear")(x)
+    torch.testing.assert_close(ours, reference, atol=1e-5, rtol=0.0)
+    # the default (bicubic, idaudit's own pipeline) is a different filter
+    assert float((FrameWarp.resize(112)(x) - reference).abs().mean()) > 0.005
+    with pytest.raises(InvalidInputError, match="`mode` must be 'bicubic' or 'bilinear'; got"):
+        FrameWarp.resize(112, mode="nearest")  # type: ignore[arg-type]
+
+
 # -- row 5: the bank's normality filter -----------------------------------------------------------
 def test_per_channel_normality_is_diffmis_filter() -> None:
     gen = _ImageLatentGenerator(16)
