@@ -127,9 +127,10 @@ def random_starts(x0: torch.Tensor, eps: float, norm: str, seeds: npt.ArrayLike)
     """One random start per row around ``x0``, each row from its own seed.
 
     L2: ``x0 + ε · u/‖u‖`` with ``u`` standard normal, a point *on* the sphere of radius ``ε``
-    (Croce's ``autopgd_base.py`` and DiffMI). L∞: ``x0 + ε · (2v − 1)``, ``v`` uniform on
-    [0, 1), inside the cube. Drawn on the CPU in float32, so a row's start depends only on its
-    seed, not on the device or the batch.
+    (Croce's ``autopgd_base.py`` and DiffMI). L∞: ``x0 + ε · t/‖t‖_∞`` with ``t = 2v − 1``,
+    ``v`` uniform on [0, 1): on the surface of the cube, one coordinate at ``±ε``, as Croce's
+    code divides the uniform draw by its largest magnitude. Drawn on the CPU in float32, so a
+    row's start depends only on its seed, not on the device or the batch.
     """
     seeds = np.asarray(seeds, dtype=np.int64).ravel()
     out = []
@@ -140,6 +141,7 @@ def random_starts(x0: torch.Tensor, eps: float, norm: str, seeds: npt.ArrayLike)
             u = u / u.norm().clamp_min(1e-12)
         else:
             u = 2.0 * torch.rand(row.shape, generator=g) - 1.0
+            u = u / u.abs().max().clamp_min(1e-12)  # on the L∞ sphere (autopgd_base.py)
         out.append(row + eps * u.to(row.device, row.dtype))
     return torch.stack(out)
 

@@ -60,12 +60,17 @@ def test_apgd_random_init_starts_on_the_sphere_and_code_init_at_the_code() -> No
     at_code: list[torch.Tensor] = []
     APGD(eps=eps, t_max=3, init="code").run(_cosine_to(c, at_code), x0)
     torch.testing.assert_close(at_code[0], x0, rtol=0, atol=0)
-    # L∞: uniform in the cube, as Croce's code
+    # L∞: on the cube's surface, as Croce's code (autopgd_base.py: t = 2·rand − 1, then
+    # x + ε·t / max|t|), written out here from the same seeded draw
     cube: list[torch.Tensor] = []
     APGD(norm="linf", eps=eps, t_max=1).run(_cosine_to(c, cube), x0, row_seeds=range(5))
-    d = (cube[0] - x0).abs()
-    assert float(d.max()) <= eps + 1e-6
-    assert float(d.max()) > 0.9 * eps
+    for r in range(5):
+        seed = int(np.random.SeedSequence([r, 0]).generate_state(1)[0] >> 1)  # (row, restart 0)
+        t = 2.0 * torch.rand(x0[r].shape, generator=torch.Generator().manual_seed(seed)) - 1.0
+        croce = x0[r] + eps * t / t.abs().max()
+        torch.testing.assert_close(cube[0][r], croce, rtol=0.0, atol=1e-6)
+    d = (cube[0] - x0).abs().amax(dim=1)  # every row's L∞ distance is ε: on the sphere
+    np.testing.assert_allclose(d.numpy(), eps, rtol=1e-5)
 
 
 def test_apgd_restarts_keep_the_best_and_count_every_query() -> None:
