@@ -372,6 +372,10 @@ class APGD:
         checkpoints = set(apgd_checkpoints(t_max, "code" if code_rule else "paper")) - {0}
         last_ckpt = torch.zeros(b, dtype=torch.long, device=x0.device)
         n_better = torch.zeros(b, device=x0.device)
+        # Croce's code counts f(x^(k)) > f(x^(k-1)) over its record of iterate values, which a
+        # halving's reset to the best point does not touch, and whose entry before the first
+        # is still 0 (loss_steps[-1] of a zeroed array); the paper compares with the reset point
+        f_last = torch.zeros_like(f0)
         # condition 2 needs a previous checkpoint: off at the first (Croce's code starts
         # with reduced_last_check true), so NaN never compares equal there
         step_at_ckpt = torch.full_like(step, float("nan"))
@@ -393,7 +397,8 @@ class APGD:
             f_new, g_new = value_and_grad(x_new, rows)
             queries[rows.cpu().numpy()] += 1
             iterations[rows.cpu().numpy()] += 1
-            n_better[rows] += (f_new > f_cur[rows]).float()
+            n_better[rows] += (f_new > (f_last[rows] if code_rule else f_cur[rows])).float()
+            f_last[rows] = f_new
             x_prev[rows], x_cur[rows], g_cur[rows], f_cur[rows] = xc, x_new, g_new, f_new
             improved = f_new > best_f[rows]
             up = rows[improved]

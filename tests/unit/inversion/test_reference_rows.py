@@ -136,6 +136,95 @@ def test_code_checkpoints_halve_at_exactly_rho() -> None:
     assert paper[23] != code[23]
 
 
+def _croce_apgd_l2(f: Any, x: torch.Tensor, eps: float, n_iter: int, rho: float = 0.75) -> list:
+    """Croce's ``attack_single_run`` (L2, one row, maximising, start at ``x``), written out.
+
+    Returns every point queried. The oscillation count reads a record of the iterates'
+    values (``loss_steps``) that a reset to the best point leaves alone, and whose entry
+    before the first iterate is the zero the record was filled with.
+    """
+
+    def unit(v: torch.Tensor) -> torch.Tensor:
+        return v / (v.norm() + 1e-12)
+
+    def ball(v: torch.Tensor) -> torch.Tensor:
+        return x + unit(v - x) * min(eps, float((v - x).norm()))
+
+    k = max(int(0.22 * n_iter), 1)
+    k_min, k_decr = max(int(0.06 * n_iter), 1), max(int(0.03 * n_iter), 1)
+    seen = [x.clone()]
+    value, grad = f(x)
+    x_adv, x_old, x_best, g_best, best = x.clone(), x.clone(), x.clone(), grad, value
+    loss_steps = np.zeros(n_iter)
+    step, counter, best_last, reduced_last = 2.0 * eps, 0, best, True
+    for i in range(n_iter):
+        momentum, x_old = x_adv - x_old, x_adv.clone()
+        a = 0.75 if i > 0 else 1.0
+        z = ball(x_adv + step * unit(grad))
+        x_adv = ball(x_adv + (z - x_adv) * a + momentum * (1 - a))
+        seen.append(x_adv.clone())
+        value, grad = f(x_adv)
+        loss_steps[i] = value
+        if value > best:
+            x_best, g_best, best = x_adv.clone(), grad, value
+        counter += 1
+        if counter == k:
+            ups = sum(loss_steps[i - c] > loss_steps[i - c - 1] for c in range(k))  # [-1]: 0
+            halve = ups <= k * rho or (not reduced_last and best_last >= best)
+            reduced_last, best_last = halve, best
+            if halve:
+                step, x_adv, grad = step / 2.0, x_best.clone(), g_best
+            k, counter = max(k - k_decr, k_min), 0
+    return seen
+
+
+@pytest.mark.parametrize("n_iter", [100, 99, 37])
+@pytest.mark.parametrize("case", ["reset", "first_window", "smooth"])
+def test_code_checkpoints_count_oscillations_as_croce_does(case: str, n_iter: int) -> None:
+    v = np.zeros(101)
+    if case == "reset":  # a halving at 22 resets to the best; Croce then compares with v[22]
+        v[5], v[22] = 10.0, 0.0
+        steps = [0.01] * 15 + [-0.005] * 4
+        v[23:42] = np.cumsum(steps)
+        v[42:] = np.linspace(0.5, 0.6, 59)
+    elif case == "first_window":  # Croce's first comparison is v[1] > 0, not v[1] > v[0]
+        v[0], v[1] = 0.5, 0.3
+        v[2:23] = 0.3 + np.cumsum([0.01] * 16 + [-0.001] * 5)
+        v[23:] = np.linspace(1.0, 2.0, 78)
+    w = torch.randn(20, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+
+    def value(x: torch.Tensor, calls: int) -> torch.Tensor:  # (B,) values of (B, d) points
+        if case == "smooth":
+            return torch.sin(2 * x @ w).mean(dim=1) + 0.3 * torch.cos(3 * x).mean(dim=1)
+        pull = -(x[:, 0] - 0.1).abs()  # a gradient that moves x; the values are scripted
+        return torch.as_tensor(v[calls], dtype=x.dtype) + pull - pull.detach()
+
+    d = 20 if case == "smooth" else 1
+    x0 = torch.randn(1, d, generator=torch.Generator().manual_seed(n_iter), dtype=torch.float64)
+    ref_calls: list[int] = []
+
+    def ref_f(x: torch.Tensor) -> tuple[float, torch.Tensor]:
+        x = x.detach().requires_grad_(True)
+        f = value(x, len(ref_calls))
+        ref_calls.append(1)
+        (g,) = torch.autograd.grad(f.sum(), x)
+        return float(f[0]), g
+
+    reference = _croce_apgd_l2(ref_f, x0, 1.0, n_iter)
+    ours: list[torch.Tensor] = []
+
+    def f(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        ours.append(x.detach().clone())
+        return value(x, len(ours) - 1)
+
+    APGD(eps=1.0, t_max=n_iter, init="code", checkpoints="code").run(f, x0)
+    assert len(ours) == len(reference)
+    # scripted values: the same points to rounding; on the smooth objective rounding
+    # (Croce's +1e-12 norms) grows to 5e-5 over 100 steps, far below a step (>= 2/2^8)
+    tol = 1e-3 if case == "smooth" else 1e-9
+    torch.testing.assert_close(torch.cat(ours), torch.cat(reference), atol=tol, rtol=0.0)
+
+
 # -- row 8: GreedyPixel's last visit -----------------------------------------------------------
 def _published_greedy(f: Any, x0: torch.Tensor, order: list[int], eps: float, t_max: int) -> Any:
     """The authors' loop on one row, written out: whole visits only, return the last iterate."""
