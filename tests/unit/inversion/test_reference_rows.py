@@ -208,7 +208,7 @@ def test_code_checkpoints_count_oscillations_as_croce_does(case: str, n_iter: in
         f = value(x, len(ref_calls))
         ref_calls.append(1)
         (g,) = torch.autograd.grad(f.sum(), x)
-        return float(f[0]), g
+        return float(f.detach()[0]), g
 
     reference = _croce_apgd_l2(ref_f, x0, 1.0, n_iter)
     ours: list[torch.Tensor] = []
