@@ -458,9 +458,12 @@ def fmr_thresholds(
     level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
     g = _scores(genuine, "genuine")
     i = _scores(impostor, "impostor")
-    rates = np.asarray(fmr, dtype=np.float64).ravel()
+    try:
+        rates = np.asarray(fmr, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"`fmr` must hold rates in (0, 1); got {fmr!r}.") from None
     if rates.size == 0 or not ((rates > 0) & (rates < 1)).all():
-        raise InvalidInputError(f"`fmr` must hold rates in (0, 1); got {list(rates)}.")
+        raise InvalidInputError(f"`fmr` must hold rates in (0, 1); got {rates.tolist()}.")
     gs, is_ = np.sort(g), np.sort(i)
     cand = np.unique(np.concatenate([g, i, [np.inf]]))  # ascending
     fm_count = i.size - np.searchsorted(is_, cand, side="left")  # impostor ≥ τ, descending

@@ -168,3 +168,11 @@ def test_type_ii_interval_covers_the_mean_rate(a: float, b: float) -> None:
         acc = type_accuracy(*_type_ii_case(hits, 5), 0.5)
         misses += not (acc.type_ii_low <= truth <= acc.type_ii_high)
     assert stats.binomtest(misses, n_reps, 0.05, alternative="greater").pvalue > 1e-3
+
+
+def test_fmr_refusals_name_the_argument_and_print_plain_numbers() -> None:
+    g, i = np.linspace(0.3, 0.9, 40), np.linspace(-0.5, 0.2, 5000)
+    with pytest.raises(InvalidInputError, match=r"`fmr` must hold rates in .*; got \[0.0\]\.$"):
+        fmr_thresholds(g, i, [0.0])
+    with pytest.raises(InvalidInputError, match=r"`fmr` must hold rates in \(0, 1\); got \['a'\]"):
+        fmr_thresholds(g, i, ["a"])  # type: ignore[list-item]
