@@ -165,7 +165,8 @@ class APGD:
         increased the objective (``rule="code"``: at most ``rho``).
     init : {"random", "code"}, default "random"
         ``"random"``: start at a random point on the L2 sphere of radius ``eps`` around the
-        code (in the L∞ cube for ``"linf"``), as Croce's ``autopgd_base.py`` and DiffMI do;
+        code (on the L∞ sphere, the cube's surface, for ``"linf"``), as Croce's
+        ``autopgd_base.py`` and DiffMI do;
         the ball stays centred on the code. ``"code"``: start at the code itself.
     n_restarts : int, default 1
         Independent random starts per row; the best result is kept. Rows that reached
