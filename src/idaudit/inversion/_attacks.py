@@ -173,8 +173,11 @@ class APGD:
         ``tau`` are not restarted. Needs ``init="random"`` when above 1.
     checkpoints : {"paper", "code"}, default "paper"
         :func:`apgd_checkpoints` rule and halving test: ``"paper"`` halves when the share of
-        increasing steps is ``< rho`` at ``⌈p_j n⌉``; ``"code"`` halves at ``≤ rho`` at the
-        integer checkpoints of Croce's code.
+        increasing steps is ``< rho`` at ``⌈p_j n⌉``, a step increasing when it beats the
+        point it started from; ``"code"`` halves at ``≤ rho`` at the integer checkpoints of
+        Croce's code, counting as that code does: each iterate against the previous
+        iterate's value (a reset to the best point changes nothing there), the first
+        against 0.
     rng : int, SeedSequence or Generator, default 0
         Random starts when :meth:`run` gets no ``row_seeds``.
 
