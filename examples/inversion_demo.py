@@ -346,7 +346,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"\nsynthetic identities (dlib, τ_F={tau_f.threshold:.3f}): Type I {acc.type_i:.2f} "
         f"[{acc.type_i_low:.2f}, {acc.type_i_high:.2f}], Type II {acc.type_ii:.2f} "
         f"[{acc.type_ii_low:.2f}, {acc.type_ii_high:.2f}] over {acc.n_targets} targets "
-        "[sample estimates; exact 95% Clopper-Pearson intervals, diagnostic]"
+        "[sample estimates; 95% intervals, diagnostic: Clopper-Pearson on Type I, "
+        "betting over targets on Type II]"
     )
     for f, tau in zip(points.fmr_target, points.threshold, strict=True):
         if np.isfinite(tau):

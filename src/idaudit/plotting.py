@@ -921,7 +921,7 @@ def plot_nnaa(frame: pd.DataFrame, *, alpha: float = 0.05) -> Figure:
         ``nnaa.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.nnaa`): columns
         ``metric``, ``privacy_loss``, ``ci_lower``, ``ci_upper``, ``aa_train_synth``,
         ``aa_heldout_synth`` with their ``_ci_lower``/``_ci_upper``, and optionally
-        ``cohort`` (``"pooled"`` or a cohort name) and ``p_value``.
+        ``cohort`` (``"pooled"`` or a cohort name), ``p_value`` and ``smallest_p_value``.
     alpha : float, default 0.05
         Level at which a row's permutation p-value counts as "memorisation detected".
 
@@ -931,7 +931,9 @@ def plot_nnaa(frame: pd.DataFrame, *, alpha: float = 0.05) -> Figure:
         Left: the privacy loss ``AA(held-out, synth) − AA(train, synth)`` of each row
         (metric, then pooled and each cohort) with its interval and the zero line, the
         only informative number (seed 003); red where the permutation test rejects at
-        ``alpha``; a hollow marker where no interval is reported. Right, on the same rows:
+        ``alpha``, grey ("no verdict") where there is no test or it cannot reject at
+        ``alpha`` (its ``smallest_p_value`` is above it); a hollow marker where no interval
+        is reported. Right, on the same rows:
         the two AA values as bars with their intervals, each value also marked by a tick so
         that a zero bar stays visible; the dotted line is 0.5. Both x ranges cover every
         value and interval end (nothing is cut). The row labels carry the p-values; one
@@ -941,13 +943,17 @@ def plot_nnaa(frame: pd.DataFrame, *, alpha: float = 0.05) -> Figure:
     n = len(rows)
     cohort = rows["cohort"].astype(str).tolist() if "cohort" in rows else ["pooled"] * n
     p_value = rows["p_value"].to_numpy(float) if "p_value" in rows else np.full(n, np.nan)
+    # the least p-value each row's test can give: above alpha it cannot reject (no verdict)
+    floor = np.full(n, np.nan)
+    if "smallest_p_value" in rows:
+        floor = rows["smallest_p_value"].to_numpy(float)
     fig, grid = _new_axes(
         1, 2, figsize=(10.0, 0.55 * max(n, 1) + 1.9), sharey=True, width_ratios=[1.2, 1.0]
     )
     loss_ax, aa_ax = grid[0, 0], grid[0, 1]
     y = -np.arange(n, dtype=float)  # first row on top
     handles: dict[str, Any] = {}
-    _nnaa_loss_panel(loss_ax, rows, y, p_value, alpha, handles)
+    _nnaa_loss_panel(loss_ax, rows, y, (p_value, floor), alpha, handles)
     _nnaa_aa_panel(aa_ax, rows, y, handles)
     labels = []
     for i in range(n):
@@ -977,7 +983,7 @@ def _nnaa_loss_panel(
     ax: Axes,
     rows: pd.DataFrame,
     y: npt.NDArray[np.float64],
-    p_value: npt.NDArray[np.float64],
+    tests: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
     alpha: float,
     handles: dict[str, Any],
 ) -> None:
@@ -985,12 +991,15 @@ def _nnaa_loss_panel(
     loss = rows["privacy_loss"].to_numpy(float)
     lo, hi = rows["ci_lower"].to_numpy(float), rows["ci_upper"].to_numpy(float)
     has_ci = np.isfinite(lo) & np.isfinite(hi)
+    p_value, floor = tests  # the p-values and the least each test can give
     detected = np.isfinite(p_value) & (p_value <= alpha)
+    powerless = ~detected & (~np.isfinite(p_value) | (floor > alpha))
     zero = ax.axvline(0.0, color="black", lw=1.0, label="no privacy loss (0)")
     handles["no privacy loss (0)"] = zero
     for mask, colour, name in (
         (detected, "C3", f"memorisation detected (permutation p <= {alpha:g})"),
-        (~detected, "C0", "no evidence of memorisation"),
+        (~detected & ~powerless, "C0", "no evidence of memorisation"),
+        (powerless, "C7", f"no verdict: no test, or smallest attainable p > {alpha:g}"),
     ):
         with_ci, without = mask & has_ci, mask & ~has_ci
         if with_ci.any():

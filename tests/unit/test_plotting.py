@@ -602,3 +602,32 @@ def test_coinciding_roc_curves_stay_distinguishable() -> None:
     assert curves[0].get_linestyle() != curves[1].get_linestyle()
     assert curves[0].get_marker() != curves[1].get_marker()
     assert curves[1].get_zorder() > curves[0].get_zorder()
+
+
+def test_plot_nnaa_tells_no_verdict_from_no_evidence() -> None:
+    from idaudit.plotting import plot_nnaa
+
+    frame = _nnaa_frame()
+    # pooled: a test that can reject and does not; a: detected; b: 2 + 2 units, so the test
+    # cannot go below 1/6; and a fourth row with no test at all
+    frame["smallest_p_value"] = [1e-4, 1e-4, 1 / 6]
+    extra = {**frame.iloc[2].to_dict(), "cohort": "c", "privacy_loss": 0.3, "p_value": np.nan}
+    frame.loc[len(frame)] = extra
+    fig = plot_nnaa(frame)
+    loss_ax = next(ax for ax in fig.axes if ax.get_title())
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "no evidence of memorisation" in legend
+    assert "no verdict: no test, or smallest attainable p > 0.05" in legend
+
+    def losses(colour: str) -> list[float]:
+        return sorted(
+            round(float(x), 2)
+            for ln in loss_ax.get_lines()
+            if ln.get_color() == colour and ln.get_marker() == "o"
+            for x in np.asarray(ln.get_xdata())
+        )
+
+    assert losses("C7") == [-0.02, 0.3]  # the test that cannot reject, and no test
+    assert losses("C3") == [0.49]
+    # the row with power but no rejection: its interval bar is blue (errorbar's line)
+    assert losses("C0") == [0.08]

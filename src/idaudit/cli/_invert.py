@@ -63,8 +63,8 @@ def add_parser(sub: Any) -> None:
     inv.add_argument(
         "--norm",
         choices=("l2", "linf"),
-        default="l2",
-        help="the norm of the perturbation ball of radius --eps around each code (default: l2)",
+        help="APGD's perturbation ball of radius --eps around each code (default: l2); "
+        "GreedyPixel steps each pixel by --eps and takes no --norm",
     )
     inv.add_argument(
         "--eps",
@@ -76,8 +76,9 @@ def add_parser(sub: Any) -> None:
     inv.add_argument(
         "--t-max",
         type=int,
-        help="most iterations per code (default: 100 for apgd, or what --query-budget leaves "
-        "each code; greedypixel without either gets DiffMI's budget of 10,000 queries)",
+        help="most APGD iterations or GreedyPixel queries per code (default: 100 for apgd, or "
+        "what --query-budget leaves each code; greedypixel without either gets DiffMI's "
+        "budget of 10,000 queries)",
     )
     inv.add_argument("--tau-a", type=float, help="attack threshold in [-1, 1] (default: none)")
     inv.add_argument("--tau-k", type=float, default=0.999, help="K² threshold (default: 0.999)")
@@ -134,6 +135,31 @@ def _check(args: argparse.Namespace) -> None:
     if args.query_budget is not None:
         per_code = 2 if args.attack == "apgd" else 1  # APGD: the start and one update
         at_least(args.query_budget, "--query-budget", args.volume + per_code * args.top_n)
+    _check_budget(args)
+
+
+def _check_budget(args: argparse.Namespace) -> None:
+    """Refuse, before any model loads, what the adversary would refuse after the bank."""
+    from idaudit.inversion import BLACK_BOX_BUDGET
+
+    default_budget = args.attack == "greedypixel" and args.query_budget is None
+    default_budget = default_budget and args.t_max is None  # DiffMI's 10,000 queries
+    if args.query_split == "carry" and args.query_budget is None and not default_budget:
+        raise InvalidInputError(
+            "`--query-split carry` shares a budget between the codes: give --query-budget "
+            "(greedypixel without --t-max has DiffMI's 10,000 queries)."
+        )
+    if default_budget and args.volume + args.top_n > BLACK_BOX_BUDGET:
+        raise InvalidInputError(
+            f"GreedyPixel's default budget, {BLACK_BOX_BUDGET} queries, does not cover "
+            f"--volume {args.volume} plus one query per code ({args.top_n}): give "
+            "--query-budget or --t-max."
+        )
+    if args.attack == "greedypixel" and args.norm is not None:
+        raise InvalidInputError(
+            "`--norm` sets APGD's ball; GreedyPixel steps each pixel by --eps (an L-inf "
+            f"attack): drop --norm {args.norm}."
+        )
 
 
 def _photo_target(path: str, detector: Any, encoders: list[Any]) -> list[np.ndarray]:
@@ -320,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
         t_max=args.t_max,
         tau_a=args.tau_a,
         attack=args.attack,
-        norm=args.norm,
+        norm=args.norm or "l2",
         eps=args.eps,
         query_budget=args.query_budget,
         query_split=args.query_split,
@@ -338,7 +364,8 @@ def run(args: argparse.Namespace) -> int:
         volume=bank.volume,
         top_n=used["top_n"],
         t_max=used["t_max"],
-        query_budget=args.query_budget if args.query_budget is not None else "none",
+        query_budget=used["query_budget"] if used["query_budget"] is not None else "none",
+        sparsity=used["sparsity"] if used["sparsity"] is not None else "all",
         query_split=used["query_split"],
         seed=args.seed,
         n_drawn=bank.n_drawn,

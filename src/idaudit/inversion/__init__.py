@@ -8,7 +8,8 @@
   :class:`APGD` (white-box) and :class:`GreedyPixel` (black-box); :func:`max_iterations` (Eq. 18);
   :func:`calibrate_radius`.
 * Evaluation: :func:`eer_threshold`, :func:`fmr_thresholds` (fixed false-match-rate operating
-  points), :func:`proportion_interval` (exact Clopper–Pearson), :func:`attack_threshold`
+  points), :func:`proportion_interval` (exact Clopper–Pearson),
+  :func:`mean_rate_interval` (betting, a mean of rates), :func:`attack_threshold`
   (Eq. 14), :func:`type_accuracy`
   (Type I / II), :func:`identity_scores` (rank-1 identification and own-vs-other margins),
   :func:`joint_evaluation`, :func:`reference_bounds` and :class:`OODDetector`;
@@ -21,6 +22,7 @@
 
 from __future__ import annotations
 
+from idaudit.inversion._adversary import BLACK_BOX_BUDGET as BLACK_BOX_BUDGET
 from idaudit.inversion._adversary import (
     InversionResult,
     RankedAdversary,
@@ -41,6 +43,7 @@ from idaudit.inversion._evaluation import (
     fmr_thresholds,
     identity_scores,
     joint_evaluation,
+    mean_rate_interval,
     proportion_interval,
     reference_bounds,
     type_accuracy,
@@ -74,6 +77,7 @@ __all__ = [
     "identity_scores",
     "joint_evaluation",
     "max_iterations",
+    "mean_rate_interval",
     "proportion_interval",
     "reference_bounds",
     "results_to_xarray",

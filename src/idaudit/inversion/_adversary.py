@@ -363,7 +363,9 @@ class RankedAdversary:
                 f"`bank` was built with generator {self.bank.generator!r}, not {bank_of!r}: its "
                 "codes mean nothing to this generator."
             )
-        if split == "carry" and self.query_budget is None:
+        if split == "carry" and self.query_budget is None and (
+            attack != "greedypixel" or self.t_max is not None  # else DiffMI's default budget
+        ):
             raise InvalidInputError("`query_split='carry'` shares a budget: give `query_budget`.")
         allowed = _ATTACK_OPTIONS[attack]
         unknown = sorted(set(self.attack_options or {}) - allowed)

@@ -127,9 +127,10 @@ def random_starts(x0: torch.Tensor, eps: float, norm: str, seeds: npt.ArrayLike)
     """One random start per row around ``x0``, each row from its own seed.
 
     L2: ``x0 + ε · u/‖u‖`` with ``u`` standard normal, a point *on* the sphere of radius ``ε``
-    (Croce's ``autopgd_base.py`` and DiffMI). L∞: ``x0 + ε · (2v − 1)``, ``v`` uniform on
-    [0, 1), inside the cube. Drawn on the CPU in float32, so a row's start depends only on its
-    seed, not on the device or the batch.
+    (Croce's ``autopgd_base.py`` and DiffMI). L∞: ``x0 + ε · t/‖t‖_∞`` with ``t = 2v − 1``,
+    ``v`` uniform on [0, 1): on the surface of the cube, one coordinate at ``±ε``, as Croce's
+    code divides the uniform draw by its largest magnitude. Drawn on the CPU in float32, so a
+    row's start depends only on its seed, not on the device or the batch.
     """
     seeds = np.asarray(seeds, dtype=np.int64).ravel()
     out = []
@@ -140,6 +141,7 @@ def random_starts(x0: torch.Tensor, eps: float, norm: str, seeds: npt.ArrayLike)
             u = u / u.norm().clamp_min(1e-12)
         else:
             u = 2.0 * torch.rand(row.shape, generator=g) - 1.0
+            u = u / u.abs().max().clamp_min(1e-12)  # on the L∞ sphere (autopgd_base.py)
         out.append(row + eps * u.to(row.device, row.dtype))
     return torch.stack(out)
 
@@ -163,15 +165,19 @@ class APGD:
         increased the objective (``rule="code"``: at most ``rho``).
     init : {"random", "code"}, default "random"
         ``"random"``: start at a random point on the L2 sphere of radius ``eps`` around the
-        code (in the L∞ cube for ``"linf"``), as Croce's ``autopgd_base.py`` and DiffMI do;
+        code (on the L∞ sphere, the cube's surface, for ``"linf"``), as Croce's
+        ``autopgd_base.py`` and DiffMI do;
         the ball stays centred on the code. ``"code"``: start at the code itself.
     n_restarts : int, default 1
         Independent random starts per row; the best result is kept. Rows that reached
         ``tau`` are not restarted. Needs ``init="random"`` when above 1.
     checkpoints : {"paper", "code"}, default "paper"
         :func:`apgd_checkpoints` rule and halving test: ``"paper"`` halves when the share of
-        increasing steps is ``< rho`` at ``⌈p_j n⌉``; ``"code"`` halves at ``≤ rho`` at the
-        integer checkpoints of Croce's code.
+        increasing steps is ``< rho`` at ``⌈p_j n⌉``, a step increasing when it beats the
+        point it started from; ``"code"`` halves at ``≤ rho`` at the integer checkpoints of
+        Croce's code, counting as that code does: each iterate against the previous
+        iterate's value (a reset to the best point changes nothing there), the first
+        against 0.
     rng : int, SeedSequence or Generator, default 0
         Random starts when :meth:`run` gets no ``row_seeds``.
 
@@ -370,6 +376,10 @@ class APGD:
         checkpoints = set(apgd_checkpoints(t_max, "code" if code_rule else "paper")) - {0}
         last_ckpt = torch.zeros(b, dtype=torch.long, device=x0.device)
         n_better = torch.zeros(b, device=x0.device)
+        # Croce's code counts f(x^(k)) > f(x^(k-1)) over its record of iterate values, which a
+        # halving's reset to the best point does not touch, and whose entry before the first
+        # is still 0 (loss_steps[-1] of a zeroed array); the paper compares with the reset point
+        f_last = torch.zeros_like(f0)
         # condition 2 needs a previous checkpoint: off at the first (Croce's code starts
         # with reduced_last_check true), so NaN never compares equal there
         step_at_ckpt = torch.full_like(step, float("nan"))
@@ -391,7 +401,8 @@ class APGD:
             f_new, g_new = value_and_grad(x_new, rows)
             queries[rows.cpu().numpy()] += 1
             iterations[rows.cpu().numpy()] += 1
-            n_better[rows] += (f_new > f_cur[rows]).float()
+            n_better[rows] += (f_new > (f_last[rows] if code_rule else f_cur[rows])).float()
+            f_last[rows] = f_new
             x_prev[rows], x_cur[rows], g_cur[rows], f_cur[rows] = xc, x_new, g_new, f_new
             improved = f_new > best_f[rows]
             up = rows[improved]

@@ -14,7 +14,7 @@ import xarray as xr
 
 from idaudit._results import Status, provenance, variable
 from idaudit._validation import check_in_range, check_integer
-from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
+from idaudit.dp import betting_mean_lower_bound, clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "fmr_thresholds",
     "identity_scores",
     "joint_evaluation",
+    "mean_rate_interval",
     "proportion_interval",
     "reference_bounds",
     "type_accuracy",
@@ -279,6 +280,31 @@ def proportion_interval(k: int, n: int, confidence_level: float = 0.95) -> tuple
     return float(clopper_pearson_lower(k, n, a)), float(clopper_pearson_upper(k, n, a))
 
 
+def mean_rate_interval(
+    rates: npt.ArrayLike, confidence_level: float = 0.95
+) -> tuple[float, float]:
+    """Two-sided interval for the mean of independent rates in [0, 1] (one per target).
+
+    Each side is the betting bound of Waudby-Smith & Ramdas (2024) at
+    ``(1 − confidence_level)/2`` (:func:`idaudit.dp.betting_mean_lower_bound`; the upper
+    side on ``1 − rate``), in the order given: valid at every number of targets, for the
+    quantity Type II's point estimate averages. ``(nan, nan)`` without a rate.
+
+    Examples
+    --------
+    >>> from idaudit.inversion import mean_rate_interval
+    >>> lo, hi = mean_rate_interval([0.2, 0.4, 0.0, 0.6, 0.2, 0.4, 0.2, 0.0] * 4)
+    >>> bool(0.0 < lo < 0.25 < hi < 0.5)
+    True
+    """
+    level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
+    x = np.asarray(rates, dtype=np.float64).ravel()
+    if x.size == 0:
+        return float("nan"), float("nan")
+    a = (1.0 - level) / 2.0
+    return betting_mean_lower_bound(x, a), 1.0 - betting_mean_lower_bound(1.0 - x, a)
+
+
 def impostor_pairs_needed(fmr: float, confidence_level: float = 0.95) -> int:
     """Fewest impostor pairs for which zero false matches bound the FMR by ``fmr``.
 
@@ -432,9 +458,12 @@ def fmr_thresholds(
     level = check_in_range(confidence_level, "confidence_level", 0.0, 1.0)
     g = _scores(genuine, "genuine")
     i = _scores(impostor, "impostor")
-    rates = np.asarray(fmr, dtype=np.float64).ravel()
+    try:
+        rates = np.asarray(fmr, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"`fmr` must hold rates in (0, 1); got {fmr!r}.") from None
     if rates.size == 0 or not ((rates > 0) & (rates < 1)).all():
-        raise InvalidInputError(f"`fmr` must hold rates in (0, 1); got {list(rates)}.")
+        raise InvalidInputError(f"`fmr` must hold rates in (0, 1); got {rates.tolist()}.")
     gs, is_ = np.sort(g), np.sort(i)
     cand = np.unique(np.concatenate([g, i, [np.inf]]))  # ascending
     fm_count = i.size - np.searchsorted(is_, cand, side="left")  # impostor ≥ τ, descending
@@ -508,9 +537,11 @@ class TypeAccuracy:
         targets out of ``n_targets``. Exact when the targets are independent and ``τ_F``
         was fixed on other data, which the function cannot check: ``diagnostic``.
     type_ii_low, type_ii_high : float
-        The same on the pooled counts, matched other images out of ``n_type_ii_pairs``; the
-        images of one identity share a reconstruction, so it is narrower than the truth when
-        matches cluster by identity: ``diagnostic``.
+        Interval at ``confidence_level`` for ``type_ii`` itself, the mean of the per-target
+        rates: the betting interval over the targets (:func:`mean_rate_interval`), valid at
+        every number of targets when they are independent (the images of one identity share
+        a reconstruction, so pooling their pairs into one binomial would not be). Not exact;
+        ``diagnostic`` as Type I's, since ``τ_F`` may come from the same data.
     n_type_ii_pairs : int
         (reconstruction, other image) pairs behind Type II.
     confidence_level : float
@@ -606,7 +637,8 @@ def type_accuracy(
     min_genuine : int, default MIN_GENUINE_PAIRS (30)
         Fewest genuine pairs behind an :class:`EERResult` threshold.
     confidence_level : float, default 0.95
-        Of the exact intervals on Type I and Type II.
+        Of the intervals on Type I (exact Clopper–Pearson) and Type II (betting, over
+        targets).
 
     Returns
     -------
@@ -638,15 +670,16 @@ def type_accuracy(
     galleries = _galleries(others, rec.shape[0], rec.shape[1])
     match_i = (rec * tgt).sum(axis=1) >= tau
     per_ii = np.full(rec.shape[0], np.nan)
-    hits = pairs = 0
+    pairs = 0
     for t, g in enumerate(galleries):
         if g is not None:
             matched = g @ rec[t] >= tau
             per_ii[t] = float(np.mean(matched))
-            hits, pairs = hits + int(matched.sum()), pairs + int(matched.size)
+            pairs += int(matched.size)
     has = ~np.isnan(per_ii)
     i_low, i_high = proportion_interval(int(match_i.sum()), int(rec.shape[0]), confidence_level)
-    ii_low, ii_high = proportion_interval(hits, pairs, confidence_level)
+    # over targets: Type II averages per-target rates, and one target's pairs share x̂
+    ii_low, ii_high = mean_rate_interval(per_ii[has], confidence_level)
     return TypeAccuracy(
         type_i=float(match_i.mean()),
         type_ii=float(per_ii[has].mean()) if has.any() else float("nan"),
@@ -911,7 +944,7 @@ def joint_evaluation(
                         continue  # not resolved
                     if tau_j > 1.0:  # "reject all" (+inf): no cosine reaches it
                         i_ends = proportion_interval(0, acc.n_targets, confidence_level)
-                        ii_ends = proportion_interval(0, acc.n_type_ii_pairs, confidence_level)
+                        ii_ends = mean_rate_interval(np.zeros(acc.n_type_ii), confidence_level)
                         values = (0.0, 0.0 if acc.n_type_ii else np.nan, *i_ends, *ii_ends)
                     else:
                         got = type_accuracy(
@@ -965,14 +998,15 @@ def joint_evaluation(
     for key, name, what in (
         ("i_low", "type_i_low", "Type I"),
         ("i_high", "type_i_high", "Type I"),
-        ("ii_low", "type_ii_low", "Type II (pooled pairs)"),
-        ("ii_high", "type_ii_high", "Type II (pooled pairs)"),
+        ("ii_low", "type_ii_low", "Type II (betting, over targets)"),
+        ("ii_high", "type_ii_high", "Type II (betting, over targets)"),
     ):
         side = "lower" if key.endswith("low") else "upper"
+        exact = "exact " if what == "Type I" else ""
         ds[name] = variable(
             dims,
             ends[key],
-            long_name=f"exact {side} end of the {what} interval",
+            long_name=f"{exact}{side} end of the {what} interval",
             status="diagnostic",
         )
     if points is not None:
@@ -989,8 +1023,8 @@ def joint_evaluation(
             ("type_ii", "type_ii_fmr", "Type II accuracy at the FMR threshold", "sample_estimate"),
             ("i_low", "type_i_fmr_low", "exact lower end of Type I at the FMR", "diagnostic"),
             ("i_high", "type_i_fmr_high", "exact upper end of Type I at the FMR", "diagnostic"),
-            ("ii_low", "type_ii_fmr_low", "exact lower end of Type II at the FMR", "diagnostic"),
-            ("ii_high", "type_ii_fmr_high", "exact upper end of Type II at the FMR", "diagnostic"),
+            ("ii_low", "type_ii_fmr_low", "lower end of Type II at the FMR", "diagnostic"),
+            ("ii_high", "type_ii_fmr_high", "upper end of Type II at the FMR", "diagnostic"),
         )
         for key, name, label, status in rows:
             ds[name] = variable(fdims, at_fmr[key], long_name=label, status=status)

@@ -171,8 +171,9 @@ class DiffusionGenerator(torch.nn.Module):
         gradient through every DDIM step and the UNet. ``"shortcut"``: the chain is sampled
         without a graph and the image's gradient is carried straight to the latent,
         ``∂L/∂x_T = 0.5 · ∂L/∂x̂ · 1[0 < x̂ < 1]`` (the UNet's Jacobian skipped; pixels
-        clipped to 0 or 1 pass none). ``"shortcut_unmasked"``: ``0.5 · ∂L/∂x̂`` on every pixel,
-        clipped ones included — what DiffMI's code computes under the torch it pins (2.1.2).
+        clipped to 0 or 1 pass none): the gradient DiffMI's sampling loop computes, its final
+        ``clamp`` stopping it at clipped pixels. ``"shortcut_unmasked"``: ``0.5 · ∂L/∂x̂`` on
+        every pixel, clipped ones included (a straight-through clamp; no reference's).
         Both shortcuts need ``latent_shape == (3, H, W)``. The forward values are the same
         whichever is chosen.
     device : str or torch.device, optional
@@ -412,8 +413,8 @@ class DiffusionGenerator(torch.nn.Module):
         if self.gradient != "full" and torch.is_grad_enabled() and x.requires_grad:
             with torch.no_grad():
                 image = self._sample(x)  # (n, 3, H, W), no graph
-            # straight-through: value `image`, gradient 0.5 · 1[0 < image < 1] to x, or 0.5
-            # everywhere (DiffMI's code: its clamp passes gradient through clipped pixels)
+            # straight-through: value `image`, gradient 0.5 · 1[0 < image < 1] to x (DiffMI's
+            # loop: its final clamp passes none at clipped pixels), or 0.5 everywhere
             if self.gradient == "shortcut":
                 inside = ((image > 0.0) & (image < 1.0)).to(x.dtype)
                 return image + 0.5 * inside * (x - x.detach())

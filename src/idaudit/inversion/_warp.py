@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -36,18 +36,24 @@ class FrameWarp:
         fitted to (``nan`` for a plain resize).
     antialias : bool, default True
         When the warp shrinks the image (more than one source pixel per crop pixel), first
-        resize the source with an antialiased bicubic filter (``F.interpolate(...,
-        antialias=True)``, the filter of torchvision's ``Resize`` that DiffMI uses) to one
-        source pixel per crop pixel. ``False``: plain bicubic sampling, which at 256 → 112
-        weights some source rows ×10.9 more than others (×1.6 antialiased), so an attack
-        partly optimises through aliasing that a deployed pipeline's resize removes.
+        resize the source with an antialiased filter of ``mode`` (``F.interpolate(...,
+        antialias=True)``) to one source pixel per crop pixel. ``False``: plain sampling,
+        which at 256 → 112 (bicubic) weights some source rows ×10.9 more than others (×1.6
+        antialiased), so an attack partly optimises through aliasing that a deployed
+        pipeline's resize removes.
+    mode : {"bicubic", "bilinear"}, default "bicubic"
+        The interpolation of the prefilter and of the sampling. ``"bilinear"`` with
+        ``antialias`` is torchvision's ``Resize(antialias=True)`` (its default
+        interpolation), the resize DiffMI applies before the recogniser; ``"bicubic"`` is
+        the resize of idaudit's own face pipeline (PIL's bicubic, which a plain resize
+        equals to 3/255), whose crops :meth:`fit` matches.
 
     Notes
     -----
-    Sampling is bicubic with border replication (as :meth:`ShippedFaceGenerator.crops`
+    Sampling uses ``mode`` with border replication (as :meth:`ShippedFaceGenerator.crops`
     pads by edge replication), clamped to [0, 1]. A plain resize (scale 1, no rotation or
-    shift) with ``antialias`` equals ``F.interpolate(images, size, mode="bicubic",
-    antialias=True)``: the bicubic kernel reproduces pixel values at pixel centres.
+    shift) with ``antialias`` equals ``F.interpolate(images, size, mode=mode,
+    antialias=True)``: both kernels reproduce pixel values at pixel centres.
     :meth:`fit` fits the four parameters with plain bicubic sampling.
     """
 
@@ -58,13 +64,28 @@ class FrameWarp:
     output_size: int = 112
     fit_rmse: float = float("nan")
     antialias: bool = True
+    mode: Literal["bicubic", "bilinear"] = "bicubic"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("bicubic", "bilinear"):
+            raise InvalidInputError(f"`mode` must be 'bicubic' or 'bilinear'; got {self.mode!r}.")
 
     @classmethod
-    def resize(cls, output_size: int, *, antialias: bool = True) -> FrameWarp:
-        """Resize the whole frame to ``output_size`` (generators aligned like the encoder)."""
+    def resize(
+        cls,
+        output_size: int,
+        *,
+        antialias: bool = True,
+        mode: Literal["bicubic", "bilinear"] = "bicubic",
+    ) -> FrameWarp:
+        """Resize the whole frame to ``output_size`` (generators aligned like the encoder).
+
+        ``mode="bilinear"`` gives torchvision's ``Resize(antialias=True)``, DiffMI's resize.
+        """
         return cls(
             output_size=check_integer(output_size, "output_size", minimum=1),
             antialias=bool(antialias),
+            mode=mode,
         )
 
     def theta(self, n: int, device: Any = "cpu") -> torch.Tensor:
@@ -86,7 +107,7 @@ class FrameWarp:
             self.theta(n, images.device).to(images.dtype), [n, 3, size, size], align_corners=False
         )
         out = F.grid_sample(
-            images, grid, mode="bicubic", padding_mode="border", align_corners=False
+            images, grid, mode=self.mode, padding_mode="border", align_corners=False
         )
         return out.clamp(0.0, 1.0)
 
@@ -100,7 +121,7 @@ class FrameWarp:
         if size == (h, w):
             return images
         return F.interpolate(
-            images, size=size, mode="bicubic", antialias=True, align_corners=False
+            images, size=size, mode=self.mode, antialias=True, align_corners=False
         ).clamp(0.0, 1.0)
 
     @classmethod

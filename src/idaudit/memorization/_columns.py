@@ -17,6 +17,7 @@ FLAGGING_COLUMNS: tuple[str, ...] = (
     "n_synthetic_flagged",
     "n_heldout_flagged",
     "p_value",
+    "smallest_p_value",
     "ci_lower",
     "ci_upper",
 )
@@ -40,6 +41,7 @@ NNAA_COLUMNS: tuple[str, ...] = (
     "n_bootstrap",
     "p_value",
     "n_permutations",
+    "smallest_p_value",
     "interval_method",
     "below_min_size",
 )

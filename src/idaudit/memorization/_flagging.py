@@ -30,6 +30,7 @@ from idaudit.memorization._neighbours import (
     nearest_neighbour_distances,
     same_dim,
 )
+from idaudit.memorization._power import smallest_p_value
 from idaudit.memorization._subjects import check_disjoint, check_subjects, unit_codes
 
 __all__ = [
@@ -60,6 +61,8 @@ FLAGGING_STATUS: dict[str, Status] = {
     "n_synthetic_flagged": "descriptive",
     "n_heldout_flagged": "descriptive",
     "p_value": "sample_estimate",
+    # the least p-value the relabellings can give (a function of the design, not the data)
+    "smallest_p_value": "descriptive",
     "ci_lower": "certified_lower_bound",
     "ci_upper": "certified_upper_bound",
 }
@@ -130,6 +133,11 @@ class FlaggingResult:
     n_synthetic_groups : int
         Independent units behind the interval: synthetic groups (subjects) when given,
         else images.
+    smallest_p_value : float
+        The least p-value the test can give: ``max(1/M, 1/(1 + n_permutations))`` with
+        ``M = Π_c C(g_h,c + g_s,c, g_h,c)`` the distinct relabellings, counted over the
+        permutation units (subjects when given, else images) of each cohort ``c``. Above the
+        level, the test cannot reject whatever the images. NaN with ``n_permutations=0``.
     """
 
     percentiles: npt.NDArray[np.float64]
@@ -147,6 +155,7 @@ class FlaggingResult:
     synthetic_distances: npt.NDArray[np.float64] = field(repr=False)
     interval_method: str = "clopper_pearson"
     n_synthetic_groups: int = 0
+    smallest_p_value: float = math.nan
 
     @property
     def synthetic_rate(self) -> npt.NDArray[np.float64]:
@@ -162,7 +171,8 @@ class FlaggingResult:
         """One row per percentile; rates and interval bounds in percent.
 
         Columns ``percentile, threshold, synthetic_pct, heldout_pct, n_synthetic, n_heldout,
-        n_synthetic_flagged, n_heldout_flagged, p_value, ci_lower, ci_upper`` (preceded by
+        n_synthetic_flagged, n_heldout_flagged, p_value, smallest_p_value, ci_lower, ci_upper``
+        (preceded by
         ``metric`` when given). ``frame.attrs["status"]`` maps each column to its status.
         """
         k = self.percentiles.size
@@ -177,6 +187,7 @@ class FlaggingResult:
                 "n_synthetic_flagged": self.n_synthetic_flagged,
                 "n_heldout_flagged": self.n_heldout_flagged,
                 "p_value": self.p_values,
+                "smallest_p_value": np.full(k, self.smallest_p_value),
                 "ci_lower": 100.0 * self.ci_lower,
                 "ci_upper": 100.0 * self.ci_upper,
             }
@@ -227,6 +238,7 @@ _LONG_NAMES = {
     "n_synthetic_flagged": "synthetic images at or below the threshold",
     "n_heldout_flagged": "held-out images at or below the threshold",
     "p_value": "one-sided permutation p-value, synthetic flagged more often than held-out",
+    "smallest_p_value": "smallest p-value the relabellings can give",
     "ci_lower": "lower confidence bound of the synthetic rate (%)",
     "ci_upper": "upper confidence bound of the synthetic rate (%)",
 }
@@ -338,6 +350,23 @@ def _pool_units(subjects: Any, n_h: int, n_s: int) -> tuple[npt.NDArray[np.int64
     if checked[0] is None and checked[1] is None:
         return None
     return unit_codes(checked, (n_h, n_s))
+
+
+def _relabelling_groups(
+    strata: npt.NDArray[Any], units: tuple[npt.NDArray[np.int64], int] | None, n_h: int, n_s: int
+) -> list[tuple[int, int]]:
+    """Per stratum, the held-out and synthetic units the permutation test relabels."""
+    unit_of, g = (np.arange(n_h + n_s), n_h + n_s) if units is None else units
+    is_heldout = np.zeros(g, dtype=bool)
+    is_heldout[unit_of[:n_h]] = True
+    _, codes = np.unique(strata.astype(str), return_inverse=True)
+    unit_stratum = np.zeros(g, dtype=np.int64)
+    unit_stratum[unit_of] = codes.reshape(-1)  # one stratum per unit (checked by the test)
+    out = []
+    for c in np.unique(unit_stratum):
+        held = is_heldout[unit_stratum == c]
+        out.append((int(held.sum()), int((~held).sum())))
+    return out
 
 
 def _permutation_p_values(
@@ -554,6 +583,14 @@ def flagging_from_distances(
         synthetic_distances=d_s,
         interval_method=method,
         n_synthetic_groups=int(n_groups),
+        smallest_p_value=(
+            smallest_p_value(
+                _relabelling_groups(np.concatenate([s_h, s_s]), units, d_h.size, d_s.size),
+                n_permutations,
+            )
+            if n_permutations
+            else math.nan
+        ),
     )
 
 

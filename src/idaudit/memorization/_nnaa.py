@@ -24,6 +24,7 @@ from idaudit.memorization._neighbours import (
     same_dim,
     small_work,
 )
+from idaudit.memorization._power import smallest_p_value
 from idaudit.memorization._subjects import check_disjoint, check_subjects, unit_codes
 
 __all__ = [
@@ -66,6 +67,8 @@ NNAA_TEST_STATUS: dict[str, Status] = {
     # a bound on any population quantity; the same status as flagging's p-value
     "p_value": "sample_estimate",
     "n_permutations": "descriptive",
+    # the least p-value the relabellings can give (a function of the design, not the data)
+    "smallest_p_value": "descriptive",
     "interval_method": "descriptive",
     "below_min_size": "descriptive",
 }
@@ -180,6 +183,12 @@ class NNAAResult:
         ``(1 + #{permuted loss >= observed}) / (1 + n_permutations)``; NaN with
         ``n_permutations=0``. Valid at every set size.
     n_permutations : int
+    smallest_p_value : float
+        The least ``p_value`` the test can give: ``max(1/M, 1/(1 + n_permutations))`` with
+        ``M = Π_c C(g_t,c + g_h,c, g_t,c)`` the distinct relabellings, counted over the
+        permutation units (subjects when given, else images) of each stratum ``c``
+        (:func:`~idaudit.memorization._power.smallest_p_value`). Above the level, the test
+        cannot reject whatever the images. NaN with ``n_permutations=0``.
     std_error : dict of str to float
         The split-half standard errors behind ``ci`` (NaN where no interval).
     interval_method : str
@@ -209,6 +218,7 @@ class NNAAResult:
     bootstrap: npt.NDArray[np.float64] = field(repr=False)
     p_value: float = math.nan
     n_permutations: int = 0
+    smallest_p_value: float = math.nan
     std_error: dict[str, float] = field(default_factory=dict, repr=False)
     interval_method: str = INTERVAL_METHOD
     below_min_size: bool = False
@@ -239,6 +249,7 @@ class NNAAResult:
             "n_bootstrap": self.n_bootstrap,
             "p_value": self.p_value,
             "n_permutations": self.n_permutations,
+            "smallest_p_value": self.smallest_p_value,
             "interval_method": self.interval_method,
             "below_min_size": self.below_min_size,
         }
@@ -590,6 +601,18 @@ def _permutation_p_value(
     return (1.0 + exceed) / (1.0 + n_permutations)
 
 
+def _relabelling_groups(
+    units: _Units, sizes: tuple[int, int, int], layers: npt.NDArray[np.int64] | None
+) -> list[tuple[int, int]]:
+    """Per stratum, the training and held-out units the permutation test relabels."""
+    n_t, n_h, _ = sizes
+    g_t, g_h = _n_units(units[0], n_t), _n_units(units[1], n_h)
+    if layers is None:
+        return [(g_t, g_h)]
+    pooled_units, g_p = unit_codes(list(units[:2]), (n_t, n_h))
+    return [(k, pos.size - k) for pos, k in _unit_strata(pooled_units, g_p, g_t, layers)]
+
+
 def _strata(
     strata: Any, sizes: tuple[int, int]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
@@ -738,6 +761,11 @@ def _nnaa_core(
         bootstrap=differences,
         p_value=p_value,
         n_permutations=n_permutations,
+        smallest_p_value=(
+            smallest_p_value(_relabelling_groups(units, sizes, layers), n_permutations)
+            if n_permutations
+            else math.nan
+        ),
         std_error=se,
         interval_method=(
             "none" if note else INTERVAL_METHOD_SUBJECTS if clustered else INTERVAL_METHOD

@@ -87,7 +87,8 @@ def power_notes(
         if np.isfinite(p_min) and p_min > alpha:
             notes.append(
                 f"flagging ({metric}): with {int(first['n_synthetic'])} synthetic and "
-                f"{int(first['n_heldout'])} held-out images the smallest attainable p-value "
+                f"{int(first['n_heldout'])} held-out images (relabelled as whole subjects, "
+                "within cohorts, where given) the smallest attainable p-value "
                 f"is {p_min:.3g} > {alpha:g}: the test cannot reject, and a non-rejection is no "
                 "evidence either way."
             )
@@ -103,19 +104,35 @@ def power_notes(
         if np.isfinite(p_min) and p_min > alpha:
             notes.append(
                 f"NNAA ({r.metric}, {r.cohort}): with {r.n_train} training and {r.n_heldout} "
-                f"held-out images the smallest attainable p-value is {p_min:.3g} > {alpha:g}: "
+                "held-out images (relabelled as whole subjects, within cohorts, where given) "
+                f"the smallest attainable p-value is {p_min:.3g} > {alpha:g}: "
                 "the test cannot reject."
             )
     return notes
 
 
+def _stored_floor(values: Any) -> float | None:
+    """Return the ``smallest_p_value`` a result recorded (its units, strata), if it did."""
+    floor = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
+    return float(floor.max()) if len(floor) else None
+
+
 def flagging_smallest_p(
     rows: pd.DataFrame, by_cohort: pd.DataFrame | None, metric: str, n_permutations: int
 ) -> float:
-    """Smallest p-value of one metric's flagging test (labels permuted within cohorts)."""
+    """Smallest p-value of one metric's flagging test (labels permuted within cohorts).
+
+    The ``smallest_p_value`` column a :class:`~idaudit.memorization.FlaggingResult` records
+    counts the relabellings over the test's own units (whole subjects when given) within
+    each cohort; tables without it fall back to image counts, which can only understate it.
+    """
     b = int(n_permutations)
     if b < 1:
         return float("nan")
+    if "smallest_p_value" in rows:
+        stored = _stored_floor(rows["smallest_p_value"])
+        if stored is not None:
+            return stored
     groups: list[tuple[int, int]]
     if by_cohort is not None and len(by_cohort):
         cells = by_cohort[by_cohort["metric"] == metric].drop_duplicates("cohort")
@@ -127,9 +144,16 @@ def flagging_smallest_p(
 
 
 def nnaa_smallest_p(r: Any) -> float:
-    """Smallest p-value of one NNAA row's test (training and held-out images relabelled)."""
+    """Smallest p-value of one NNAA row's test (training and held-out units relabelled).
+
+    The row's ``smallest_p_value`` (:class:`~idaudit.memorization.NNAAResult`) counts whole
+    subjects and relabels within strata as the test does; rows without it fall back to
+    image counts, which can only understate it.
+    """
     b = int(getattr(r, "n_permutations", 0) or 0)
     if b < 1:
         return float("nan")
+    stored = _stored_floor([getattr(r, "smallest_p_value", math.nan)])
+    if stored is not None:
+        return stored
     return smallest_p_value([(int(r.n_train), int(r.n_heldout))], b)
-

@@ -234,3 +234,43 @@ def test_invert_an_independent_test_model_and_carried_queries(
     assert float(ds["test_similarity"][0]) == pytest.approx(expected, abs=1e-6)
     assert ds["test_similarity"].attrs["status"] == "sample_estimate"
     assert "test model arcface-w600k-r50" in capsys.readouterr().out
+
+
+def test_invert_refuses_budget_combinations_before_any_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emb = tmp_path / "z.npy"
+    np.save(emb, np.ones(128, np.float32))
+    out = tmp_path / "o"
+    base = ["invert", str(emb), "--out", str(out), "--volume", "4", "--top-n", "2"]
+    err = _fails([*base, "--query-split", "carry"], capsys)  # APGD has no default budget
+    assert "`--query-split carry` shares a budget between the codes" in err
+    err = _fails([*base, "--attack", "greedypixel", "--t-max", "3", "--query-split", "carry"],
+                 capsys)  # fmt: skip
+    assert "`--query-split carry` shares a budget between the codes" in err
+    big = ["invert", str(emb), "--out", str(out), "--attack", "greedypixel", "--volume", "9999"]
+    err = _fails(big, capsys)  # 9,999 + 3 > DiffMI's 10,000 queries
+    assert "default budget, 10000 queries, does not cover --volume 9999" in err
+    err = _fails([*base, "--attack", "greedypixel", "--norm", "l2"], capsys)
+    assert "drop --norm l2" in err
+    assert not out.exists()  # refused before the output folder was made
+
+
+def test_invert_records_the_budget_greedypixel_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import idaudit.inversion._adversary as adversary
+
+    # a small stand-in for DiffMI's 10,000 so that the default-budget path runs in seconds
+    monkeypatch.setattr(adversary, "BLACK_BOX_BUDGET", 12)
+    emb = tmp_path / "z.npy"
+    np.save(emb, _labelled_npz(tmp_path / "e.npz")[0])
+    out = tmp_path / "out"
+    argv = ["invert", str(emb), "--out", str(out), "--attack", "greedypixel", "--volume", "4"]
+    argv += ["--top-n", "2", "--tau-k", "0.5", "--tau-d", "0.9", "--warp-samples", "2", "--quiet"]
+    argv += ["--query-split", "carry"]  # the default budget is a budget to share
+    assert main(argv) == 0
+    ds = xr.open_dataset(out / "results.nc")
+    assert ds.attrs["setting.query_budget"] == 12  # not "none": the default was used
+    assert int(ds["queries"][0]) == 12  # carry spends it exactly: 4 + 8
+    assert ds.attrs["setting.sparsity"] == "all"  # the DCGAN's flat codes have no pixels

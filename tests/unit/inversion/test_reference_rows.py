@@ -60,12 +60,17 @@ def test_apgd_random_init_starts_on_the_sphere_and_code_init_at_the_code() -> No
     at_code: list[torch.Tensor] = []
     APGD(eps=eps, t_max=3, init="code").run(_cosine_to(c, at_code), x0)
     torch.testing.assert_close(at_code[0], x0, rtol=0, atol=0)
-    # L∞: uniform in the cube, as Croce's code
+    # L∞: on the cube's surface, as Croce's code (autopgd_base.py: t = 2·rand − 1, then
+    # x + ε·t / max|t|), written out here from the same seeded draw
     cube: list[torch.Tensor] = []
     APGD(norm="linf", eps=eps, t_max=1).run(_cosine_to(c, cube), x0, row_seeds=range(5))
-    d = (cube[0] - x0).abs()
-    assert float(d.max()) <= eps + 1e-6
-    assert float(d.max()) > 0.9 * eps
+    for r in range(5):
+        seed = int(np.random.SeedSequence([r, 0]).generate_state(1)[0] >> 1)  # (row, restart 0)
+        t = 2.0 * torch.rand(x0[r].shape, generator=torch.Generator().manual_seed(seed)) - 1.0
+        croce = x0[r] + eps * t / t.abs().max()
+        torch.testing.assert_close(cube[0][r], croce, rtol=0.0, atol=1e-6)
+    d = (cube[0] - x0).abs().amax(dim=1)  # every row's L∞ distance is ε: on the sphere
+    np.testing.assert_allclose(d.numpy(), eps, rtol=1e-5)
 
 
 def test_apgd_restarts_keep_the_best_and_count_every_query() -> None:
@@ -129,6 +134,95 @@ def test_code_checkpoints_halve_at_exactly_rho() -> None:
     assert paper[:23] == code[:23]
     # "code" restarts at the best point (call 21) with the halved step: the next query differs
     assert paper[23] != code[23]
+
+
+def _croce_apgd_l2(f: Any, x: torch.Tensor, eps: float, n_iter: int, rho: float = 0.75) -> list:
+    """Croce's ``attack_single_run`` (L2, one row, maximising, start at ``x``), written out.
+
+    Returns every point queried. The oscillation count reads a record of the iterates'
+    values (``loss_steps``) that a reset to the best point leaves alone, and whose entry
+    before the first iterate is the zero the record was filled with.
+    """
+
+    def unit(v: torch.Tensor) -> torch.Tensor:
+        return v / (v.norm() + 1e-12)
+
+    def ball(v: torch.Tensor) -> torch.Tensor:
+        return x + unit(v - x) * min(eps, float((v - x).norm()))
+
+    k = max(int(0.22 * n_iter), 1)
+    k_min, k_decr = max(int(0.06 * n_iter), 1), max(int(0.03 * n_iter), 1)
+    seen = [x.clone()]
+    value, grad = f(x)
+    x_adv, x_old, x_best, g_best, best = x.clone(), x.clone(), x.clone(), grad, value
+    loss_steps = np.zeros(n_iter)
+    step, counter, best_last, reduced_last = 2.0 * eps, 0, best, True
+    for i in range(n_iter):
+        momentum, x_old = x_adv - x_old, x_adv.clone()
+        a = 0.75 if i > 0 else 1.0
+        z = ball(x_adv + step * unit(grad))
+        x_adv = ball(x_adv + (z - x_adv) * a + momentum * (1 - a))
+        seen.append(x_adv.clone())
+        value, grad = f(x_adv)
+        loss_steps[i] = value
+        if value > best:
+            x_best, g_best, best = x_adv.clone(), grad, value
+        counter += 1
+        if counter == k:
+            ups = sum(loss_steps[i - c] > loss_steps[i - c - 1] for c in range(k))  # [-1]: 0
+            halve = ups <= k * rho or (not reduced_last and best_last >= best)
+            reduced_last, best_last = halve, best
+            if halve:
+                step, x_adv, grad = step / 2.0, x_best.clone(), g_best
+            k, counter = max(k - k_decr, k_min), 0
+    return seen
+
+
+@pytest.mark.parametrize("n_iter", [100, 99, 37])
+@pytest.mark.parametrize("case", ["reset", "first_window", "smooth"])
+def test_code_checkpoints_count_oscillations_as_croce_does(case: str, n_iter: int) -> None:
+    v = np.zeros(101)
+    if case == "reset":  # a halving at 22 resets to the best; Croce then compares with v[22]
+        v[5], v[22] = 10.0, 0.0
+        steps = [0.01] * 15 + [-0.005] * 4
+        v[23:42] = np.cumsum(steps)
+        v[42:] = np.linspace(0.5, 0.6, 59)
+    elif case == "first_window":  # Croce's first comparison is v[1] > 0, not v[1] > v[0]
+        v[0], v[1] = 0.5, 0.3
+        v[2:23] = 0.3 + np.cumsum([0.01] * 16 + [-0.001] * 5)
+        v[23:] = np.linspace(1.0, 2.0, 78)
+    w = torch.randn(20, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+
+    def value(x: torch.Tensor, calls: int) -> torch.Tensor:  # (B,) values of (B, d) points
+        if case == "smooth":
+            return torch.sin(2 * x @ w).mean(dim=1) + 0.3 * torch.cos(3 * x).mean(dim=1)
+        pull = -(x[:, 0] - 0.1).abs()  # a gradient that moves x; the values are scripted
+        return torch.as_tensor(v[calls], dtype=x.dtype) + pull - pull.detach()
+
+    d = 20 if case == "smooth" else 1
+    x0 = torch.randn(1, d, generator=torch.Generator().manual_seed(n_iter), dtype=torch.float64)
+    ref_calls: list[int] = []
+
+    def ref_f(x: torch.Tensor) -> tuple[float, torch.Tensor]:
+        x = x.detach().requires_grad_(True)
+        f = value(x, len(ref_calls))
+        ref_calls.append(1)
+        (g,) = torch.autograd.grad(f.sum(), x)
+        return float(f.detach()[0]), g
+
+    reference = _croce_apgd_l2(ref_f, x0, 1.0, n_iter)
+    ours: list[torch.Tensor] = []
+
+    def f(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        ours.append(x.detach().clone())
+        return value(x, len(ours) - 1)
+
+    APGD(eps=1.0, t_max=n_iter, init="code", checkpoints="code").run(f, x0)
+    assert len(ours) == len(reference)
+    # scripted values: the same points to rounding; on the smooth objective rounding
+    # (Croce's +1e-12 norms) grows to 5e-5 over 100 steps, far below a step (>= 2/2^8)
+    tol = 1e-3 if case == "smooth" else 1e-9
+    torch.testing.assert_close(torch.cat(ours), torch.cat(reference), atol=tol, rtol=0.0)
 
 
 # -- row 8: GreedyPixel's last visit -----------------------------------------------------------
@@ -259,6 +353,18 @@ def test_resize_is_antialiased_like_pil_and_spreads_the_gradient_evenly() -> Non
         assert even is ok
 
 
+def test_bilinear_mode_is_diffmis_torchvision_resize() -> None:
+    transforms = pytest.importorskip("torchvision.transforms")
+    x = torch.rand(2, 3, 256, 256, generator=torch.Generator().manual_seed(0))
+    reference = transforms.Resize((112, 112), antialias=True)(x)  # DiffMI's (bilinear default)
+    ours = FrameWarp.resize(112, mode="bilinear")(x)
+    torch.testing.assert_close(ours, reference, atol=1e-5, rtol=0.0)
+    # the default (bicubic, idaudit's own pipeline) is a different filter
+    assert float((FrameWarp.resize(112)(x) - reference).abs().mean()) > 0.005
+    with pytest.raises(InvalidInputError, match="`mode` must be 'bicubic' or 'bilinear'; got"):
+        FrameWarp.resize(112, mode="nearest")  # type: ignore[arg-type]
+
+
 # -- row 5: the bank's normality filter -----------------------------------------------------------
 def test_per_channel_normality_is_diffmis_filter() -> None:
     gen = _ImageLatentGenerator(16)
@@ -285,7 +391,7 @@ def test_per_channel_normality_is_diffmis_filter() -> None:
 
 
 # -- row 6: the shortcut gradient --------------------------------------------------------------
-def test_unmasked_shortcut_passes_gradient_through_clipped_pixels() -> None:
+def _tiny_unet() -> UNet2DModel:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         unet = UNet2DModel(
@@ -296,17 +402,52 @@ def test_unmasked_shortcut_passes_gradient_through_clipped_pixels() -> None:
             down_block_types=("DownBlock2D", "DownBlock2D"),
             up_block_types=("UpBlock2D", "UpBlock2D"),
         )
-    sched = DDIMScheduler(beta_schedule="linear", beta_start=1e-4, beta_end=0.02, clip_sample=True)
-    gen = DiffusionGenerator(unet, sched, 2, gradient="shortcut_unmasked")
+    return unet.eval().requires_grad_(False)
+
+
+def _clipping_scheduler() -> DDIMScheduler:
+    return DDIMScheduler(beta_schedule="linear", beta_start=1e-4, beta_end=0.02, clip_sample=True)
+
+
+def _diffmi_reconstruct(unet: UNet2DModel, latents: torch.Tensor, steps: int) -> torch.Tensor:
+    """DiffMI's sampling loop (attacks/diffusion.py ``reconstruct``), batch of one, written out.
+
+    A clone of the latents is overwritten step by step under ``no_grad``; the autograd graph
+    sees only the clone, the affine map to [0, 1] and the final ``clamp``.
+    """
+    scheduler = _clipping_scheduler()
+    scheduler.set_timesteps(steps)
+    x_t = latents.clone()
+    for i in range(len(latents)):
+        for t in scheduler.timesteps:
+            with torch.no_grad():
+                residual = unet(x_t[i : i + 1], t).sample
+                x_t[i : i + 1] = scheduler.step(residual, t, x_t[i : i + 1]).prev_sample
+    return (x_t / 2 + 0.5).clamp(0, 1)
+
+
+def test_shortcut_is_the_gradient_diffmis_loop_computes() -> None:
+    unet = _tiny_unet()
     x_t = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(1)) * 3.0
     w = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(2))
-    x = x_t.clone().requires_grad_(True)
-    image = gen.forward(x)
-    clipped = (image.detach() <= 0) | (image.detach() >= 1)
+    x_ref = x_t.clone().requires_grad_(True)
+    reference = _diffmi_reconstruct(unet, x_ref, 2)
+    (g_ref,) = torch.autograd.grad((reference * w).sum(), x_ref)
+    clipped = (reference.detach() <= 0) | (reference.detach() >= 1)
     assert int(clipped.sum()) > 0  # the clipped pixels are exercised
-    (image * w).sum().backward()
-    assert x.grad is not None
-    torch.testing.assert_close(x.grad, 0.5 * w, atol=0.0, rtol=0.0)  # 0.5 · ∂L/∂x̂ everywhere
+    grads = {}
+    for mode in ("shortcut", "shortcut_unmasked"):
+        x = x_t.clone().requires_grad_(True)
+        image = DiffusionGenerator(unet, _clipping_scheduler(), 2, gradient=mode).forward(x)
+        # the same images (float32 DDIM arithmetic in a different order)
+        torch.testing.assert_close(image.detach(), reference.detach(), atol=1e-5, rtol=0.0)
+        (grads[mode],) = torch.autograd.grad((image * w).sum(), x)
+    # "shortcut" is DiffMI's gradient: its clamp passes none at clipped pixels
+    torch.testing.assert_close(grads["shortcut"], g_ref, atol=0.0, rtol=0.0)
+    assert bool((g_ref[clipped] == 0).all())
+    # "shortcut_unmasked" is the option that does pass it: 0.5 · ∂L/∂x̂ on every pixel
+    torch.testing.assert_close(grads["shortcut_unmasked"], 0.5 * w, atol=0.0, rtol=0.0)
+    assert float((grads["shortcut_unmasked"] - g_ref).abs().max()) > 0.1
 
 
 def test_toy_generators_still_work_with_the_new_defaults() -> None:

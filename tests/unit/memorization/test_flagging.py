@@ -36,7 +36,8 @@ def test_flagging_hand_computed() -> None:
     frame = res.to_frame("m")
     assert list(frame.columns) == [
         "metric", "percentile", "threshold", "synthetic_pct", "heldout_pct", "n_synthetic",
-        "n_heldout", "n_synthetic_flagged", "n_heldout_flagged", "p_value", "ci_lower", "ci_upper",
+        "n_heldout", "n_synthetic_flagged", "n_heldout_flagged", "p_value", "smallest_p_value",
+        "ci_lower", "ci_upper",
     ]  # fmt: skip
     np.testing.assert_allclose(frame["synthetic_pct"], [25.0, 50.0, 50.0])
     assert frame.attrs["status"]["ci_lower"] == "certified_lower_bound"

@@ -239,7 +239,7 @@ def test_nnaa_frame_columns_and_statuses() -> None:
         "metric", "aa_train_synth", "aa_heldout_synth", "privacy_loss", "ci_lower", "ci_upper",
         "aa_train_synth_ci_lower", "aa_train_synth_ci_upper", "aa_heldout_synth_ci_lower",
         "aa_heldout_synth_ci_upper", "n_train", "n_heldout", "n_synthetic", "n_bootstrap",
-        "p_value", "n_permutations", "interval_method", "below_min_size",
+        "p_value", "n_permutations", "smallest_p_value", "interval_method", "below_min_size",
     ]  # fmt: skip
     status = frame.attrs["status"]
     assert status["ci_lower"] == "sample_estimate"  # asymptotic interval

@@ -116,3 +116,83 @@ def test_the_privacy_verdict_on_two_images_per_split_never_says_no_evidence() ->
     assert "NNAA, no verdict (p = " in text
     assert "no evidence of memorisation" not in text
     assert "no evidence either way" in text
+
+
+def _subjects(gen: np.random.Generator, n_subjects: int, per: int) -> tuple[np.ndarray, np.ndarray]:
+    centres = gen.normal(size=(n_subjects, 8))
+    photos = np.concatenate([c + 0.3 * gen.normal(size=(per, 8)) for c in centres])
+    return photos, np.repeat(np.arange(n_subjects), per)
+
+
+def test_the_nnaa_floor_counts_subjects_not_images() -> None:
+    from idaudit.memorization import nnaa
+    from idaudit.memorization._power import nnaa_smallest_p
+
+    gen = np.random.default_rng(0)
+    train, s_t = _subjects(gen, 2, 10)
+    held, s_h = _subjects(gen, 2, 10)
+    memorised = train + 0.01 * gen.normal(size=train.shape)  # synthetic = near copies
+    res = nnaa(train, held, memorised, subjects=(s_t, s_h + 100, None), n_bootstrap=0,
+               n_permutations=999, rng=0)  # fmt: skip
+    row = res.to_frame("cosine")
+    row.insert(1, "cohort", "pooled")
+    r = next(row.itertuples())
+    # whole subjects move: C(2 + 2, 2) = 6 relabellings, not C(40, 20) over the 40 images
+    assert nnaa_smallest_p(r) == pytest.approx(1 / comb(4, 2))
+    words = _verdict_nnaa(r, 0.05, 0.95)
+    assert words.startswith("no verdict")
+    assert "no evidence" not in words
+    assert res.smallest_p_value == pytest.approx(1 / 6)
+    # the Monte-Carlo p-value estimates a share >= 1/6: (1 + b)/1000, b ~ Bin(999, >= 1/6),
+    # 3 sd = 35, so it stays above 0.132
+    assert res.p_value > 0.132
+    notes = power_notes(pd.DataFrame(columns=["metric"]), row, 0.05, 999)
+    assert len(notes) == 1
+    assert "0.167 > 0.05" in notes[0]
+
+
+def test_the_nnaa_floor_counts_relabellings_within_strata() -> None:
+    from idaudit.memorization import nnaa
+
+    gen = np.random.default_rng(2)
+    train, held = gen.normal(size=(4, 8)), gen.normal(size=(4, 8))
+    memorised = train + 0.01 * gen.normal(size=train.shape)
+    cohort = np.array(["a", "b", "c", "d"])  # four cohorts of 1 + 1 images
+    res = nnaa(train, held, memorised, strata=(cohort, cohort), n_bootstrap=0,
+               n_permutations=9999, rng=0)  # fmt: skip
+    row = res.to_frame("cosine")
+    row.insert(1, "cohort", "pooled")
+    words = _verdict_nnaa(next(row.itertuples()), 0.05, 0.95)
+    # within-cohort swaps only: 2^4 = 16 relabellings (C(8, 4) = 70 if pooled)
+    assert "no evidence" not in words
+    assert "0.0625 > 0.05" in words
+    assert res.smallest_p_value == pytest.approx(1 / 2**4)
+    pooled = nnaa(train, held, memorised, n_bootstrap=0, n_permutations=9999, rng=0)
+    assert pooled.smallest_p_value == pytest.approx(1 / comb(8, 4))
+
+
+def test_the_flagging_floor_counts_subjects_and_cohorts() -> None:
+    from idaudit.memorization import flagging
+    from idaudit.memorization._power import flagging_smallest_p
+
+    gen = np.random.default_rng(1)
+    train = gen.normal(size=(40, 8))
+    held, s_h = _subjects(gen, 2, 10)
+    memorised = train[:20] + 0.01 * gen.normal(size=(20, 8))
+    s_s = np.repeat([0, 1], 10)  # two generated identities of 10 samples
+    res = flagging(train, held, memorised, subjects=(None, s_h, s_s), percentiles=[1, 5],
+                   n_permutations=999, rng=0)  # fmt: skip
+    rows = res.to_frame("cosine")
+    assert (rows["synthetic_pct"] == 100.0).all()  # every synthetic image is flagged
+    p_min = flagging_smallest_p(rows, None, "cosine", 999)
+    assert p_min == pytest.approx(1 / comb(4, 2))  # 2 + 2 subjects
+    assert _verdict_flagging(rows, 0.05, p_min).startswith("no verdict")
+    empty = pd.DataFrame(columns=["metric", "cohort", "n_train", "n_heldout", "n_permutations"])
+    assert any("0.167 > 0.05" in n for n in power_notes(rows, empty, 0.05, 999))
+    # cohorts multiply the counts: 2 cohorts of 1 + 1 subjects, 2 · 2 = 4 relabellings
+    by = flagging_from_distances(
+        [1.0, 1.1, 1.0, 1.1], [0.1, 0.2, 0.1, 0.2], heldout_strata=["a", "a", "b", "b"],
+        synthetic_strata=["a", "a", "b", "b"], subjects=([0, 0, 1, 1], [0, 0, 1, 1]),
+        percentiles=[50], n_permutations=999, rng=0,
+    )  # fmt: skip
+    assert by.smallest_p_value == pytest.approx(1 / 4)

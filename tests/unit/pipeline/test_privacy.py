@@ -62,15 +62,15 @@ def test_outputs_named_and_pinned(first) -> None:
     assert list(pd.read_csv(out / "flagging.csv").columns) == [
         "metric", "axis", "percentile", "threshold", "synthetic_pct", "heldout_pct",
         "n_synthetic", "n_heldout", "n_synthetic_flagged", "n_heldout_flagged", "p_value",
-        "ci_lower", "ci_upper",
+        "smallest_p_value", "ci_lower", "ci_upper",
     ]  # fmt: skip
     assert list(FLAGGING_COLUMNS) == list(pd.read_csv(out / "flagging.csv").columns)
     assert list(pd.read_csv(out / "nnaa.csv").columns) == [
         "metric", "axis", "cohort", "aa_train_synth", "aa_heldout_synth", "privacy_loss",
         "ci_lower", "ci_upper", "aa_train_synth_ci_lower", "aa_train_synth_ci_upper",
         "aa_heldout_synth_ci_lower", "aa_heldout_synth_ci_upper", "n_train", "n_heldout",
-        "n_synthetic", "n_bootstrap", "p_value", "n_permutations", "interval_method",
-        "below_min_size",
+        "n_synthetic", "n_bootstrap", "p_value", "n_permutations", "smallest_p_value",
+        "interval_method", "below_min_size",
     ]  # fmt: skip
     # pooled, then each cohort (cohort a: near-copies of its training images)
     nnaa = report.nnaa[report.nnaa["metric"] == "dlib-resnet-v1-torch"]
