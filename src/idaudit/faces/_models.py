@@ -8,12 +8,13 @@ appearance metric here, so one option means one model everywhere.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from idaudit._validation import check_integer, check_option
-from idaudit.exceptions import InvalidInputError
+from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 __all__ = ["FaceModelOptions", "FaceModels", "build_face_models"]
 
@@ -176,6 +177,13 @@ def build_face_models(options: FaceModelOptions, *, appearance: bool = False) ->
         pack = Path(options.arcface)
         if pack.is_dir() and (pack / "det_10g.onnx").is_file():
             retinaface = pack / "det_10g.onnx"
+        elif pack.is_dir():
+            warnings.warn(
+                f"The ArcFace folder {str(pack)!r} holds no det_10g.onnx: faces are detected "
+                "with MTCNN, not with seed 003's RetinaFace and its five-point alignment.",
+                IdauditWarning,
+                stacklevel=3,
+            )
     detector: Any
     if options.aligned:
         detector = AlignedDetector()

@@ -254,7 +254,7 @@ def test_arcface_route_with_stand_in_weights(roots: Path, buffalo_dir: Path) -> 
     assert counts.loc[("b", "synthetic"), "ok"] == 5
 
 
-def test_arcface_dir_brings_its_retinaface(roots: Path, buffalo_dir: Path) -> None:
+def test_arcface_dir_brings_its_retinaface(roots: Path, buffalo_dir: Path, tmp_path: Path) -> None:
     """Seed 003's pipeline from one flag: buffalo_l's det_10g.onnx detects, ArcFace embeds."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdauditWarning)
@@ -269,6 +269,13 @@ def test_arcface_dir_brings_its_retinaface(roots: Path, buffalo_dir: Path) -> No
 
     only = build_models(FaceModelOptions(dlib=None, arcface=buffalo_dir / "w600k_r50.onnx"))
     assert type(only.detector).__name__ == "MTCNNDetector"
+    # a folder without det_10g.onnx: MTCNN again, and the departure from seed 003 is said
+    bare = tmp_path / "no_detector"
+    bare.mkdir()
+    shutil.copy(buffalo_dir / "w600k_r50.onnx", bare / "w600k_r50.onnx")
+    with pytest.warns(IdauditWarning, match="holds no det_10g.onnx: faces are detected with MTCNN"):
+        fallback = build_models(FaceModelOptions(dlib=None, arcface=bare))
+    assert type(fallback.detector).__name__ == "MTCNNDetector"
 
 
 def test_typed_parts_render_the_written_files(first) -> None:
