@@ -190,7 +190,7 @@ def run_private_demo(
                 images,
                 cfg.sigmas,
                 bank=bank,
-                pipeline=FacePipeline(detector, encoder, progress=False),
+                pipeline=FacePipeline(detector, encoder, progress=False),  # type: ignore[arg-type]
                 audit_pipeline=FacePipeline(detector, auditor, progress=False),
                 pairs=pairs,
                 repeats=cfg.repeats,
