@@ -74,6 +74,8 @@ _COLOURS = {
     "rocht": "#e7298a",
     "certified": "#000000",
 }
+#: The proved guarantee (an upper bound): a colour apart from every route and the certificate.
+_GUARANTEE_COLOUR = "#a6761d"
 _NAMES = {
     "gaussmech": "GaussMech",
     "kdelr": "KDE-LR",
@@ -1146,7 +1148,7 @@ def plot_private_swap_sweep(ds: xr.Dataset, *, ax: Axes | None = None) -> Figure
             # proved for every pair at once (no confidence level to share): the median keeps it
             f"pair guarantee (median; {g.attrs['status']})",
             np.median(np.asarray(g.values), axis=1),
-            {"color": "#444444", "linestyle": "--"},
+            {"color": _GUARANTEE_COLOUR, "linestyle": "--"},
         )
     )
     gg = ds["global_guarantee_epsilon"]
@@ -1154,7 +1156,7 @@ def plot_private_swap_sweep(ds: xr.Dataset, *, ax: Axes | None = None) -> Figure
         (
             f"guarantee, any two inputs ({gg.attrs['status']})",
             np.asarray(gg.values),
-            {"color": "#444444", "linestyle": ":"},
+            {"color": _GUARANTEE_COLOUR, "linestyle": ":"},
         )
     )
     for _, y, _ in lines:
