@@ -77,6 +77,9 @@ _COLOURS = {
 #: The truth a benchmark knows (true ε, the mechanism's guarantee): black, and never a route's
 #: colour, so that a certificate and the truth it is checked against are told apart at a glance.
 _TRUTH = "#000000"
+
+#: The proved guarantee (an upper bound): a colour apart from every route and the certificate.
+_GUARANTEE_COLOUR = "#a6761d"
 _NAMES = {
     "gaussmech": "GaussMech",
     "kdelr": "KDE-LR",
@@ -1294,7 +1297,7 @@ def plot_private_swap_sweep(ds: xr.Dataset, *, ax: Axes | None = None) -> Figure
             # proved for every pair at once (no confidence level to share): the median keeps it
             f"pair guarantee (median; {g.attrs['status']})",
             np.median(np.asarray(g.values), axis=1),
-            {"color": "#444444", "linestyle": "--"},
+            {"color": _GUARANTEE_COLOUR, "linestyle": "--"},
         )
     )
     gg = ds["global_guarantee_epsilon"]
@@ -1302,7 +1305,7 @@ def plot_private_swap_sweep(ds: xr.Dataset, *, ax: Axes | None = None) -> Figure
         (
             f"guarantee, any two inputs ({gg.attrs['status']})",
             np.asarray(gg.values),
-            {"color": "#444444", "linestyle": ":"},
+            {"color": _GUARANTEE_COLOUR, "linestyle": ":"},
         )
     )
     for _, y, _ in lines:

@@ -86,6 +86,9 @@ def test_guarantees_are_the_closed_form_at_each_pairs_brute_force_sensitivity(se
         assert float(ds["global_guarantee_epsilon"][s]) == pytest.approx(want, rel=1e-6)
     assert ds["guarantee_epsilon"].attrs["status"] == "certified_upper_bound"
     assert ds["certified_epsilon"].attrs["status"] == "certified_lower_bound"
+    # each σ's selected pairs are certified jointly: its largest keeps the status
+    most = int(np.isfinite(ds["certified_epsilon"].values).sum(axis=1).max())
+    assert ds["certified_epsilon"].attrs["n_simultaneous"] == most
 
 
 def _embed(enc, im):
@@ -155,3 +158,57 @@ def test_bad_input(setup):
         private_swap_sweep(images, [0.1], pairs=PAIRS, delta=0.0, **kw)
     with pytest.raises(InvalidInputError):
         private_swap_sweep(images, [0.0], pairs=PAIRS, **kw)
+
+
+def test_eigenfaces_match_sklearn_pca():
+    from sklearn.decomposition import PCA
+
+    from idaudit.benchmark import EigenfaceEncoder
+
+    gen = np.random.default_rng(5)
+    crops = gen.integers(0, 256, size=(40, 16, 16, 3), dtype=np.uint8)
+    enc = EigenfaceEncoder.fit(crops, dim=6)
+    grey = crops.astype(np.float64).mean(axis=3).reshape(40, -1) / 255.0
+    pca = PCA(n_components=6, svd_solver="full").fit(grey)
+    # the same axes up to sign
+    np.testing.assert_allclose(np.abs(enc.components @ pca.components_.T), np.eye(6), atol=1e-8)
+    probe = gen.integers(0, 256, size=(5, 16, 16, 3), dtype=np.uint8)
+    want = pca.transform(probe.astype(np.float64).mean(axis=3).reshape(5, -1) / 255.0)
+    want *= np.sign(np.diag(enc.components @ pca.components_.T))  # the same signs
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    np.testing.assert_allclose(enc.encode(probe), want, atol=1e-6)  # float32 output
+    assert (enc.name, enc.dim, enc.input_size) == ("eigenfaces-6x16", 6, 16)
+    with pytest.raises(TypeError, match="not differentiable"):
+        enc.forward(None)
+    with pytest.raises(InvalidInputError, match=r"more than `dim` = 6 faces; got 6"):
+        EigenfaceEncoder.fit(crops[:6], dim=6)
+    with pytest.raises(InvalidInputError, match=r"^`crops` must be uint8 of shape \(n, 16, 16"):
+        enc.encode(probe[:, :8])
+    with pytest.raises(InvalidInputError, match="orthonormal"):
+        EigenfaceEncoder(enc.mean, 2 * enc.components, size=16)
+
+
+def test_an_independent_auditor_encoder_keeps_the_guarantee(setup):
+    # the outputs audited through another encoder than the mechanism's: the guarantee is a
+    # property of the mechanism, the same for every auditor, and no certificate may exceed it
+    from idaudit.benchmark import EigenfaceEncoder
+
+    _, bank, pipe, images, ds = setup
+    eig = EigenfaceEncoder.from_generator(64, dim=8, size=32, rng=3)
+    other = private_swap_sweep(
+        images,
+        SIGMAS,
+        bank=bank,
+        pipeline=pipe,
+        audit_pipeline=FacePipeline(_TemplateDetector(), eig, progress=False),
+        pairs=PAIRS,
+        repeats=15,
+        auditors=[GaussMechAuditor(), MMDTVAuditor()],
+        progress=False,
+    )
+    assert other.attrs["audit_encoder"] == "eigenfaces-8x32"
+    assert other.attrs["mechanism_encoder"] == bank.encoder
+    np.testing.assert_array_equal(other["guarantee_epsilon"], ds["guarantee_epsilon"])
+    cert, guar = other["certified_epsilon"].values, other["guarantee_epsilon"].values
+    assert np.isfinite(cert).any()
+    assert not (cert[np.isfinite(cert)] > guar[np.isfinite(cert)]).any()

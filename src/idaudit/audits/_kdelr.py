@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -79,7 +80,12 @@ class KDELRAuditor(BaseAuditor):
     delimiters of Eq. 11 are lost in the plain-text rendering of the seed paper, like the
     parentheses of Eq. 12; the symmetric reading is the one consistent with Definition 1.)
 
-    A constant coordinate in either identity has bandwidth 0 and no KDE; it raises.
+    A coordinate constant in an identity (all its rows equal, bandwidth 0) is a point mass,
+    which no KDE represents; its term is set in closed form instead. Against the same point
+    mass the two marginals are equal: 0. Against another point mass (disjoint supports) or a
+    coordinate with a density, the ratio of the marginal laws at the atom is unbounded: +∞,
+    whatever the floor (the floor bounds a denominator, not the atom's mass). At ``mix=1``
+    both smoothed densities are the same uniform: 0. One +∞ term makes ``epsilon_`` +∞.
 
     References
     ----------
@@ -207,15 +213,6 @@ def _maxima(
         ]
         for p in range(batch.n_pairs)
     ]
-    for p, sides in enumerate(pieces):
-        for which, (_, h, _, _) in zip("AB", sides, strict=True):
-            if not bool((h > 0).all()):
-                bad = int((h <= 0).nonzero()[0, 0])
-                raise PairError(
-                    f"KDE-LR needs a positive bandwidth in every coordinate, but coordinate "
-                    f"{bad} of identity {which} is constant (bandwidth 0).",
-                    pair_index=p,
-                )
     dim = pieces[0][0][0].shape[0]
     group = max(1, _ROWS_PER_GROUP["cuda" if dev.type == "cuda" else "cpu"] // dim)
     out = {st: torch.empty(batch.n_pairs, dim, dtype=torch.float64, device=dev) for st in settings}
@@ -224,6 +221,10 @@ def _maxima(
         (va, ma, ha, lo_a, hi_a), (vb, mb, hb, lo_b, hi_b) = (
             _stack([sides[side] for sides in part]) for side in (0, 1)
         )
+        # a constant coordinate (bandwidth exactly 0) has a closed-form score, set below; its
+        # density is evaluated with a stand-in bandwidth of 1 and then overwritten
+        const_a, const_b = ha == 0, hb == 0
+        ha, hb = torch.where(const_a, 1.0, ha), torch.where(const_b, 1.0, hb)
         h_max = torch.maximum(ha, hb)  # (rows,) rows = group pairs x d, pair-major
         lo = torch.minimum(lo_a, lo_b) - margin * h_max
         hi = torch.maximum(hi_a, hi_b) + margin * h_max
@@ -241,10 +242,27 @@ def _maxima(
         dens_a = kde_on_grid(va, ma, ha, lo, step, n_grid)  # (rows, n_grid)
         dens_b = kde_on_grid(vb, mb, hb, lo, step, n_grid)
         uniform = 1.0 / (hi - lo)  # (rows,)
+        const = const_a | const_b
+        same_atom = const_a & const_b & (lo_a == lo_b)
         for (mix, floor), res in out.items():
             per_dim = log_ratio_max(dens_a, dens_b, uniform, mix, floor)
+            if bool(const.any()):
+                closed = _constant_scores(same_atom, mix)
+                per_dim = torch.where(const, closed, per_dim)
             res[first : first + len(part)] = per_dim.view(len(part), dim)
     return {st: res.cpu().numpy() for st, res in out.items()}
+
+
+def _constant_scores(same_atom: torch.Tensor, mix: float) -> torch.Tensor:
+    """Closed-form score of rows where at least one identity's coordinate is constant.
+
+    A constant coordinate is a point mass: against the same point mass the two marginals are
+    equal (0); against another point mass or a law with a density the ratio at the atom is
+    unbounded (+inf), floor or not, unless ``mix`` is 1 (both densities are the uniform: 0).
+    """
+    if mix == 1.0:
+        return torch.zeros_like(same_atom, dtype=torch.float64)
+    return torch.where(same_atom, 0.0, math.inf).to(torch.float64)
 
 
 def _stack(

@@ -21,8 +21,10 @@ def add_parser(sub: Any) -> None:
             "reserved-test certificates and re-identification rates under no anonymisation, "
             "Gaussian blur at two strengths, pixelation and a latent face swap at three donor "
             "mixes. Part two: the calibrated-noise benchmark, where the true epsilon is "
-            "known. Writes report.md with tables and figures (epsilon_vs_strength.png, "
-            "contact_sheet.png, noise_sweep.png, epsilon_curve.png), results as .nc and "
+            "known. Part three: a face anonymiser with a proved guarantee (EmbeddingNoiseSwap) "
+            "audited from pixels by another encoder. Writes report.md with tables and figures "
+            "(epsilon_vs_strength.png, contact_sheet.png, noise_sweep.png, epsilon_curve.png, "
+            "private_swap.png), results as .nc and "
             ".csv; embeddings are cached in OUT/.cache, so a re-run encodes nothing. "
             "Threads: one per CPU of this process's affinity not already busy (load average)."
         ),

@@ -19,6 +19,13 @@ from idaudit.demo._noise import (
     write_curve_figure,
     write_noise_figure,
 )
+from idaudit.demo._private import (
+    PRIVATE_QUICK,
+    PrivateDemoConfig,
+    PrivateDemoResult,
+    private_section,
+    run_private_demo,
+)
 from idaudit.demo._report import demo_report
 
 __all__ = ["QUICK", "DemoConfig", "DemoResult", "run_demo"]
@@ -42,6 +49,8 @@ class DemoConfig:
         Per-coordinate noise standard deviations.
     faces : FaceDemoConfig, default FaceDemoConfig()
         Sizes of the faces part.
+    private : PrivateDemoConfig or None, default PrivateDemoConfig()
+        Sizes of part three, the private swap audited from pixels; None skips it.
     """
 
     n_identities: int = 16
@@ -52,6 +61,7 @@ class DemoConfig:
         default_factory=lambda: tuple(float(x) for x in np.geomspace(0.05, 8.0, 5))
     )
     faces: FaceDemoConfig = field(default_factory=FaceDemoConfig)
+    private: PrivateDemoConfig | None = field(default_factory=PrivateDemoConfig)
 
 
 #: A configuration of seconds for tests (``idaudit demo --quick``).
@@ -62,6 +72,7 @@ QUICK = DemoConfig(
     n_per_identity=40,
     noise_sd=(0.1, 1.0, 4.0),
     faces=FACES_QUICK,
+    private=PRIVATE_QUICK,
 )
 
 
@@ -87,6 +98,8 @@ class DemoResult:
         The faces part (its files are in ``faces.files``).
     curve_figure : pathlib.Path or None
         ``epsilon_curve.png``: the certified ε(δ) curves of part two against the truth.
+    private : PrivateDemoResult or None
+        Part three, the private swap (``private_swap.nc``, ``private_swap.png``).
     """
 
     out_dir: Path
@@ -97,6 +110,7 @@ class DemoResult:
     dataset: xr.Dataset = field(repr=False)
     faces: FaceDemoResult | None = field(default=None, repr=False)
     curve_figure: Path | None = None
+    private: PrivateDemoResult | None = field(default=None, repr=False)
 
 
 def run_demo(
@@ -139,6 +153,7 @@ def run_demo(
         base, sd, n_pairs=cfg.n_pairs, n_per_identity=cfg.n_per_identity, progress=progress
     )
     ds = combine_sweeps(sweeps, sd)
+    private = None if cfg.private is None else run_private_demo(out, cfg.private, progress=progress)
     seconds = time.perf_counter() - start
     ds.attrs["runtime_seconds"] = round(seconds, 1)
 
@@ -149,5 +164,8 @@ def run_demo(
     write_noise_figure(sweeps, figure)
     curve = out / "epsilon_curve.png"
     write_curve_figure(sweeps, curve)
-    write_text(demo_report(faces, ds, cfg, seconds), report)
-    return DemoResult(out, report, results, figure, seconds, ds, faces, curve)
+    text = demo_report(faces, ds, cfg, seconds)
+    if private is not None:
+        text += "\n" + private_section(private)
+    write_text(text, report)
+    return DemoResult(out, report, results, figure, seconds, ds, faces, curve, private)

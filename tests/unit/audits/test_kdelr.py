@@ -113,15 +113,62 @@ def test_identity_pieces_are_computed_once_per_identity(
         assert float(ds["kdelr_epsilon"][k]) == pytest.approx(want, rel=1e-12)
 
 
-def test_constant_coordinate_is_refused() -> None:
+@pytest.mark.parametrize("mix", [0.0, 0.01])
+def test_constant_coordinates_have_closed_form_terms(mix: float) -> None:
+    # a constant coordinate is a point mass: the same atom on both sides gives equal marginals
+    # (term 0); two different atoms, or an atom against a density, an unbounded ratio (+inf)
     gen = np.random.default_rng(0)
-    a, b = gen.normal(size=(10, 3)), gen.normal(size=(10, 3))
-    b[:, 2] = 0.5
-    with pytest.raises(InvalidInputError, match="coordinate 2 of identity B is constant"):
-        KDELRAuditor().fit(a, b)
-    es = EmbeddingSet(np.r_[a, b], ["x"] * 10 + ["y"] * 10, normalize=False)
-    with pytest.raises(InvalidInputError, match=r"pair \('x', 'y'\), auditor 'kdelr'"):
-        audit_pairs(es, [("x", "y")], [KDELRAuditor()], progress=False)
+    a, b = gen.normal(size=(10, 5)), gen.normal(0.3, 1.2, size=(12, 5))
+    a[:, 1], b[:, 1] = 0.25, 0.25  # the same atom
+    a[:, 2], b[:, 2] = -0.5, 0.5  # disjoint atoms
+    b[:, 3] = 0.1  # an atom against a density (its mean rounds: residuals of ~1e-17)
+    aud = KDELRAuditor(mix=mix).fit(a, b)
+    per_dim = aud.epsilon_per_dim_
+    assert per_dim[1] == 0.0
+    assert per_dim[2] == np.inf
+    assert per_dim[3] == np.inf
+    assert aud.epsilon_ == np.inf
+    # the coordinates with densities keep their scipy reference terms
+    free = [0, 4]
+    np.testing.assert_allclose(per_dim[free], reference(a[:, free], b[:, free], mix), rtol=1e-9)
+    # and the order of the identities does not matter (up to the rounding of a swapped sum)
+    swapped = KDELRAuditor(mix=mix).fit(b, a).epsilon_per_dim_
+    np.testing.assert_allclose(swapped, per_dim, rtol=1e-12)
+
+
+def test_only_shared_atoms_give_a_finite_sum() -> None:
+    gen = np.random.default_rng(1)
+    a, b = gen.normal(size=(10, 3)), gen.normal(0.5, 1.0, size=(10, 3))
+    a[:, 0], b[:, 0] = 0.7, 0.7
+    want = reference(a[:, 1:], b[:, 1:], 0.0).sum()  # the atom adds log(1) = 0
+    assert KDELRAuditor().fit(a, b).epsilon_ == pytest.approx(want, rel=1e-9)
+    # at mix 1 both smoothed densities are one uniform, atoms or not
+    b[:, 2] = 3.0
+    assert KDELRAuditor(mix=1.0).fit(a, b).epsilon_ == 0.0
+
+
+def test_constant_coordinates_through_audit_pairs() -> None:
+    # several pairs per density evaluation (identities stacked, padded and masked) give each
+    # pair its own closed-form terms; no pair is dropped as a failure
+    gen = np.random.default_rng(3)
+    rows = [gen.normal(size=(8 + k, 3)) for k in range(3)]
+    rows[0][:, 2] = 0.5
+    rows[1][:, 2] = 0.5
+    labels = [f"id{k}" for k, r in enumerate(rows) for _ in range(len(r))]
+    es = EmbeddingSet(np.concatenate(rows), labels, normalize=False)
+    ds = audit_pairs(es, "all", [KDELRAuditor()], batch_size=3, n_threads=1, progress=False)
+    got = {
+        (str(a), str(b)): ds["kdelr_epsilon_per_dim"][k].values
+        for k, (a, b) in enumerate(
+            zip(ds["identity_a"].values, ds["identity_b"].values, strict=True)
+        )
+    }
+    assert got[("id0", "id1")][2] == 0.0
+    assert got[("id0", "id2")][2] == np.inf
+    assert got[("id1", "id2")][2] == np.inf
+    np.testing.assert_allclose(
+        got[("id0", "id1")][:2], reference(rows[0][:, :2], rows[1][:, :2], 0.0), rtol=1e-9
+    )
 
 
 @pytest.mark.parametrize(
@@ -166,12 +213,11 @@ def test_groups_of_pairs_of_different_sizes_change_nothing(
             )
 
 
-def test_rounded_constant_and_nearly_constant_coordinates_are_refused() -> None:
+def test_rounded_constant_is_an_atom_and_nearly_constant_is_refused() -> None:
     gen = np.random.default_rng(14)
     a, b = gen.normal(size=(3, 4)), gen.normal(size=(3, 4))
     b[:, 2] = 0.1  # its mean rounds: residuals of ~1e-17, still a constant coordinate
-    with pytest.raises(InvalidInputError, match="coordinate 2 of identity B is constant"):
-        KDELRAuditor(mix=0.01).fit(a, b)
+    assert KDELRAuditor(mix=0.01).fit(a, b).epsilon_per_dim_[2] == np.inf
     a, b = gen.normal(size=(10, 3)), gen.normal(size=(10, 3))
     a[:, 1] = 0.0
     a[0, 1] = 1e-160  # a spread 1e160 times below the grid step
