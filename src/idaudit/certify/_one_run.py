@@ -38,7 +38,7 @@ from idaudit._validation import (
     spawn_seeds,
 )
 from idaudit.certify._base import CLASSIFIERS, BaseCertifier, fit_classifier, make_classifier, score
-from idaudit.certify._scores import GDP_ASSUMPTION, gdp_epsilon_at, seed_of
+from idaudit.certify._scores import GDP_ASSUMPTION, _numbers, gdp_epsilon_at, seed_of
 from idaudit.data import EmbeddingSet, split_identities
 from idaudit.dp import (
     one_run_epsilon,
@@ -233,7 +233,7 @@ def certify_one_run(
     ------
     InvalidInputError
         On empty or non-1-D scores, NaN, ``alpha``, ``delta`` or ``split_fraction`` out of
-        range, an unknown strategy, or a missing or unexpected ``threshold``.
+        range, an unknown strategy, or a missing, unexpected or non-numeric ``threshold``.
 
     Notes
     -----
@@ -283,7 +283,7 @@ def certify_one_run(
         )
     alpha, delta = float(alpha), float(delta) + 0.0
     if thresholds == "given":
-        t = np.atleast_1d(np.asarray(threshold, dtype=np.float64)).ravel()
+        t = np.atleast_1d(_numbers(threshold, "threshold")).ravel()
         if t.size == 0 or np.isnan(t).any():
             raise InvalidInputError(f"`threshold` must be numbers, not NaN; got {threshold!r}.")
         return _certify(a, b, t, alpha, alpha / t.size, delta, "given", t.size, None)

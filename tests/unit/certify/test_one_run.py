@@ -97,6 +97,7 @@ def test_statuses_and_dataset() -> None:
         ({"thresholds": "band"}, "`thresholds` must be one of"),
         ({"alpha": 0.0}, "`alpha`"),
         ({"delta": 1.0}, "`delta`"),
+        ({"thresholds": "given", "threshold": "x"}, "`threshold` must hold real numbers"),
     ],
 )
 def test_bad_options_are_refused(kwargs: dict, match: str) -> None:
