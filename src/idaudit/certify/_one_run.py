@@ -246,6 +246,12 @@ def certify_one_run(
     visited in decreasing order of their δ = 0 bound (a closed form that bounds every
     δ > 0 bound from above), and one whose bound cannot beat the best so far is skipped.
 
+    The theorem bounds an attacker with a number of guesses fixed before the run; a fixed
+    threshold's r is the count observed. At δ = 0 the bound conditions on r, and
+    ``"bonferroni"`` is a union over the m fixed-count attacks "guess the top k", so both
+    rest on the theorem; ``"given"`` and ``"split"`` at δ > 0 rest on reading the observed
+    r as fixed (as jax_privacy does), which the theorem does not state (docs/certify.md).
+
     Compared with :func:`certify_scores` on the same scores: there the two classes are
     fixed samples and two error rates are bounded; here the coins are the randomness, the
     guesses' precision is bounded, and canaries the attacker abstains on still count in m.
