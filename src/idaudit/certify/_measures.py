@@ -416,7 +416,7 @@ def bootstrap_interval(
     InvalidInputError
         On bad scores, ``n_bootstrap`` < 2, a level outside (0, 1), an unknown method, a
         ``statistic`` that is not callable, or one whose value on the scores (or on any
-        resample) is not a finite real number.
+        resample) is not one real number or is NaN (an infinite ε is kept).
 
     Notes
     -----
@@ -456,10 +456,10 @@ def bootstrap_interval(
         )
     seed = seed_of(rng)
     gen = check_random_state(rng)
-    estimate = _finite_value(statistic(a, b), "on the scores")
+    estimate = _one_number(statistic(a, b), "on the scores")
     values = np.empty(n_boot)
     for i in range(n_boot):
-        values[i] = _finite_value(
+        values[i] = _one_number(
             statistic(a[gen.integers(0, a.size, a.size)], b[gen.integers(0, b.size, b.size)]),
             f"on resample {i}",
         )
@@ -470,16 +470,19 @@ def bootstrap_interval(
         accel = _acceleration(statistic, a, b) if method == "bca" else 0.0
         zq = z0 + stats.norm.ppf(q)
         levels = stats.norm.cdf(z0 + zq / (1 - accel * zq))
-    out = np.quantile(values, levels, method="linear")
+    with np.errstate(invalid="ignore"):  # inf - inf between two infinite values
+        out = np.quantile(values, levels, method="linear")
+    lower, upper = (np.quantile(values, levels, method=m) for m in ("lower", "higher"))
+    out = np.where(lower == upper, lower, out)  # between two equal infinite ε: that ε, not NaN
     return BootstrapInterval(estimate, q, np.asarray(out, dtype=np.float64), n_boot, method, seed)
 
 
-def _finite_value(value: Any, where: str) -> float:
-    """``value`` as a float if it is one finite real number, else a clear error."""
+def _one_number(value: Any, where: str) -> float:
+    """``value`` as a float if it is one real number, not NaN (±inf allowed), else an error."""
     v = np.asarray(value)
-    if v.ndim != 0 or v.dtype.kind not in "biuf" or not np.isfinite(v):
+    if v.ndim != 0 or v.dtype.kind not in "biuf" or np.isnan(v):
         raise InvalidInputError(
-            f"`statistic` must return one finite real number; got {value!r} {where}."
+            f"`statistic` must return one real number, not NaN; got {value!r} {where}."
         )
     return float(v)
 
@@ -488,8 +491,8 @@ def _acceleration(
     statistic: Callable[[FloatArray, FloatArray], float], a: FloatArray, b: FloatArray
 ) -> float:
     """Return the jackknife acceleration over every score of both classes."""
-    jack = [_finite_value(statistic(np.delete(a, i), b), "leaving one out") for i in range(a.size)]
-    jack += [_finite_value(statistic(a, np.delete(b, i)), "leaving one out") for i in range(b.size)]
+    jack = [_one_number(statistic(np.delete(a, i), b), "leaving one out") for i in range(a.size)]
+    jack += [_one_number(statistic(a, np.delete(b, i)), "leaving one out") for i in range(b.size)]
     dev = np.mean(jack) - np.asarray(jack)
     den = 6.0 * np.sum(dev**2) ** 1.5
     return 0.0 if den == 0 else float(np.sum(dev**3) / den)
