@@ -1188,14 +1188,12 @@ def plot_tradeoff(
     at a time (a hull through them fails far more often than α). The diagonal ``1 − x`` is
     perfect privacy.
     """
-    from idaudit.certify import MultiSplitCertificate
-
     x = np.concatenate(([0.0], np.asarray(certificate.fpr_upper, dtype=np.float64), [1.0]))
     y = np.concatenate(([1.0], np.asarray(certificate.fnr_upper, dtype=np.float64), [0.0]))
     fig, ax = _one_axes(ax, figsize=(5.2, 5.0))
     grid_x = np.linspace(0.0, 1.0, 401)
     ax.plot(grid_x, 1.0 - grid_x, ":", color="0.5", label="perfect privacy (1 − x)")
-    if isinstance(certificate, MultiSplitCertificate):
+    if certificate.strategy == "multisplit":  # a MultiSplitCertificate: no joint points
         ax.plot(
             x[1:-1],
             y[1:-1],
