@@ -1174,7 +1174,10 @@ def plot_tradeoff(
     Parameters
     ----------
     certificate : ScoreCertificate
-        A :func:`idaudit.certify.certify_scores` result.
+        A :func:`idaudit.certify.certify_scores` result. A ``"multisplit"`` result
+        (:class:`~idaudit.certify.MultiSplitCertificate`) gets no certified curve: its points,
+        one per split, each hold alone at 1 − α/2, not jointly, so they are drawn faintly
+        and labelled "per split, not joint".
     truth : callable or (array_like, array_like), optional
         The true trade-off function of a benchmark mechanism, as ``f(x)`` (e.g.
         ``lambda x: idaudit.dp.gdp_tradeoff(x, mu)``) or as points ``(x, f(x))``.
@@ -1192,24 +1195,37 @@ def plot_tradeoff(
     values, so the true trade-off function ``f`` (the least FNR at each FPR) has
     ``f(FPR_u) ≤ FNR_u``; ``f`` is convex and non-increasing with ``f(0) ≤ 1`` and
     ``f(1) = 0``, so it lies below the lower convex hull of the points with ``(0, 1)`` and
-    ``(1, 0)``: that hull is drawn as the certified curve (all points hold jointly). The
-    diagonal ``1 − x`` is perfect privacy.
+    ``(1, 0)``: that hull is drawn as the certified curve, which needs all points to hold
+    jointly — true of every strategy but ``"multisplit"``, whose per-split points hold one
+    at a time (a hull through them fails far more often than α). The diagonal ``1 − x`` is
+    perfect privacy.
     """
     x = np.concatenate(([0.0], np.asarray(certificate.fpr_upper, dtype=np.float64), [1.0]))
     y = np.concatenate(([1.0], np.asarray(certificate.fnr_upper, dtype=np.float64), [0.0]))
-    hx, hy = _lower_hull(x, y)
     fig, ax = _one_axes(ax, figsize=(5.2, 5.0))
     grid_x = np.linspace(0.0, 1.0, 401)
     ax.plot(grid_x, 1.0 - grid_x, ":", color="0.5", label="perfect privacy (1 − x)")
-    ax.plot(
-        hx,
-        hy,
-        "-",
-        color="k",
-        lw=2,
-        label=f"certified ({certificate.strategy}, 1 − α = {1 - certificate.alpha:g})",
-    )
-    ax.plot(x[1:-1], y[1:-1], ".", ms=3, color="k", alpha=0.4, label="certified points")
+    if certificate.strategy == "multisplit":  # a MultiSplitCertificate: no joint points
+        ax.plot(
+            x[1:-1],
+            y[1:-1],
+            ".",
+            ms=4,
+            color="0.5",
+            alpha=0.35,
+            label=f"per split, not joint (each alone at 1 − α/2 = {1 - certificate.alpha / 2:g})",
+        )
+    else:
+        hx, hy = _lower_hull(x, y)
+        ax.plot(
+            hx,
+            hy,
+            "-",
+            color="k",
+            lw=2,
+            label=f"certified ({certificate.strategy}, 1 − α = {1 - certificate.alpha:g})",
+        )
+        ax.plot(x[1:-1], y[1:-1], ".", ms=3, color="k", alpha=0.4, label="certified points")
     if truth is not None:
         tx, ty = (grid_x, truth(grid_x)) if callable(truth) else truth
         ax.plot(np.asarray(tx), np.asarray(ty), "--", color="C3", lw=1.5, label=truth_label)

@@ -437,6 +437,25 @@ def test_plot_tradeoff_draws_the_lower_hull_of_the_certified_points() -> None:
     )
 
 
+def test_plot_tradeoff_draws_no_joint_curve_through_per_split_points() -> None:
+    # "multisplit" points hold one split at a time (n_simultaneous = 1): their hull is no
+    # certified curve, so none is drawn and the points say what they are
+    from idaudit.certify import certify_scores
+    from idaudit.plotting import plot_tradeoff
+
+    gen = np.random.default_rng(4)
+    a, b = gen.normal(0, 1, 300), gen.normal(1.0, 1, 300)
+    cert = certify_scores(a, b, alpha=0.2, thresholds="multisplit", n_splits=8, rng=0)
+    ax = plot_tradeoff(cert).axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert not [label for label in labels if label.startswith("certified")]
+    (points,) = [ln for ln in ax.get_lines() if "per split, not joint" in ln.get_label()]
+    assert "1 − α/2 = 0.9" in points.get_label()
+    px, py = (np.asarray(v, dtype=float) for v in points.get_data())
+    np.testing.assert_array_equal(px, cert.fpr_upper)
+    np.testing.assert_array_equal(py, cert.fnr_upper)
+    assert len(labels) == 2  # the diagonal and the points
+
 def test_plot_epsilon_curve_marks_upper_bound_truths() -> None:
     from idaudit.plotting import plot_epsilon_curve
 

@@ -23,7 +23,7 @@ from scipy import stats
 
 from idaudit._results import Status, provenance, variable
 from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
-from idaudit.certify._scores import seed_of
+from idaudit.certify._scores import _numbers, seed_of
 from idaudit.dp import simultaneous_rate_bounds
 from idaudit.exceptions import InvalidInputError
 
@@ -174,7 +174,7 @@ def tpr_at_fpr(
     Raises
     ------
     InvalidInputError
-        On bad scores or an ``fpr`` outside [0, 1].
+        On bad scores, or an ``fpr`` that is not a number or lies outside [0, 1].
 
     Examples
     --------
@@ -182,7 +182,7 @@ def tpr_at_fpr(
     >>> tpr_at_fpr([0, 2], [1, 3], [0.0, 0.25, 0.5]).tolist()  # jax_privacy's test case
     [0.5, 0.75, 1.0]
     """
-    f = np.asarray(fpr, dtype=np.float64)
+    f = _numbers(fpr, "fpr")
     if np.isnan(f).any() or (f < 0).any() or (f > 1).any():
         raise InvalidInputError(f"`fpr` must be in [0, 1]; got {fpr!r}.")
     x, y = roc_hull(scores_a, scores_b)
@@ -414,7 +414,9 @@ def bootstrap_interval(
     Raises
     ------
     InvalidInputError
-        On bad scores, ``n_bootstrap`` < 2, a level outside (0, 1) or an unknown method.
+        On bad scores, ``n_bootstrap`` < 2, a level outside (0, 1), an unknown method, a
+        ``statistic`` that is not callable, or one whose value on the scores (or on any
+        resample) is not one real number or is NaN (an infinite ε is kept).
 
     Notes
     -----
@@ -448,13 +450,18 @@ def bootstrap_interval(
         raise InvalidInputError(
             f"`method` must be one of 'percentile', 'bc', 'bca'; got {method!r}."
         )
+    if not callable(statistic):
+        raise InvalidInputError(
+            f"`statistic` must be a callable f(scores_a, scores_b) -> float; got {statistic!r}."
+        )
     seed = seed_of(rng)
     gen = check_random_state(rng)
-    estimate = float(statistic(a, b))
+    estimate = _one_number(statistic(a, b), "on the scores")
     values = np.empty(n_boot)
     for i in range(n_boot):
-        values[i] = statistic(
-            a[gen.integers(0, a.size, a.size)], b[gen.integers(0, b.size, b.size)]
+        values[i] = _one_number(
+            statistic(a[gen.integers(0, a.size, a.size)], b[gen.integers(0, b.size, b.size)]),
+            f"on resample {i}",
         )
     if method == "percentile":
         levels = q
@@ -463,16 +470,29 @@ def bootstrap_interval(
         accel = _acceleration(statistic, a, b) if method == "bca" else 0.0
         zq = z0 + stats.norm.ppf(q)
         levels = stats.norm.cdf(z0 + zq / (1 - accel * zq))
-    out = np.quantile(values, levels, method="linear")
+    with np.errstate(invalid="ignore"):  # inf - inf between two infinite values
+        out = np.quantile(values, levels, method="linear")
+    lower, upper = (np.quantile(values, levels, method=m) for m in ("lower", "higher"))
+    out = np.where(lower == upper, lower, out)  # between two equal infinite ε: that ε, not NaN
     return BootstrapInterval(estimate, q, np.asarray(out, dtype=np.float64), n_boot, method, seed)
+
+
+def _one_number(value: Any, where: str) -> float:
+    """``value`` as a float if it is one real number, not NaN (±inf allowed), else an error."""
+    v = np.asarray(value)
+    if v.ndim != 0 or v.dtype.kind not in "biuf" or np.isnan(v):
+        raise InvalidInputError(
+            f"`statistic` must return one real number, not NaN; got {value!r} {where}."
+        )
+    return float(v)
 
 
 def _acceleration(
     statistic: Callable[[FloatArray, FloatArray], float], a: FloatArray, b: FloatArray
 ) -> float:
     """Return the jackknife acceleration over every score of both classes."""
-    jack = [statistic(np.delete(a, i), b) for i in range(a.size)]
-    jack += [statistic(a, np.delete(b, i)) for i in range(b.size)]
+    jack = [_one_number(statistic(np.delete(a, i), b), "leaving one out") for i in range(a.size)]
+    jack += [_one_number(statistic(a, np.delete(b, i)), "leaving one out") for i in range(b.size)]
     dev = np.mean(jack) - np.asarray(jack)
     den = 6.0 * np.sum(dev**2) ** 1.5
     return 0.0 if den == 0 else float(np.sum(dev**3) / den)

@@ -38,7 +38,7 @@ from idaudit._validation import (
     spawn_seeds,
 )
 from idaudit.certify._base import CLASSIFIERS, BaseCertifier, fit_classifier, make_classifier, score
-from idaudit.certify._scores import GDP_ASSUMPTION, gdp_epsilon_at, seed_of
+from idaudit.certify._scores import GDP_ASSUMPTION, _numbers, gdp_epsilon_at, seed_of
 from idaudit.data import EmbeddingSet, split_identities
 from idaudit.dp import (
     one_run_epsilon,
@@ -72,9 +72,11 @@ class OneRunCertificate:
     alpha, delta : float
         Error level and the δ of ``epsilon_lb_``.
     n_canaries : int
-        m, the canaries certified on (fewer than given under ``"split"``).
+        m, the canaries certified on (under ``"split"`` only the evaluation canaries, fewer
+        than given).
     n_a, n_b : int
-        Canaries given whose coin chose a and b.
+        Canaries certified on whose coin chose a and b (under ``"split"`` the evaluation
+        canaries', a random split of ``n_canaries``; otherwise all given).
     threshold : float
         The threshold behind ``epsilon_lb_``: guess "b" when score ≥ threshold.
     n_guesses, n_correct : int
@@ -88,6 +90,11 @@ class OneRunCertificate:
         ``certified_lower_bound``). ``epsilon_lb_`` and ``mu_lb_`` are two tests of the same
         run, each at level ``alpha``: both hold at once with probability at least
         ``1 - 2 alpha``.
+    mu_threshold : float
+        The threshold behind ``mu_lb_`` (guess "b" when score ≥ it); it may differ from
+        ``threshold``, the two bounds being chosen separately among the same candidates.
+    seed : int or None
+        The seed of the ``"split"`` partition (``None`` for the other strategies).
     """
 
     strategy: str
@@ -202,14 +209,19 @@ def certify_one_run(
 
         * ``"given"``: the ``threshold`` value(s), fixed before the run; ``alpha`` is shared
           among them.
-        * ``"split"``: a seeded random ``split_fraction`` of the canaries chooses the
-          threshold (the largest bound at ``alpha``), the other canaries are certified on it.
+        * ``"split"``: a seeded random ``split_fraction`` of the pooled canaries, each
+          keeping its coin, chooses the threshold (the largest bound at ``alpha``); the
+          other canaries are certified on it. The partition ignores the coins, so the
+          evaluation canaries' coins stay independent fair coins, as the theorem needs
+          (jax_privacy's ``Split`` partitions each class apart, which fixes how many
+          evaluation canaries chose b up to one; idaudit does not).
         * ``"bonferroni"``: every distinct score; each is tried at ``alpha / m`` with m the
           canaries (a union over the m "guess the top k" attacks, a number fixed in advance).
     threshold : float or array_like, optional
         The threshold(s) for ``"given"`` (required there, refused elsewhere).
     split_fraction : float, default 0.5
-        Share of each class choosing the threshold under ``"split"``, in (0, 1).
+        Share of the canaries choosing the threshold under ``"split"``, in (0, 1): the
+        first ``int(m * split_fraction)`` of a seeded permutation of all m canaries.
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
         Randomness of the ``"split"`` partition.
 
@@ -221,7 +233,7 @@ def certify_one_run(
     ------
     InvalidInputError
         On empty or non-1-D scores, NaN, ``alpha``, ``delta`` or ``split_fraction`` out of
-        range, an unknown strategy, or a missing or unexpected ``threshold``.
+        range, an unknown strategy, or a missing, unexpected or non-numeric ``threshold``.
 
     Notes
     -----
@@ -233,6 +245,12 @@ def certify_one_run(
     :math:`k_- = 0`): negate the scores to guess "a" instead. Candidate thresholds are
     visited in decreasing order of their δ = 0 bound (a closed form that bounds every
     δ > 0 bound from above), and one whose bound cannot beat the best so far is skipped.
+
+    The theorem bounds an attacker with a number of guesses fixed before the run; a fixed
+    threshold's r is the count observed. At δ = 0 the bound conditions on r, and
+    ``"bonferroni"`` is a union over the m fixed-count attacks "guess the top k", so both
+    rest on the theorem; ``"given"`` and ``"split"`` at δ > 0 rest on reading the observed
+    r as fixed (as jax_privacy does), which the theorem does not state (docs/certify.md).
 
     Compared with :func:`certify_scores` on the same scores: there the two classes are
     fixed samples and two error rates are bounded; here the coins are the randomness, the
@@ -271,7 +289,7 @@ def certify_one_run(
         )
     alpha, delta = float(alpha), float(delta) + 0.0
     if thresholds == "given":
-        t = np.atleast_1d(np.asarray(threshold, dtype=np.float64)).ravel()
+        t = np.atleast_1d(_numbers(threshold, "threshold")).ravel()
         if t.size == 0 or np.isnan(t).any():
             raise InvalidInputError(f"`threshold` must be numbers, not NaN; got {threshold!r}.")
         return _certify(a, b, t, alpha, alpha / t.size, delta, "given", t.size, None)
@@ -282,17 +300,22 @@ def certify_one_run(
     frac = check_in_range(split_fraction, "split_fraction", 0.0, 1.0)
     seed = seed_of(rng)
     gen = check_random_state(rng)
-    parts = []
-    for s in (a, b):
-        perm = gen.permutation(s.size)
-        cut = int(s.size * frac)
-        parts.append((s[perm[:cut]], s[perm[cut:]]))
-    (a_sel, a_eval), (b_sel, b_eval) = parts
-    if a_sel.size + b_sel.size == 0 or a_eval.size + b_eval.size == 0:
+    m = a.size + b.size
+    cut = int(m * frac)
+    if cut == 0 or cut == m:  # depends on m alone, never on the coins
         raise InvalidInputError(
             f"`split_fraction` = {frac:g} leaves no canary on one side of the split of "
-            f"{a.size + b.size} canaries."
+            f"{m} canaries."
         )
+    # one partition of the pooled canaries, each keeping its coin: drawn independently of
+    # the coins, it leaves the evaluation canaries' coins independent fair coins (splitting
+    # each class apart would fix how many of them chose b, up to one)
+    pooled = np.concatenate((a, b))  # (m,)
+    coin = np.arange(m) >= a.size  # (m,) True: the coin chose b
+    sel = np.zeros(m, dtype=bool)
+    sel[gen.permutation(m)[:cut]] = True
+    a_sel, b_sel = pooled[sel & ~coin], pooled[sel & coin]
+    a_eval, b_eval = pooled[~sel & ~coin], pooled[~sel & coin]
     chosen = _certify(a_sel, b_sel, np.union1d(a_sel, b_sel), alpha, alpha, delta, "split", 1)
     t = np.array([chosen.threshold, chosen.mu_threshold])
     out = _certify(a_eval, b_eval, t[:1], alpha, alpha, delta, "split", 1, seed, t[1:])

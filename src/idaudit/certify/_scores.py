@@ -260,7 +260,7 @@ def certify_scores(
     split_fraction: float = 0.5,
     one_sided: bool = False,
     rng: RngLike = None,
-    n_splits: int = 100,
+    n_splits: int | None = None,
 ) -> ScoreCertificate:
     r"""Certify ε(δ) and the trade-off curve from the scores of a two-class attack.
 
@@ -274,7 +274,7 @@ def certify_scores(
         derived from them, holds at once with probability at least ``1 - alpha``.
     delta : float, default 0.0
         The δ of ``epsilon_lb_``, in [0, 1).
-    thresholds : {"given", "split", "bonferroni", "band"}, default "bonferroni"
+    thresholds : {"given", "split", "bonferroni", "band", "multisplit"}, default "bonferroni"
         Which tests are certified and how α is shared (docs/certify.md):
 
         * ``"given"``: the ``threshold`` value(s), fixed before seeing the scores;
@@ -300,8 +300,8 @@ def certify_scores(
         the same bounds pay for (no α is spent on it).
     rng : int, numpy.random.SeedSequence, numpy.random.Generator or None
         Randomness of the ``"split"`` (and ``"multisplit"``) partitions.
-    n_splits : int, default 100
-        Partitions of ``"multisplit"``, >= 1.
+    n_splits : int, optional
+        Partitions of ``"multisplit"``, >= 1 (100 when not given); refused elsewhere.
 
     Returns
     -------
@@ -311,8 +311,8 @@ def certify_scores(
     ------
     InvalidInputError
         On empty or non-1-D scores, NaN, ``alpha`` outside (0, 1), ``delta`` outside
-        [0, 1), an unknown strategy, a missing or unexpected ``threshold``, or too few
-        scores to split.
+        [0, 1), an unknown strategy, a missing or unexpected ``threshold``, an unexpected
+        ``n_splits``, or too few scores to split.
 
     Notes
     -----
@@ -335,6 +335,10 @@ def certify_scores(
     (True, 'certified_lower_bound')
     """
     a, b = _check_inputs(scores_a, scores_b, alpha, delta, thresholds, threshold)
+    if thresholds != "multisplit" and n_splits is not None:
+        raise InvalidInputError(
+            f'`n_splits` is only used with thresholds="multisplit"; got thresholds={thresholds!r}.'
+        )
     if not isinstance(one_sided, bool | np.bool_):
         raise InvalidInputError(f"`one_sided` must be True or False; got {one_sided!r}.")
     one_sided = bool(one_sided)
@@ -347,7 +351,7 @@ def certify_scores(
             delta=delta,
             split_fraction=split_fraction,
             one_sided=one_sided,
-            n_splits=n_splits,
+            n_splits=100 if n_splits is None else n_splits,
             rng=rng,
         )
     if thresholds == "split":

@@ -43,8 +43,9 @@ _FAST_MARGIN = 0.05
 _FAST_STEP = 0.25
 # ln(α / level) of the searched band level (_searched_level, located to 1e-4) at n = 10⁴,
 # 3·10⁴, 10⁵ and 3·10⁵ (rows: α): the fast path's starting point, checked before use. Made
-# with math.log(α / _searched_level(n, α)); tests/unit/dp checks the n = 10⁴ column so
-# (the 3·10⁵ column took about two minutes of one core per α)
+# with math.log(α / _searched_level(n, α)) by `python scripts/band_table.py`, which prints
+# these rows; tests/unit/dp checks the n = 10⁴ column so (the 3·10⁵ column took about two
+# minutes of one core per α)
 _GRID_LOG_N = np.log([1e4, 3e4, 1e5, 3e5])
 _GRID_LOG_ALPHA = np.log(
     [1e-08, 1e-06, 0.0001, 0.001, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.95]

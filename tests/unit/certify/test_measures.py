@@ -104,11 +104,49 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
         (lambda: hull_auc([0.0], [np.nan]), "`scores_b` must not contain NaN"),
         (lambda: bootstrap_interval(hull_auc, [0.0], [1.0], quantiles=1.0), "`quantiles`"),
         (lambda: bootstrap_interval(hull_auc, [0.0], [1.0], method="x"), "`method`"),
+        (lambda: tpr_at_fpr([0.0], [1.0], "a"), "`fpr` must hold real numbers"),
+        (lambda: bootstrap_interval(0.5, [0.0], [1.0]), "`statistic` must be a callable"),
+        (
+            lambda: bootstrap_interval(lambda a, b: np.r_[a, b], [0.0], [1.0]),
+            r"`statistic` must return one real number, not NaN; got array\(\[0\., 1\.\]\) on "
+            "the scores",
+        ),
+        (
+            lambda: bootstrap_interval(lambda a, b: np.nan, [0.0], [1.0]),
+            "`statistic` must return one real number, not NaN; got nan on the scores",
+        ),
     ],
 )
 def test_bad_input_is_refused(call, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         call()
+
+
+def test_bootstrap_refuses_a_value_that_is_not_a_number_on_the_first_resample() -> None:
+    calls = []
+
+    def nan_once_resampled(a, b):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return 0.5 if len(calls) == 1 else float("nan")
+
+    with pytest.raises(InvalidInputError, match="got nan on resample 0"):
+        bootstrap_interval(nan_once_resampled, [0.0, 1.0], [1.0, 2.0], n_bootstrap=500)
+    assert len(calls) == 2  # refused at once, not after 500 resamples
+
+
+def test_bootstrap_keeps_an_infinite_statistic() -> None:
+    # an ε can be +inf on a resample: a quantile between two infinite values is inf, not NaN
+    a, b = np.arange(30.0), np.arange(30.0) + 1.0
+    always = bootstrap_interval(lambda x, y: np.inf, a, b, n_bootstrap=50, method="percentile")
+    np.testing.assert_array_equal(always.values, [np.inf, np.inf])
+
+    def inf_when_b_is_above(x, y):  # type: ignore[no-untyped-def]
+        return np.inf if np.median(y) > np.median(x) else 0.5
+
+    ci = bootstrap_interval(inf_when_b_is_above, a, b, n_bootstrap=400, method="percentile")
+    # the medians differ by 1 of a spread of 30: each side wins about half the resamples,
+    # so the 2.5 % quantile is 0.5 and the 97.5 % one inf
+    np.testing.assert_array_equal(ci.values, [0.5, np.inf])
 
 
 def test_min_count_must_be_a_positive_integer() -> None:

@@ -41,10 +41,42 @@ def test_split_certifies_only_the_held_out_canaries() -> None:
     coin = gen.random(600) < 0.5
     s = gen.normal(3.0 * coin, 1.0)
     cert = certify_one_run(s[~coin], s[coin], thresholds="split", rng=0)
-    assert cert.n_canaries == 600 - int((~coin).sum() * 0.5) - int(coin.sum() * 0.5)
+    assert cert.n_canaries == cert.n_a + cert.n_b == 600 - 300  # one cut of the pooled 600
     assert cert.n_candidates == 1
     again = certify_one_run(s[~coin], s[coin], thresholds="split", rng=0)
     assert again.epsilon_lb_ == cert.epsilon_lb_ > 0  # seeded
+
+
+def test_split_refuses_by_the_number_of_canaries_never_by_the_coins() -> None:
+    # two canaries split in half: one chooses, one is certified, whichever coins they had
+    for a, b in (([0.0], [1.0]), ([0.0, 1.0], []), ([], [0.0, 1.0])):
+        cert = certify_one_run(a, b, thresholds="split", rng=0)
+        assert cert.n_canaries == 1
+    for a, b in (([0.0], []), ([], [1.0])):
+        with pytest.raises(InvalidInputError, match="leaves no canary on one side"):
+            certify_one_run(a, b, thresholds="split", rng=0)
+
+
+@pytest.mark.calibration
+def test_split_keeps_the_evaluation_coins_fair() -> None:
+    # Randomised response: canary i's output names its coin with probability q = 0.9, so
+    # whatever the split, a "b" guess on an evaluation canary is right with probability
+    # exactly q if the evaluation coins are independent fair coins given the partition.
+    # Splitting each class apart at m = 3 reveals how many evaluation coins chose b (up to
+    # one) and the guesses' precision rises to 0.95. 3000 reps, each threshold-1 run
+    # contributing ~1 guess: ~1500 guesses, sd of the precision sqrt(0.09 / 1500) = 0.008;
+    # two-sided binomtest at 1e-3 tolerates ~0.025 around q, and 0.95 is 6 sd away.
+    gen = np.random.default_rng(38)
+    q, m, guesses, right = 0.9, 3, 0, 0
+    for rep in range(3000):
+        coin = gen.random(m) < 0.5
+        says_b = np.where(gen.random(m) < q, coin, ~coin).astype(float)
+        cert = certify_one_run(says_b[~coin], says_b[coin], thresholds="split", rng=rep)
+        if cert.threshold == 1.0:  # chosen on the selection canary alone
+            guesses += cert.n_guesses
+            right += cert.n_correct
+    assert guesses > 1000
+    assert stats.binomtest(right, guesses, q).pvalue > 1e-3, f"{right}/{guesses} right"
 
 
 def test_statuses_and_dataset() -> None:
@@ -65,6 +97,7 @@ def test_statuses_and_dataset() -> None:
         ({"thresholds": "band"}, "`thresholds` must be one of"),
         ({"alpha": 0.0}, "`alpha`"),
         ({"delta": 1.0}, "`delta`"),
+        ({"thresholds": "given", "threshold": "x"}, "`threshold` must hold real numbers"),
     ],
 )
 def test_bad_options_are_refused(kwargs: dict, match: str) -> None:

@@ -92,6 +92,11 @@ def test_curves_statuses_and_dataset() -> None:
         ({"thresholds": "given"}, "`threshold` is required"),
         ({"threshold": 0.3}, "only used with"),
         ({"thresholds": "split", "split_fraction": 0.001}, "leaves an empty part"),
+        (
+            {"thresholds": "bonferroni", "n_splits": 5},
+            '`n_splits` is only used with thresholds="multisplit"; got thresholds=\'bonferroni\'',
+        ),
+        ({"n_splits": 100}, "`n_splits` is only used with"),
     ],
 )
 def test_bad_settings(kwargs, match) -> None:  # type: ignore[no-untyped-def]

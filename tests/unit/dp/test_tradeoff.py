@@ -134,6 +134,43 @@ def test_band_level_table_is_the_searched_root_at_its_first_size(row: int) -> No
     assert math.log(alpha / searched) == pytest.approx(_tradeoff._GRID_LOG_RATIO[row, 0], abs=2e-4)
 
 
+
+def _band_table_script():  # type: ignore[no-untyped-def]
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "scripts" / "band_table.py"
+    spec = importlib.util.spec_from_file_location("band_table", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_band_table_script_prints_the_table_as_it_stands_in_the_source() -> None:
+    from pathlib import Path
+
+    from idaudit.dp import _tradeoff
+
+    script = _band_table_script()
+    assert script.SIZES == (10_000, 30_000, 100_000, 300_000)
+    source = Path(_tradeoff.__file__).read_text(encoding="utf-8")
+    assert script.render(_tradeoff._GRID_LOG_RATIO) in source
+
+
+def test_band_table_script_reproduces_the_first_column() -> None:
+    # the rows test_band_level_table_is_the_searched_root_at_its_first_size leaves out (each
+    # a root search at n = 10⁴, well under a second): together they cover the whole column,
+    # here through the script that regenerates the table, to its 4 printed decimals
+    from idaudit.dp import _tradeoff
+
+    script = _band_table_script()
+    rows = [0, 2, 3, 4, 6, 7, 9, 10, 11]
+    alphas = [script.ALPHAS[i] for i in rows]
+    got = script.band_table([10_000], alphas)  # (9, 1)
+    np.testing.assert_array_equal(got[:, 0], _tradeoff._GRID_LOG_RATIO[rows, 0])
+
 def test_fast_band_level_steps_down_until_the_check_passes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # a table that overshoots the root (level 20x too large) is caught by the check: the level
     # returned is still checked, and below the searched one
