@@ -129,7 +129,10 @@ def _certified_paths() -> set[str]:
                         for out in aud.outputs()
                         if out.status in CERTIFIED_STATUSES
                     }
-            elif inspect.isclass(obj) and getattr(obj, "status", None) in CERTIFIED_STATUSES:
+            elif inspect.isclass(obj) and (
+                getattr(obj, "status", None) in CERTIFIED_STATUSES
+                or getattr(obj, "best_status", None) in CERTIFIED_STATUSES  # status per instance
+            ):
                 found.add(name)
             elif isinstance(obj, dict) and name.endswith("_STATUS"):
                 found |= {f"{name}.{col}" for col, st in obj.items() if st in CERTIFIED_STATUSES}

@@ -59,6 +59,14 @@ ONE_RUN_GDP_ASSUMPTION = GDP_ASSUMPTION
 FloatArray = npt.NDArray[np.float64]
 
 
+#: What a ``"given"`` or ``"split"`` bound assumes beyond the one-run theorem.
+OBSERVED_GUESSES_ASSUMPTION = (
+    "the number of guesses is the count observed above a threshold, where the one-run theorem "
+    "fixes it before the run (the reading jax_privacy uses); thresholds='bonferroni' needs no "
+    "such assumption"
+)
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class OneRunCertificate:
     """What one run over m canaries certifies: ε(δ) and GDP μ lower bounds.
@@ -112,16 +120,38 @@ class OneRunCertificate:
     mu_threshold: float
     seed: int | None = None
 
-    #: The formal status of ``epsilon_lb_`` and ``mu_lb_``.
-    status: ClassVar[Status] = "certified_lower_bound"
-    #: Each reported quantity's status.
-    statuses: ClassVar[dict[str, Status]] = {
-        "epsilon_lb": "certified_lower_bound",
-        "mu_lb": "certified_lower_bound",
-        "epsilon_gdp": "sample_estimate",
-        "n_guesses": "descriptive",
-        "n_correct": "descriptive",
-    }
+    #: The strongest status its bounds carry (``"bonferroni"``, and ε at δ = 0 for all).
+    best_status: ClassVar[Status] = "certified_lower_bound"
+
+    @property
+    def observed_guesses(self) -> bool:
+        """Whether a bound rests on the observed number of guesses rather than on the theorem.
+
+        The one-run theorems bound an attacker whose number of guesses r is fixed before the
+        run. ``"bonferroni"`` is a union over such fixed-count attacks, and at δ = 0 the ε
+        bound conditions on the guesses made; ``"given"`` and ``"split"`` put the count
+        observed at a threshold in r's place, which the theorem covers for neither ε at
+        δ > 0 nor the f-DP μ (whose per-guess posterior is not bounded pointwise).
+        """
+        return self.strategy != "bonferroni"
+
+    @property
+    def statuses(self) -> dict[str, Status]:
+        """Each reported quantity's status (a bound on the observed-r reading is an estimate)."""
+        observed: Status = "sample_estimate"
+        proven: Status = "certified_lower_bound"
+        return {
+            "epsilon_lb": observed if self.observed_guesses and self.delta > 0 else proven,
+            "mu_lb": observed if self.observed_guesses else proven,
+            "epsilon_gdp": "sample_estimate",
+            "n_guesses": "descriptive",
+            "n_correct": "descriptive",
+        }
+
+    @property
+    def status(self) -> Status:
+        """The formal status of ``epsilon_lb_``."""
+        return self.statuses["epsilon_lb"]
 
     @property
     def epsilon_gdp_(self) -> float:
@@ -138,9 +168,12 @@ class OneRunCertificate:
             ``epsilon_gdp`` (``sample_estimate``, with its ``assumption``), ``n_guesses``,
             ``n_correct`` (``descriptive``); attrs: provenance and the settings.
         """
+        statuses = self.statuses
 
         def var(value: Any, name: str, long_name: str, **attrs: Any) -> xr.Variable:
-            return variable((), value, long_name=long_name, status=self.statuses[name], **attrs)
+            if name in ("epsilon_lb", "mu_lb") and statuses[name] == "sample_estimate":
+                attrs["assumption"] = OBSERVED_GUESSES_ASSUMPTION
+            return variable((), value, long_name=long_name, status=statuses[name], **attrs)
 
         data = {
             "epsilon_lb": var(

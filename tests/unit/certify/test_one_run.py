@@ -83,10 +83,24 @@ def test_statuses_and_dataset() -> None:
     cert = certify_one_run([0.0, 0.1, 0.2], [5.0, 6.0, 7.0], thresholds="given", threshold=1.0)
     assert isinstance(cert, OneRunCertificate)
     ds = cert.to_xarray()
+    # a given threshold at delta = 0: the pure-DP theorem conditions on the guesses made
     assert ds["epsilon_lb"].attrs["status"] == "certified_lower_bound"
-    assert ds["mu_lb"].attrs["status"] == "certified_lower_bound"
+    assert "assumption" not in ds["epsilon_lb"].attrs
+    # the f-DP bound assumes r fixed before the run: on the observed count it is an estimate
+    assert ds["mu_lb"].attrs["status"] == "sample_estimate"
+    assert "fixes it before the run" in ds["mu_lb"].attrs["assumption"]
     assert ds["epsilon_gdp"].attrs["status"] == "sample_estimate"
     assert "certified_lower_bound" in repr(cert)
+    # at delta > 0 the epsilon bound of a given threshold rests on the same reading
+    leaky = certify_one_run(
+        [0.0, 0.1, 0.2], [5.0, 6.0, 7.0], thresholds="given", threshold=1.0, delta=1e-3
+    )
+    assert leaky.status == "sample_estimate"
+    assert leaky.to_xarray()["epsilon_lb"].attrs["status"] == "sample_estimate"
+    # a union over fixed-count attacks needs no reading: both bounds certified at every delta
+    union = certify_one_run([0.0, 0.1, 0.2], [5.0, 6.0, 7.0], delta=1e-3).to_xarray()
+    assert union["epsilon_lb"].attrs["status"] == "certified_lower_bound"
+    assert union["mu_lb"].attrs["status"] == "certified_lower_bound"
 
 
 @pytest.mark.parametrize(
