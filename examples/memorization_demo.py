@@ -30,7 +30,7 @@ from PIL import Image
 
 from idaudit.faces import ShippedFaceGenerator
 from idaudit.memorization import PrivacyReport
-from idaudit.pipeline import run_privacy_check
+from idaudit.pipeline import PrivacyStatistics, run_privacy_check
 
 
 def _save(folder: Path, images: np.ndarray) -> None:
@@ -68,11 +68,10 @@ def run(n: int = 40, out: Path | None = None, seed: int = 0) -> dict[str, Privac
                     roots["heldout"],
                     roots[name],
                     base / name,
-                    percentiles=[5, 10, 20],
-                    n_bootstrap=300,
-                    n_permutations=1999,
+                    statistics=PrivacyStatistics(
+                        percentiles=[5, 10, 20], n_bootstrap=300, n_permutations=1999, rng=seed
+                    ),
                     cache=base / "cache",
-                    rng=seed,
                     progress=False,
                 )
         return reports

@@ -41,8 +41,8 @@ def test_privacy_check_on_cuda_gives_the_cpu_verdicts_under_its_own_cache(
     import pandas as pd
 
     from idaudit.exceptions import IdauditWarning
-    from idaudit.faces import ShippedFaceGenerator
-    from idaudit.pipeline import run_privacy_check
+    from idaudit.faces import FaceModelOptions, ShippedFaceGenerator
+    from idaudit.pipeline import PrivacyStatistics, run_privacy_check
     from standins import save_faces
 
     dcgan = ShippedFaceGenerator()
@@ -54,12 +54,20 @@ def test_privacy_check_on_cuda_gives_the_cpu_verdicts_under_its_own_cache(
     save_faces(root / "heldout" / "c", faces[10:20], 20)
     save_faces(root / "synthetic" / "c", np.concatenate([near[:5], faces[20:25]]), 40)
     cache = root / "cache"
-    fast = {"n_bootstrap": 50, "n_permutations": 199, "nnaa_permutations": 99, "progress": False}
+    fast = PrivacyStatistics(n_bootstrap=50, n_permutations=199, nnaa_permutations=99)
     args = (root / "train", root / "heldout", root / "synthetic")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdauditWarning)  # below the NNAA interval's minimum
-        gpu = run_privacy_check(*args, cache=cache, device="cuda", **fast)
-        cpu = run_privacy_check(*args, cache=cache, device="cpu", **fast)
+        gpu, cpu = (
+            run_privacy_check(
+                *args,
+                models=FaceModelOptions(dlib="torch", device=device),
+                statistics=fast,
+                cache=cache,
+                progress=False,
+            )
+            for device in ("cuda", "cpu")
+        )
     assert gpu.models.identity[0]["device"] == "cuda"
     assert cpu.cache_counters["embeddings_computed"] == gpu.cache_counters["embeddings_computed"]
     g, c = (r.flagging.reset_index(drop=True) for r in (gpu, cpu))

@@ -123,8 +123,10 @@ def ir18_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return path, state
 
 
-#: Small, fast settings of the privacy check for tests (its statistics, not its defaults).
-PRIVACY_FAST = {"n_bootstrap": 50, "n_permutations": 199, "threads": 1, "progress": False}
+#: Small, fast settings of the privacy check for tests (its statistics, not its defaults):
+#: ``run_privacy_check(..., models=FaceModelOptions(dlib="torch", threads=1),
+#: statistics=PrivacyStatistics(**PRIVACY_FAST_STATISTICS), progress=False)``.
+PRIVACY_FAST_STATISTICS = {"n_bootstrap": 50, "n_permutations": 199}
 
 
 @pytest.fixture(scope="session")
@@ -159,14 +161,21 @@ def privacy_roots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def privacy_run(privacy_roots: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     """One privacy check on :func:`privacy_roots` (its report and output folder), run once."""
     from idaudit.exceptions import IdauditWarning
-    from idaudit.pipeline import run_privacy_check
+    from idaudit.faces import FaceModelOptions
+    from idaudit.pipeline import PrivacyStatistics, run_privacy_check
 
     out = tmp_path_factory.mktemp("out") / "privacy"
     roots = privacy_roots
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = run_privacy_check(
-            roots / "train", roots / "heldout", roots / "synthetic", out, **PRIVACY_FAST
+            roots / "train",
+            roots / "heldout",
+            roots / "synthetic",
+            out,
+            models=FaceModelOptions(dlib="torch", threads=1),
+            statistics=PrivacyStatistics(**PRIVACY_FAST_STATISTICS),
+            progress=False,
         )
     said = [str(w.message) for w in caught if issubclass(w.category, IdauditWarning)]
     assert any("only_train (missing from heldout and synthetic)" in t for t in said), said

@@ -298,6 +298,7 @@ def test_privacy_check_out_folders_are_owner_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import idaudit.pipeline._privacy as run
+    from idaudit.faces import FaceModelOptions
 
     for split in ("train", "heldout", "synthetic"):
         (tmp_path / "in" / split / "a").mkdir(parents=True)
@@ -310,7 +311,9 @@ def test_privacy_check_out_folders_are_owner_only(
     monkeypatch.setattr(run, "build_models", stop)
     roots = [tmp_path / "in" / s for s in ("train", "heldout", "synthetic")]
     with pytest.raises(RuntimeError, match="stop before the models"):
-        run.run_privacy_check(*roots, out, threads=1, progress=False)
+        run.run_privacy_check(
+            *roots, out, models=FaceModelOptions(dlib="torch", threads=1), progress=False
+        )
     _assert_created_private(base, out / "cache")
 
 

@@ -252,8 +252,34 @@ def _holds_an_image(folder: Path) -> bool:
 def _run(args: argparse.Namespace) -> int:
     _check(args)  # before the library loads: a wrong flag answers at once
     out = out_dir(args.out, "--out")
-    from idaudit.pipeline import run_privacy_check
+    from idaudit.faces import FaceModelOptions
+    from idaudit.pipeline import PrivacyStatistics, run_privacy_check
 
+    models = FaceModelOptions(
+        dlib=None if args.no_dlib else (args.dlib_runtime or "torch"),
+        arcface=args.arcface_dir or args.arcface_onnx,
+        adaface=args.adaface_dir or args.adaface_ckpt,
+        lvface=args.lvface_onnx,
+        retinaface=args.retinaface_onnx,
+        lpips=args.lpips_backbone,
+        aligned=args.aligned,
+        threads=args.threads,
+        device=args.device,
+    )
+    statistics = PrivacyStatistics(
+        percentiles=args.percentiles,
+        percentile_method=args.percentile_method,
+        n_permutations=args.permutations,
+        n_bootstrap=args.bootstrap,
+        nnaa_permutations=args.nnaa_permutations,
+        max_samples=args.max_samples,
+        lpips_max_samples=args.lpips_max_samples,
+        confidence_level=args.confidence,
+        duplicates=args.duplicates,
+        subject_pattern=args.subject_pattern,
+        subjects=args.subjects,
+        rng=args.seed,
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", IdauditWarning)
         report = run_privacy_check(
@@ -261,29 +287,9 @@ def _run(args: argparse.Namespace) -> int:
             args.heldout,
             args.synthetic,
             out,
-            percentiles=args.percentiles,
-            n_bootstrap=args.bootstrap,
-            max_samples=args.max_samples,
-            lpips_max_samples=args.lpips_max_samples,
-            n_permutations=args.permutations,
-            nnaa_permutations=args.nnaa_permutations,
-            confidence_level=args.confidence,
-            dlib=not args.no_dlib,
-            dlib_runtime=args.dlib_runtime or "torch",
-            arcface=args.arcface_dir or args.arcface_onnx,
-            adaface=args.adaface_dir or args.adaface_ckpt,
-            lvface=args.lvface_onnx,
-            retinaface=args.retinaface_onnx,
-            lpips_backbone=args.lpips_backbone,
-            aligned=args.aligned,
-            subject_pattern=args.subject_pattern,
-            subjects=args.subjects,
-            percentile_method=args.percentile_method,
-            duplicates=args.duplicates,
+            models=models,
+            statistics=statistics,
             cache=args.cache_dir,
-            threads=args.threads,
-            device=args.device,
-            rng=args.seed,
             progress=not args.quiet,
         )
     relay(caught, "privacy")

@@ -11,7 +11,8 @@
 :class:`EncodedGenerator`       encoder ∘ image generator over source images (seed 000,
                                 Section 2.5): the draws' engine, one outcome per draw
 :class:`DrawSettings`,          the workflows' settings: how sources are drawn and kept;
-:class:`AuditSettings`          pairs, auditors, certifier, controls, device
+:class:`AuditSettings`,         pairs, auditors, certifier, controls, device; the privacy
+:class:`PrivacyStatistics`      check's percentiles, permutations, bootstrap, subjects, seed
 :func:`linkage_report`          re-identification: top-1 identification, same-person matches
 :class:`GaussianBlur`           Gaussian blur (σ in pixels)
 :class:`Pixelate`               mosaic (block side in pixels, random grid offset)
@@ -43,7 +44,7 @@ from idaudit.pipeline._linkage import LinkageReport, linkage_report
 from idaudit.pipeline._privacy import run_privacy_check
 from idaudit.pipeline._privacy_cache import PrivacyCache
 from idaudit.pipeline._private import EmbeddingNoiseSwap, FaceBank, PrivacyGuarantee
-from idaudit.pipeline._settings import AuditSettings, DrawSettings
+from idaudit.pipeline._settings import AuditSettings, DrawSettings, PrivacyStatistics
 
 __all__ = [
     "DRAW_STATUSES",
@@ -63,6 +64,7 @@ __all__ = [
     "Pixelate",
     "PrivacyCache",
     "PrivacyGuarantee",
+    "PrivacyStatistics",
     "audit_generator",
     "compare_conditions",
     "encode_generator",

@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,12 +34,10 @@ from idaudit._results import (
     write_csv,
     write_text,
 )
-from idaudit._validation import check_in_range, check_integer, check_option
 from idaudit.dp import clopper_pearson_lower, clopper_pearson_upper
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.faces import FaceModelOptions
 from idaudit.memorization import (
-    DEFAULT_PERCENTILES,
     FLAGGING_COHORT_COLUMNS,
     FLAGGING_COLUMNS,
     FLAGGING_STATUS,
@@ -55,7 +53,6 @@ from idaudit.memorization import (
     PrivacyReport,
     PrivacySettings,
     cap_indices,
-    check_percentiles,
     flagging,
     flagging_from_distances,
     metric_sanity,
@@ -77,6 +74,7 @@ from idaudit.pipeline._folders import (
     scan_root,
 )
 from idaudit.pipeline._privacy_cache import PrivacyCache, model_key
+from idaudit.pipeline._settings import PrivacyStatistics
 
 __all__ = ["OUTPUT_FILES", "run_privacy_check"]
 
@@ -177,29 +175,9 @@ def run_privacy_check(
     synthetic: str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
     *,
-    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
-    n_bootstrap: int = 1000,
-    max_samples: int = 1000,
-    lpips_max_samples: int = 200,
-    n_permutations: int = 9999,
-    nnaa_permutations: int = 999,
-    confidence_level: float = 0.95,
-    dlib: bool = True,
-    dlib_runtime: Literal["torch", "cpp"] = "torch",
-    arcface: str | os.PathLike[str] | None = None,
-    adaface: str | os.PathLike[str] | None = None,
-    lvface: str | os.PathLike[str] | None = None,
-    retinaface: str | os.PathLike[str] | None = None,
-    lpips_backbone: str | os.PathLike[str] | None = None,
-    aligned: bool = False,
-    subject_pattern: str | None = None,
-    subjects: str | os.PathLike[str] | None = None,
-    percentile_method: Literal["order_statistic", "linear"] = "order_statistic",
-    duplicates: Literal["collapse", "keep"] = "collapse",
+    models: FaceModelOptions | None = None,
+    statistics: PrivacyStatistics | None = None,
     cache: str | os.PathLike[str] | PrivacyCache | None = None,
-    threads: int | None = None,
-    device: str = "cpu",
-    rng: int = 0,
     progress: bool = True,
 ) -> PrivacyReport:
     """Run seed 003's privacy analysis on three folders of images.
@@ -215,65 +193,30 @@ def run_privacy_check(
         ``below_threshold.png``, ``nnaa.png`` and ``report.md`` (created ``0700``); the
         cache goes to ``out/cache`` unless ``cache`` says otherwise. Nothing is written
         without it (the cache then lives in a temporary folder for the run).
-    percentiles : sequence of float, default (1, 2, 5, 10, 20)
-        Operating points in (0, 100).
-    n_bootstrap : int, default 1000
-        NNAA split-half draws behind the intervals (0: no intervals).
-    max_samples, lpips_max_samples : int, default 1000 and 200
-        NNAA set caps for embeddings and for the appearance metric (seeded subsets; with
-        ``subjects`` or ``subject_pattern``, whole subjects, so the subject-level test stays
-        exact: :func:`~idaudit.memorization.nnaa`).
-    n_permutations : int, default 9999
-        Permutations of the flagging p-value (0: none).
-    nnaa_permutations : int, default 999
-        Relabellings of the NNAA privacy-loss test (0: none); each recomputes every nearest
-        neighbour, so it costs more than a flagging permutation.
-    confidence_level : float, default 0.95
-        Of every interval.
-    dlib : bool, default True
-        Use dlib's recogniser (weights ship with pip).
-    dlib_runtime : {"torch", "cpp"}, default "torch"
-        What runs dlib's network: ``"torch"``, :class:`~idaudit.faces.TorchDlibEncoder`
-        (metric ``dlib-resnet-v1-torch``; on ``device``, 10–20× faster than dlib on the CPU,
-        raw descriptors within 5e-6 of dlib's, about 5e-7 on face chips), or ``"cpp"``,
+    models : FaceModelOptions, optional
+        The detector, identity encoders and appearance metric
+        (:class:`~idaudit.faces.FaceModelOptions`). Default: ``FaceModelOptions(dlib="torch")``,
+        MTCNN and dlib's recogniser run by :class:`~idaudit.faces.TorchDlibEncoder` (metric
+        ``dlib-resnet-v1-torch``; on ``device``, 10–20× faster than dlib on the CPU, raw
+        descriptors within 5e-6 of dlib's, about 5e-7 on face chips); ``dlib="cpp"`` runs
         dlib itself (:class:`~idaudit.faces.DlibEncoder`, metric ``dlib-resnet-v1``; CPU
-        only). Both align with dlib's own 5-point chip. Ignored with ``dlib=False``
-        (recorded as ``None``).
-    arcface, adaface, lvface : path, optional
-        Further identity encoders: InsightFace ``w600k_r50.onnx`` (or its ``buffalo_l``
-        folder), an AdaFace IR checkpoint (or its folder), an LVFace ``.onnx``.
-    retinaface : path, optional
-        InsightFace ``det_10g.onnx`` (or its folder) as detector; default MTCNN.
-    lpips_backbone : path, optional
-        torchvision's AlexNet weights: the appearance axis is then LPIPS; otherwise SSIM on
-        images resized to 64 px, named ``ssim-gaussian1.5-64px`` everywhere.
-    aligned : bool, default False
-        The inputs are aligned face crops (ArcFace template): no detection.
-    subject_pattern : str, optional
-        Regex whose first capture group (or group ``subject``) in each real image's file
-        name is its subject; every training and held-out file must match. Permutations and
-        split halves then move whole subjects, a subject in both training and held-out is
-        refused, and the metric sanity check runs.
-    subjects : path, optional
-        CSV with a file column (``file``/``path``: path relative to the split root, or the
-        file name) and a ``subject`` column, one row per training and held-out image; used
-        as ``subject_pattern`` is. Without either, each image is its own subject: images are
-        assumed exchangeable (report.md says so). Synthetic images are each their own subject.
-    percentile_method : {"order_statistic", "linear"}, default "order_statistic"
-        Held-out percentile behind the thresholds (:func:`flagging_from_distances`).
-    duplicates : {"collapse", "keep"}, default "collapse"
-        Byte-identical files within one split and cohort count once ("collapse": a copy of
-        a file is not a new image) or each ("keep").
+        only), ``dlib=None`` none (recorded as ``None``). ``arcface``, ``adaface``,
+        ``lvface``: further identity encoders (InsightFace ``w600k_r50.onnx`` or its
+        ``buffalo_l`` folder, an AdaFace IR checkpoint or its folder, an LVFace ``.onnx``).
+        ``retinaface``: InsightFace ``det_10g.onnx`` (or its folder) as detector.
+        ``lpips``: torchvision's AlexNet weights, and the appearance axis is LPIPS;
+        otherwise SSIM on images resized to 64 px, named ``ssim-gaussian1.5-64px``
+        everywhere. ``aligned``: the inputs are aligned face crops (ArcFace template), no
+        detection. ``threads``: CPU threads for torch and onnxruntime, never more than the
+        CPUs this process may use (``os.sched_getaffinity``); the BLAS and OpenMP pools get
+        the same limit for the call. Default: those CPUs less the ones busy by the 1-minute
+        load average (one busy CPU is allowed for this process), at most 8 (seed 003's
+        default), at least 1. ``device``: where the models run.
+    statistics : PrivacyStatistics, optional
+        Percentiles, permutations, bootstrap draws, set caps, confidence level, duplicate
+        files, subjects and seed (:class:`PrivacyStatistics`; default ``PrivacyStatistics()``).
     cache : path or PrivacyCache, optional
         Where embeddings and distances are cached.
-    threads : int, optional
-        CPU threads for torch and onnxruntime, never more than the CPUs this process may use
-        (``os.sched_getaffinity``); the BLAS and OpenMP pools get the same limit for the
-        call. Default: those CPUs less the ones busy by the 1-minute load average (one busy
-        CPU is allowed for this process), at most 8 (seed 003's default), at least 1.
-    device : str, default "cpu"
-    rng : int, default 0
-        Seed of the permutations, subsets and bootstrap.
     progress : bool, default True
         Show a progress bar over the (model, split, cohort) embedding steps.
 
@@ -283,43 +226,50 @@ def run_privacy_check(
 
     Raises
     ------
+    TypeError
+        ``models`` that is not a :class:`~idaudit.faces.FaceModelOptions`, or
+        ``statistics`` that is not a :class:`PrivacyStatistics`.
     InvalidInputError
-        Bad settings, an empty root, no cohort common to the three roots, no cohort left
-        with usable faces in every split, or a cohort whose synthetic files are at least
-        half byte-identical copies of its training files (the same folder given twice).
+        An empty root, no cohort common to the three roots, no cohort left with usable
+        faces in every split, or a cohort whose synthetic files are at least half
+        byte-identical copies of its training files (the same folder given twice).
     MissingWeightsError
         A model file that is not on disk (nothing is downloaded).
     """
-    values = check_percentiles(percentiles)
-    check_option(duplicates, "duplicates", ("collapse", "keep"))
-    check_option(percentile_method, "percentile_method", ("order_statistic", "linear"))
-    check_option(dlib_runtime, "dlib_runtime", ("torch", "cpp"))
-    if not isinstance(dlib, bool | np.bool_):
-        raise InvalidInputError(
-            f"`dlib` must be True or False; got {dlib!r} (`dlib_runtime` says what runs it)."
+    if models is None:
+        models = FaceModelOptions(dlib="torch")
+    elif not isinstance(models, FaceModelOptions):
+        raise TypeError(
+            "`models` must be an idaudit.faces.FaceModelOptions; got "
+            f"{type(models).__name__}."
         )
-    if subjects is not None and subject_pattern is not None:
-        raise InvalidInputError("give `subjects` or `subject_pattern`, not both.")
+    if statistics is None:
+        statistics = PrivacyStatistics()
+    elif not isinstance(statistics, PrivacyStatistics):
+        raise TypeError(
+            "`statistics` must be an idaudit.pipeline.PrivacyStatistics; got "
+            f"{type(statistics).__name__}."
+        )
     cpus = available_cpus()
-    asked = None if threads is None else check_integer(threads, "threads", minimum=1)
+    asked = models.threads
     settings = PrivacySettings(
-        percentiles=tuple(values.tolist()),
-        n_bootstrap=check_integer(n_bootstrap, "n_bootstrap", minimum=0),
-        max_samples=check_integer(max_samples, "max_samples", minimum=2),
-        lpips_max_samples=check_integer(lpips_max_samples, "lpips_max_samples", minimum=2),
-        n_permutations=check_integer(n_permutations, "n_permutations", minimum=0),
-        confidence_level=check_in_range(confidence_level, "confidence_level", 0.0, 1.0),
-        duplicates=duplicates,
-        aligned=aligned,
-        subject_pattern=subject_pattern,
+        percentiles=tuple(statistics.percentiles),
+        n_bootstrap=statistics.n_bootstrap,
+        max_samples=statistics.max_samples,
+        lpips_max_samples=statistics.lpips_max_samples,
+        n_permutations=statistics.n_permutations,
+        confidence_level=statistics.confidence_level,
+        duplicates=statistics.duplicates,
+        aligned=models.aligned,
+        subject_pattern=statistics.subject_pattern,
         # seed 003 runs at most 8 threads unless asked for more
         threads=min(8, default_threads()) if asked is None else min(asked, cpus),
-        device=device,
-        rng=check_integer(rng, "rng", minimum=0),
-        subjects=None if subjects is None else str(subjects),
-        percentile_method=percentile_method,
-        nnaa_permutations=check_integer(nnaa_permutations, "nnaa_permutations", minimum=0),
-        dlib_runtime=dlib_runtime if dlib else None,
+        device=models.device,
+        rng=statistics.rng,
+        subjects=None if statistics.subjects is None else str(statistics.subjects),
+        percentile_method=statistics.percentile_method,
+        nnaa_permutations=statistics.nnaa_permutations,
+        dlib_runtime=models.dlib,
         progress=progress,
     )
     notes: list[str] = []
@@ -334,20 +284,8 @@ def run_privacy_check(
         store = _open_cache(cache, out, stack)
         counters_before = dict(store.counters)
         out_dir = None if out is None else _make_out(Path(out))
-        models = build_models(
-            FaceModelOptions(
-                dlib=dlib_runtime if dlib else None,
-                arcface=arcface,
-                adaface=adaface,
-                lvface=lvface,
-                retinaface=retinaface,
-                lpips=lpips_backbone,
-                aligned=aligned,
-                threads=settings.threads,
-                device=device,
-            )
-        )
-        report = _run(settings, cohorts, models, store, counters_before, notes)
+        built = build_models(replace(models, threads=settings.threads))
+        report = _run(settings, cohorts, built, store, counters_before, notes)
         # tests the set sizes leave without power are said so, never read as "no evidence"
         for text in power_notes(
             report.flagging,
@@ -878,7 +816,7 @@ def _report(
         ),
         cache=cache,
         provenance=provenance(
-            title="idaudit.memorization.run_privacy_check",
+            title="idaudit.pipeline.run_privacy_check",
             inputs={f"input_sha256.{k}": v for k, v in digests.items()},
             seeds={"rng": settings.rng},
             settings={name: getattr(settings, name) for name in run_settings},

@@ -1,16 +1,18 @@
-"""Settings of the generator workflows: how draws are made, and what is computed on them."""
+"""Settings of the workflows: draws, audits, and the privacy check's statistics."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from idaudit._validation import check_integer, check_option
+from idaudit._validation import check_in_range, check_integer, check_option
 from idaudit.data import FAILURES
 from idaudit.exceptions import InvalidInputError
+from idaudit.memorization import DEFAULT_PERCENTILES, check_percentiles
 
-__all__ = ["AuditSettings", "DrawSettings", "Sampling"]
+__all__ = ["AuditSettings", "DrawSettings", "PrivacyStatistics", "Sampling"]
 
 Sampling = Literal["each", "with_replacement"]
 
@@ -126,3 +128,94 @@ class AuditSettings:
     controls: bool = False
     reference: str | None = None
     device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class PrivacyStatistics:
+    """What :func:`~idaudit.pipeline.run_privacy_check` computes, on what units, with what seed.
+
+    Every field is checked on construction; ``percentiles`` is kept as a tuple of floats.
+
+    Attributes
+    ----------
+    percentiles : sequence of float, default (1, 2, 5, 10, 20)
+        Flagging operating points, distinct, each in (0, 100).
+    percentile_method : {"order_statistic", "linear"}, default "order_statistic"
+        Held-out percentile behind the thresholds
+        (:func:`~idaudit.memorization.flagging_from_distances`).
+    n_permutations : int, default 9999
+        Permutations of the flagging p-value (0: none).
+    n_bootstrap : int, default 1000
+        NNAA split-half draws behind the intervals (0: no intervals).
+    nnaa_permutations : int, default 999
+        Relabellings of the NNAA privacy-loss test (0: none); each recomputes every nearest
+        neighbour, so it costs more than a flagging permutation.
+    max_samples, lpips_max_samples : int, default 1000 and 200
+        NNAA set caps (at least 2) for embeddings and for the appearance metric (seeded
+        subsets; with ``subjects`` or ``subject_pattern``, whole subjects, so the
+        subject-level test stays exact: :func:`~idaudit.memorization.nnaa`).
+    confidence_level : float, default 0.95
+        Of every interval, in (0, 1).
+    duplicates : {"collapse", "keep"}, default "collapse"
+        Byte-identical files within one split and cohort count once ("collapse": a copy of
+        a file is not a new image) or each ("keep").
+    subject_pattern : str, optional
+        Regex whose first capture group (or group ``subject``) in each real image's file
+        name is its subject; every training and held-out file must match. Permutations and
+        split halves then move whole subjects, a subject in both training and held-out is
+        refused, and the metric sanity check runs.
+    subjects : path, optional
+        CSV with a file column (``file``/``path``: path relative to the split root, or the
+        file name) and a ``subject`` column, one row per training and held-out image; used
+        as ``subject_pattern`` is (give one of the two, not both). Without either, each
+        image is its own subject: images are assumed exchangeable (report.md says so).
+        Synthetic images are each their own subject.
+    rng : int, default 0
+        Seed (>= 0) of the permutations, subsets and bootstrap.
+    """
+
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES
+    percentile_method: Literal["order_statistic", "linear"] = "order_statistic"
+    n_permutations: int = 9999
+    n_bootstrap: int = 1000
+    nnaa_permutations: int = 999
+    max_samples: int = 1000
+    lpips_max_samples: int = 200
+    confidence_level: float = 0.95
+    duplicates: Literal["collapse", "keep"] = "collapse"
+    subject_pattern: str | None = None
+    subjects: str | os.PathLike[str] | None = None
+    rng: int = 0
+
+    def __post_init__(self) -> None:
+        checked: dict[str, Any] = {
+            "percentiles": tuple(check_percentiles(self.percentiles).tolist()),
+            "n_permutations": check_integer(self.n_permutations, "n_permutations", minimum=0),
+            "n_bootstrap": check_integer(self.n_bootstrap, "n_bootstrap", minimum=0),
+            "nnaa_permutations": check_integer(
+                self.nnaa_permutations, "nnaa_permutations", minimum=0
+            ),
+            "max_samples": check_integer(self.max_samples, "max_samples", minimum=2),
+            "lpips_max_samples": check_integer(
+                self.lpips_max_samples, "lpips_max_samples", minimum=2
+            ),
+            "confidence_level": check_in_range(
+                self.confidence_level, "confidence_level", 0.0, 1.0
+            ),
+            "rng": check_integer(self.rng, "rng", minimum=0),
+        }
+        check_option(self.percentile_method, "percentile_method", ("order_statistic", "linear"))
+        check_option(self.duplicates, "duplicates", ("collapse", "keep"))
+        if self.subject_pattern is not None and not isinstance(self.subject_pattern, str):
+            raise TypeError(
+                "`subject_pattern` must be a regex string; got "
+                f"{type(self.subject_pattern).__name__}."
+            )
+        if self.subjects is not None and not isinstance(self.subjects, str | os.PathLike):
+            raise TypeError(
+                f"`subjects` must be a path to a CSV; got {type(self.subjects).__name__}."
+            )
+        if self.subjects is not None and self.subject_pattern is not None:
+            raise InvalidInputError("give `subjects` or `subject_pattern`, not both.")
+        for name, value in checked.items():  # frozen: the checked, normalised values
+            object.__setattr__(self, name, value)

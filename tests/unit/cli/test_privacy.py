@@ -17,9 +17,6 @@ pytestmark = pytest.mark.faces
 pytest.importorskip("dlib")
 pytest.importorskip("facenet_pytorch")
 
-FAST = {"n_bootstrap": 50, "n_permutations": 199, "threads": 1, "progress": False}
-
-
 @pytest.fixture(scope="module")
 def roots(privacy_roots: Path) -> Path:
     """The DCGAN folders of the privacy tests (tests/unit/conftest.py), made once."""

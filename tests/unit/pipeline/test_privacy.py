@@ -16,8 +16,9 @@ import pytest
 from PIL import Image
 
 from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.faces import FaceModelOptions
 from idaudit.memorization import FLAGGING_COLUMNS, NNAA_COLUMNS
-from idaudit.pipeline import run_privacy_check
+from idaudit.pipeline import PrivacyStatistics, run_privacy_check
 from idaudit.pipeline._privacy import OUTPUT_FILES
 from idaudit.results import check_result_dataset
 from standins import save_faces
@@ -27,7 +28,19 @@ pytestmark = pytest.mark.faces
 pytest.importorskip("dlib")
 pytest.importorskip("facenet_pytorch")
 
-FAST = {"n_bootstrap": 50, "n_permutations": 199, "threads": 1, "progress": False}
+
+
+def fast(models: dict | None = None, *, progress: bool = False, **statistics) -> dict:
+    """Small, fast settings (dlib in torch, one thread), with model options and statistics
+    overridden."""
+    return {
+        "models": FaceModelOptions(**{"dlib": "torch", "threads": 1, **(models or {})}),
+        "statistics": PrivacyStatistics(**{"n_bootstrap": 50, "n_permutations": 199, **statistics}),
+        "progress": progress,
+    }
+
+
+FAST = fast()
 #: The note a run on a few held-out images adds (9-12 here cannot resolve p = 1 %): tests
 #: about other warnings let it pass; the privacy fixture (tests/unit/conftest.py) checks it.
 POWER_NOTE = (
@@ -127,8 +140,8 @@ def test_rerun_with_other_settings_computes_nothing(roots: Path, first, tmp_path
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdauditWarning)  # the skipped cohort, again
         report = run_privacy_check(
-            *_args(roots), percentiles=[3, 30], n_bootstrap=20, n_permutations=99,
-            cache=tmp_path / "cache", threads=1, progress=False,
+            *_args(roots), cache=tmp_path / "cache",
+            **fast(percentiles=[3, 30], n_bootstrap=20, n_permutations=99),
         )  # fmt: skip
     assert report.cache_counters["embeddings_computed"] == 0
     assert report.cache_counters.get("distances_computed", 0) == 0
@@ -175,9 +188,14 @@ def test_bad_input(roots: Path, tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="no cohort folder is common"):
         run_privacy_check(roots / "train", other.parent, roots / "synthetic", progress=False)
     with pytest.raises(InvalidInputError, match=r"`percentiles` must each be in \(0, 100\)"):
-        run_privacy_check(*_args(roots), percentiles=[5, 120])
+        PrivacyStatistics(percentiles=[5, 120])
     with pytest.raises(InvalidInputError, match="`n_bootstrap` must be >= 0; got -1"):
-        run_privacy_check(*_args(roots), n_bootstrap=-1)
+        PrivacyStatistics(n_bootstrap=-1)
+    # settings of the wrong type: named, before any work
+    with pytest.raises(TypeError, match=r"`statistics` must be an idaudit\.pipeline\.Privacy"):
+        run_privacy_check(*_args(roots), statistics={"n_bootstrap": 50})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"`models` must be an idaudit\.faces\.FaceModelOpt"):
+        run_privacy_check(*_args(roots), models=PrivacyStatistics())  # type: ignore[arg-type]
     # a cohort whose only images have no face: skipped and named; none left: a clear error
     for k, split in enumerate(("train", "heldout", "synthetic")):
         flat = np.stack([np.full((64, 64, 3), 10 * k + j, np.uint8) for j in range(2)])
@@ -197,7 +215,7 @@ def test_dlib_in_cpp_gives_the_torch_runtime_numbers_under_its_own_name(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdauditWarning)  # the skipped cohort, again
         report = run_privacy_check(
-            *_args(roots), dlib_runtime="cpp", cache=tmp_path / "cache", **FAST
+            *_args(roots), cache=tmp_path / "cache", **fast({"dlib": "cpp"})
         )
     # another model identity: nothing of the torch runtime's is reused for its embeddings
     fresh = first[0].cache_counters["embeddings_computed"]  # the first run's, from empty
@@ -223,10 +241,8 @@ def test_dlib_in_cpp_gives_the_torch_runtime_numbers_under_its_own_name(
     assert report.settings.to_dict()["dlib_runtime"] == "cpp"
     assert first[0].settings.to_dict()["dlib_runtime"] == "torch"
     assert report.models.identity[0]["device"] == report.models.appearance["device"] == "cpu"
-    with pytest.raises(InvalidInputError, match="`dlib_runtime` must be one of"):
-        run_privacy_check(*_args(roots), dlib_runtime="onnx")
-    with pytest.raises(InvalidInputError, match="`dlib` must be True or False; got 'cpp'"):
-        run_privacy_check(*_args(roots), dlib="cpp")
+    with pytest.raises(InvalidInputError, match="`dlib` must be one of 'cpp', 'torch'"):
+        FaceModelOptions(dlib="onnx")  # type: ignore[arg-type]
 
 
 def test_threads_never_exceed_the_cpus_this_process_may_use(roots: Path, first) -> None:
@@ -240,7 +256,7 @@ def test_arcface_route_with_stand_in_weights(roots: Path, buffalo_dir: Path) -> 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdauditWarning)
         report = run_privacy_check(
-            *_args(roots), dlib=False, arcface=buffalo_dir, aligned=True, **FAST
+            *_args(roots), **fast({"dlib": None, "arcface": buffalo_dir, "aligned": True})
         )
     assert list(dict.fromkeys(report.flagging["metric"])) == [
         "arcface-w600k-r50",
@@ -258,7 +274,9 @@ def test_arcface_dir_brings_its_retinaface(roots: Path, buffalo_dir: Path, tmp_p
     """Seed 003's pipeline from one flag: buffalo_l's det_10g.onnx detects, ArcFace embeds."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdauditWarning)
-        report = run_privacy_check(*_args(roots), dlib=False, arcface=buffalo_dir, **FAST)
+        report = run_privacy_check(
+            *_args(roots), **fast({"dlib": None, "arcface": buffalo_dir})
+        )
     identity = report.models.identity[0]
     assert identity["detector"] == "retinaface-det-10g"
     assert set(identity["detector_weights"]) == {"det_10g.onnx"}
@@ -310,7 +328,7 @@ def test_every_statistics_stage_shows_progress(
     shutil.copytree(first[1] / "cache", tmp_path / "cache")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdauditWarning)
-        run_privacy_check(*_args(roots), cache=tmp_path / "cache", **{**FAST, "progress": True})
+        run_privacy_check(*_args(roots), cache=tmp_path / "cache", **fast(progress=True))
     err = capsys.readouterr().err
     for stage in (
         "flagging (dlib-resnet-v1-torch): 199 permutations",
@@ -523,9 +541,9 @@ def test_subjects_under_caps_below_the_set_sizes(roots: Path, first, tmp_path: P
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdauditWarning)  # the skipped cohort, again
         report = run_privacy_check(
-            *_args(roots), subject_pattern=r"^(s\d+)_", max_samples=4, lpips_max_samples=3,
-            n_bootstrap=0, n_permutations=99, nnaa_permutations=19, cache=tmp_path / "cache",
-            threads=1, progress=False,
+            *_args(roots), cache=tmp_path / "cache",
+            **fast(subject_pattern=r"^(s\d+)_", max_samples=4, lpips_max_samples=3,
+                   n_bootstrap=0, n_permutations=99, nnaa_permutations=19),
         )  # fmt: skip
     pooled = report.nnaa[report.nnaa["cohort"] == "pooled"].set_index("axis")
     assert pooled.loc["identity", ["n_train", "n_heldout", "n_synthetic"]].tolist() == [4, 4, 4]
