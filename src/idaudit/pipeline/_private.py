@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EmbeddingNoiseSwap", "FaceBank", "PrivacyGuarantee"]
 
-#: Smallest side of an input frame: below it no detector finds a face to encode.
+#: Smallest side of an input frame read for a face; a smaller one maps to the fallback embedding.
 MIN_INPUT_SIDE = 32
 #: Side the bank's aligned crops are enlarged to (``ShippedFaceGenerator.embed``).
 UPSCALE = 160
@@ -41,13 +41,22 @@ _MEMO_SIZE = 4096
 
 _CERTIFIED_UPPER: Status = check_status("certified_upper_bound")
 
+#: The inputs the guarantee covers, in plain words.
+COVERS = (
+    "every (H, W, 3) uint8 image: a frame under 32 pixels on a side, one where no face is "
+    "found, and one on which the detector, aligner or encoder fails or returns no finite "
+    "vector all map to the fixed public fallback embedding before the noise"
+)
+
 ASSUMPTIONS = (
     "the input encoder (detector, alignment, network) is a deterministic function of the image",
     "the bank, the fallback embedding and the decoder's randomness are fixed or drawn "
     "independently of the inputs",
     "the decoder reads only the noisy embedding and public material, never the input image",
-    "every embedding before the noise has unit norm (a face not found maps to the fixed "
-    "public fallback embedding)",
+    "every embedding before the noise has unit norm (a frame that cannot be read maps to "
+    "the fixed public fallback embedding)",
+    "an audit observes the released image only (detect mode); paired mode also reads the "
+    "source frame, which the mechanism does not release",
 )
 
 
@@ -67,6 +76,9 @@ class PrivacyGuarantee:
         :math:`\\Delta_{AB}`.
     scope : str
         ``"any two inputs"`` or ``"pair"``.
+    covers : str
+        Which inputs the bound holds for: every ``(H, W, 3)`` uint8 image (frames the
+        mechanism cannot read map to the public fallback embedding).
     assumptions : tuple of str
         What the proof assumes, in plain words.
     status : str
@@ -81,6 +93,7 @@ class PrivacyGuarantee:
     scope: str
     assumptions: tuple[str, ...] = field(repr=False)
     status: Status = _CERTIFIED_UPPER
+    covers: str = field(default=COVERS, repr=False)
 
 
 @dataclass(frozen=True)
@@ -240,7 +253,10 @@ class EmbeddingNoiseSwap(ImageMechanism):
     pipeline : FacePipeline
         Detector and encoder of the input face. Frames under 160 pixels are enlarged to 160
         and edge-padded before detection (:func:`idaudit.faces.prepare_frame`, the rule of
-        :func:`audit_generator`).
+        :func:`audit_generator`). A frame under 32 pixels on a side, or one on which the
+        detector, aligner or encoder raises, maps to ``fallback``: the mechanism answers every
+        ``(H, W, 3)`` uint8 image, and its answer depends on the image only through the noisy
+        embedding.
     refine : int, default 0
         Updates of the inversion attack (:class:`~idaudit.inversion.RankedAdversary`, APGD,
         top-1) that move the nearest bank face towards the noisy embedding; 0 (the default, fast)
@@ -260,7 +276,12 @@ class EmbeddingNoiseSwap(ImageMechanism):
     A fixed output image for a face not found would leak: it is a point mass, and against the
     spread-out law of a found face its privacy loss is unbounded. Mapping such an input to a
     fixed unit embedding *before* the noise keeps every pre-noise point on the sphere, so the
-    sensitivity stays at most 2.
+    sensitivity stays at most 2. An error would leak the same way, so none is raised for a
+    valid image.
+
+    The output's size is the bank's (:attr:`output_size`), never the input's, and an audit of
+    it must not read the source frame: :func:`~idaudit.pipeline.audit_generator` judges the
+    outputs against :attr:`output_size` and refuses ``mode="paired"`` (:attr:`paired_audit`).
 
     Examples
     --------
@@ -281,6 +302,8 @@ class EmbeddingNoiseSwap(ImageMechanism):
     strength_name = "sigma"
     deterministic = False
     ASSUMPTIONS: ClassVar[tuple[str, ...]] = ASSUMPTIONS
+    #: ``mode="paired"`` audits read the source frame beside the output, outside the proof.
+    paired_audit: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -340,6 +363,17 @@ class EmbeddingNoiseSwap(ImageMechanism):
         self.decoder = decoder
         self.fallback = fb / np.linalg.norm(fb)
         self._memo: dict[str, npt.NDArray[np.float64]] = {}
+
+    @property
+    def output_size(self) -> tuple[int, int] | None:
+        """``(H, W)`` of every output (the bank's faces), or ``None`` with a custom ``decoder``.
+
+        Audits judge the outputs against this size, never against the source's: an outcome
+        that depended on the input's size would be information outside the noisy embedding.
+        """
+        if self.decoder is not None:
+            return None
+        return (int(self.bank.images.shape[1]), int(self.bank.images.shape[2]))
 
     @property
     def strength(self) -> float:
@@ -403,13 +437,7 @@ class EmbeddingNoiseSwap(ImageMechanism):
         )
 
     def _check_input(self, image: Any) -> Image:
-        arr = _check_image(image)
-        if min(arr.shape[:2]) < MIN_INPUT_SIDE:
-            raise InvalidInputError(
-                f"`image` must be at least {MIN_INPUT_SIDE} pixels on each side (a smaller frame "
-                f"holds no face to encode); got {arr.shape[:2]}."
-            )
-        return arr
+        return _check_image(image)
 
     def _embed(self, image: Image) -> npt.NDArray[np.float64]:
         """``e(x)``, remembered by content: the encoder is deterministic (an assumption)."""
@@ -426,17 +454,24 @@ class EmbeddingNoiseSwap(ImageMechanism):
     def _embed_uncached(self, image: Image) -> npt.NDArray[np.float64]:
         from idaudit.faces import prepare_frame
 
-        frame = prepare_frame(image)
-        faces = self.pipeline.detector.detect(frame)
-        if not faces:
+        if min(image.shape[:2]) < MIN_INPUT_SIDE:
             return self.fallback.copy()
-        face = max(faces, key=lambda f: f.area)
-        crop = self.pipeline.encoder.align(frame, face)
-        e = np.asarray(self.pipeline.encoder.encode(crop[None]), dtype=np.float64)[0]
-        norm = float(np.linalg.norm(e))
-        if not np.isfinite(e).all() or norm == 0:
+        try:
+            frame = prepare_frame(image)
+            faces = self.pipeline.detector.detect(frame)
+            if not faces:
+                return self.fallback.copy()
+            face = max(faces, key=lambda f: f.area)
+            crop = self.pipeline.encoder.align(frame, face)
+            e = np.asarray(self.pipeline.encoder.encode(crop[None]), dtype=np.float64)
+        except Exception:  # an error is an observable outcome: map it before the noise
             return self.fallback.copy()
-        unit: npt.NDArray[np.float64] = e / norm
+        if e.shape != (1, self.bank.dim) or not np.isfinite(e).all():
+            return self.fallback.copy()
+        norm = float(np.linalg.norm(e[0]))
+        if norm == 0:
+            return self.fallback.copy()
+        unit: npt.NDArray[np.float64] = e[0] / norm
         return unit
 
     def release(self, e: npt.ArrayLike, gen: np.random.Generator) -> npt.NDArray[np.float64]:

@@ -216,7 +216,6 @@ def test_bank_without_embeddings_or_from_another_encoder(parts):
     [
         (np.zeros((64, 64, 3), np.float32), r"^`image` must be a non-empty \(H, W, 3\) uint8"),
         (np.zeros((64, 64), np.uint8), r"^`image` must be a non-empty \(H, W, 3\) uint8"),
-        (np.zeros((16, 64, 3), np.uint8), r"^`image` must be at least 32 pixels on each side"),
     ],
 )
 def test_bad_images_fail_before_any_work(parts, image, message):
@@ -252,3 +251,67 @@ def test_with_sigma_changes_only_sigma(parts):
     np.testing.assert_array_equal(other(sources[0], rng=3), _mech(parts, 0.1)(sources[0], rng=3))
     with pytest.raises(InvalidInputError, match=r"^`sigma` must be in \(0, inf\)"):
         mech.with_sigma(float("nan"))
+
+
+class _RaisingDetector:
+    name = "raises"
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        raise RuntimeError("cannot read this frame")
+
+
+def test_frames_the_mechanism_cannot_read_map_to_the_fallback_before_the_noise(parts):
+    """A tiny frame or a failing detector is no error (an error is an observable outcome)."""
+    enc, bank, _, sources = parts
+    mech = _mech(parts, 0.4)
+    tiny = np.ascontiguousarray(sources[0][::3, ::3][:20, :20])  # the same face, 20 px
+    thin = np.full((16, 64, 3), 200, np.uint8)
+    dark = np.zeros((64, 64, 3), np.uint8)  # no face found: the fallback
+    e = mech.encode_sources([tiny, thin, dark])
+    dim = e.shape[1]
+    np.testing.assert_array_equal(e, np.full((3, dim), 1 / math.sqrt(dim)))
+    for seed in range(4):  # the same law as any unreadable frame: same noise, same face
+        np.testing.assert_array_equal(mech(tiny, rng=seed), mech(dark, rng=seed))
+        np.testing.assert_array_equal(mech(thin, rng=seed), mech(dark, rng=seed))
+    failing = EmbeddingNoiseSwap(
+        0.4, bank=bank, pipeline=FacePipeline(_RaisingDetector(), enc, progress=False)
+    )
+    e2 = failing.encode_sources(list(sources[:2]))
+    np.testing.assert_array_equal(e2, np.full((2, dim), 1 / math.sqrt(dim)))
+    np.testing.assert_array_equal(failing(sources[0], rng=1), mech(dark, rng=1))
+    assert "32 pixels" in mech.guarantee(1e-5).covers
+    assert mech.pair_guarantee([tiny], list(sources[:2]), 1e-5).sensitivity <= 2.0
+
+
+def test_audits_judge_outputs_by_the_banks_size_never_the_sources(parts):
+    """Sources of two sizes: every draw is ok (the source's size was `bad_output` before)."""
+    from PIL import Image as PILImage
+
+    from idaudit.pipeline import EncodedGenerator
+
+    _, bank, pipe, sources = parts
+    big = np.asarray(PILImage.fromarray(sources[1]).resize((96, 96), PILImage.BICUBIC))
+    mech = _mech(parts, 0.3)
+    engine = EncodedGenerator(mech, None, {0: [sources[0]], 1: [sources[1], big]}, pipeline=pipe)
+    _, records = engine.encode_draws(1, [0, 1, 1, 0], [1, 2, 3, 4])
+    assert [r["status"] for r in records] == ["ok"] * 4
+    assert engine.output_shape == mech.output_size == bank.images.shape[1:3]
+    custom = _mech(parts, decoder=lambda noisy, rng: np.zeros((80, 40, 3), np.uint8))
+    assert custom.output_size is None
+    engine = EncodedGenerator(custom, None, {1: [sources[1], big]}, pipeline=pipe)
+    _, records = engine.encode_draws(1, [0, 1], [1, 2])
+    assert all(r["status"] != "bad_output" for r in records)
+
+
+def test_paired_mode_is_refused(parts):
+    """Paired mode reads the source frame, which the mechanism never releases."""
+    from idaudit.pipeline import DrawSettings, EncodedGenerator, audit_generator
+
+    _, _, pipe, sources = parts
+    images = {0: list(sources[:2]), 1: list(sources[2:4])}
+    with pytest.raises(InvalidInputError, match=r"^`mode`='paired' reads the source frame"):
+        EncodedGenerator(_mech(parts), None, images, pipeline=pipe, mode="paired")
+    with pytest.raises(InvalidInputError, match=r"^`mode`='paired' reads the source frame"):
+        audit_generator(
+            _mech(parts), images, models=pipe, draws=DrawSettings(mode="paired"), progress=False
+        )
