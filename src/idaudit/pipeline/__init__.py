@@ -42,7 +42,12 @@ from idaudit.pipeline._images import (
 from idaudit.pipeline._linkage import LinkageReport, linkage_report
 from idaudit.pipeline._privacy import run_privacy_check
 from idaudit.pipeline._privacy_cache import PrivacyCache
-from idaudit.pipeline._private import EmbeddingNoiseSwap, FaceBank, PrivacyGuarantee
+from idaudit.pipeline._private import (
+    EmbeddingNoiseSwap,
+    FaceBank,
+    PrivacyGuarantee,
+    SourceEmbeddings,
+)
 from idaudit.pipeline._settings import AuditSettings, DrawSettings
 
 __all__ = [
@@ -63,6 +68,7 @@ __all__ = [
     "Pixelate",
     "PrivacyCache",
     "PrivacyGuarantee",
+    "SourceEmbeddings",
     "audit_generator",
     "compare_conditions",
     "encode_generator",

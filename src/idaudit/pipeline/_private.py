@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from idaudit.faces import FacePipeline
     from idaudit.inversion import LatentBank
 
-__all__ = ["EmbeddingNoiseSwap", "FaceBank", "PrivacyGuarantee"]
+__all__ = ["EmbeddingNoiseSwap", "FaceBank", "PrivacyGuarantee", "SourceEmbeddings"]
 
 #: Smallest side of an input frame read for a face; a smaller one maps to the fallback embedding.
 MIN_INPUT_SIDE = 32
@@ -38,8 +38,17 @@ UPSCALE = 160
 
 #: Source embeddings remembered (by content hash) so repeated draws encode each source once.
 _MEMO_SIZE = 4096
+#: Bank faces re-encoded by the mechanism's encoder to check the bank's embeddings.
+_BANK_CHECKED = 2
+#: Largest coordinate difference between a stored and a re-encoded unit bank embedding.
+_BANK_ATOL = 1e-3
 
 _CERTIFIED_UPPER: Status = check_status("certified_upper_bound")
+
+#: Brent's tolerances in :func:`idaudit.dp.gaussian_epsilon` (the root is within
+#: ``xtol + rtol·ε`` of the true ε); a guarantee's ε is rounded up past them.
+_ROOT_XTOL = 1e-14
+_ROOT_RTOL = 4.0 * float(np.finfo(float).eps)
 
 #: The inputs the guarantee covers, in plain words.
 COVERS = (
@@ -97,6 +106,33 @@ class PrivacyGuarantee:
 
 
 @dataclass(frozen=True)
+class SourceEmbeddings:
+    """Pre-noise unit embeddings of source images, made by one mechanism's input encoder.
+
+    Returned by :meth:`EmbeddingNoiseSwap.encode_sources`;
+    :meth:`EmbeddingNoiseSwap.pair_guarantee` accepts it in place of the images, from the
+    mechanism that made it (same encoder and fallback) only: arbitrary unit vectors are not the
+    mechanism's pre-noise points and would prove nothing.
+
+    Attributes
+    ----------
+    vectors : numpy.ndarray of float64, shape (n, dim)
+    encoder : str
+        ``name`` of the encoder that made them.
+    fallback : tuple of float
+        The fallback embedding of frames that cannot be read.
+    """
+
+    vectors: npt.NDArray[np.float64] = field(repr=False)
+    encoder: str
+    fallback: tuple[float, ...] = field(repr=False)
+
+    def __len__(self) -> int:
+        """Return the number of source images."""
+        return int(self.vectors.shape[0])
+
+
+@dataclass(frozen=True)
 class FaceBank:
     """Public faces and their unit embeddings under one encoder: what the decoder may read.
 
@@ -113,6 +149,8 @@ class FaceBank:
         The generator codes of ``images`` (needed to refine by inversion).
     generator : str
         Name of the generator the faces come from.
+    upscale : int
+        Side the aligned crops were enlarged to before encoding (``from_images``).
     """
 
     images: npt.NDArray[np.uint8] = field(repr=False)
@@ -120,6 +158,7 @@ class FaceBank:
     encoder: str
     latents: npt.NDArray[np.float32] | None = field(default=None, repr=False)
     generator: str = ""
+    upscale: int = UPSCALE
 
     def __post_init__(self) -> None:
         """Refuse arrays that cannot be a bank."""
@@ -227,6 +266,7 @@ class FaceBank:
             encoder=_encoder_name(encoder),
             latents=None if latents is None else np.asarray(latents, dtype=np.float32),
             generator=generator,
+            upscale=upscale,
         )
 
 
@@ -336,6 +376,7 @@ class EmbeddingNoiseSwap(ImageMechanism):
                 f"the mechanism's encoder {_encoder_name(encoder)!r} ({int(encoder.dim)}-d): "
                 "nearest faces would be found in another space."
             )
+        _check_bank_embeddings(bank, encoder)
         self.refine = check_integer(refine, "refine", minimum=0)
         if self.refine and (generator is None or bank.latents is None):
             raise InvalidInputError(
@@ -418,8 +459,8 @@ class EmbeddingNoiseSwap(ImageMechanism):
         }
 
     # -- the mechanism -----------------------------------------------------------------------
-    def encode_sources(self, images: Sequence[Any]) -> npt.NDArray[np.float64]:
-        """Return the unit embeddings ``e(x)`` before the noise (no face found: the fallback).
+    def encode_sources(self, images: Sequence[Any]) -> SourceEmbeddings:
+        """Return the unit embeddings ``e(x)`` before the noise (unreadable frame: the fallback).
 
         Parameters
         ----------
@@ -427,13 +468,17 @@ class EmbeddingNoiseSwap(ImageMechanism):
 
         Returns
         -------
-        numpy.ndarray of float64, shape (n, dim)
+        SourceEmbeddings
+            ``vectors`` of shape (n, dim), tagged with this mechanism's encoder and fallback.
         """
         checked = [self._check_input(im) for im in images]
-        return (
+        vectors = (
             np.stack([self._embed(im) for im in checked])
             if checked
             else np.zeros((0, self.bank.dim))
+        )
+        return SourceEmbeddings(
+            vectors=vectors, encoder=self.bank.encoder, fallback=tuple(self.fallback.tolist())
         )
 
     def _check_input(self, image: Any) -> Image:
@@ -561,48 +606,71 @@ class EmbeddingNoiseSwap(ImageMechanism):
 
         Parameters
         ----------
-        sources_a, sources_b : sequence of (H, W, 3) uint8 arrays, or arrays of shape (n, dim)
-            Source images, or their embeddings from :meth:`encode_sources`.
+        sources_a, sources_b : sequence of (H, W, 3) uint8 arrays, or SourceEmbeddings
+            Source images, or what :meth:`encode_sources` of this mechanism (or one with the
+            same encoder and fallback) returned for them.
         delta : float
 
         Returns
         -------
         PrivacyGuarantee
+
+        Raises
+        ------
+        InvalidInputError
+            If ``delta`` is outside (0, 1) or the decoder reads the input (checked before any
+            image is encoded), a source set is empty, or embeddings come from another encoder
+            or fallback.
+        TypeError
+            If a source set is a bare array of vectors rather than images or
+            :class:`SourceEmbeddings`.
         """
-        ea, eb = (
-            self._as_embeddings(sources_a, "sources_a"),
-            self._as_embeddings(sources_b, "sources_b"),
-        )
-        diff = np.sqrt(np.maximum(_sq_distances(ea, eb), 0.0))
+        dlt = self._check_guarantee_inputs(delta)
+        ea = self._as_embeddings(sources_a, "sources_a")
+        eb = self._as_embeddings(sources_b, "sources_b")
+        diff = _distances(ea, eb)
         sens = float(min(diff.max(), 2.0))
-        return self._guarantee(delta, sens, "pair")
+        return self._guarantee(dlt, sens, "pair")
 
     def _as_embeddings(self, sources: Any, name: str) -> npt.NDArray[np.float64]:
-        arr = np.asarray(sources) if not isinstance(sources, list) else None
-        if arr is not None and arr.ndim == 2 and arr.dtype.kind == "f":
-            if arr.shape[1] != self.bank.dim or arr.shape[0] == 0:
+        if isinstance(sources, SourceEmbeddings):
+            if sources.encoder != self.bank.encoder or not np.array_equal(
+                np.asarray(sources.fallback), self.fallback
+            ):
                 raise InvalidInputError(
-                    f"`{name}` embeddings must have shape (n >= 1, {self.bank.dim}); got "
-                    f"{arr.shape}."
+                    f"`{name}` was encoded by encoder {sources.encoder!r} with another fallback "
+                    f"or encoder than this mechanism's ({self.bank.encoder!r}): encode the "
+                    "images with this mechanism's encode_sources."
                 )
-            norms = np.linalg.norm(arr, axis=1)
-            if not np.isfinite(arr).all() or np.abs(norms - 1.0).max() > 1e-3:
-                raise InvalidInputError(f"`{name}` embeddings must be finite and of unit norm.")
-            return arr.astype(np.float64)
+            if len(sources) == 0:
+                raise InvalidInputError(f"`{name}` must hold at least one source image.")
+            return sources.vectors
+        if isinstance(sources, np.ndarray) and sources.ndim == 2 and sources.dtype.kind == "f":
+            raise TypeError(
+                f"`{name}` must be source images or this mechanism's encode_sources(images); "
+                f"got a bare {sources.shape} array of vectors, which need not be the "
+                "mechanism's pre-noise points."
+            )
         if len(sources) == 0:
             raise InvalidInputError(f"`{name}` must hold at least one source image.")
-        return self.encode_sources(list(sources))
+        return self.encode_sources(list(sources)).vectors
 
-    def _guarantee(self, delta: float, sensitivity: float, scope: str) -> PrivacyGuarantee:
-        from idaudit.dp import gaussian_epsilon
-
+    def _check_guarantee_inputs(self, delta: float) -> float:
         dlt = check_in_range(delta, "delta", 0.0, 1.0)
         if self.reads_input:
             raise InvalidInputError(
                 "no guarantee: the decoder reads the input image (it takes `source`), so the "
                 "output is not post-processing of the noisy embedding."
             )
+        return dlt
+
+    def _guarantee(self, delta: float, sensitivity: float, scope: str) -> PrivacyGuarantee:
+        from idaudit.dp import gaussian_epsilon
+
+        dlt = self._check_guarantee_inputs(delta)
         eps = 0.0 if sensitivity == 0.0 else float(gaussian_epsilon(dlt, self.sigma, sensitivity))
+        if eps > 0.0:  # Brent's root is within xtol + rtol·ε of the true ε: round up past it
+            eps += 2.0 * (_ROOT_XTOL + _ROOT_RTOL * eps)
         return PrivacyGuarantee(
             epsilon=eps,
             delta=dlt,
@@ -613,9 +681,35 @@ class EmbeddingNoiseSwap(ImageMechanism):
         )
 
 
-def _sq_distances(
-    a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """Squared Euclidean distances between the rows of ``a`` and ``b``, ``(n_a, n_b)``."""
-    out: npt.NDArray[np.float64] = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
+def _distances(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Euclidean distances between the rows of ``a`` and ``b``, ``(n_a, n_b)``.
+
+    The norm of each difference: no expanded square, which loses precision for near points.
+    """
+    out: npt.NDArray[np.float64] = np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2)
     return out
+
+
+def _check_bank_embeddings(bank: FaceBank, encoder: Any) -> None:
+    """Re-encode the first bank faces with ``encoder``; refuse embeddings it did not make."""
+    from idaudit.faces import ShippedFaceGenerator
+
+    k = min(_BANK_CHECKED, bank.volume)
+    try:
+        fresh = np.asarray(
+            ShippedFaceGenerator().embed(bank.images[:k], encoder, upscale=bank.upscale),
+            dtype=np.float64,
+        )
+    except Exception as exc:
+        raise InvalidInputError(
+            f"`bank` faces could not be re-encoded by the mechanism's encoder to check their "
+            f"embeddings ({type(exc).__name__}: {exc})."
+        ) from exc
+    fresh = fresh / np.linalg.norm(fresh, axis=1, keepdims=True)
+    gap = float(np.abs(fresh - bank.embeddings[:k].astype(np.float64)).max())
+    if not gap <= _BANK_ATOL:
+        raise InvalidInputError(
+            f"`bank` embeddings are not the mechanism's encoder's: its first {k} face(s) "
+            f"re-encoded differ by up to {gap:.3g} (> {_BANK_ATOL:g}); build the bank with "
+            "FaceBank.from_images(images, pipeline.encoder)."
+        )
