@@ -711,7 +711,11 @@ def private_swap_sweep(
             status=desc,
         ),
         "guarantee_epsilon": variable(
-            ("sigma", "pair"), guar, long_name="proved pair guarantee at delta", status=up
+            ("sigma", "pair"),
+            guar,
+            long_name="proved pair guarantee at delta",
+            status=up,
+            n_simultaneous=n_p,  # proved: every pair's bound holds at once, with probability one
         ),
         "global_guarantee_epsilon": variable(
             "sigma", global_guar, long_name="proved guarantee for any two inputs", status=up

@@ -85,6 +85,8 @@ def test_guarantees_are_the_closed_form_at_each_pairs_brute_force_sensitivity(se
         want = _bw_epsilon(1e-5, sigma, 2.0)
         assert float(ds["global_guarantee_epsilon"][s]) == pytest.approx(want, rel=1e-6)
     assert ds["guarantee_epsilon"].attrs["status"] == "certified_upper_bound"
+    # proved with probability one, so every pair's guarantee holds at once
+    assert ds["guarantee_epsilon"].attrs["n_simultaneous"] == len(PAIRS)
     assert ds["certified_epsilon"].attrs["status"] == "certified_lower_bound"
     # each σ's selected pairs are certified jointly: its largest keeps the status
     most = int(np.isfinite(ds["certified_epsilon"].values).sum(axis=1).max())
