@@ -144,10 +144,14 @@ def main() -> None:
             dict(zip(routes, rho, strict=True)),
         )
         leaves = ds["leaves_endpoint_sigma"].values.tolist()
+        regimes = ds["endpoint_regime"].values.tolist()
         print(
-            "σ from which each route leaves its endpoint regime:",
-            dict(zip(routes, leaves, strict=True)),
+            "σ from which each route leaves its endpoint regime (never: never at one; "
+            "stays: at one at the largest σ):",
+            {r: v if g == "leaves" else g for r, v, g in zip(routes, leaves, regimes, strict=True)},
         )
+        not_run = ds["not_run"].values.tolist()
+        print("values not run per route:", dict(zip(routes, not_run, strict=True)))
         lo, mid, hi = np.quantile(ds["pair_sensitivity"].values, [0, 0.5, 1])
         print(f"pair sensitivity Δ_AB: min {lo:.3f}, median {mid:.3f}, max {hi:.3f}")
         if ds.attrs.get("route_failures"):

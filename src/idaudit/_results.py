@@ -83,7 +83,8 @@ STATUSES: Mapping[str, str] = {
     ),
     "certified_upper_bound": (
         "an upper bound holding with a stated probability (e.g. an exact one-sided "
-        "Clopper-Pearson bound on an error rate)"
+        "Clopper-Pearson bound on an error rate), or an epsilon proved in closed form for a "
+        "mechanism, which holds with probability one under its stated assumptions"
     ),
     "reference": (
         "a property of a benchmark mechanism proved in closed form (a true epsilon), the truth "

@@ -305,20 +305,20 @@ def _stack_scales(
     return out
 
 
-def _check_scales(scales: Any) -> npt.NDArray[np.float64]:
+def _check_scales(scales: Any, name: str = "scales") -> npt.NDArray[np.float64]:
     try:
         values = np.asarray(scales, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"`scales` must be a sequence of numbers; got {scales!r}.") from exc
+        raise TypeError(f"`{name}` must be a sequence of numbers; got {scales!r}.") from exc
     if values.size == 0:
-        raise InvalidInputError("`scales` must hold at least one scale; got none.")
+        raise InvalidInputError(f"`{name}` must hold at least one value; got none.")
     bad = ~(np.isfinite(values) & (values > 0))
     if bad.any():
         raise InvalidInputError(
-            f"`scales` must be positive and finite; got {float(values[bad][0])!r}."
+            f"`{name}` must be positive and finite; got {float(values[bad][0])!r}."
         )
     if np.unique(values).size != values.size:
-        raise InvalidInputError(f"`scales` must be distinct; got {values.tolist()!r}.")
+        raise InvalidInputError(f"`{name}` must be distinct; got {values.tolist()!r}.")
     return values
 
 
@@ -503,9 +503,11 @@ def private_swap_sweep(
     Parameters
     ----------
     images_by_identity : mapping of label to sequence of (H, W, 3) uint8 images
-        Source images of each identity.
+        Source images of each identity; only the identities in ``pairs`` go through the
+        mechanism.
     sigmas : sequence of float
-        Noise standard deviations, each > 0 and finite, distinct.
+        Noise standard deviations, each > 0 and finite, distinct; sorted ascending in the
+        result.
     bank : FaceBank
         The mechanism's public faces.
     pipeline : FacePipeline
@@ -543,8 +545,13 @@ def private_swap_sweep(
         audit keeps at 0 but with probability α; ``tightness`` (sigma, pair): certified /
         guarantee; ``rank_correlation`` (route): Spearman's ρ over σ between the route's median
         over pairs and the median guarantee (NaN when either is constant or fewer than 3 σ
-        are finite); ``leaves_endpoint_sigma`` (route): the smallest σ from which on every
-        pair's value is finite (for the certificate: below its ceiling), NaN if none.
+        are finite); ``endpoint_regime`` (route): ``"never"`` when no value is at an
+        endpoint (+∞; for the certificate: at its ceiling) at any σ, ``"leaves"`` when the
+        route is at one up to some σ and not from the next on, ``"stays"`` when it is at one at
+        the largest σ; ``leaves_endpoint_sigma`` (route): for ``"leaves"`` the smallest σ from
+        which on no value is at an endpoint, NaN otherwise; ``not_run`` (route): (σ, pair)
+        values the route could not compute (NaN; kept apart from endpoints, and 0 for the
+        certificate, whose NaN only marks a pair not selected).
     """
     from scipy.stats import spearmanr
 
@@ -558,7 +565,7 @@ def private_swap_sweep(
     from idaudit.certify import ReservedTestCertifier
     from idaudit.pipeline import AuditSettings, DrawSettings, EmbeddingNoiseSwap, audit_generator
 
-    sig = _check_scales(sigmas)
+    sig = np.sort(_check_scales(sigmas, "sigmas"))
     dlt = check_in_range(delta, "delta", 0.0, 1.0)
     pair_list = [(a, b) for a, b in pairs]
     if not pair_list:
@@ -580,7 +587,8 @@ def private_swap_sweep(
             progress=False,
         )
     probe = EmbeddingNoiseSwap(float(sig[0]), bank=bank, pipeline=pipeline)
-    sources = {k: probe.encode_sources(list(images_by_identity[k])) for p in pair_list for k in p}
+    audited = {k: list(images_by_identity[k]) for p in pair_list for k in p}  # pairs' only
+    sources = {k: probe.encode_sources(images) for k, images in audited.items()}
     n_p = len(pair_list)
     route_list = (  # audit_generator's four routes
         list(auditors)
@@ -610,7 +618,7 @@ def private_swap_sweep(
             warnings.filterwarnings("ignore", message=r".*exact duplicates of an earlier row")
             run = audit_generator(
                 mech,
-                images_by_identity,
+                audited,
                 models=audit_pipeline if audit_pipeline is not None else pipeline,
                 cache=cache,
                 rng=seed_run,
@@ -654,6 +662,8 @@ def private_swap_sweep(
     series = {r: route_eps[r] for r in routes[:-1]} | {"certified": cert}
     rho = []
     leaves = []
+    regimes = []
+    not_run = []
     med_guar = np.median(guar, axis=1)
     for r in routes:
         vals = series[r]
@@ -665,10 +675,19 @@ def private_swap_sweep(
         rho.append(float(spearmanr(finite_med[ok], med_guar[ok]).statistic) if defined else np.nan)
         if r == "certified":  # at the ceiling: limited by the test split, not the mechanism
             at_end = np.asarray((cert >= ceiling).any(axis=1), dtype=bool)
-        else:  # an infinite value: a ROC or a density ratio at its endpoint
-            at_end = np.asarray(~np.isfinite(vals).all(axis=1), dtype=bool)  # NaN: not run
-        after = [k for k in range(sig.size) if not at_end[k:].any()]
-        leaves.append(float(sig[after[0]]) if after else np.nan)
+            not_run.append(0)
+        else:  # an infinite value: a ROC or a density ratio at its endpoint; NaN: not run
+            at_end = np.asarray(np.isposinf(vals).any(axis=1), dtype=bool)
+            not_run.append(int(np.isnan(vals).sum()))
+        if not at_end.any():
+            regimes.append("never")
+            leaves.append(np.nan)
+        elif at_end[-1]:
+            regimes.append("stays")
+            leaves.append(np.nan)
+        else:  # σ is sorted: the first grid point after the last one at an endpoint
+            regimes.append("leaves")
+            leaves.append(float(sig[int(np.flatnonzero(at_end)[-1]) + 1]))
     desc: Status = "descriptive"
     up = probe.guarantee(dlt).status
     data = {
@@ -692,7 +711,11 @@ def private_swap_sweep(
             status=desc,
         ),
         "guarantee_epsilon": variable(
-            ("sigma", "pair"), guar, long_name="proved pair guarantee at delta", status=up
+            ("sigma", "pair"),
+            guar,
+            long_name="proved pair guarantee at delta",
+            status=up,
+            n_simultaneous=n_p,  # proved: every pair's bound holds at once, with probability one
         ),
         "global_guarantee_epsilon": variable(
             "sigma", global_guar, long_name="proved guarantee for any two inputs", status=up
@@ -712,7 +735,21 @@ def private_swap_sweep(
         "leaves_endpoint_sigma": variable(
             "route",
             leaves,
-            long_name="smallest sigma from which on no value is at an endpoint",
+            long_name="smallest sigma from which on no value is at an endpoint (NaN unless "
+            "endpoint_regime is 'leaves')",
+            status=desc,
+        ),
+        "endpoint_regime": variable(
+            "route",
+            np.asarray(regimes),
+            long_name="'never' at an endpoint, 'leaves' it from leaves_endpoint_sigma, or "
+            "'stays' at the largest sigma",
+            status=desc,
+        ),
+        "not_run": variable(
+            "route",
+            not_run,
+            long_name="(sigma, pair) values the route could not compute",
             status=desc,
         ),
     }

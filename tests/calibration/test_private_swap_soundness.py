@@ -164,7 +164,7 @@ def setting(tmp_path_factory):
     bank = FaceBank.from_images(public, enc)
     sources = {"A": [faces[SOURCES[0]]], "B": [faces[SOURCES[1]]]}
     probe = EmbeddingNoiseSwap(1.0, bank=bank, pipeline=pipe)
-    e_a, e_b = probe.encode_sources([sources["A"][0], sources["B"][0]])
+    e_a, e_b = probe.encode_sources([sources["A"][0], sources["B"][0]]).vectors
     sigma = float(np.linalg.norm(e_a - e_b)) / MU
     decoder = _ThresholdDecoder(e_a, e_b, sigma, public)
     mech = EmbeddingNoiseSwap(sigma, bank=bank, pipeline=pipe, decoder=decoder)

@@ -85,6 +85,8 @@ def test_guarantees_are_the_closed_form_at_each_pairs_brute_force_sensitivity(se
         want = _bw_epsilon(1e-5, sigma, 2.0)
         assert float(ds["global_guarantee_epsilon"][s]) == pytest.approx(want, rel=1e-6)
     assert ds["guarantee_epsilon"].attrs["status"] == "certified_upper_bound"
+    # proved with probability one, so every pair's guarantee holds at once
+    assert ds["guarantee_epsilon"].attrs["n_simultaneous"] == len(PAIRS)
     assert ds["certified_epsilon"].attrs["status"] == "certified_lower_bound"
     # each σ's selected pairs are certified jointly: its largest keeps the status
     most = int(np.isfinite(ds["certified_epsilon"].values).sum(axis=1).max())
@@ -111,8 +113,13 @@ def test_counts_and_summaries_follow_their_definitions(setup):
     routes = ds["route"].values.tolist()
     assert routes == ["gaussmech", "mmdtv", "certified"]
     med_g = np.median(guar, axis=1)
-    for r, rho, leaves in zip(
-        routes, ds["rank_correlation"].values, ds["leaves_endpoint_sigma"].values, strict=True
+    for r, rho, leaves, regime, not_run in zip(
+        routes,
+        ds["rank_correlation"].values,
+        ds["leaves_endpoint_sigma"].values,
+        ds["endpoint_regime"].values,
+        ds["not_run"].values,
+        strict=True,
     ):
         vals = cert if r == "certified" else ds[f"{r}_epsilon"].values
         med = np.array([np.nanmax(v) if r == "certified" else np.nanmedian(v) for v in vals])
@@ -120,12 +127,18 @@ def test_counts_and_summaries_follow_their_definitions(setup):
             med = np.array([np.nanmedian(v) for v in vals])
             end = [bool(np.any(c >= k)) for c, k in zip(cert, ceil, strict=True)]
         else:
-            end = [not np.isfinite(v).all() for v in vals]
+            end = [bool(np.any(v == np.inf)) for v in vals]
+        assert not_run == (0 if r == "certified" else int(np.isnan(vals).sum()))
         ok = np.isfinite(med)
         if ok.sum() >= 3:
             assert rho == pytest.approx(spearmanr(med[ok], med_g[ok]).statistic)
-        first = next((SIGMAS[k] for k in range(len(SIGMAS)) if not any(end[k:])), np.nan)
-        np.testing.assert_equal(leaves, first)
+        if not any(end):
+            assert (regime, math.isnan(leaves)) == ("never", True)
+        elif end[-1]:
+            assert (regime, math.isnan(leaves)) == ("stays", True)
+        else:
+            last = max(k for k in range(len(SIGMAS)) if end[k])
+            assert (regime, leaves) == ("leaves", SIGMAS[last + 1])
 
 
 def test_figure_has_every_route_and_both_guarantees_with_statuses(setup):
@@ -212,3 +225,42 @@ def test_an_independent_auditor_encoder_keeps_the_guarantee(setup):
     cert, guar = other["certified_epsilon"].values, other["guarantee_epsilon"].values
     assert np.isfinite(cert).any()
     assert not (cert[np.isfinite(cert)] > guar[np.isfinite(cert)]).any()
+
+
+class _CountingDetector(_TemplateDetector):
+    """The template detector, noting whether it ever saw a flat (one-colour) frame."""
+
+    def __init__(self) -> None:
+        self.saw_flat = False
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        self.saw_flat |= bool(image.min() == image.max())
+        return super().detect(image)
+
+
+def test_sigmas_are_sorted_and_a_route_never_at_an_endpoint_says_never(setup):
+    """Unsorted σ: the summaries follow σ's order, not the argument's; an identity outside
+    `pairs` never goes through the mechanism."""
+    enc, bank, _, images, _ = setup
+    counting = _CountingDetector()
+    pipe = FacePipeline(counting, enc, progress=False)
+    flat = {**images, 9: [np.full((64, 64, 3), 7, np.uint8)]}  # in no pair
+    ds = private_swap_sweep(
+        flat,
+        [0.5, 0.02, 0.2],
+        bank=bank,
+        pipeline=pipe,
+        pairs=[(0, 1)],
+        repeats=10,
+        auditors=[MMDTVAuditor()],
+        progress=False,
+    )
+    assert ds["sigma"].values.tolist() == [0.02, 0.2, 0.5]
+    assert np.isfinite(ds["mmdtv_epsilon"].values).all()  # MMD-TV is never +inf
+    mmd = ds["route"].values.tolist().index("mmdtv")
+    assert str(ds["endpoint_regime"].values[mmd]) == "never"
+    assert math.isnan(float(ds["leaves_endpoint_sigma"].values[mmd]))
+    assert int(ds["not_run"].values[mmd]) == 0
+    assert not counting.saw_flat
+    with pytest.raises(InvalidInputError, match=r"^`sigmas` must be positive and finite"):
+        private_swap_sweep(flat, [0.0], bank=bank, pipeline=pipe, pairs=[(0, 1)], progress=False)

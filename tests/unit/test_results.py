@@ -487,7 +487,10 @@ def test_certifiers_record_how_many_bounds_hold_jointly() -> None:
 _READS_ONLY = {
     ("_results.py", "check_result_dataset"): "validates the schema",
     ("_results.py", "pair_frame"): "copies each variable's own status beside its column",
-    ("audits/_tables.py", "markdown"): "prints the statuses a table builder derived",
+    ("demo/_private.py", "_table"): "prints the statuses private_table derived",
+    ("pipeline/report.py", "audit_table"): "prints the statuses table1 derived",
+    ("pipeline/report.py", "audit_document"): "prints the statuses table2 derived",
+    ("pipeline/report.py", "frame_table"): "prints the statuses a table builder derived",
     ("demo/_report.py", "_noise_table"): "prints certified_epsilon_max's status (derived)",
     ("memorization/_report.py", "to_dict"): "copies frame statuses into the JSON report",
     ("benchmark.py", "private_swap_sweep"): "copies each route's per-pair status to its pairs",

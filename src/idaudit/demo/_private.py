@@ -285,9 +285,12 @@ def private_section(result: PrivateDemoResult) -> str:
         f"{ROUTE_NAMES.get(r, r)} {_num(v)}"
         for r, v in zip(routes, ds["rank_correlation"].values, strict=True)
     )
+    regime_text = {"never": "never at an endpoint", "stays": "never leaves on this grid"}
     leaves = ", ".join(
-        f"{ROUTE_NAMES.get(r, r)} {'never on this grid' if np.isnan(v) else f'σ = {v:g}'}"
-        for r, v in zip(routes, ds["leaves_endpoint_sigma"].values, strict=True)
+        f"{ROUTE_NAMES.get(r, r)} {regime_text.get(str(g), f'σ = {v:g}')}"
+        for r, v, g in zip(
+            routes, ds["leaves_endpoint_sigma"].values, ds["endpoint_regime"].values, strict=True
+        )
     )
     sens = ds["pair_sensitivity"].values
     lines = [

@@ -43,7 +43,12 @@ from idaudit.pipeline._images import (
 from idaudit.pipeline._linkage import LinkageReport, linkage_report
 from idaudit.pipeline._privacy import run_privacy_check
 from idaudit.pipeline._privacy_cache import PrivacyCache
-from idaudit.pipeline._private import EmbeddingNoiseSwap, FaceBank, PrivacyGuarantee
+from idaudit.pipeline._private import (
+    EmbeddingNoiseSwap,
+    FaceBank,
+    PrivacyGuarantee,
+    SourceEmbeddings,
+)
 from idaudit.pipeline._settings import AuditSettings, DrawSettings, PrivacyStatistics
 
 __all__ = [
@@ -65,6 +70,7 @@ __all__ = [
     "PrivacyCache",
     "PrivacyGuarantee",
     "PrivacyStatistics",
+    "SourceEmbeddings",
     "audit_generator",
     "compare_conditions",
     "encode_generator",

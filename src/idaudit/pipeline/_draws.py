@@ -76,7 +76,10 @@ class EncodedGenerator:
     output_shape : "source", (H, W) or None, default "source"
         Size every output must have in the ``"detect"`` and ``"paired"`` modes (others are
         ``bad_output``): the source's size, a fixed ``(H, W)``, or any size (``None``; not
-        allowed in paired mode, which always needs the source's size).
+        allowed in paired mode, which always needs the source's size). A generator that
+        declares its own ``output_size`` (``(H, W)`` or ``None``, as
+        :class:`~idaudit.pipeline.EmbeddingNoiseSwap` does) is judged against that in
+        detect mode instead of ``"source"``: its outputs' size never depends on the source's.
     batch_size : int, default 64
         Images per generator batch and crops per ``encode`` call.
     progress : bool, default False
@@ -155,6 +158,12 @@ class EncodedGenerator:
         self.mode: Mode = check_option(mode, "mode", ("aligned", "detect", "paired"))  # type: ignore[assignment]
         if self.mode != "aligned" and pipeline is None:
             raise InvalidInputError(f"`mode`={mode!r} needs a `pipeline` (detector + encoder).")
+        if self.mode == "paired" and not getattr(generator, "paired_audit", True):
+            raise InvalidInputError(
+                f"`mode`='paired' reads the source frame beside each output, which "
+                f"{type(generator).__name__}'s guarantee does not cover: audit it with "
+                "mode='detect'."
+            )
         if not isinstance(images_by_identity, Mapping) or not images_by_identity:
             raise InvalidInputError(
                 "`images_by_identity` must be a non-empty mapping of identity -> images."
@@ -183,6 +192,13 @@ class EncodedGenerator:
                     f"`output_shape` must be 'source', (H, W) or None; got {output_shape!r}."
                 )
             output_shape = (int(shape[0]), int(shape[1]))
+        declared = getattr(generator, "output_size", "source")  # its own size, not the source's
+        if output_shape == "source" and self.mode == "detect" and declared != "source":
+            if declared is not None and not (isinstance(declared, tuple) and len(declared) == 2):
+                raise InvalidInputError(
+                    f"`generator.output_size` must be (H, W) or None; got {declared!r}."
+                )
+            output_shape = None if declared is None else (int(declared[0]), int(declared[1]))
         self.output_shape = output_shape
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         self.progress = bool(progress)

@@ -29,25 +29,43 @@ if TYPE_CHECKING:
     from idaudit.faces import FacePipeline
     from idaudit.inversion import LatentBank
 
-__all__ = ["EmbeddingNoiseSwap", "FaceBank", "PrivacyGuarantee"]
+__all__ = ["EmbeddingNoiseSwap", "FaceBank", "PrivacyGuarantee", "SourceEmbeddings"]
 
-#: Smallest side of an input frame: below it no detector finds a face to encode.
+#: Smallest side of an input frame read for a face; a smaller one maps to the fallback embedding.
 MIN_INPUT_SIDE = 32
 #: Side the bank's aligned crops are enlarged to (``ShippedFaceGenerator.embed``).
 UPSCALE = 160
 
 #: Source embeddings remembered (by content hash) so repeated draws encode each source once.
 _MEMO_SIZE = 4096
+#: Bank faces re-encoded by the mechanism's encoder to check the bank's embeddings.
+_BANK_CHECKED = 2
+#: Largest coordinate difference between a stored and a re-encoded unit bank embedding.
+_BANK_ATOL = 1e-3
 
 _CERTIFIED_UPPER: Status = check_status("certified_upper_bound")
+
+#: Brent's tolerances in :func:`idaudit.dp.gaussian_epsilon` (the root is within
+#: ``xtol + rtol·ε`` of the true ε); a guarantee's ε is rounded up past them.
+_ROOT_XTOL = 1e-14
+_ROOT_RTOL = 4.0 * float(np.finfo(float).eps)
+
+#: The inputs the guarantee covers, in plain words.
+COVERS = (
+    "every (H, W, 3) uint8 image: a frame under 32 pixels on a side, one where no face is "
+    "found, and one on which the detector, aligner or encoder fails or returns no finite "
+    "vector all map to the fixed public fallback embedding before the noise"
+)
 
 ASSUMPTIONS = (
     "the input encoder (detector, alignment, network) is a deterministic function of the image",
     "the bank, the fallback embedding and the decoder's randomness are fixed or drawn "
     "independently of the inputs",
     "the decoder reads only the noisy embedding and public material, never the input image",
-    "every embedding before the noise has unit norm (a face not found maps to the fixed "
-    "public fallback embedding)",
+    "every embedding before the noise has unit norm (a frame that cannot be read maps to "
+    "the fixed public fallback embedding)",
+    "an audit observes the released image only (detect mode); paired mode also reads the "
+    "source frame, which the mechanism does not release",
 )
 
 
@@ -67,6 +85,9 @@ class PrivacyGuarantee:
         :math:`\\Delta_{AB}`.
     scope : str
         ``"any two inputs"`` or ``"pair"``.
+    covers : str
+        Which inputs the bound holds for: every ``(H, W, 3)`` uint8 image (frames the
+        mechanism cannot read map to the public fallback embedding).
     assumptions : tuple of str
         What the proof assumes, in plain words.
     status : str
@@ -81,6 +102,34 @@ class PrivacyGuarantee:
     scope: str
     assumptions: tuple[str, ...] = field(repr=False)
     status: Status = _CERTIFIED_UPPER
+    covers: str = field(default=COVERS, repr=False)
+
+
+@dataclass(frozen=True)
+class SourceEmbeddings:
+    """Pre-noise unit embeddings of source images, made by one mechanism's input encoder.
+
+    Returned by :meth:`EmbeddingNoiseSwap.encode_sources`;
+    :meth:`EmbeddingNoiseSwap.pair_guarantee` accepts it in place of the images, from the
+    mechanism that made it (same encoder and fallback) only: arbitrary unit vectors are not the
+    mechanism's pre-noise points and would prove nothing.
+
+    Attributes
+    ----------
+    vectors : numpy.ndarray of float64, shape (n, dim)
+    encoder : str
+        ``name`` of the encoder that made them.
+    fallback : tuple of float
+        The fallback embedding of frames that cannot be read.
+    """
+
+    vectors: npt.NDArray[np.float64] = field(repr=False)
+    encoder: str
+    fallback: tuple[float, ...] = field(repr=False)
+
+    def __len__(self) -> int:
+        """Return the number of source images."""
+        return int(self.vectors.shape[0])
 
 
 @dataclass(frozen=True)
@@ -100,6 +149,8 @@ class FaceBank:
         The generator codes of ``images`` (needed to refine by inversion).
     generator : str
         Name of the generator the faces come from.
+    upscale : int
+        Side the aligned crops were enlarged to before encoding (``from_images``).
     """
 
     images: npt.NDArray[np.uint8] = field(repr=False)
@@ -107,6 +158,7 @@ class FaceBank:
     encoder: str
     latents: npt.NDArray[np.float32] | None = field(default=None, repr=False)
     generator: str = ""
+    upscale: int = UPSCALE
 
     def __post_init__(self) -> None:
         """Refuse arrays that cannot be a bank."""
@@ -214,6 +266,7 @@ class FaceBank:
             encoder=_encoder_name(encoder),
             latents=None if latents is None else np.asarray(latents, dtype=np.float32),
             generator=generator,
+            upscale=upscale,
         )
 
 
@@ -240,7 +293,10 @@ class EmbeddingNoiseSwap(ImageMechanism):
     pipeline : FacePipeline
         Detector and encoder of the input face. Frames under 160 pixels are enlarged to 160
         and edge-padded before detection (:func:`idaudit.faces.prepare_frame`, the rule of
-        :func:`audit_generator`).
+        :func:`audit_generator`). A frame under 32 pixels on a side, or one on which the
+        detector, aligner or encoder raises, maps to ``fallback``: the mechanism answers every
+        ``(H, W, 3)`` uint8 image, and its answer depends on the image only through the noisy
+        embedding.
     refine : int, default 0
         Updates of the inversion attack (:class:`~idaudit.inversion.RankedAdversary`, APGD,
         top-1) that move the nearest bank face towards the noisy embedding; 0 (the default, fast)
@@ -260,7 +316,12 @@ class EmbeddingNoiseSwap(ImageMechanism):
     A fixed output image for a face not found would leak: it is a point mass, and against the
     spread-out law of a found face its privacy loss is unbounded. Mapping such an input to a
     fixed unit embedding *before* the noise keeps every pre-noise point on the sphere, so the
-    sensitivity stays at most 2.
+    sensitivity stays at most 2. An error would leak the same way, so none is raised for a
+    valid image.
+
+    The output's size is the bank's (:attr:`output_size`), never the input's, and an audit of
+    it must not read the source frame: :func:`~idaudit.pipeline.audit_generator` judges the
+    outputs against :attr:`output_size` and refuses ``mode="paired"`` (:attr:`paired_audit`).
 
     Examples
     --------
@@ -281,6 +342,8 @@ class EmbeddingNoiseSwap(ImageMechanism):
     strength_name = "sigma"
     deterministic = False
     ASSUMPTIONS: ClassVar[tuple[str, ...]] = ASSUMPTIONS
+    #: ``mode="paired"`` audits read the source frame beside the output, outside the proof.
+    paired_audit: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -313,6 +376,7 @@ class EmbeddingNoiseSwap(ImageMechanism):
                 f"the mechanism's encoder {_encoder_name(encoder)!r} ({int(encoder.dim)}-d): "
                 "nearest faces would be found in another space."
             )
+        _check_bank_embeddings(bank, encoder)
         self.refine = check_integer(refine, "refine", minimum=0)
         if self.refine and (generator is None or bank.latents is None):
             raise InvalidInputError(
@@ -340,6 +404,17 @@ class EmbeddingNoiseSwap(ImageMechanism):
         self.decoder = decoder
         self.fallback = fb / np.linalg.norm(fb)
         self._memo: dict[str, npt.NDArray[np.float64]] = {}
+
+    @property
+    def output_size(self) -> tuple[int, int] | None:
+        """``(H, W)`` of every output (the bank's faces), or ``None`` with a custom ``decoder``.
+
+        Audits judge the outputs against this size, never against the source's: an outcome
+        that depended on the input's size would be information outside the noisy embedding.
+        """
+        if self.decoder is not None:
+            return None
+        return (int(self.bank.images.shape[1]), int(self.bank.images.shape[2]))
 
     @property
     def strength(self) -> float:
@@ -384,8 +459,8 @@ class EmbeddingNoiseSwap(ImageMechanism):
         }
 
     # -- the mechanism -----------------------------------------------------------------------
-    def encode_sources(self, images: Sequence[Any]) -> npt.NDArray[np.float64]:
-        """Return the unit embeddings ``e(x)`` before the noise (no face found: the fallback).
+    def encode_sources(self, images: Sequence[Any]) -> SourceEmbeddings:
+        """Return the unit embeddings ``e(x)`` before the noise (unreadable frame: the fallback).
 
         Parameters
         ----------
@@ -393,23 +468,21 @@ class EmbeddingNoiseSwap(ImageMechanism):
 
         Returns
         -------
-        numpy.ndarray of float64, shape (n, dim)
+        SourceEmbeddings
+            ``vectors`` of shape (n, dim), tagged with this mechanism's encoder and fallback.
         """
         checked = [self._check_input(im) for im in images]
-        return (
+        vectors = (
             np.stack([self._embed(im) for im in checked])
             if checked
             else np.zeros((0, self.bank.dim))
         )
+        return SourceEmbeddings(
+            vectors=vectors, encoder=self.bank.encoder, fallback=tuple(self.fallback.tolist())
+        )
 
     def _check_input(self, image: Any) -> Image:
-        arr = _check_image(image)
-        if min(arr.shape[:2]) < MIN_INPUT_SIDE:
-            raise InvalidInputError(
-                f"`image` must be at least {MIN_INPUT_SIDE} pixels on each side (a smaller frame "
-                f"holds no face to encode); got {arr.shape[:2]}."
-            )
-        return arr
+        return _check_image(image)
 
     def _embed(self, image: Image) -> npt.NDArray[np.float64]:
         """``e(x)``, remembered by content: the encoder is deterministic (an assumption)."""
@@ -426,17 +499,24 @@ class EmbeddingNoiseSwap(ImageMechanism):
     def _embed_uncached(self, image: Image) -> npt.NDArray[np.float64]:
         from idaudit.faces import prepare_frame
 
-        frame = prepare_frame(image)
-        faces = self.pipeline.detector.detect(frame)
-        if not faces:
+        if min(image.shape[:2]) < MIN_INPUT_SIDE:
             return self.fallback.copy()
-        face = max(faces, key=lambda f: f.area)
-        crop = self.pipeline.encoder.align(frame, face)
-        e = np.asarray(self.pipeline.encoder.encode(crop[None]), dtype=np.float64)[0]
-        norm = float(np.linalg.norm(e))
-        if not np.isfinite(e).all() or norm == 0:
+        try:
+            frame = prepare_frame(image)
+            faces = self.pipeline.detector.detect(frame)
+            if not faces:
+                return self.fallback.copy()
+            face = max(faces, key=lambda f: f.area)
+            crop = self.pipeline.encoder.align(frame, face)
+            e = np.asarray(self.pipeline.encoder.encode(crop[None]), dtype=np.float64)
+        except Exception:  # an error is an observable outcome: map it before the noise
             return self.fallback.copy()
-        unit: npt.NDArray[np.float64] = e / norm
+        if e.shape != (1, self.bank.dim) or not np.isfinite(e).all():
+            return self.fallback.copy()
+        norm = float(np.linalg.norm(e[0]))
+        if norm == 0:
+            return self.fallback.copy()
+        unit: npt.NDArray[np.float64] = e[0] / norm
         return unit
 
     def release(self, e: npt.ArrayLike, gen: np.random.Generator) -> npt.NDArray[np.float64]:
@@ -526,48 +606,71 @@ class EmbeddingNoiseSwap(ImageMechanism):
 
         Parameters
         ----------
-        sources_a, sources_b : sequence of (H, W, 3) uint8 arrays, or arrays of shape (n, dim)
-            Source images, or their embeddings from :meth:`encode_sources`.
+        sources_a, sources_b : sequence of (H, W, 3) uint8 arrays, or SourceEmbeddings
+            Source images, or what :meth:`encode_sources` of this mechanism (or one with the
+            same encoder and fallback) returned for them.
         delta : float
 
         Returns
         -------
         PrivacyGuarantee
+
+        Raises
+        ------
+        InvalidInputError
+            If ``delta`` is outside (0, 1) or the decoder reads the input (checked before any
+            image is encoded), a source set is empty, or embeddings come from another encoder
+            or fallback.
+        TypeError
+            If a source set is a bare array of vectors rather than images or
+            :class:`SourceEmbeddings`.
         """
-        ea, eb = (
-            self._as_embeddings(sources_a, "sources_a"),
-            self._as_embeddings(sources_b, "sources_b"),
-        )
-        diff = np.sqrt(np.maximum(_sq_distances(ea, eb), 0.0))
+        dlt = self._check_guarantee_inputs(delta)
+        ea = self._as_embeddings(sources_a, "sources_a")
+        eb = self._as_embeddings(sources_b, "sources_b")
+        diff = _distances(ea, eb)
         sens = float(min(diff.max(), 2.0))
-        return self._guarantee(delta, sens, "pair")
+        return self._guarantee(dlt, sens, "pair")
 
     def _as_embeddings(self, sources: Any, name: str) -> npt.NDArray[np.float64]:
-        arr = np.asarray(sources) if not isinstance(sources, list) else None
-        if arr is not None and arr.ndim == 2 and arr.dtype.kind == "f":
-            if arr.shape[1] != self.bank.dim or arr.shape[0] == 0:
+        if isinstance(sources, SourceEmbeddings):
+            if sources.encoder != self.bank.encoder or not np.array_equal(
+                np.asarray(sources.fallback), self.fallback
+            ):
                 raise InvalidInputError(
-                    f"`{name}` embeddings must have shape (n >= 1, {self.bank.dim}); got "
-                    f"{arr.shape}."
+                    f"`{name}` was encoded by encoder {sources.encoder!r} with another fallback "
+                    f"or encoder than this mechanism's ({self.bank.encoder!r}): encode the "
+                    "images with this mechanism's encode_sources."
                 )
-            norms = np.linalg.norm(arr, axis=1)
-            if not np.isfinite(arr).all() or np.abs(norms - 1.0).max() > 1e-3:
-                raise InvalidInputError(f"`{name}` embeddings must be finite and of unit norm.")
-            return arr.astype(np.float64)
+            if len(sources) == 0:
+                raise InvalidInputError(f"`{name}` must hold at least one source image.")
+            return sources.vectors
+        if isinstance(sources, np.ndarray) and sources.ndim == 2 and sources.dtype.kind == "f":
+            raise TypeError(
+                f"`{name}` must be source images or this mechanism's encode_sources(images); "
+                f"got a bare {sources.shape} array of vectors, which need not be the "
+                "mechanism's pre-noise points."
+            )
         if len(sources) == 0:
             raise InvalidInputError(f"`{name}` must hold at least one source image.")
-        return self.encode_sources(list(sources))
+        return self.encode_sources(list(sources)).vectors
 
-    def _guarantee(self, delta: float, sensitivity: float, scope: str) -> PrivacyGuarantee:
-        from idaudit.dp import gaussian_epsilon
-
+    def _check_guarantee_inputs(self, delta: float) -> float:
         dlt = check_in_range(delta, "delta", 0.0, 1.0)
         if self.reads_input:
             raise InvalidInputError(
                 "no guarantee: the decoder reads the input image (it takes `source`), so the "
                 "output is not post-processing of the noisy embedding."
             )
+        return dlt
+
+    def _guarantee(self, delta: float, sensitivity: float, scope: str) -> PrivacyGuarantee:
+        from idaudit.dp import gaussian_epsilon
+
+        dlt = self._check_guarantee_inputs(delta)
         eps = 0.0 if sensitivity == 0.0 else float(gaussian_epsilon(dlt, self.sigma, sensitivity))
+        if eps > 0.0:  # Brent's root is within xtol + rtol·ε of the true ε: round up past it
+            eps += 2.0 * (_ROOT_XTOL + _ROOT_RTOL * eps)
         return PrivacyGuarantee(
             epsilon=eps,
             delta=dlt,
@@ -578,9 +681,35 @@ class EmbeddingNoiseSwap(ImageMechanism):
         )
 
 
-def _sq_distances(
-    a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """Squared Euclidean distances between the rows of ``a`` and ``b``, ``(n_a, n_b)``."""
-    out: npt.NDArray[np.float64] = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
+def _distances(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Euclidean distances between the rows of ``a`` and ``b``, ``(n_a, n_b)``.
+
+    The norm of each difference: no expanded square, which loses precision for near points.
+    """
+    out: npt.NDArray[np.float64] = np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2)
     return out
+
+
+def _check_bank_embeddings(bank: FaceBank, encoder: Any) -> None:
+    """Re-encode the first bank faces with ``encoder``; refuse embeddings it did not make."""
+    from idaudit.faces import ShippedFaceGenerator
+
+    k = min(_BANK_CHECKED, bank.volume)
+    try:
+        fresh = np.asarray(
+            ShippedFaceGenerator().embed(bank.images[:k], encoder, upscale=bank.upscale),
+            dtype=np.float64,
+        )
+    except Exception as exc:
+        raise InvalidInputError(
+            f"`bank` faces could not be re-encoded by the mechanism's encoder to check their "
+            f"embeddings ({type(exc).__name__}: {exc})."
+        ) from exc
+    fresh = fresh / np.linalg.norm(fresh, axis=1, keepdims=True)
+    gap = float(np.abs(fresh - bank.embeddings[:k].astype(np.float64)).max())
+    if not gap <= _BANK_ATOL:
+        raise InvalidInputError(
+            f"`bank` embeddings are not the mechanism's encoder's: its first {k} face(s) "
+            f"re-encoded differ by up to {gap:.3g} (> {_BANK_ATOL:g}); build the bank with "
+            "FaceBank.from_images(images, pipeline.encoder)."
+        )

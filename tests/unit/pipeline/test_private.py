@@ -76,7 +76,7 @@ def test_pair_sensitivity_is_the_brute_force_maximum_distance(parts):
     mech = _mech(parts, 0.7)
     a, b = list(sources[:3]), list(sources[3:])
     ea, eb = mech.encode_sources(a), mech.encode_sources(b)
-    brute = max(float(np.linalg.norm(x - y)) for x in ea for y in eb)
+    brute = max(float(np.linalg.norm(x - y)) for x in ea.vectors for y in eb.vectors)
     g = mech.pair_guarantee(a, b, 1e-5)
     assert g.scope == "pair"
     assert g.sensitivity == pytest.approx(brute, rel=1e-9)
@@ -89,7 +89,7 @@ def test_pair_sensitivity_is_the_brute_force_maximum_distance(parts):
 
 def test_embeddings_before_the_noise_are_unit_vectors(parts):
     _, _, _, sources = parts
-    e = _mech(parts).encode_sources(list(sources))
+    e = _mech(parts).encode_sources(list(sources)).vectors
     np.testing.assert_allclose(np.linalg.norm(e, axis=1), 1.0, atol=1e-9)
 
 
@@ -98,7 +98,7 @@ def test_a_face_not_found_maps_to_the_fixed_fallback_before_the_noise(parts):
     dark_a = np.zeros((64, 64, 3), np.uint8)
     dark_b = np.full((64, 64, 3), 20, np.uint8)
     dark_b[10:20, 10:50] = 60  # a different image, still no face found
-    e = mech.encode_sources([dark_a, dark_b])
+    e = mech.encode_sources([dark_a, dark_b]).vectors
     dim = e.shape[1]
     np.testing.assert_array_equal(e, np.full((2, dim), 1 / math.sqrt(dim)))
     # the output law does not depend on which undetectable input: same noise, same face
@@ -216,7 +216,6 @@ def test_bank_without_embeddings_or_from_another_encoder(parts):
     [
         (np.zeros((64, 64, 3), np.float32), r"^`image` must be a non-empty \(H, W, 3\) uint8"),
         (np.zeros((64, 64), np.uint8), r"^`image` must be a non-empty \(H, W, 3\) uint8"),
-        (np.zeros((16, 64, 3), np.uint8), r"^`image` must be at least 32 pixels on each side"),
     ],
 )
 def test_bad_images_fail_before_any_work(parts, image, message):
@@ -252,3 +251,142 @@ def test_with_sigma_changes_only_sigma(parts):
     np.testing.assert_array_equal(other(sources[0], rng=3), _mech(parts, 0.1)(sources[0], rng=3))
     with pytest.raises(InvalidInputError, match=r"^`sigma` must be in \(0, inf\)"):
         mech.with_sigma(float("nan"))
+
+
+class _RaisingDetector:
+    name = "raises"
+
+    def detect(self, image: np.ndarray) -> list[Face]:
+        raise RuntimeError("cannot read this frame")
+
+
+def test_frames_the_mechanism_cannot_read_map_to_the_fallback_before_the_noise(parts):
+    """A tiny frame or a failing detector is no error (an error is an observable outcome)."""
+    enc, bank, _, sources = parts
+    mech = _mech(parts, 0.4)
+    tiny = np.ascontiguousarray(sources[0][::3, ::3][:20, :20])  # the same face, 20 px
+    thin = np.full((16, 64, 3), 200, np.uint8)
+    dark = np.zeros((64, 64, 3), np.uint8)  # no face found: the fallback
+    e = mech.encode_sources([tiny, thin, dark]).vectors
+    dim = e.shape[1]
+    np.testing.assert_array_equal(e, np.full((3, dim), 1 / math.sqrt(dim)))
+    for seed in range(4):  # the same law as any unreadable frame: same noise, same face
+        np.testing.assert_array_equal(mech(tiny, rng=seed), mech(dark, rng=seed))
+        np.testing.assert_array_equal(mech(thin, rng=seed), mech(dark, rng=seed))
+    failing = EmbeddingNoiseSwap(
+        0.4, bank=bank, pipeline=FacePipeline(_RaisingDetector(), enc, progress=False)
+    )
+    e2 = failing.encode_sources(list(sources[:2])).vectors
+    np.testing.assert_array_equal(e2, np.full((2, dim), 1 / math.sqrt(dim)))
+    np.testing.assert_array_equal(failing(sources[0], rng=1), mech(dark, rng=1))
+    assert "32 pixels" in mech.guarantee(1e-5).covers
+    assert mech.pair_guarantee([tiny], list(sources[:2]), 1e-5).sensitivity <= 2.0
+
+
+def test_audits_judge_outputs_by_the_banks_size_never_the_sources(parts):
+    """Sources of two sizes: every draw is ok (the source's size was `bad_output` before)."""
+    from PIL import Image as PILImage
+
+    from idaudit.pipeline import EncodedGenerator
+
+    _, bank, pipe, sources = parts
+    big = np.asarray(PILImage.fromarray(sources[1]).resize((96, 96), PILImage.BICUBIC))
+    mech = _mech(parts, 0.3)
+    engine = EncodedGenerator(mech, None, {0: [sources[0]], 1: [sources[1], big]}, pipeline=pipe)
+    _, records = engine.encode_draws(1, [0, 1, 1, 0], [1, 2, 3, 4])
+    assert [r["status"] for r in records] == ["ok"] * 4
+    assert engine.output_shape == mech.output_size == bank.images.shape[1:3]
+    custom = _mech(parts, decoder=lambda noisy, rng: np.zeros((80, 40, 3), np.uint8))
+    assert custom.output_size is None
+    engine = EncodedGenerator(custom, None, {1: [sources[1], big]}, pipeline=pipe)
+    _, records = engine.encode_draws(1, [0, 1], [1, 2])
+    assert all(r["status"] != "bad_output" for r in records)
+
+
+def test_paired_mode_is_refused(parts):
+    """Paired mode reads the source frame, which the mechanism never releases."""
+    from idaudit.pipeline import DrawSettings, EncodedGenerator, audit_generator
+
+    _, _, pipe, sources = parts
+    images = {0: list(sources[:2]), 1: list(sources[2:4])}
+    with pytest.raises(InvalidInputError, match=r"^`mode`='paired' reads the source frame"):
+        EncodedGenerator(_mech(parts), None, images, pipeline=pipe, mode="paired")
+    with pytest.raises(InvalidInputError, match=r"^`mode`='paired' reads the source frame"):
+        audit_generator(
+            _mech(parts), images, models=pipe, draws=DrawSettings(mode="paired"), progress=False
+        )
+
+
+def _mp_delta(eps: float, sigma: float, sens: float) -> float:
+    """δ(ε) of the Gaussian mechanism in 50-digit arithmetic (mpmath), independent of scipy."""
+    import mpmath as mp
+
+    with mp.workdps(50):
+        e, s, d = mp.mpf(eps), mp.mpf(sigma), mp.mpf(sens)
+        return mp.ncdf(d / (2 * s) - e * s / d) - mp.exp(e) * mp.ncdf(-d / (2 * s) - e * s / d)
+
+
+@pytest.mark.parametrize("sigma", [0.005, 0.02, 0.1, 0.5, 2.0])
+@pytest.mark.parametrize("delta", [1e-10, 1e-5, 0.05])
+def test_the_guarantees_epsilon_is_rounded_up_never_down(parts, sigma, delta):
+    """δ(ε) at the reported ε, in 50 digits, is at most δ: the ε is never below the true root."""
+    g = _mech(parts, sigma).guarantee(delta)
+    assert _mp_delta(g.epsilon, sigma, 2.0) <= delta
+    assert _mp_delta(g.epsilon * (1 - 1e-9), sigma, 2.0) > delta  # and no looser than that
+
+
+def test_pair_sensitivity_is_exact_for_near_sources(parts):
+    """Two sources a hair apart: the direct norm, not the expanded square (which cancels)."""
+    _, _, _, sources = parts
+    mech = _mech(parts, 0.5)
+    near = sources[0].copy()
+    near[0, 0, 0] ^= 1  # one bit: the embedding moves by ~1e-7 or stays
+    ea, eb = mech.encode_sources([sources[0]]), mech.encode_sources([near])
+    want = float(np.linalg.norm(ea.vectors[0] - eb.vectors[0]))
+    assert mech.pair_guarantee(ea, eb, 1e-5).sensitivity == want
+
+
+def test_pair_guarantee_checks_delta_and_decoder_before_encoding_anything(parts):
+    enc, bank, _, sources = parts
+
+    class _Refusing:
+        name = "refusing"
+
+        def detect(self, image):
+            raise AssertionError("encoded an image before checking delta")
+
+    refusing = FacePipeline(_Refusing(), enc, progress=False)
+    mech = EmbeddingNoiseSwap(0.5, bank=bank, pipeline=refusing)
+    with pytest.raises(InvalidInputError, match=r"^`delta` must be in \(0, 1\)"):
+        mech.pair_guarantee(list(sources[:1]), list(sources[1:2]), 2.0)
+    leaky = EmbeddingNoiseSwap(
+        0.5, bank=bank, pipeline=refusing, decoder=lambda noisy, rng, source: source
+    )
+    with pytest.raises(InvalidInputError, match=r"^no guarantee"):
+        leaky.pair_guarantee(list(sources[:1]), list(sources[1:2]), 1e-5)
+
+
+def test_pair_guarantee_takes_images_or_its_own_encodings_not_any_unit_vectors(parts):
+    _, bank, pipe, sources = parts
+    mech = _mech(parts, 0.5)
+    dim = bank.dim
+    a, b = np.zeros((1, dim)), np.zeros((1, dim))
+    a[0, 0], b[0, 0] = 1.0, 1.0  # identical "embeddings" would prove ε = 0
+    with pytest.raises(TypeError, match=r"^`sources_a` must be source images or"):
+        mech.pair_guarantee(a, b, 1e-5)
+    other = EmbeddingNoiseSwap(0.5, bank=bank, pipeline=pipe, fallback=np.arange(1.0, dim + 1))
+    foreign = other.encode_sources(list(sources[:1]))
+    with pytest.raises(InvalidInputError, match=r"^`sources_b` was encoded by encoder"):
+        mech.pair_guarantee(mech.encode_sources(list(sources[1:2])), foreign, 1e-5)
+
+
+def test_a_bank_whose_embeddings_the_encoder_did_not_make_is_refused(parts):
+    """The name matches, the vectors do not: re-encoding two bank faces tells them apart."""
+    enc, bank, pipe, _ = parts
+    shuffled = FaceBank(
+        images=bank.images,
+        embeddings=bank.embeddings[::-1].copy(),
+        encoder=enc.name,
+    )
+    with pytest.raises(InvalidInputError, match=r"^`bank` embeddings are not the mechanism's"):
+        EmbeddingNoiseSwap(1.0, bank=shuffled, pipeline=pipe)
