@@ -4,19 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
+import pandas as pd
 from scipy import stats
 from scipy.spatial.distance import cdist
 
 from idaudit._validation import check_in_range
 from idaudit.exceptions import InvalidInputError
 
-if TYPE_CHECKING:
-    from idaudit.pipeline._audit import GeneratorEmbeddings
-
 __all__ = ["LinkageReport", "linkage_report"]
+
+
+class _EncodedDraws(Protocol):
+    """What linkage reads of a :class:`~idaudit.pipeline.GeneratorEmbeddings`."""
+
+    @property
+    def rows(self) -> pd.DataFrame: ...  # identity, source_index, draw per vector
+
+    @property
+    def vectors(self) -> npt.NDArray[np.float64]: ...  # (n, d), aligned with ``rows``
 
 
 @dataclass(frozen=True)
@@ -76,8 +85,8 @@ def _exact(k: int, n: int, confidence_level: float) -> tuple[float, float, float
 
 
 def linkage_report(
-    reference: GeneratorEmbeddings,
-    anonymised: GeneratorEmbeddings,
+    reference: _EncodedDraws,
+    anonymised: _EncodedDraws,
     *,
     identities: Sequence[Any] | None = None,
     threshold: float = 0.6,
