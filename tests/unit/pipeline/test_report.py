@@ -115,6 +115,7 @@ def test_certificates_say_at_least_and_a_zero_ceiling_says_nothing() -> None:
     )
     assert "at its ceiling ⚑" in a.text
     assert "orders nothing" in a.text
+    assert b.status == "descriptive"
     assert b.text == (
         "`B` has a certificate ceiling of 0 at its test sizes: it can certify nothing, and its "
         "0 is no evidence either way."
@@ -125,6 +126,32 @@ def test_certificates_say_at_least_and_a_zero_ceiling_says_nothing() -> None:
         c["epsilon_lb"].attrs["n_simultaneous"] = 2
     (a, _) = certificate_bullets(joint)
     assert a.text.startswith("`A` leaks at least ε = 0.2777 on its most separable certified pair")
+
+
+def test_every_positive_certificate_stays_in_the_verdict() -> None:
+    # three conditions whose ceiling is 0 before the only certificate (the reported audit)
+    certs = {k: _cert([0.0], [0.0]) for k in "abc"}
+    certs["d_swap"] = _cert([0.224], [1.2])
+    parts = {k: _audit([0.5, 0.9], i) for i, k in enumerate(certs)}
+    verdict = "\n".join(verdict_section(audit_bullets(parts, certs)))
+    assert "`d_swap` leaks at least ε = 0.224 (at its own confidence" in verdict
+    assert verdict.count("certificate ceiling of 0") == 1
+    assert (
+        "- **descriptive** — `a`, `b` and `c` have a certificate ceiling of 0 at their test "
+        "sizes: they can certify nothing" in verdict
+    )
+    # five positive certificates and two estimates do not fit one by one: merged, all kept
+    many = {k: _cert([0.1 * (i + 1)], [1.2]) for i, k in enumerate("pqrst")}
+    many["z"] = _cert([0.0], [0.0])
+    parts = {k: _audit([0.5, 0.9], i) for i, k in enumerate(many)}
+    bullets = audit_bullets(parts, many)
+    text = "\n".join(verdict_section(bullets))
+    for k, bound in zip("pqrst", ("0.1", "0.2", "0.3", "0.4", "0.5"), strict=True):
+        assert f"`{k}` ε ≥ {bound} (ceiling 1.2)" in text
+    assert "5 conditions are proven to leak (each at its own confidence" in text
+    assert "`z` has a certificate ceiling of 0" in text
+    assert "not distinguishable here" in text
+    assert "diagnostics" in text
 
 
 def test_estimates_order_conditions_only_where_their_intervals_separate() -> None:
