@@ -604,10 +604,24 @@ def faces_verdict(faces: FaceDemoResult, noise: xr.Dataset | None = None) -> lis
     table_ = faces.table
     anon = table_[table_["method"] != "none"]
     base = table_[table_["method"] == "none"].iloc[0]
+    # each condition's certificates hold jointly at its own confidence; the column holds
+    # jointly only when the conditions were certified as one family
+    joint = table_.attrs.get("certified_max_status", "certified_lower_bound")
+    separately = joint != "certified_lower_bound" and len(faces.certificates) > 1
+    alphas = {float(c.attrs.get("alpha", 0.05)) for c in faces.certificates.values()}
+    own = (
+        f", each at its own {100 * (1 - alphas.pop()):g} % (the conditions were certified "
+        "separately, so the claims do not hold jointly)"
+        if separately and len(alphas) == 1
+        else ", each at its own confidence (the conditions were certified separately, so "
+        "the claims do not hold jointly)"
+        if separately
+        else ""
+    )
     bullets = [
         Bullet(
-            str(table_.attrs.get("certified_max_status", "certified_lower_bound")),
-            _certified_sentence(table_),
+            "certified_lower_bound" if separately else str(joint),
+            _certified_sentence(table_, own),
         )
     ]
     bullets.append(Bullet("sample_estimate", _top1_sentence(faces, anon, base)))
@@ -622,8 +636,12 @@ def faces_verdict(faces: FaceDemoResult, noise: xr.Dataset | None = None) -> lis
     return bullets
 
 
-def _certified_sentence(table_: pd.DataFrame) -> str:
-    """Say what the certificates prove: "at least" per anonymiser, and where the ceiling set it."""
+def _certified_sentence(table_: pd.DataFrame, own: str = "") -> str:
+    """Say what the certificates prove: "at least" per anonymiser, and where the ceiling set it.
+
+    ``own`` follows "proven to leak": the confidence each claim holds at when the conditions
+    were certified separately.
+    """
     cert = np.asarray(table_["certified_max"], dtype=np.float64)
     at = np.asarray(table_["certified_at_ceiling"], dtype=bool)
     tops = np.asarray(table_["certified_ceiling"], dtype=np.float64)
@@ -635,7 +653,7 @@ def _certified_sentence(table_: pd.DataFrame) -> str:
             "privacy either."
         )
     said = (
-        f"{len(positive)} of the {len(table_)} conditions are proven to leak: their largest "
+        f"{len(positive)} of the {len(table_)} conditions are proven to leak{own}: their largest "
         'certificates, each an "ε is at least", run '
         f"{_fmt(float(np.nanmin(cert[cert > 0])) if len(positive) else 0.0)}"
         f"–{_fmt(float(np.nanmax(cert)))}"

@@ -140,6 +140,17 @@ def test_the_verdict_proves_at_least_and_orders_nothing_by_certificate() -> None
         assert claim not in text
 
 
+def test_separately_certified_conditions_claim_each_at_its_own_confidence() -> None:
+    faces = _result()
+    # what the reduction across the four families gives: not jointly certified
+    faces.table.attrs["certified_max_status"] = "sample_estimate"
+    text = _verdict(faces)
+    assert (
+        "- **certified** — 3 of the 4 conditions are proven to leak, each at its own 95 % "
+        "(the conditions were certified separately, so the claims do not hold jointly)"
+    ) in text
+
+
 def test_the_top1_ranking_needs_separated_intervals() -> None:
     # the fixture's intervals are points: pixelation's 11 % is below every other
     text = _verdict(_result())
