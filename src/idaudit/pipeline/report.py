@@ -599,10 +599,25 @@ def _names(names: Sequence[str]) -> str:
 def _estimate_sentence(
     what: str, found: Mapping[str, tuple[float, float, float]], scale: str
 ) -> str:
-    """Say one estimate per condition with its interval; order only separated intervals."""
+    """Say one estimate per condition with its interval; order only separated intervals.
+
+    An interval is named only where there is one: a condition with too few pairs for a 95 %
+    interval (or none with a value) says so, and then no order is claimed.
+    """
     shown = "; ".join(f"{f'`{n}` ' if n else ''}{interval_text(*v)}" for n, v in found.items())
+    short = [n for n, (_, lo, hi) in found.items() if not (np.isfinite(lo) and np.isfinite(hi))]
+    if all(np.isnan(m) for m, _, _ in found.values()):
+        return f"The {what}{scale} has no value here: no pair has a value of every method."
     if len(found) == 1:
+        if short:
+            return f"The {what}{scale} is {shown}, with too few pairs for a 95 % interval."
         return f"The {what}{scale} is {shown} (95 % order-statistic interval over the pairs)."
+    if short:
+        return (
+            f"By the {what}{scale} the conditions are not distinguishable here: "
+            f"{_names(short)} {'has' if len(short) == 1 else 'have'} too few pairs for a "
+            f"95 % interval ({shown})."
+        )
     order = sorted(found, key=lambda n: found[n][0])
     separated = all(found[a][2] < found[b][1] for a, b in pairwise(order))
     if separated:

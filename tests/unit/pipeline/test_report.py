@@ -168,6 +168,24 @@ def test_estimates_order_conditions_only_where_their_intervals_separate() -> Non
     assert "leaks least" not in close
 
 
+def test_no_interval_is_named_where_there_is_none() -> None:
+    # one pair: a median and no interval; three pairs: no 95 % order-statistic interval
+    one = "\n".join(verdict_section(audit_bullets({"solo": _audit([0.63, 0.9], n_pairs=1)})))
+    assert "median MMD-TV ε (ceiling 1.76) is `solo` 0.6" in one
+    assert "with too few pairs for a 95 % interval." in one
+    assert "order-statistic interval" not in one
+    few = {"A": _audit([0.63, 0.9], n_pairs=3), "B": _audit([0.39, 0.9], 1, n_pairs=3)}
+    text = "\n".join(verdict_section(audit_bullets(few)))
+    assert "not distinguishable here: `A` and `B` have too few pairs for a 95 % interval" in text
+    assert "intervals overlap" not in text
+    assert "order-statistic interval" not in text
+    empty = _audit([0.63, 0.9])
+    empty["mmdtv_epsilon"][:] = np.nan
+    text = "\n".join(verdict_section(audit_bullets({"A": empty, "B": _audit([0.5, 0.9])})))
+    assert "has no value here" not in text  # B has values
+    assert "`A` has too few pairs" in text
+
+
 def test_the_controls_reading_follows_the_auc() -> None:
     attrs = {"n_rejected": 0, "n_identities": 6, "alpha": 0.05}
     for auc, says in (
