@@ -414,7 +414,12 @@ def _var(ds: xr.Dataset, cls: str, suffix: str) -> str:
     for label in str(ds.attrs.get("auditors", "")).split(","):
         if label and ds.attrs.get(f"{label}.class") == cls and f"{label}{suffix}" in ds:
             return f"{label}{suffix}"
-    default = {"MMDTVAuditor": "mmdtv", "ROCHTAuditor": "rocht"}[cls] + suffix
+    default = {
+        "MMDTVAuditor": "mmdtv",
+        "ROCHTAuditor": "rocht",
+        "GaussMechAuditor": "gaussmech",
+        "KDELRAuditor": "kdelr",
+    }[cls] + suffix
     return default
 
 
@@ -447,13 +452,27 @@ def audit_bullets(
             continue
         scale = f" (ceiling {MMDTV_CEILING:.2f})" if cls == "MMDTVAuditor" else ""
         bullets.append(Bullet("sample_estimate", _estimate_sentence(what, found, scale)))
-    bullets.append(
-        Bullet(
-            "diagnostic",
-            "GaussMech, KDE-LR and ROC-HT's +∞ count are diagnostics, not on a bound's ε "
-            "scale: they order nothing and prove nothing.",
+    # the diagnostics that were run, and only those
+    ran = [
+        name
+        for cls, name in (
+            ("GaussMechAuditor", "GaussMech"),
+            ("KDELRAuditor", "KDE-LR"),
+            ("ROCHTAuditor", "ROC-HT's +∞ count"),
         )
-    )
+        if any(_var(ds, cls, "_epsilon") in ds for ds in parts.values())
+    ]
+    if ran:
+        said = ran[0] if len(ran) == 1 else f"{', '.join(ran[:-1])} and {ran[-1]}"
+        verb = "is a diagnostic" if len(ran) == 1 else "are diagnostics"
+        bullets.append(
+            Bullet(
+                "diagnostic",
+                f"{said} {verb}, not on a bound's ε scale: "
+                f"{'it orders' if len(ran) == 1 else 'they order'} nothing and "
+                f"prove{'s' if len(ran) == 1 else ''} nothing.",
+            )
+        )
     # the certificates lead, every positive one kept (merged when they would not fit)
     certified = certificate_bullets(certs, room=max(MAX_BULLETS - len(bullets), 1))
     return [*certified, *bullets][:MAX_BULLETS]

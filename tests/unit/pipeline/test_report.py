@@ -151,7 +151,6 @@ def test_every_positive_certificate_stays_in_the_verdict() -> None:
     assert "5 conditions are proven to leak (each at its own confidence" in text
     assert "`z` has a certificate ceiling of 0" in text
     assert "not distinguishable here" in text
-    assert "diagnostics" in text
 
 
 def test_estimates_order_conditions_only_where_their_intervals_separate() -> None:
@@ -184,6 +183,21 @@ def test_no_interval_is_named_where_there_is_none() -> None:
     text = "\n".join(verdict_section(audit_bullets({"A": empty, "B": _audit([0.5, 0.9])})))
     assert "has no value here" not in text  # B has values
     assert "`A` has too few pairs" in text
+
+
+def test_the_diagnostics_bullet_names_only_the_diagnostics_that_ran() -> None:
+    only_mmdtv = _audit([0.5, 0.9]).drop_vars("rocht_auc")
+    only_mmdtv.attrs.update(auditors="mmdtv")
+    text = "\n".join(verdict_section(audit_bullets({"A": only_mmdtv})))
+    assert "**diagnostic**" not in text
+    assert "GaussMech" not in text
+    with_rocht = _audit([0.5, 0.9]).assign(rocht_epsilon=("pair", np.full(15, np.inf)))
+    text = "\n".join(verdict_section(audit_bullets({"A": with_rocht})))
+    assert (
+        "- **diagnostic** — ROC-HT's +∞ count is a diagnostic, not on a bound's ε scale: it "
+        "orders nothing and proves nothing." in text
+    )
+    assert "GaussMech" not in text
 
 
 def test_the_controls_reading_follows_the_auc() -> None:
