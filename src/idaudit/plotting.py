@@ -1108,7 +1108,9 @@ def plot_epsilon_curve(
 
     Notes
     -----
-    Solid blue: the largest certified lower bound at each δ (all δ hold at once). Dashed
+    Solid blue: the largest certified lower bound at each δ (all δ hold at once); a blue bar:
+    its ceiling (``certified_ceiling``, what zero test errors certify) at the δ the
+    certificates were fitted at (``reference_delta``), the only δ it is known at. Dashed
     black: the largest true ε(δ) of the certified pairs; hollow squares where it is only an
     upper bound on the truth (``true_epsilon_curve_exact`` false, e.g. Laplace at δ > 0). An
     infinite truth (Gaussian noise at δ = 0) is a ▲ with an ∞ at the top of its panel, not a
@@ -1134,6 +1136,14 @@ def plot_epsilon_curve(
         raise ValueError(f"`axes` must hold one Axes per scale ({chosen.size}); got {len(axes)}.")
     fig = _figure_of(axes[0])
     delta = np.asarray(ds["delta"].values, dtype=np.float64)
+    # the δ the certificates (and their ceiling) were fitted at: the sweep's reference δ
+    at_delta = (
+        float(ds["reference_delta"])
+        if "reference_delta" in ds and ds["reference_delta"].size == 1
+        else float(ds.attrs["reference_delta"])
+        if "reference_delta" in ds.attrs
+        else None
+    )
     for panel, value in zip(axes, chosen, strict=True):
         row = ds.sel({dim: value})
         if "noise_sd" in row.coords and dim != "noise_sd":
@@ -1156,10 +1166,21 @@ def plot_epsilon_curve(
         _infinite(panel, delta[~finite], _TRUTH, label="true ε(δ) = +∞")
         panel.plot(delta, cert, "-o", ms=3, color=_COLOURS["certified"],
                    label="certified ε(δ), largest (certified lower bound)")  # fmt: skip
+        shown = [cert, truth]
+        if at_delta is not None and "certified_ceiling" in row:
+            # the ceiling is known at the certifier's δ only (elsewhere it depends on each
+            # pair's test sizes): a bar there, not a line across every δ
+            top = float(row["certified_ceiling"])
+            panel.plot(
+                [at_delta], [top], ls="none", marker="_", ms=16, mew=1.6,
+                color=_COLOURS["certified"],
+                label="ceiling at the certifier's δ (what zero test errors certify)",
+            )  # fmt: skip
+            shown.append(np.array([top]))
         panel.set_xscale("symlog", linthresh=1e-8)
         ticks = [d for d in (0.0, 1e-8, 1e-5, 1e-2) if delta.min() <= d <= delta.max()]
         panel.set_xticks(ticks)
-        kind = _epsilon_axis(panel, np.concatenate([cert, truth]))
+        kind = _epsilon_axis(panel, np.concatenate(shown))
         panel.set_title(name, fontsize="medium")
         panel.set_xlabel("δ")
         panel.set_ylabel(f"ε(δ), {kind}", fontsize="small")

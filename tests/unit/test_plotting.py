@@ -674,3 +674,26 @@ def test_noise_sweep_shows_the_ceiling_the_reports_median_and_no_ratio_to_an_inf
         assert said == []
     else:  # 250 against a truth of 1 at the largest scale
         assert said == ["does not track the truth: 250× it here, flat"]
+
+
+def test_plot_epsilon_curve_shows_the_ceiling_at_the_certifiers_delta() -> None:
+    from idaudit.plotting import plot_epsilon_curve
+
+    ds = xr.Dataset(
+        {
+            "certified_epsilon_curve": (("scale", "delta"), [[1.7, 1.7, 1.6], [0.0, 0.0, 0.0]]),
+            "true_epsilon_curve": (("scale", "delta"), [[9.0, 8.0, 7.0], [0.5, 0.4, 0.3]]),
+            "certified_ceiling": ("scale", [1.75, 1.75]),
+            "reference_delta": ((), 1e-5),
+        },
+        coords={"scale": [1.0, 2.0], "delta": [0.0, 1e-5, 1e-3]},
+    )
+    label = "ceiling at the certifier's δ (what zero test errors certify)"
+    for ax in plot_epsilon_curve(ds).axes:
+        (bar,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+        assert list(bar.get_xdata()) == [1e-5]
+        assert list(bar.get_ydata()) == [1.75]
+        assert ax.get_ylim()[1] >= 1.75  # in view where the certificate is far below it
+    # without the certifier's δ, nothing is drawn where it is not known
+    bare = plot_epsilon_curve(ds.drop_vars("reference_delta")).axes[0]
+    assert label not in [ln.get_label() for ln in bare.get_lines()]
