@@ -601,9 +601,15 @@ def certificate_bullets(
         bullets.append(
             Bullet(
                 status,
-                f"{len(positive)} conditions are proven to leak ({each}), each on its most "
-                f"separable certified pair: {said}. ⚑: the test size set the bound; lower "
-                "bounds order nothing.",
+                (
+                    f"{len(positive)} conditions are proven to leak ({each})"
+                    if not statuses
+                    else f"{len(positive)} conditions have a positive bound, not every one "
+                    f"certified ({each})"
+                )
+                + f", each on its most separable certified pair: {said}."
+                + (" ⚑: the test size set the bound." if any(p[-1] for p in positive) else "")
+                + " Lower bounds order nothing.",
             )
         )
     return bullets + tail

@@ -150,6 +150,12 @@ def test_every_positive_certificate_stays_in_the_verdict() -> None:
         assert f"`{k}` ε ≥ {bound} (ceiling 1.2)" in text
     assert "5 conditions are proven to leak (each at its own confidence" in text
     assert "`z` has a certificate ceiling of 0" in text
+    # one bound not certified: the merged bullet takes the weaker word and says so
+    many["q"]["epsilon_lb"].attrs["status"] = "sample_estimate"
+    (merged, *_) = audit_bullets(parts, many)
+    assert merged.status == "sample_estimate"
+    assert merged.text.startswith("5 conditions have a positive bound, not every one certified")
+    assert "`q` ε ≥ 0.2 (ceiling 1.2, not certified: " in merged.text
     assert "not distinguishable here" in text
 
 
