@@ -33,6 +33,7 @@ Result Datasets also have ``ds.idaudit.plot_roc(...)`` and ``ds.idaudit.plot_eps
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -112,10 +113,18 @@ def _figure_of(ax: Axes) -> Figure:
 
 
 def _quantiles(values: npt.NDArray[np.float64], axis: int) -> npt.NDArray[np.float64]:
-    """25th, 50th and 75th percentiles, ignoring NaN, keeping inf (no interpolation)."""
+    """25th percentile, median and 75th percentile, ignoring NaN, keeping inf.
+
+    The quartiles are order statistics (no interpolation); the median is the one the reports
+    and ``summarize`` give (:func:`numpy.median`: the mean of the two middle values of an even
+    count), so that a figure and its report say the same number.
+    """
     out: npt.NDArray[np.float64] = np.nanquantile(
         values, [0.25, 0.5, 0.75], axis=axis, method="inverted_cdf"
     )
+    with warnings.catch_warnings():  # an all-NaN slice: NaN, said by the caller
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out[1] = np.nanmedian(values, axis=axis)
     return out
 
 
@@ -192,7 +201,8 @@ def plot_noise_sweep(
     Lines are medians over the audited pairs, bands the interquartile range; an infinite
     median (ROC-HT at the endpoints) is drawn as a ▲ with an ∞ at the top edge. The truth is
     black (solid: the median of the pairs' true ε, ``true_epsilon``; dashed: the
-    mechanism-wide guarantee, ``reference_epsilon``), the certificate blue. A diagnostic
+    mechanism-wide guarantee, ``reference_epsilon``), the certificate blue, its ceiling
+    (``certified_ceiling``: what zero test errors certify) blue and dotted. A diagnostic
     (GaussMech, KDE-LR) that does not track the truth says so beside its line: its rank
     correlation with the true ε over the scales and its ratio to it at the largest scale.
     The ε axis is linear or symmetric-log, chosen from the data's range.
@@ -243,8 +253,18 @@ def plot_noise_sweep(
         ax_eps.fill_between(scale[band], q1[band], q3[band], color=line.get_color(), alpha=0.15)
         _infinite(ax_eps, scale[~finite], line.get_color())
         drawn.append(med)
-        if family in ("gaussmech", "kdelr") and truth_median is not None:
+        # KDE-LR estimates a pure ε: under Gaussian noise its truth is +∞, so any finite
+        # value is consistent with it and no ratio to ε(δ) is said
+        pure_vs_gaussian = family == "kdelr" and ds.attrs.get("mechanism") == "gaussian"
+        if family in ("gaussmech", "kdelr") and truth_median is not None and not pure_vs_gaussian:
             _say_untracked(ax_eps, scale, med, truth_median, line.get_color())
+    if "certified_ceiling" in ds and any(m.startswith("certified") for m in methods):
+        # what zero test errors certify at these test sizes: a certificate on it was set
+        # by the test size, not by the noise
+        top = np.asarray(ds["certified_ceiling"].values, dtype=np.float64)
+        ax_eps.plot(scale, top, color=_COLOURS["certified"], ls=":", lw=1.2,
+                    label="certificate ceiling (what zero test errors certify)")  # fmt: skip
+        drawn.append(top)
     if truth_median is not None:
         ax_eps.plot(scale, truth_median, color=_TRUTH, lw=2, label="true ε (median)")
         drawn.append(truth_median)
@@ -527,7 +547,8 @@ def plot_rocs(
         curves.append((text, np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)))
     # curves that coincide (two perfect separations) must not hide each other: the first
     # is drawn widest, each later one narrower, dashed and with its own markers on top, and
-    # a curve equal to an earlier one says so in the legend
+    # a curve equal to an earlier one names the first such (one name: the legend stays short
+    # however many conditions share a curve)
     styles = ["-", "--", ":", "-."]
     markers = ["o", "s", "^", "D", "v", "P"]
     grid = np.linspace(0.0, 1.0, 201)
@@ -536,9 +557,9 @@ def plot_rocs(
         order = np.lexsort((tpr, fpr))
         shape = np.interp(grid, fpr[order], tpr[order])
         same = [name for name, other in seen if np.allclose(shape, other, atol=1e-9)]
-        seen.append((text.split(" (AUC")[0], shape))
+        seen.append((text.split(" (AUC")[0].split(": ")[0], shape))  # the condition's name
         if same:
-            text += f" — same curve as {', '.join(same)}"
+            text += f" — same curve as {same[0]}"
         plot_roc(fpr, tpr, label=text, ax=ax, ls=styles[i % len(styles)],
                  lw=max(3.2 - 0.8 * i, 1.0), marker=markers[i % len(markers)],
                  ms=max(7 - 1.5 * i, 3), mfc="none", zorder=2 + i)  # fmt: skip
@@ -1090,7 +1111,9 @@ def plot_epsilon_curve(
 
     Notes
     -----
-    Solid blue: the largest certified lower bound at each δ (all δ hold at once). Dashed
+    Solid blue: the largest certified lower bound at each δ (all δ hold at once); a blue bar:
+    its ceiling (``certified_ceiling``, what zero test errors certify) at the δ the
+    certificates were fitted at (``reference_delta``), the only δ it is known at. Dashed
     black: the largest true ε(δ) of the certified pairs; hollow squares where it is only an
     upper bound on the truth (``true_epsilon_curve_exact`` false, e.g. Laplace at δ > 0). An
     infinite truth (Gaussian noise at δ = 0) is a ▲ with an ∞ at the top of its panel, not a
@@ -1116,6 +1139,14 @@ def plot_epsilon_curve(
         raise ValueError(f"`axes` must hold one Axes per scale ({chosen.size}); got {len(axes)}.")
     fig = _figure_of(axes[0])
     delta = np.asarray(ds["delta"].values, dtype=np.float64)
+    # the δ the certificates (and their ceiling) were fitted at: the sweep's reference δ
+    at_delta = (
+        float(ds["reference_delta"])
+        if "reference_delta" in ds and ds["reference_delta"].size == 1
+        else float(ds.attrs["reference_delta"])
+        if "reference_delta" in ds.attrs
+        else None
+    )
     for panel, value in zip(axes, chosen, strict=True):
         row = ds.sel({dim: value})
         if "noise_sd" in row.coords and dim != "noise_sd":
@@ -1138,10 +1169,21 @@ def plot_epsilon_curve(
         _infinite(panel, delta[~finite], _TRUTH, label="true ε(δ) = +∞")
         panel.plot(delta, cert, "-o", ms=3, color=_COLOURS["certified"],
                    label="certified ε(δ), largest (certified lower bound)")  # fmt: skip
+        shown = [cert, truth]
+        if at_delta is not None and "certified_ceiling" in row:
+            # the ceiling is known at the certifier's δ only (elsewhere it depends on each
+            # pair's test sizes): a bar there, not a line across every δ
+            top = float(row["certified_ceiling"])
+            panel.plot(
+                [at_delta], [top], ls="none", marker="_", ms=16, mew=1.6,
+                color=_COLOURS["certified"],
+                label="ceiling at the certifier's δ (what zero test errors certify)",
+            )  # fmt: skip
+            shown.append(np.array([top]))
         panel.set_xscale("symlog", linthresh=1e-8)
         ticks = [d for d in (0.0, 1e-8, 1e-5, 1e-2) if delta.min() <= d <= delta.max()]
         panel.set_xticks(ticks)
-        kind = _epsilon_axis(panel, np.concatenate([cert, truth]))
+        kind = _epsilon_axis(panel, np.concatenate(shown))
         panel.set_title(name, fontsize="medium")
         panel.set_xlabel("δ")
         panel.set_ylabel(f"ε(δ), {kind}", fontsize="small")

@@ -617,6 +617,10 @@ def test_coinciding_roc_curves_stay_distinguishable() -> None:
     ax = plot_rocs({"a": perfect, "b": perfect, "c": ([0.0, 0.5, 1.0], [0.0, 0.8, 1.0])}).axes[0]
     curves = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
     assert [line.get_label() for line in curves] == ["a", "b — same curve as a", "c"]
+    # a fourth equal curve names only the first it equals, by its condition, not its pair
+    ax = plot_rocs({"A: p0 vs p1": perfect, "B: p2 vs p3": perfect, "C: p4 vs p5": perfect}).axes[0]
+    labels = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert labels[2] == "C: p4 vs p5 — same curve as A"
     assert curves[0].get_linewidth() > curves[1].get_linewidth()
     assert curves[0].get_linestyle() != curves[1].get_linestyle()
     assert curves[0].get_marker() != curves[1].get_marker()
@@ -650,3 +654,65 @@ def test_plot_nnaa_tells_no_verdict_from_no_evidence() -> None:
     assert losses("C3") == [0.49]
     # the row with power but no rejection: its interval bar is blue (errorbar's line)
     assert losses("C0") == [0.08]
+
+
+def _pure_route_sweep(mechanism: str) -> xr.Dataset:
+    """Four pairs (an even count: the median is the mean of the middle two), a pure-ε route
+    far above a falling truth, a certificate and its ceiling."""
+    scale = np.array([0.1, 1.0, 10.0])
+    kdelr = np.array([[100.0, 200.0, 300.0, 1000.0]] * 3)
+    return xr.Dataset(
+        {
+            "kdelr_epsilon": (("scale", "pair"), kdelr, {"status": "diagnostic"}),
+            "certified_epsilon": (
+                ("scale", "pair"),
+                [[1.5, 1.5, np.nan, np.nan], [1.0, 0.5, np.nan, np.nan], [0.0] * 2 + [np.nan] * 2],
+                {"status": "certified_lower_bound", "n_simultaneous": 2},
+            ),
+            "certified_ceiling": ("scale", [1.5, 1.5, 1.5], {"status": "descriptive"}),
+            "true_epsilon": (("scale", "pair"), 10 / scale[:, None] * np.ones((3, 4))),
+        },
+        coords={"scale": scale},
+        attrs={"mechanism": mechanism},
+    )
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
+def test_noise_sweep_shows_the_ceiling_the_reports_median_and_no_ratio_to_an_infinite_truth(
+    mechanism: str,
+) -> None:
+    ax = plot_noise_sweep(_pure_route_sweep(mechanism)).axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    top = lines["certificate ceiling (what zero test errors certify)"]
+    assert top.get_linestyle() == ":"
+    np.testing.assert_array_equal(top.get_ydata(), [1.5, 1.5, 1.5])
+    # the median the reports give: numpy's (200 + 300) / 2, not the lower order statistic
+    np.testing.assert_array_equal(lines["KDE-LR (diagnostic)"].get_ydata(), [250.0] * 3)
+    said = [t.get_text() for t in ax.texts if "does not track" in t.get_text()]
+    if mechanism == "gaussian":  # KDE-LR's pure-ε truth is +∞: no ratio to ε(δ) is said
+        assert said == []
+    else:  # 250 against a truth of 1 at the largest scale
+        assert said == ["does not track the truth: 250× it here, flat"]
+
+
+def test_plot_epsilon_curve_shows_the_ceiling_at_the_certifiers_delta() -> None:
+    from idaudit.plotting import plot_epsilon_curve
+
+    ds = xr.Dataset(
+        {
+            "certified_epsilon_curve": (("scale", "delta"), [[1.7, 1.7, 1.6], [0.0, 0.0, 0.0]]),
+            "true_epsilon_curve": (("scale", "delta"), [[9.0, 8.0, 7.0], [0.5, 0.4, 0.3]]),
+            "certified_ceiling": ("scale", [1.75, 1.75]),
+            "reference_delta": ((), 1e-5),
+        },
+        coords={"scale": [1.0, 2.0], "delta": [0.0, 1e-5, 1e-3]},
+    )
+    label = "ceiling at the certifier's δ (what zero test errors certify)"
+    for ax in plot_epsilon_curve(ds).axes:
+        (bar,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+        assert list(bar.get_xdata()) == [1e-5]
+        assert list(bar.get_ydata()) == [1.75]
+        assert ax.get_ylim()[1] >= 1.75  # in view where the certificate is far below it
+    # without the certifier's δ, nothing is drawn where it is not known
+    bare = plot_epsilon_curve(ds.drop_vars("reference_delta")).axes[0]
+    assert label not in [ln.get_label() for ln in bare.get_lines()]

@@ -324,6 +324,7 @@ def _run_conditions(
     auditors = _auditors(args, methods, min_rows)
     results: dict[str, Any] = {}
     certs: dict[str, Any] = {}
+    uncertified: list[str] = []
     h0: list[Any] = []
     for name, es in sets.items():
         pairs = sample_pairs(es.identities, n_pairs, rng=args.seed)
@@ -337,7 +338,11 @@ def _run_conditions(
         ds.attrs.update(input_provenance(next(p for p, n in names.items() if n == name)))
         results[name] = ds
         if not args.no_certify:
-            certs[name] = _certify(es, pairs, len(sets), args.seed, name)
+            cert = _certify(es, pairs, len(sets), args.seed, name)
+            if cert is None:
+                uncertified.append(name)
+            else:
+                certs[name] = cert
         enough = [k for k, n in es.counts.items() if n >= 10][:50]
         if enough:
             ctrl = sanity_controls(
@@ -359,8 +364,8 @@ def _run_conditions(
     files.append(write_csv(t1, out / "table1.csv"))
     files.append(write_text(markdown(t1), out / "table1.md"))
     t2 = None
-    if certs:
-        t2 = table2(certs)
+    if certs or uncertified:
+        t2 = _with_uncertified(table2(certs) if certs else None, uncertified)
         files.append(write_csv(t2, out / "table2.csv"))
         files.append(write_text(markdown(t2), out / "table2.md"))
     text = _conditions_markdown(results, certs, t1, t2, n_pairs)
@@ -396,6 +401,37 @@ def _condition_names(args: argparse.Namespace, paths: list[Path]) -> dict[Path, 
     return names
 
 
+def _with_uncertified(t2: Any, names: list[str]) -> Any:
+    """Table 2 with a "not certified: too few rows" row for each condition left uncertified."""
+    import pandas as pd
+
+    from idaudit.audits._tables import condition_fields
+
+    if not names:
+        return t2
+    columns = (
+        list(t2.columns)
+        if t2 is not None
+        else ["condition", "encoder", "dataset", "generator", "test_n_per_class", "auc",
+              "epsilon_lb", "epsilon_lb_ceiling", "n_positive", "n_above_1", "n_at_ceiling",
+              "n_pairs"]
+    )  # fmt: skip
+    rows = [
+        {
+            **dict.fromkeys(columns, "–"),
+            "condition": name,
+            **condition_fields(name),
+            "epsilon_lb": "not certified: too few rows",
+            "n_pairs": 0,
+        }
+        for name in names
+    ]
+    frame = pd.DataFrame([*(t2.to_dict("records") if t2 is not None else []), *rows])
+    frame = frame[columns]
+    frame.attrs = dict(t2.attrs) if t2 is not None else {}
+    return frame
+
+
 def _conditions_markdown(
     results: dict[str, Any], certs: dict[str, Any], t1: Any, t2: Any, n_pairs: int
 ) -> str:
@@ -407,12 +443,34 @@ def _conditions_markdown(
 
 
 def _certify(es: Any, pairs: list[Any], n_families: int, seed: int, name: str) -> Any:
-    """Seed 000's Table 2 protocol: five vertex-disjoint pairs, fewer when they do not exist."""
+    """Seed 000's Table 2 protocol: five vertex-disjoint pairs, fewer when they do not exist.
+
+    Only the pairs whose identities both have the rows the certifier needs are candidates;
+    when no pair has, the condition is not certified (``None``, with a warning) and the
+    other conditions' outputs are still written.
+    """
     from idaudit import ReservedTestCertifier
 
-    certifier = ReservedTestCertifier(
-        n_candidates=len(pairs), n_select=5, n_families=n_families, rng=seed, progress=False
-    )
+    certifier = ReservedTestCertifier(n_select=5, n_families=n_families, rng=seed, progress=False)
+    need = certifier.min_rows()
+    usable = [p for p in pairs if min(es.counts[p[0]], es.counts[p[1]]) >= need]
+    if not usable:
+        warnings.warn(
+            f"Condition {name!r} is not certified: no audited pair has {need} rows on each "
+            f"identity, which the reserved-test certifier needs (fewest rows here: "
+            f"{min(es.counts.values())}).",
+            IdauditWarning,
+            stacklevel=2,
+        )
+        return None
+    if len(usable) < len(pairs):
+        say(
+            f"note ({name}): {len(pairs) - len(usable)} of the {len(pairs)} pairs have an "
+            f"identity with fewer than {need} rows; the certifier's candidates are the other "
+            f"{len(usable)}"
+        )
+    pairs = usable
+    certifier.set_params(n_candidates=len(pairs))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", IdauditWarning)
         cert = certifier.fit(es, pairs).certificates_

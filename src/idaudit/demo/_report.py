@@ -198,6 +198,9 @@ def _certified_cell(epsilon: float, ceiling: float) -> str:
 def _noise_table(ds: xr.Dataset) -> list[str]:
     """One markdown table: a row per noise level, columns that carry nothing flagged."""
     laplace = str(ds["mechanism"].values) == "laplace" if "mechanism" in ds.coords else False
+    # the certificate beside its ceiling (what zero test errors certify), ⚑ where it sits on it
+    ceiled = "certified_ceiling" in ds
+    cert_col = "certified ε (max) [ceiling]" if ceiled else "certified ε (max)"
     head = [
         "noise sd",
         *(["Laplace scale b"] if laplace else []),
@@ -209,7 +212,7 @@ def _noise_table(ds: xr.Dataset) -> list[str]:
         "MMD-TV",
         "MMD hockey-stick",
         "ROC-HT +∞",
-        "certified ε (max)",
+        cert_col,
         "certified > true",
     ]
     status = {
@@ -221,7 +224,7 @@ def _noise_table(ds: xr.Dataset) -> list[str]:
         "MMD-TV": "sample_estimate",
         "MMD hockey-stick": "sample_estimate",
         "ROC-HT +∞": "diagnostic",
-        "certified ε (max)": str(ds["certified_epsilon_max"].attrs.get("status", "")),
+        cert_col: str(ds["certified_epsilon_max"].attrs.get("status", "")),
     }
     rows = []
     for i in range(ds.sizes["noise_sd"]):
@@ -244,7 +247,10 @@ def _noise_table(ds: xr.Dataset) -> list[str]:
                 med("mmdtv_epsilon"),
                 med("mmdtv_epsilon_hs"),
                 f"{int(np.isposinf(rocht).sum())}/{rocht.size}",
-                float(row["certified_epsilon_max"]),
+                _certified_cell(
+                    float(row["certified_epsilon_max"]),
+                    float(row["certified_ceiling"]) if ceiled else np.nan,
+                ),
                 f"{over}/{certified}",
             ]
         )
@@ -252,10 +258,10 @@ def _noise_table(ds: xr.Dataset) -> list[str]:
     rocht_all = _floats(ds, "rocht_epsilon")
     if rocht_all.size and np.isposinf(rocht_all[~np.isnan(rocht_all)]).all():
         flags["ROC-HT +∞"] = "+∞ on every pair of every row: no information"
-    if "certified_ceiling" in ds:
+    if ceiled:
         flag = column_flag(_floats(ds, "certified_epsilon_max"), _floats(ds, "certified_ceiling"))
         if flag:
-            flags["certified ε (max)"] = flag
+            flags[cert_col] = flag
     return table(head, rows, statuses=status, flags=flags or None).rstrip("\n").split("\n")
 
 
@@ -604,10 +610,24 @@ def faces_verdict(faces: FaceDemoResult, noise: xr.Dataset | None = None) -> lis
     table_ = faces.table
     anon = table_[table_["method"] != "none"]
     base = table_[table_["method"] == "none"].iloc[0]
+    # each condition's certificates hold jointly at its own confidence; the column holds
+    # jointly only when the conditions were certified as one family
+    joint = table_.attrs.get("certified_max_status", "certified_lower_bound")
+    separately = joint != "certified_lower_bound" and len(faces.certificates) > 1
+    alphas = {float(c.attrs.get("alpha", 0.05)) for c in faces.certificates.values()}
+    own = (
+        f", each at its own {100 * (1 - alphas.pop()):g} % (the conditions were certified "
+        "separately, so the claims do not hold jointly)"
+        if separately and len(alphas) == 1
+        else ", each at its own confidence (the conditions were certified separately, so "
+        "the claims do not hold jointly)"
+        if separately
+        else ""
+    )
     bullets = [
         Bullet(
-            str(table_.attrs.get("certified_max_status", "certified_lower_bound")),
-            _certified_sentence(table_),
+            "certified_lower_bound" if separately else str(joint),
+            _certified_sentence(table_, own),
         )
     ]
     bullets.append(Bullet("sample_estimate", _top1_sentence(faces, anon, base)))
@@ -622,8 +642,12 @@ def faces_verdict(faces: FaceDemoResult, noise: xr.Dataset | None = None) -> lis
     return bullets
 
 
-def _certified_sentence(table_: pd.DataFrame) -> str:
-    """Say what the certificates prove: "at least" per anonymiser, and where the ceiling set it."""
+def _certified_sentence(table_: pd.DataFrame, own: str = "") -> str:
+    """Say what the certificates prove: "at least" per anonymiser, and where the ceiling set it.
+
+    ``own`` follows "proven to leak": the confidence each claim holds at when the conditions
+    were certified separately.
+    """
     cert = np.asarray(table_["certified_max"], dtype=np.float64)
     at = np.asarray(table_["certified_at_ceiling"], dtype=bool)
     tops = np.asarray(table_["certified_ceiling"], dtype=np.float64)
@@ -635,7 +659,7 @@ def _certified_sentence(table_: pd.DataFrame) -> str:
             "privacy either."
         )
     said = (
-        f"{len(positive)} of the {len(table_)} conditions are proven to leak: their largest "
+        f"{len(positive)} of the {len(table_)} conditions are proven to leak{own}: their largest "
         'certificates, each an "ε is at least", run '
         f"{_fmt(float(np.nanmin(cert[cert > 0])) if len(positive) else 0.0)}"
         f"–{_fmt(float(np.nanmax(cert)))}"

@@ -155,7 +155,10 @@ class GeneratorAudit:
         from idaudit.pipeline.report import audit_document
 
         name = str(self.results.attrs.get("generator", ""))
-        certs = {name: self.certificates} if self.certificates is not None else None
+        # filed under the key the report reads the results by (their condition, "" for one
+        # run), so that each warning is read against these certificates
+        key = str(self.results.attrs.get("condition", ""))
+        certs = {key: self.certificates} if self.certificates is not None else None
         context = [f"Generator `{name}`." + _pairs_asked(self.results), ""]
         lines: list[str] = []
         counts = self.embeddings.counts

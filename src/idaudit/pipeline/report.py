@@ -42,6 +42,7 @@ from idaudit._markdown import (
 from idaudit._results import reduction_attrs, reduction_attrs_across
 from idaudit.audits import discordant_routes, table1
 from idaudit.audits._tables import at_ceiling, ceiling_reached
+from idaudit.exceptions import InvalidInputError
 
 __all__ = [
     "MMDTV_CEILING",
@@ -413,7 +414,12 @@ def _var(ds: xr.Dataset, cls: str, suffix: str) -> str:
     for label in str(ds.attrs.get("auditors", "")).split(","):
         if label and ds.attrs.get(f"{label}.class") == cls and f"{label}{suffix}" in ds:
             return f"{label}{suffix}"
-    default = {"MMDTVAuditor": "mmdtv", "ROCHTAuditor": "rocht"}[cls] + suffix
+    default = {
+        "MMDTVAuditor": "mmdtv",
+        "ROCHTAuditor": "rocht",
+        "GaussMechAuditor": "gaussmech",
+        "KDELRAuditor": "kdelr",
+    }[cls] + suffix
     return default
 
 
@@ -423,16 +429,15 @@ def audit_bullets(
 ) -> list[Bullet]:
     """Return the verdict of an audit of one or several conditions (at most six bullets).
 
-    Certificates give "at least" statements per condition (never an order); a condition whose
-    test sizes certify nothing says so. MMD-TV and the ROC AUC order conditions only where
+    Certificates give "at least" statements per condition (never an order), every positive
+    one kept (:func:`certificate_bullets`); the conditions whose test sizes certify nothing
+    share one bullet. MMD-TV and the ROC AUC order conditions only where
     the 95 % intervals of their medians do not overlap; otherwise "not distinguishable
     here". One bullet says which numbers are diagnostics.
     """
     parts = _parts(results)
     certs = dict(certificates or {})
-    bullets = certificate_bullets(certs)
-    if len(certs) > 1:
-        bullets = bullets[:3]
+    bullets: list[Bullet] = []
     # estimates: with an interval, ordered only when the intervals separate
     for cls, suffix, what in (
         ("MMDTVAuditor", "_epsilon", "median MMD-TV ε"),
@@ -447,28 +452,61 @@ def audit_bullets(
             continue
         scale = f" (ceiling {MMDTV_CEILING:.2f})" if cls == "MMDTVAuditor" else ""
         bullets.append(Bullet("sample_estimate", _estimate_sentence(what, found, scale)))
-    bullets.append(
-        Bullet(
-            "diagnostic",
-            "GaussMech, KDE-LR and ROC-HT's +∞ count are diagnostics, not on a bound's ε "
-            "scale: they order nothing and prove nothing.",
+    # the diagnostics that were run, and only those
+    ran = [
+        name
+        for cls, name in (
+            ("GaussMechAuditor", "GaussMech"),
+            ("KDELRAuditor", "KDE-LR"),
+            ("ROCHTAuditor", "ROC-HT's +∞ count"),
         )
-    )
-    return bullets[:MAX_BULLETS]
+        if any(_var(ds, cls, "_epsilon") in ds for ds in parts.values())
+    ]
+    if ran:
+        said = ran[0] if len(ran) == 1 else f"{', '.join(ran[:-1])} and {ran[-1]}"
+        verb = "is a diagnostic" if len(ran) == 1 else "are diagnostics"
+        bullets.append(
+            Bullet(
+                "diagnostic",
+                f"{said} {verb}, not on a bound's ε scale: "
+                f"{'it orders' if len(ran) == 1 else 'they order'} nothing and "
+                f"prove{'s' if len(ran) == 1 else ''} nothing.",
+            )
+        )
+    # the certificates lead, every positive one kept (merged when they would not fit)
+    certified = certificate_bullets(certs, room=max(MAX_BULLETS - len(bullets), 1))
+    return [*certified, *bullets][:MAX_BULLETS]
 
 
-def certificate_bullets(certificates: Mapping[str, xr.Dataset]) -> list[Bullet]:
-    """Return one "at least" bullet per certified condition, read against its ceiling.
+def certificate_bullets(
+    certificates: Mapping[str, xr.Dataset], *, room: int | None = None
+) -> list[Bullet]:
+    """Return the certificates' "at least" bullets, read against their ceilings.
 
-    A condition whose ceiling is 0 at its test sizes says it can certify nothing; a positive
-    certificate says the pipeline leaks *at least* that much and orders nothing. Each
-    bullet's status is that of the condition's largest certificate (:func:`reduction_attrs`);
-    when several conditions were certified as separate families, each bullet says that it
-    holds at its own condition's confidence, not jointly with the others
-    (:func:`reduction_attrs_across`).
+    Every positive certificate is kept: one bullet per certified condition, or, when they
+    do not fit in ``room`` bullets, one bullet that names each condition with its bound.
+    The conditions that certify 0 share one bullet, and those whose ceiling is 0 at their
+    test sizes share another (``descriptive``: it is about the ceiling, not a bound). Each
+    certificate bullet's status is that of the condition's largest certificate
+    (:func:`reduction_attrs`); when several conditions were certified as separate families,
+    each bound holds at its own condition's confidence, not jointly with the others
+    (:func:`reduction_attrs_across`), and the bullet says so.
+
+    Parameters
+    ----------
+    certificates : mapping of condition to Dataset
+        ``certificates_`` per condition (``""`` for the pipeline itself).
+    room : int, optional
+        The most bullets to return; the positive certificates are merged into one bullet
+        when they would not fit. ``None``: no limit.
+
+    Returns
+    -------
+    list of Bullet
     """
+    if room is not None and room < 1:
+        raise InvalidInputError(f"`room` must be at least 1; got {room!r}.")
     certs = {k: c for k, c in certificates.items() if c.sizes.get("pair", 0)}
-    bullets: list[Bullet] = []
     joint = (
         len(certs) < 2
         or reduction_attrs_across(
@@ -477,7 +515,10 @@ def certificate_bullets(certificates: Mapping[str, xr.Dataset]) -> list[Bullet]:
         == "certified_lower_bound"
     )
     own = "" if joint else " (at its own confidence: the conditions were certified separately)"
-    # certificates: per condition, "at least", against the ceiling
+    # per condition: (status, reason, name, bound, ceiling, at ceiling), or ceiling 0, or 0
+    positive: list[tuple[str, str, str, float, float, bool]] = []
+    unbounded: list[str] = []
+    nothing: list[tuple[str, float]] = []
     for name, c in certs.items():
         lb = np.asarray(c["epsilon_lb"].values, dtype=np.float64)
         top = (
@@ -486,52 +527,122 @@ def certificate_bullets(certificates: Mapping[str, xr.Dataset]) -> list[Bullet]:
             else np.full(lb.shape, np.nan)
         )
         i = int(np.argmax(lb))
-        who = f"`{name}`" if name else "The pipeline"
         if np.all(top <= 0):
-            bullets.append(
-                Bullet(
-                    "certified_lower_bound",
-                    f"{who} has a certificate ceiling of 0 at its test sizes: it can certify "
-                    "nothing, and its 0 is no evidence either way.",
-                )
-            )
+            unbounded.append(name)
         elif lb[i] > 0:
-            at = " (at its ceiling ⚑: the test size set it)" if at_ceiling(c)[i] else ""
             reduced = reduction_attrs(
                 {"status": "certified_lower_bound", **c["epsilon_lb"].attrs}, lb.size
             )
             status = str(reduced["status"])
+            reason = str(reduced.get("status_reason", status.replace("_", " ")))
+            at = bool(at_ceiling(c)[i])
+            positive.append((status, reason, name, float(lb[i]), float(top[i]), at))
+        else:
+            nothing.append((name, float(np.nanmax(top))))
+    tail: list[Bullet] = []
+    if nothing:
+        said = [n for n, _ in nothing]
+        names = _names(said) if (said[0] or len(said) > 1) else "The pipeline"
+        tops = ", ".join(number(t, 4) for _, t in nothing)
+        verb = "certifies" if len(nothing) == 1 else "certify"
+        tail.append(
+            Bullet(
+                "certified_lower_bound",
+                f"{names} {verb} 0{own} (ceiling{'s' if len(nothing) > 1 else ''} {tops}): "
+                "no leakage is proven, which is not evidence of privacy.",
+            )
+        )
+    if unbounded:
+        names = _names(unbounded) if (unbounded[0] or len(unbounded) > 1) else "The pipeline"
+        one = len(unbounded) == 1
+        tail.append(
+            Bullet(
+                "descriptive",
+                f"{names} {'has' if one else 'have'} a certificate ceiling of 0 at "
+                f"{'its' if one else 'their'} test sizes: {'it' if one else 'they'} can "
+                f"certify nothing, and {'its 0 is' if one else 'their 0s are'} no evidence "
+                "either way.",
+            )
+        )
+    fits = room is None or len(positive) + len(tail) <= room
+    bullets: list[Bullet] = []
+    if fits or len(positive) < 2:
+        for status, reason, name, bound, top, at in positive:
+            who = f"`{name}`" if name else "The pipeline"
+            flag = " (at its ceiling ⚑: the test size set it)" if at else ""
             claim = (
-                f"{who} leaks at least ε = {number(float(lb[i]), 4)}{own}"
+                f"{who} leaks at least ε = {number(bound, 4)}{own}"
                 if status == "certified_lower_bound"
-                else f"{who}'s largest bound, ε = {number(float(lb[i]), 4)}, is not certified "
-                f"({reduced.get('status_reason', status.replace('_', ' '))})"
+                else f"{who}'s largest bound, ε = {number(bound, 4)}, is not certified "
+                f"({reason})"
             )
             bullets.append(
                 Bullet(
                     status,
                     f"{claim} on its most separable certified pair, against a ceiling of "
-                    f"{number(float(top[i]), 4)}{at}; a lower bound, so it orders nothing.",
+                    f"{number(top, 4)}{flag}; a lower bound, so it orders nothing.",
                 )
             )
-        else:
-            bullets.append(
-                Bullet(
-                    "certified_lower_bound",
-                    f"{who} certifies 0{own} (ceiling {number(float(np.nanmax(top)), 4)}): no "
-                    "leakage is proven, which is not evidence of privacy.",
+    else:
+        # too many to say one by one: every bound in one bullet; any uncertified one
+        # takes the bullet's status (the weaker word) and is marked
+        statuses = [s for s, *_ in positive if s != "certified_lower_bound"]
+        status = statuses[0] if statuses else "certified_lower_bound"
+        said = "; ".join(
+            f"`{name}` ε ≥ {number(bound, 4)} (ceiling {number(top, 4)}{' ⚑' if at else ''}"
+            f"{'' if s == 'certified_lower_bound' else f', not certified: {reason}'})"
+            for s, reason, name, bound, top, at in positive
+        )
+        each = (
+            "each at its own confidence, the conditions were certified separately"
+            if not joint
+            else "jointly"
+        )
+        bullets.append(
+            Bullet(
+                status,
+                (
+                    f"{len(positive)} conditions are proven to leak ({each})"
+                    if not statuses
+                    else f"{len(positive)} conditions have a positive bound, not every one "
+                    f"certified ({each})"
                 )
+                + f", each on its most separable certified pair: {said}."
+                + (" ⚑: the test size set the bound." if any(p[-1] for p in positive) else "")
+                + " Lower bounds order nothing.",
             )
-    return bullets
+        )
+    return bullets + tail
+
+
+def _names(names: Sequence[str]) -> str:
+    """Return "`a`", "`a` and `b`", "`a`, `b` and `c`"."""
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
 def _estimate_sentence(
     what: str, found: Mapping[str, tuple[float, float, float]], scale: str
 ) -> str:
-    """Say one estimate per condition with its interval; order only separated intervals."""
+    """Say one estimate per condition with its interval; order only separated intervals.
+
+    An interval is named only where there is one: a condition with too few pairs for a 95 %
+    interval (or none with a value) says so, and then no order is claimed.
+    """
     shown = "; ".join(f"{f'`{n}` ' if n else ''}{interval_text(*v)}" for n, v in found.items())
+    short = [n for n, (_, lo, hi) in found.items() if not (np.isfinite(lo) and np.isfinite(hi))]
+    if all(np.isnan(m) for m, _, _ in found.values()):
+        return f"The {what}{scale} has no value here: no pair has a value of every method."
     if len(found) == 1:
+        if short:
+            return f"The {what}{scale} is {shown}, with too few pairs for a 95 % interval."
         return f"The {what}{scale} is {shown} (95 % order-statistic interval over the pairs)."
+    if short:
+        return (
+            f"By the {what}{scale} the conditions are not distinguishable here: "
+            f"{_names(short)} {'has' if len(short) == 1 else 'have'} too few pairs for a "
+            f"95 % interval ({shown})."
+        )
     order = sorted(found, key=lambda n: found[n][0])
     separated = all(found[a][2] < found[b][1] for a, b in pairwise(order))
     if separated:

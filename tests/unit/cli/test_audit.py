@@ -236,6 +236,38 @@ def test_several_conditions_one_at_a_zero_ceiling_claim_no_order(tmp_path: Path)
     assert "| ⚑ +∞ on every pair of every row: no information |" in summary
 
 
+def test_a_condition_too_small_to_certify_is_skipped_and_the_rest_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 6 rows per identity pass --min-rows 5 but the certifier needs 7 (2 test, 5 folds)
+    gen = np.random.default_rng(0)
+    folder = tmp_path / "conds"
+    folder.mkdir()
+    for name, rows in (("dlib_synth1_none", 12), ("dlib_synth2_blur", 6)):
+        centres = gen.normal(size=(8, 16)) * 3.0
+        x = np.concatenate([c + gen.normal(size=(rows, 16)) for c in centres])
+        frame = pd.DataFrame(x, columns=[f"e{i}" for i in range(16)])
+        frame.insert(0, "label", np.repeat([f"id{i}" for i in range(8)], rows))
+        frame.to_csv(folder / f"{name}.csv", index=False)
+    out = tmp_path / "out"
+    argv = ["audit", str(folder), "--out", str(out), "--quiet", "--min-rows", "5"]
+    with warnings.catch_warnings():  # the command prints its warnings on stderr
+        warnings.simplefilter("always", IdauditWarning)
+        assert main(argv) == 0
+    assert "warning: Condition 'dlib_synth2_blur' is not certified: no audited pair has 7" in (
+        capsys.readouterr().err
+    )
+    for name in ("results.nc", "table1.md", "table2.md", "summary.md"):
+        assert (out / name).is_file(), name
+    t2 = pd.read_csv(out / "table2.csv")
+    assert t2["condition"].tolist() == ["dlib_synth1_none", "dlib_synth2_blur"]
+    assert t2.loc[1, "epsilon_lb"] == "not certified: too few rows"
+    assert int(t2.loc[1, "n_pairs"]) == 0
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "not certified: too few rows" in summary
+    assert "`dlib_synth1_none` " in summary.split("## Warnings")[0]
+
+
 def test_manifest_names_the_conditions(tmp_path: Path) -> None:
     paths = _condition_csvs(tmp_path)
     manifest = tmp_path / "manifest.csv"

@@ -140,6 +140,17 @@ def test_the_verdict_proves_at_least_and_orders_nothing_by_certificate() -> None
         assert claim not in text
 
 
+def test_separately_certified_conditions_claim_each_at_its_own_confidence() -> None:
+    faces = _result()
+    # what the reduction across the four families gives: not jointly certified
+    faces.table.attrs["certified_max_status"] = "sample_estimate"
+    text = _verdict(faces)
+    assert (
+        "- **certified** — 3 of the 4 conditions are proven to leak, each at its own 95 % "
+        "(the conditions were certified separately, so the claims do not hold jointly)"
+    ) in text
+
+
 def test_the_top1_ranking_needs_separated_intervals() -> None:
     # the fixture's intervals are points: pixelation's 11 % is below every other
     text = _verdict(_result())
@@ -300,3 +311,30 @@ def test_the_encoding_sentence_says_what_came_from_the_cache() -> None:
         "This run encoded 1 face and read 359 from the cache; the faces part took 27 s."
     )
     assert said(360, 0) == "This run encoded 360 faces; the faces part took 27 s."
+
+
+def test_part_two_shows_the_certificates_ceiling_and_flags_values_at_it() -> None:
+    from idaudit.demo._report import _noise_table
+
+    per_pair = {
+        name: (("noise_sd", "pair"), [[v, v], [v / 10, v / 10]])
+        for name, v in (("rocht_auc", 1.0), ("true_epsilon", 50.0), ("gaussmech_epsilon", 9.0),
+                        ("kdelr_epsilon", 90.0), ("mmdtv_epsilon", 1.0),
+                        ("mmdtv_epsilon_hs", 1.2), ("rocht_epsilon", np.inf))
+    }  # fmt: skip
+    ds = xr.Dataset(
+        {
+            **per_pair,
+            "reference_epsilon": ("noise_sd", [80.0, 8.0]),
+            "certified_epsilon": (("noise_sd", "pair"), [[1.754, 1.2], [0.3, np.nan]]),
+            "certified_epsilon_max": (
+                "noise_sd", [1.754, 0.3], {"status": "certified_lower_bound"}
+            ),
+            "certified_ceiling": ("noise_sd", [1.754, 1.754], {"status": "descriptive"}),
+        },
+        coords={"noise_sd": [0.05, 1.0], "mechanism": "gaussian"},
+    )
+    lines = _noise_table(ds)
+    assert lines[0].endswith("| certified ε (max) [ceiling] | certified > true |")
+    assert lines[4].endswith("| 1.75 [1.75] ⚑ at ceiling | 0/2 |")
+    assert lines[5].endswith("| 0.3 [1.75] | 0/1 |")

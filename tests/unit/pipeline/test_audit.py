@@ -812,6 +812,21 @@ def test_generator_audit_to_markdown_reports_ceilings_controls_and_losses() -> N
     assert f"{run.embeddings.n_lost} of 40 draws have no usable row" in md
     assert "| id1 | 20 | 3 |" in md
     assert "| pairs | MMD-TV [95% CI] |" in md
+    # the routes' discordance is read against this run's own certificates (its test AUC),
+    # not against none because the two were filed under different names
+    import idaudit.pipeline.report as report
+
+    seen: list[object] = []
+
+    def record(ds: object, *, certificates: object = None) -> list[str]:
+        seen.append(certificates)
+        return []
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report, "discordant_routes", record)
+        run.to_markdown()
+    assert len(seen) == 1
+    assert seen[0] is run.certificates
 
 
 def test_more_pairs_asked_than_exist_audits_all_and_says_so() -> None:

@@ -115,6 +115,7 @@ def test_certificates_say_at_least_and_a_zero_ceiling_says_nothing() -> None:
     )
     assert "at its ceiling ⚑" in a.text
     assert "orders nothing" in a.text
+    assert b.status == "descriptive"
     assert b.text == (
         "`B` has a certificate ceiling of 0 at its test sizes: it can certify nothing, and its "
         "0 is no evidence either way."
@@ -125,6 +126,37 @@ def test_certificates_say_at_least_and_a_zero_ceiling_says_nothing() -> None:
         c["epsilon_lb"].attrs["n_simultaneous"] = 2
     (a, _) = certificate_bullets(joint)
     assert a.text.startswith("`A` leaks at least ε = 0.2777 on its most separable certified pair")
+
+
+def test_every_positive_certificate_stays_in_the_verdict() -> None:
+    # three conditions whose ceiling is 0 before the only certificate (the reported audit)
+    certs = {k: _cert([0.0], [0.0]) for k in "abc"}
+    certs["d_swap"] = _cert([0.224], [1.2])
+    parts = {k: _audit([0.5, 0.9], i) for i, k in enumerate(certs)}
+    verdict = "\n".join(verdict_section(audit_bullets(parts, certs)))
+    assert "`d_swap` leaks at least ε = 0.224 (at its own confidence" in verdict
+    assert verdict.count("certificate ceiling of 0") == 1
+    assert (
+        "- **descriptive** — `a`, `b` and `c` have a certificate ceiling of 0 at their test "
+        "sizes: they can certify nothing" in verdict
+    )
+    # five positive certificates and two estimates do not fit one by one: merged, all kept
+    many = {k: _cert([0.1 * (i + 1)], [1.2]) for i, k in enumerate("pqrst")}
+    many["z"] = _cert([0.0], [0.0])
+    parts = {k: _audit([0.5, 0.9], i) for i, k in enumerate(many)}
+    bullets = audit_bullets(parts, many)
+    text = "\n".join(verdict_section(bullets))
+    for k, bound in zip("pqrst", ("0.1", "0.2", "0.3", "0.4", "0.5"), strict=True):
+        assert f"`{k}` ε ≥ {bound} (ceiling 1.2)" in text
+    assert "5 conditions are proven to leak (each at its own confidence" in text
+    assert "`z` has a certificate ceiling of 0" in text
+    # one bound not certified: the merged bullet takes the weaker word and says so
+    many["q"]["epsilon_lb"].attrs["status"] = "sample_estimate"
+    (merged, *_) = audit_bullets(parts, many)
+    assert merged.status == "sample_estimate"
+    assert merged.text.startswith("5 conditions have a positive bound, not every one certified")
+    assert "`q` ε ≥ 0.2 (ceiling 1.2, not certified: " in merged.text
+    assert "not distinguishable here" in text
 
 
 def test_estimates_order_conditions_only_where_their_intervals_separate() -> None:
@@ -139,6 +171,39 @@ def test_estimates_order_conditions_only_where_their_intervals_separate() -> Non
     )
     assert "By the median MMD-TV ε (ceiling 1.76) the conditions are not distinguishable" in close
     assert "leaks least" not in close
+
+
+def test_no_interval_is_named_where_there_is_none() -> None:
+    # one pair: a median and no interval; three pairs: no 95 % order-statistic interval
+    one = "\n".join(verdict_section(audit_bullets({"solo": _audit([0.63, 0.9], n_pairs=1)})))
+    assert "median MMD-TV ε (ceiling 1.76) is `solo` 0.6" in one
+    assert "with too few pairs for a 95 % interval." in one
+    assert "order-statistic interval" not in one
+    few = {"A": _audit([0.63, 0.9], n_pairs=3), "B": _audit([0.39, 0.9], 1, n_pairs=3)}
+    text = "\n".join(verdict_section(audit_bullets(few)))
+    assert "not distinguishable here: `A` and `B` have too few pairs for a 95 % interval" in text
+    assert "intervals overlap" not in text
+    assert "order-statistic interval" not in text
+    empty = _audit([0.63, 0.9])
+    empty["mmdtv_epsilon"][:] = np.nan
+    text = "\n".join(verdict_section(audit_bullets({"A": empty, "B": _audit([0.5, 0.9])})))
+    assert "has no value here" not in text  # B has values
+    assert "`A` has too few pairs" in text
+
+
+def test_the_diagnostics_bullet_names_only_the_diagnostics_that_ran() -> None:
+    only_mmdtv = _audit([0.5, 0.9]).drop_vars("rocht_auc")
+    only_mmdtv.attrs.update(auditors="mmdtv")
+    text = "\n".join(verdict_section(audit_bullets({"A": only_mmdtv})))
+    assert "**diagnostic**" not in text
+    assert "GaussMech" not in text
+    with_rocht = _audit([0.5, 0.9]).assign(rocht_epsilon=("pair", np.full(15, np.inf)))
+    text = "\n".join(verdict_section(audit_bullets({"A": with_rocht})))
+    assert (
+        "- **diagnostic** — ROC-HT's +∞ count is a diagnostic, not on a bound's ε scale: it "
+        "orders nothing and proves nothing." in text
+    )
+    assert "GaussMech" not in text
 
 
 def test_the_controls_reading_follows_the_auc() -> None:
