@@ -17,6 +17,7 @@ Examples
 
 from __future__ import annotations
 
+from idaudit.demo._config import QUICK, DemoConfig
 from idaudit.demo._faces import (
     FACE_SEED,
     FACES_QUICK,
@@ -26,7 +27,7 @@ from idaudit.demo._faces import (
 )
 from idaudit.demo._noise import DEMO_SEED, demo_identities
 from idaudit.demo._report import markdown_table
-from idaudit.demo._run import QUICK, DemoConfig, DemoResult, run_demo
+from idaudit.demo._run import DemoResult, run_demo
 
 __all__ = [
     "DEMO_SEED",

@@ -252,7 +252,7 @@ def private_table(ds: xr.Dataset) -> pd.DataFrame:
 
 
 def _table(frame: pd.DataFrame) -> str:
-    """The frame through the reports' one table function, statuses under the header."""
+    """Print the frame through the reports' one table function, statuses under the header."""
     rows = [list(row) for row in frame.itertuples(index=False)]
     return table([str(c) for c in frame.columns], rows, statuses=frame.attrs.get("status"))
 

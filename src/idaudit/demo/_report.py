@@ -38,7 +38,7 @@ from idaudit.pipeline.report import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from idaudit.demo._run import DemoConfig
+    from idaudit.demo._config import DemoConfig
 
 __all__ = ["METHOD_TEXT", "at_ceiling", "demo_report", "faces_verdict", "markdown_table"]
 
@@ -391,7 +391,8 @@ def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
         f"Each (mechanism, noise level) is certified as its own family at α = {cert_alpha:g}: "
         f"{n_families} families in all.",
         "* Noise levels share common random numbers: the same standard noise, rescaled.",
-        f"* Runtime of the whole demo (both parts): {seconds:.0f} s.",
+        f"* Runtime of the whole demo ({'all three parts' if cfg.private else 'both parts'}): "
+        f"{seconds:.0f} s.",
         "",
         "### Gaussian noise (the benchmark of seed 000, Section 5.2)",
         "",

@@ -11,7 +11,8 @@ import numpy as np
 import xarray as xr
 
 from idaudit._results import private_dir, write_netcdf, write_text
-from idaudit.demo._faces import FACES_QUICK, FaceDemoConfig, FaceDemoResult, run_face_demo
+from idaudit.demo._config import QUICK, DemoConfig
+from idaudit.demo._faces import FaceDemoResult, run_face_demo
 from idaudit.demo._noise import (
     combine_sweeps,
     demo_identities,
@@ -19,61 +20,10 @@ from idaudit.demo._noise import (
     write_curve_figure,
     write_noise_figure,
 )
-from idaudit.demo._private import (
-    PRIVATE_QUICK,
-    PrivateDemoConfig,
-    PrivateDemoResult,
-    private_section,
-    run_private_demo,
-)
+from idaudit.demo._private import PrivateDemoResult, private_section, run_private_demo
 from idaudit.demo._report import demo_report
 
 __all__ = ["QUICK", "DemoConfig", "DemoResult", "run_demo"]
-
-
-@dataclass(frozen=True)
-class DemoConfig:
-    """Sizes of one demo run.
-
-    Parameters
-    ----------
-    n_identities : int, default 16
-        Point identities of the calibrated-noise part (:func:`demo_identities`).
-    dim : int, default 16
-        Their embedding dimension.
-    n_pairs : int, default 12
-        Identity pairs audited at each noise level.
-    n_per_identity : int, default 100
-        Noisy draws per identity at each noise level.
-    noise_sd : tuple of float, default five levels from 0.05 to 8 (geometric)
-        Per-coordinate noise standard deviations.
-    faces : FaceDemoConfig, default FaceDemoConfig()
-        Sizes of the faces part.
-    private : PrivateDemoConfig or None, default PrivateDemoConfig()
-        Sizes of part three, the private swap audited from pixels; None skips it.
-    """
-
-    n_identities: int = 16
-    dim: int = 16
-    n_pairs: int = 12
-    n_per_identity: int = 100
-    noise_sd: tuple[float, ...] = field(
-        default_factory=lambda: tuple(float(x) for x in np.geomspace(0.05, 8.0, 5))
-    )
-    faces: FaceDemoConfig = field(default_factory=FaceDemoConfig)
-    private: PrivateDemoConfig | None = field(default_factory=PrivateDemoConfig)
-
-
-#: A configuration of seconds for tests (``idaudit demo --quick``).
-QUICK = DemoConfig(
-    n_identities=10,
-    dim=8,
-    n_pairs=6,
-    n_per_identity=40,
-    noise_sd=(0.1, 1.0, 4.0),
-    faces=FACES_QUICK,
-    private=PRIVATE_QUICK,
-)
 
 
 @dataclass(frozen=True)
