@@ -116,7 +116,7 @@ def test_same_rng_same_sweep(base: EmbeddingSet) -> None:
     [
         ({"scales": [0.1, -1.0]}, InvalidInputError, "must be positive and finite; got -1.0"),
         ({"scales": [0.1, 0.1]}, InvalidInputError, "`scales` must be distinct"),
-        ({"scales": []}, InvalidInputError, "`scales` must hold at least one scale"),
+        ({"scales": []}, InvalidInputError, "`scales` must hold at least one value"),
         ({"mechanism": "uniform"}, InvalidInputError, "`mechanism` must be one of"),
         ({"delta": 1.0}, InvalidInputError, r"`delta` must be in \[0, 1\); got 1.0"),
         ({"n_pairs": 0}, InvalidInputError, "`n_pairs` must be >= 1; got 0"),

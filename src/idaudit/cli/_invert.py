@@ -140,8 +140,6 @@ def _check(args: argparse.Namespace) -> None:
 
 def _check_budget(args: argparse.Namespace) -> None:
     """Refuse, before any model loads, what the adversary would refuse after the bank."""
-    from idaudit.inversion import BLACK_BOX_BUDGET
-
     default_budget = args.attack == "greedypixel" and args.query_budget is None
     default_budget = default_budget and args.t_max is None  # DiffMI's 10,000 queries
     if args.query_split == "carry" and args.query_budget is None and not default_budget:
@@ -149,6 +147,9 @@ def _check_budget(args: argparse.Namespace) -> None:
             "`--query-split carry` shares a budget between the codes: give --query-budget "
             "(greedypixel without --t-max has DiffMI's 10,000 queries)."
         )
+    if default_budget:
+        # only GreedyPixel's default budget needs the inversion package (and torch with it)
+        from idaudit.inversion import BLACK_BOX_BUDGET
     if default_budget and args.volume + args.top_n > BLACK_BOX_BUDGET:
         raise InvalidInputError(
             f"GreedyPixel's default budget, {BLACK_BOX_BUDGET} queries, does not cover "
