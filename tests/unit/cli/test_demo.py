@@ -99,7 +99,8 @@ def test_demo_writes_report_results_and_figure(
     certs = pd.read_csv(out / "faces_certificates.csv")
     assert len(certs) == 4 * 2  # 2 pairs per condition
     at = (certs["epsilon_lb"] - certs["epsilon_lb_ceiling"]).abs() <= 1e-12
-    assert report.count("⚑ at ceiling") == int(table["certified_at_ceiling"].sum())
+    part_one = report.split("## Part two")[0]  # part two flags its own ceilings
+    assert part_one.count("⚑ at ceiling") == int(table["certified_at_ceiling"].sum())
     assert report.count(" ⚑ |") == int(at.sum())  # the certificates' own table
     # the verdict: at most six bullets, each led by its status; no claim from one step
     verdict = report.split("## Verdict")[1].split("\n## ")[0]
