@@ -29,8 +29,7 @@ import numpy as np
 from PIL import Image
 
 from idaudit.faces import ShippedFaceGenerator
-from idaudit.memorization import PrivacyReport
-from idaudit.pipeline import PrivacyStatistics, run_privacy_check
+from idaudit.pipeline import PrivacyReport, PrivacyStatistics, run_privacy_check
 
 
 def _save(folder: Path, images: np.ndarray) -> None:

@@ -838,7 +838,7 @@ def plot_flagging(frame: pd.DataFrame, by_cohort: pd.DataFrame | None = None) ->
     Parameters
     ----------
     frame : pandas.DataFrame
-        ``flagging.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.flagging`):
+        ``flagging.csv``'s table (:attr:`idaudit.pipeline.PrivacyReport.flagging`):
         columns ``metric``, ``axis`` (``"identity"`` or ``"appearance"``), ``percentile``,
         ``synthetic_pct``, ``heldout_pct``, ``ci_lower``, ``ci_upper``.
     by_cohort : pandas.DataFrame, optional
@@ -942,7 +942,7 @@ def plot_nnaa(frame: pd.DataFrame, *, alpha: float = 0.05) -> Figure:
     Parameters
     ----------
     frame : pandas.DataFrame
-        ``nnaa.csv``'s table (:attr:`idaudit.memorization.PrivacyReport.nnaa`): columns
+        ``nnaa.csv``'s table (:attr:`idaudit.pipeline.PrivacyReport.nnaa`): columns
         ``metric``, ``privacy_loss``, ``ci_lower``, ``ci_upper``, ``aa_train_synth``,
         ``aa_heldout_synth`` with their ``_ci_lower``/``_ci_upper``, and optionally
         ``cohort`` (``"pooled"`` or a cohort name), ``p_value`` and ``smallest_p_value``.

@@ -14,10 +14,9 @@ Array-level statistics, usable on any embeddings or distances:
 :func:`pairwise_distances`
 =====================================  ==========================================================
 
-The results of a whole check are :class:`PrivacyReport` with its :class:`PrivacySettings`.
-Folders of images to that report: :func:`idaudit.pipeline.run_privacy_check` (``idaudit
-privacy`` on the command line), which reads the images, embeds them and calls the functions
-here on arrays.
+Folders of images to a whole check: :func:`idaudit.pipeline.run_privacy_check` (``idaudit
+privacy`` on the command line), which reads the images, embeds them, calls the functions here
+on arrays and returns an :class:`idaudit.pipeline.PrivacyReport`.
 """
 
 from __future__ import annotations
@@ -45,13 +44,12 @@ from idaudit.memorization._nnaa import (
     nnaa,
     nnaa_from_distances,
 )
-from idaudit.memorization._power import power_notes
-from idaudit.memorization._report import (
-    CacheUse,
-    InputListing,
-    ModelsUsed,
-    PrivacyReport,
-    PrivacySettings,
+from idaudit.memorization._power import (
+    flagging_smallest_p,
+    nnaa_smallest_p,
+    power_notes,
+    smallest_p_value,
+    unresolved_percentiles,
 )
 from idaudit.memorization._sanity import (
     SANITY_STATUS,
@@ -71,25 +69,24 @@ __all__ = [
     "NNAA_STATUS",
     "NNAA_TEST_STATUS",
     "SANITY_STATUS",
-    "CacheUse",
     "FlaggingResult",
-    "InputListing",
-    "ModelsUsed",
     "NNAAResult",
-    "PrivacyReport",
-    "PrivacySettings",
     "SanityResult",
     "cap_indices",
     "check_percentiles",
     "flagging",
     "flagging_from_distances",
+    "flagging_smallest_p",
     "metric_sanity",
     "nearest_neighbour_distances",
     "nnaa",
     "nnaa_from_distances",
+    "nnaa_smallest_p",
     "pairwise_distances",
     "power_notes",
     "read_subject_map",
+    "smallest_p_value",
     "subjects_for_files",
     "subjects_from_names",
+    "unresolved_percentiles",
 ]

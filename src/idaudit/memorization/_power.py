@@ -16,7 +16,13 @@ import pandas as pd
 
 from idaudit._validation import check_in_range, check_integer
 
-__all__ = ["power_notes", "smallest_p_value", "unresolved_percentiles"]
+__all__ = [
+    "flagging_smallest_p",
+    "nnaa_smallest_p",
+    "power_notes",
+    "smallest_p_value",
+    "unresolved_percentiles",
+]
 
 
 def smallest_p_value(groups: Iterable[tuple[int, int]], n_permutations: int) -> float:

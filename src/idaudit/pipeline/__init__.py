@@ -6,7 +6,7 @@
 :func:`encode_generator`        its first half: outputs → per-draw outcomes → embeddings
 :func:`compare_conditions`      several generators on the identities and pairs common to all
 :func:`run_privacy_check`       folders of train / held-out / synthetic images → seed 003's
-                                memorisation check (:class:`~idaudit.memorization.PrivacyReport`),
+                                memorisation check (:class:`PrivacyReport`),
                                 with the content-hash cache :class:`PrivacyCache`
 :class:`EncodedGenerator`       encoder ∘ image generator over source images (seed 000,
                                 Section 2.5): the draws' engine, one outcome per draw
@@ -43,6 +43,13 @@ from idaudit.pipeline._images import (
 from idaudit.pipeline._linkage import LinkageReport, linkage_report
 from idaudit.pipeline._privacy import run_privacy_check
 from idaudit.pipeline._privacy_cache import PrivacyCache
+from idaudit.pipeline._privacy_report import (
+    CacheUse,
+    InputListing,
+    ModelsUsed,
+    PrivacyReport,
+    PrivacySettings,
+)
 from idaudit.pipeline._private import (
     EmbeddingNoiseSwap,
     FaceBank,
@@ -54,6 +61,7 @@ from idaudit.pipeline._settings import AuditSettings, DrawSettings, PrivacyStati
 __all__ = [
     "DRAW_STATUSES",
     "AuditSettings",
+    "CacheUse",
     "ConditionComparison",
     "DrawSettings",
     "EmbeddingNoiseSwap",
@@ -63,12 +71,16 @@ __all__ = [
     "GeneratorAudit",
     "GeneratorEmbeddings",
     "ImageMechanism",
+    "InputListing",
     "LatentFaceSwap",
     "LinkageReport",
+    "ModelsUsed",
     "PixelNoise",
     "Pixelate",
     "PrivacyCache",
     "PrivacyGuarantee",
+    "PrivacyReport",
+    "PrivacySettings",
     "PrivacyStatistics",
     "SourceEmbeddings",
     "audit_generator",

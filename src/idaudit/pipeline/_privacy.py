@@ -1,6 +1,6 @@
 """Folders to seed 003's outputs: :func:`run_privacy_check`, step by step.
 
-The steps, each over the frozen :class:`~idaudit.memorization.PrivacySettings`: scan the three
+The steps, each over the frozen :class:`~idaudit.pipeline.PrivacySettings`: scan the three
 roots (:func:`_scan_cohorts`), hash the files (:func:`_hash_files`), embed them through the
 cache (:func:`_embed`), keep the cohorts with a usable face in every split
 (:func:`_usable_cohorts`), measure the identity axis (:func:`_identity_axis`) and the
@@ -45,13 +45,8 @@ from idaudit.memorization import (
     NNAA_STATUS,
     NNAA_TEST_STATUS,
     SANITY_STATUS,
-    CacheUse,
     FlaggingResult,
-    InputListing,
-    ModelsUsed,
     NNAAResult,
-    PrivacyReport,
-    PrivacySettings,
     cap_indices,
     flagging,
     flagging_from_distances,
@@ -74,6 +69,13 @@ from idaudit.pipeline._folders import (
     scan_root,
 )
 from idaudit.pipeline._privacy_cache import PrivacyCache, model_key
+from idaudit.pipeline._privacy_report import (
+    CacheUse,
+    InputListing,
+    ModelsUsed,
+    PrivacyReport,
+    PrivacySettings,
+)
 from idaudit.pipeline._settings import PrivacyStatistics
 
 __all__ = ["OUTPUT_FILES", "run_privacy_check"]

@@ -13,7 +13,7 @@ its test sizes is 0 is no evidence at all. An estimate orders two conditions onl
 uncertainty is reported beside it (here: 95 % intervals of the medians that do not
 overlap, or a paired test); otherwise the conditions are "not distinguishable here".
 
-``idaudit privacy``'s ``report.md`` (:meth:`idaudit.memorization.PrivacyReport.to_markdown`)
+``idaudit privacy``'s ``report.md`` (:meth:`idaudit.pipeline.PrivacyReport.to_markdown`)
 uses the same form, :mod:`idaudit._markdown`'s table and verdict, from below: a science
 package never imports this layer.
 """

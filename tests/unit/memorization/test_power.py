@@ -12,7 +12,7 @@ from scipy.special import comb
 
 from idaudit.memorization import flagging_from_distances
 from idaudit.memorization._power import power_notes, smallest_p_value, unresolved_percentiles
-from idaudit.memorization._report import _markdown_nnaa, _verdict_flagging, _verdict_nnaa
+from idaudit.pipeline._privacy_report import _markdown_nnaa, _verdict_flagging, _verdict_nnaa
 
 
 def test_smallest_p_value_counts_the_distinct_relabellings() -> None:
@@ -99,7 +99,7 @@ def test_the_privacy_verdict_on_two_images_per_split_never_says_no_evidence() ->
     # test: C(4, 2) = 6 relabellings; NNAA: train and held-out relabelled, C(4, 2) = 6) and
     # no test can reject at 0.05, whatever the images; the most extreme data is drawn
     from idaudit.memorization._nnaa import nnaa_from_distances
-    from idaudit.memorization._report import privacy_verdict
+    from idaudit.pipeline._privacy_report import privacy_verdict
 
     flag = flagging_from_distances(
         [1.0, 1.1], [0.1, 0.2], percentiles=[50], n_permutations=999, rng=0

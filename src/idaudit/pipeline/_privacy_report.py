@@ -15,9 +15,11 @@ import xarray as xr
 
 from idaudit._markdown import Bullet, number, table, verdict_section
 from idaudit._results import variable
-from idaudit.memorization._flagging import FLAGGING_STATUS
-from idaudit.memorization._nnaa import MIN_INTERVAL_SIZE, NNAA_STATUS, NNAA_TEST_STATUS
-from idaudit.memorization._power import (
+from idaudit.memorization import (
+    FLAGGING_STATUS,
+    MIN_INTERVAL_SIZE,
+    NNAA_STATUS,
+    NNAA_TEST_STATUS,
     flagging_smallest_p,
     nnaa_smallest_p,
     unresolved_percentiles,
