@@ -487,7 +487,6 @@ def test_certifiers_record_how_many_bounds_hold_jointly() -> None:
 _READS_ONLY = {
     ("_results.py", "check_result_dataset"): "validates the schema",
     ("_results.py", "pair_frame"): "copies each variable's own status beside its column",
-    ("demo/_private.py", "_table"): "prints the statuses private_table derived",
     ("pipeline/report.py", "audit_table"): "prints the statuses table1 derived",
     ("pipeline/report.py", "audit_document"): "prints the statuses table2 derived",
     ("pipeline/report.py", "frame_table"): "prints the statuses a table builder derived",

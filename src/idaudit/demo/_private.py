@@ -22,9 +22,9 @@ import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
-from idaudit._markdown import table
 from idaudit._results import private_dir, reduction_attrs, write_netcdf
 from idaudit.demo._faces import FACE_SEED
+from idaudit.pipeline.report import frame_table
 
 __all__ = [
     "PRIVATE_QUICK",
@@ -251,12 +251,6 @@ def private_table(ds: xr.Dataset) -> pd.DataFrame:
     return frame
 
 
-def _table(frame: pd.DataFrame) -> str:
-    """Print the frame through the reports' one table function, statuses under the header."""
-    rows = [list(row) for row in frame.itertuples(index=False)]
-    return table([str(c) for c in frame.columns], rows, statuses=frame.attrs.get("status"))
-
-
 def _median(values: npt.NDArray[np.float64]) -> float:
     v = np.asarray(values, dtype=np.float64)
     return float(np.median(v[~np.isnan(v)])) if (~np.isnan(v)).any() else np.nan
@@ -318,7 +312,7 @@ def private_section(result: PrivateDemoResult) -> str:
         "reserved-test certificate of `audit_generator`.",
         f"* Runtime of this part: {result.seconds:.0f} s.",
         "",
-        _table(private_table(ds)),
+        frame_table(private_table(ds)),
         "",
         "Routes and the guarantee are medians over pairs; the certificate is the largest "
         "certified bound at each σ, beside the most its test split could certify (ceiling). "
