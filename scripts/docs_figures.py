@@ -21,6 +21,7 @@ import hashlib
 import importlib
 import inspect
 import json
+import pkgutil
 import shutil
 import sys
 import tempfile
@@ -31,9 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 IMG = ROOT / "docs" / "img"
 
-#: What draws each figure: the modules (``module``) or functions and classes
-#: (``module:qualname``) whose source decides what it shows: the demo, the anonymisers,
-#: the plotting module, the audit command's condition runner.
+#: What draws each figure: the modules (``module``; a package with every module in it) or
+#: functions and classes (``module:qualname``) whose source decides what it shows: the demo,
+#: the anonymisers, the plotting package, the audit command's condition runner.
 DRAWN_BY: dict[str, tuple[str, ...]] = {
     # whole modules where a figure rests on many helpers (an axis label, a colour, a
     # condition's name): a change anywhere in them marks the figure stale, never none
@@ -55,14 +56,28 @@ DRAWN_BY: dict[str, tuple[str, ...]] = {
 }
 
 
+def module_sources(name: str) -> list[tuple[str, str]]:
+    """(name, source) of the module ``name``, then, for a package, of each module in it."""
+    module = importlib.import_module(name)
+    found = [(name, inspect.getsource(module))]
+    inside = pkgutil.walk_packages(getattr(module, "__path__", []), prefix=f"{name}.")
+    for info in sorted(inside, key=lambda info: info.name):
+        found.append((info.name, inspect.getsource(importlib.import_module(info.name))))
+    return found
+
+
 def code_sha256(names: tuple[str, ...]) -> str:
-    """SHA-256 over the source of every ``module:qualname`` (or whole ``module``) in ``names``."""
+    """SHA-256 over the source of every ``module:qualname`` or whole ``module`` in ``names``.
+
+    A whole package counts with every module in it: a change to any of them changes the hash.
+    """
     digest = hashlib.sha256()
     for name in names:
         module_name, _, qualname = name.partition(":")
-        if not qualname:  # a whole module
-            digest.update(name.encode())
-            digest.update(inspect.getsource(importlib.import_module(module_name)).encode())
+        if not qualname:  # a whole module, or a package and its modules
+            for part, source in module_sources(module_name):
+                digest.update(part.encode())
+                digest.update(source.encode())
             continue
         obj: object = (
             sys.modules[__name__]
