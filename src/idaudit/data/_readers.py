@@ -191,15 +191,16 @@ def read_parquet(
             'Reading Parquet needs pyarrow: pip install "idaudit[io]" (or pip install pyarrow).'
         ) from exc
     raw = _read_bytes(path)
+    where = os.fspath(path)
     try:
         table = pq.read_table(io.BytesIO(raw))
     except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
-        raise InvalidInputError(f"cannot read {os.fspath(path)!r} as Parquet: {exc}") from exc
+        raise InvalidInputError(f"cannot read {where!r} as Parquet: {exc}") from exc
     # integer labels with nulls stay exact Python ints (not float64, which merges ids > 2**53)
     frame = table.to_pandas(integer_object_nulls=True)
     if len(frame) == 0 and frame.shape[1] >= 2:
-        raise InvalidInputError(f"{os.fspath(path)!r} has no data rows.")
-    parsed = _parse_frame(frame, label_column, vector_column, where=os.fspath(path))
+        raise InvalidInputError(f"{where!r} has no data rows.")
+    parsed = _parse_frame(frame, label_column, vector_column, where=where)
     return parsed, _sha256(raw), None
 
 
@@ -256,9 +257,7 @@ def read_npz(path: str | os.PathLike[str], *, embeddings_key: str, labels_key: s
         try:
             outcomes = as_outcome_array(outcomes, x.shape[0])
         except InvalidInputError as exc:
-            raise InvalidInputError(
-                f"the {OUTCOMES_KEY!r} array of {os.fspath(path)!r}: {exc}"
-            ) from exc
+            raise InvalidInputError(f"the {OUTCOMES_KEY!r} array of {where!r}: {exc}") from exc
     return (x, labels, np.zeros(x.shape[0], dtype=np.int8)), _sha256(raw), outcomes
 
 
