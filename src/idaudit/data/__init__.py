@@ -19,7 +19,8 @@
 
 from __future__ import annotations
 
-from idaudit.data._embeddings import FAILURES, NEAR_DUPLICATE_RTOL, EmbeddingSet
+from idaudit.data._duplicates import NEAR_DUPLICATE_RTOL
+from idaudit.data._embeddings import FAILURES, EmbeddingSet
 from idaudit.data._pairs import all_pairs, decode_pair_indices, n_pairs_of, sample_pairs
 from idaudit.data._splits import DUPLICATES, split_identities, split_min_rows
 

@@ -3,34 +3,28 @@
 from __future__ import annotations
 
 import hashlib
-import numbers
 import os
-import warnings
 from collections.abc import Iterable
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
-from idaudit._validation import check_in_range, check_integer, check_option
+from idaudit._validation import check_integer
 from idaudit.data import _readers
-from idaudit.data._rows import (
-    DROP_REASONS,
-    OK,
-    REASON_CODE,
-    as_float_matrix,
-    as_label_array,
-    as_outcome_array,
-    normalise_label_dtype,
+from idaudit.data._duplicates import check_rtol, duplicate_groups, near_groups
+from idaudit.data._rows import DROP_REASONS, as_float_matrix, as_label_array, as_outcome_array
+from idaudit.data._store import (
+    FAILURES,
+    IdentityRows,
+    fmt_reasons,
+    py_scalar,
+    tally,
+    unique_labels,
 )
-from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.exceptions import InvalidInputError
 
 __all__ = ["DROP_REASONS", "FAILURES", "EmbeddingSet"]
-
-#: What :class:`EmbeddingSet` does with a failed row of a known identity: ``"keep"`` it as a
-#: failed output of that identity, or ``"drop"`` it (the mechanism conditioned on success).
-FAILURES: tuple[str, ...] = ("keep", "drop")
 
 #: File suffix (lower case) -> the format :meth:`EmbeddingSet.read` reads it as.
 READ_SUFFIXES: dict[str, str] = {
@@ -41,7 +35,7 @@ READ_SUFFIXES: dict[str, str] = {
 }
 
 
-class EmbeddingSet:
+class EmbeddingSet(IdentityRows):
     r"""Embeddings grouped by identity, with failed outputs, row filtering and provenance.
 
     Every row is one output of the pipeline for its identity. A row *fails* when its
@@ -312,10 +306,8 @@ class EmbeddingSet:
         >>> es.get("ann").tolist()
         [[0.6, 0.8], [0.0, 1.0]]
         """
-        parsed, raw_hash = _readers.read_csv(
-            path, label_column=label_column, vector_column=vector_column
-        )
-        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm, failures)
+        read = _readers.read_csv(path, label_column=label_column, vector_column=vector_column)
+        return cls._from_read(path, read, normalize, min_norm, failures)
 
     @classmethod
     def from_npz(
@@ -362,12 +354,8 @@ class EmbeddingSet:
         >>> EmbeddingSet.from_npz(p).counts
         {'a': 2, 'b': 1}
         """
-        parsed, raw_hash, outcomes = _readers.read_npz(
-            path, embeddings_key=embeddings_key, labels_key=labels_key
-        )
-        return cls._from_parsed(
-            parsed, raw_hash, os.fspath(path), normalize, min_norm, failures, outcomes
-        )
+        read = _readers.read_npz(path, embeddings_key=embeddings_key, labels_key=labels_key)
+        return cls._from_read(path, read, normalize, min_norm, failures)
 
     @classmethod
     def from_parquet(
@@ -406,10 +394,8 @@ class EmbeddingSet:
         A null list fails as ``"missing"``; a list whose length differs from the most common
         length fails as ``"unparseable"``.
         """
-        parsed, raw_hash = _readers.read_parquet(
-            path, label_column=label_column, vector_column=vector_column
-        )
-        return cls._from_parsed(parsed, raw_hash, os.fspath(path), normalize, min_norm, failures)
+        read = _readers.read_parquet(path, label_column=label_column, vector_column=vector_column)
+        return cls._from_read(path, read, normalize, min_norm, failures)
 
     @classmethod
     def read(
@@ -468,30 +454,24 @@ class EmbeddingSet:
                 "`path` must end in .csv, .npz, .parquet or .pq; got "
                 f"{os.path.basename(os.fspath(path))!r}."
             )
-        outcomes = None
         if kind == "npz":
-            parsed, raw_hash, outcomes = _readers.read_npz(
-                path, embeddings_key=embeddings_key, labels_key=labels_key
-            )
+            read = _readers.read_npz(path, embeddings_key=embeddings_key, labels_key=labels_key)
         else:
             reader = _readers.read_csv if kind == "csv" else _readers.read_parquet
-            parsed, raw_hash = reader(path, label_column=label_column, vector_column=vector_column)
-        return cls._from_parsed(
-            parsed, raw_hash, os.fspath(path), normalize, min_norm, failures, outcomes
-        )
+            read = reader(path, label_column=label_column, vector_column=vector_column)
+        return cls._from_read(path, read, normalize, min_norm, failures)
 
     @classmethod
-    def _from_parsed(
+    def _from_read(
         cls,
-        parsed: tuple[npt.NDArray[np.float64], npt.NDArray[Any], npt.NDArray[np.int8]],
-        raw_hash: str,
-        source: str,
+        path: str | os.PathLike[str],
+        read: _readers.Read,
         normalize: bool,
         min_norm: float,
         failures: Literal["keep", "drop"],
-        outcomes: npt.NDArray[np.str_] | None = None,
     ) -> EmbeddingSet:
-        x, labels, reasons = parsed
+        """Build the set from what a reader returned for the file ``path``."""
+        (x, labels, reasons), raw_hash, outcomes = read
         self = cls.__new__(cls)
         self._load(
             x,
@@ -502,195 +482,10 @@ class EmbeddingSet:
             min_norm=min_norm,
             failures=failures,
             sha256=raw_hash,
-            source=source,
+            source=os.fspath(path),
             stacklevel=4,
         )
         return self
-
-    # ------------------------------------------------------------------ construction
-    def _load(
-        self,
-        x: npt.NDArray[np.float64],
-        labels: npt.NDArray[Any],
-        *,
-        reasons: npt.NDArray[np.int8],
-        outcomes: npt.NDArray[np.str_] | None,
-        normalize: bool,
-        min_norm: float,
-        failures: str,
-        sha256: str,
-        source: str | None,
-        stacklevel: int = 3,
-    ) -> None:
-        if not isinstance(normalize, (bool, np.bool_)):
-            raise TypeError(f"`normalize` must be a bool; got {type(normalize).__name__}.")
-        min_norm = check_in_range(min_norm, "min_norm", 0.0, None, closed="left")
-        if not isinstance(failures, str):
-            raise TypeError(
-                f"`failures` must be 'keep' or 'drop' (a str); got {type(failures).__name__}."
-            )
-        failures = check_option(failures, "failures", FAILURES)
-        n_in = x.shape[0]
-        reasons = reasons.copy()
-        # row rules in DROP_REASONS order; a row keeps the first reason it gets
-        label_missing = np.asarray(pd.isna(labels), dtype=bool)
-        _mark(reasons, label_missing | np.isnan(x).any(axis=1), "missing")
-        _mark(reasons, ~np.isfinite(x).all(axis=1), "non_finite")
-        norms = np.zeros(n_in)
-        finite = reasons == 0
-        norms[finite] = _row_norms(x[finite])
-        if normalize:
-            _mark(reasons, norms <= min_norm, "zero_norm")
-        # the code of each row: "" when it succeeds; a labelled row's non-"ok" outcome comes
-        # before the row rules (the pipeline said why it failed)
-        code = np.where(reasons == 0, "", np.asarray(("", *DROP_REASONS))[reasons])
-        if outcomes is not None:
-            code = np.where(~label_missing & (outcomes != OK), outcomes, code)
-        ok = code == ""
-        failed = ~ok & ~label_missing if failures == "keep" else np.zeros(n_in, dtype=bool)
-        removed = ~ok & ~failed
-        dropped = _tally(code[removed])
-        n_dropped = int(removed.sum())
-        n_failed = int(failed.sum())
-        if not ok.any():
-            if not n_failed:
-                raise InvalidInputError(
-                    f"no rows left after dropping {n_dropped} of {n_in}: {_fmt_reasons(dropped)}."
-                )
-            extra = f"; {n_dropped} dropped ({_fmt_reasons(dropped)})" if n_dropped else ""
-            raise InvalidInputError(
-                f"no rows left: none of the {n_in} rows succeeded; {n_failed} failed "
-                f"({_fmt_reasons(_tally(code[failed]))}){extra}."
-            )
-        # one dtype for the labels of every output kept (successful or failed)
-        attributed = ok | failed
-        lab_all = normalise_label_dtype(labels[attributed])
-        is_ok = ok[attributed]
-        lab = lab_all[is_ok]
-        pos = np.flatnonzero(attributed)  # (n_kept,) input positions
-        identities, codes = _unique_labels(lab)
-        _unique_labels(lab_all)  # the failed rows' labels must be orderable with the others
-        if n_dropped:
-            warnings.warn(
-                f"EmbeddingSet dropped {n_dropped} of {n_in} rows ({_fmt_reasons(dropped)}).",
-                IdauditWarning,
-                stacklevel=stacklevel,
-            )
-        if n_failed:
-            n_ok = int(ok.sum())
-            warnings.warn(
-                f"EmbeddingSet: {n_failed} of {n_in} rows failed "
-                f"({_fmt_reasons(_tally(code[failed]))}); they are kept as failed outputs "
-                f"(certificates count them; diagnostics compute on the {n_ok} successful "
-                f"row{'s' if n_ok != 1 else ''}).",
-                IdauditWarning,
-                stacklevel=stacklevel,
-            )
-        vectors = x[ok] / norms[ok][:, None] if normalize else x[ok].copy()
-        self._setup(
-            vectors,
-            lab,
-            identities,
-            codes,
-            dup_group=_duplicate_groups(vectors, codes),
-            pos=pos[is_ok],
-            failed_labels=lab_all[~is_ok],
-            failed_codes=np.asarray(code[failed], dtype=str),
-            failed_pos=pos[~is_ok],
-            normalize=bool(normalize),
-            min_norm=min_norm,
-            failures=failures,
-            dropped=dropped,
-            sha256=sha256,
-            source=source,
-        )
-
-    def _setup(
-        self,
-        vectors: npt.NDArray[np.float64],
-        labels: npt.NDArray[Any],
-        identities: npt.NDArray[Any],
-        codes: npt.NDArray[np.intp],
-        *,
-        dup_group: npt.NDArray[np.intp],
-        pos: npt.NDArray[np.intp],
-        failed_labels: npt.NDArray[Any],
-        failed_codes: npt.NDArray[np.str_],
-        failed_pos: npt.NDArray[np.intp],
-        normalize: bool,
-        min_norm: float,
-        failures: str,
-        dropped: dict[str, int],
-        sha256: str,
-        source: str | None,
-    ) -> None:
-        for arr in (vectors, labels, identities, failed_labels, failed_codes):
-            arr.flags.writeable = False
-        self._embeddings = vectors
-        self._labels = labels
-        self._identities = identities
-        self._codes = codes
-        self._dup_group = dup_group
-        # input positions of the successful and the failed rows: as_outputs interleaves them
-        self._pos = np.asarray(pos, dtype=np.intp)
-        self._failed_labels = failed_labels
-        self._failed_codes = failed_codes
-        self._failed_pos = np.asarray(failed_pos, dtype=np.intp)
-        self._rows = _group_rows(identities, codes)
-        self._counts = {k: len(v) for k, v in self._rows.items()}
-        failed_ids, failed_group = _unique_labels(failed_labels)
-        self._failed_rows = _group_rows(failed_ids, failed_group)
-        if len(failed_ids):
-            every, _ = _unique_labels(np.concatenate([identities, failed_ids]))
-            keys = [_py(v) for v in every.tolist()]
-        else:
-            keys = list(self._rows)
-        self._failed_counts = {k: len(self._failed_rows.get(k, ())) for k in keys}
-        self.normalize = normalize
-        self.min_norm = min_norm
-        self.failures = failures
-        self.dropped_ = dict(dropped)
-        self.n_dropped_ = int(sum(dropped.values()))
-        self.failure_reasons_ = _tally(failed_codes)
-        self.n_failed_ = len(failed_codes)
-        self.n_duplicates_ = int(len(dup_group) - len(np.unique(dup_group)))
-        self.sha256 = sha256
-        self.source = source
-
-    def _take(
-        self,
-        rows: npt.NDArray[np.intp],
-        failed: npt.NDArray[np.intp] | None = None,
-    ) -> EmbeddingSet:
-        """Build a new set from ``rows`` (positions of successful rows), inheriting provenance.
-
-        ``failed`` are positions of failed rows to carry along (default none:
-        :func:`~idaudit.data.split_identities` splits the successful rows only). The new set
-        must keep at least one successful row.
-        """
-        rows = np.sort(np.asarray(rows, dtype=np.intp))
-        fail = np.sort(np.asarray([] if failed is None else failed, dtype=np.intp))
-        lab = self._labels[rows]
-        identities, codes = _unique_labels(lab)
-        new = type(self).__new__(type(self))
-        new._setup(
-            self._embeddings[rows].copy(),
-            lab.copy(),
-            identities,
-            codes,
-            dup_group=self._dup_group[rows],
-            pos=self._pos[rows],
-            failed_labels=self._failed_labels[fail].copy(),
-            failed_codes=self._failed_codes[fail].copy(),
-            failed_pos=self._failed_pos[fail],
-            normalize=self.normalize,
-            min_norm=self.min_norm,
-            failures=self.failures,
-            dropped=_tally(np.zeros(0, dtype=str)),
-            sha256=self.sha256,
-            source=self.source,
-        )
-        return new
 
     # ------------------------------------------------------------------ access
     @property
@@ -813,14 +608,14 @@ class EmbeddingSet:
         lab = np.concatenate([self._labels, self._failed_labels])
         order = np.argsort(np.concatenate([self._pos, self._failed_pos]), kind="stable")
         x, lab = x[order], lab[order]
-        identities, codes = _unique_labels(lab)
+        identities, codes = unique_labels(lab)
         new = type(self).__new__(type(self))
         new._setup(
             x,
             lab,
             identities,
             codes,
-            dup_group=_duplicate_groups(x, codes),
+            dup_group=duplicate_groups(x, codes),
             pos=np.arange(len(lab), dtype=np.intp),
             failed_labels=lab[:0].copy(),
             failed_codes=np.zeros(0, dtype=str),
@@ -828,7 +623,7 @@ class EmbeddingSet:
             normalize=False,
             min_norm=self.min_norm,
             failures="keep",
-            dropped=_tally(np.zeros(0, dtype=str)),
+            dropped=tally(np.zeros(0, dtype=str)),
             sha256=self.sha256,
             source=self.source,
         )
@@ -844,7 +639,7 @@ class EmbeddingSet:
 
     def __contains__(self, label: object) -> bool:
         try:
-            return _py(label) in self._rows
+            return py_scalar(label) in self._rows
         except TypeError:  # unhashable
             return False
 
@@ -893,7 +688,7 @@ class EmbeddingSet:
         wanted = list(identities) if not isinstance(identities, (str, bytes)) else [identities]
         if not wanted:
             raise InvalidInputError("`identities` must name at least one identity; got none.")
-        keys = [self._known(label) for label in dict.fromkeys(map(_py, wanted))]
+        keys = [self._known(label) for label in dict.fromkeys(map(py_scalar, wanted))]
         empty = np.zeros(0, dtype=np.intp)
         rows = np.concatenate([self._rows.get(k, empty) for k in keys])
         if not len(rows):
@@ -959,9 +754,7 @@ class EmbeddingSet:
         >>> es.n_duplicates_, es.near_duplicates()
         (1, 1)
         """
-        groups = _near_groups(
-            self._embeddings, self._codes, self._dup_group, _rtol(rtol), 2 + int(self.normalize)
-        )
+        groups = self._near_groups(rtol)
         return int(len(np.unique(self._dup_group)) - len(np.unique(groups)))
 
     def merge_near_duplicates(self, rtol: float | None = None) -> EmbeddingSet:
@@ -981,18 +774,15 @@ class EmbeddingSet:
         -------
         EmbeddingSet
         """
-        groups = _near_groups(
-            self._embeddings, self._codes, self._dup_group, _rtol(rtol), 2 + int(self.normalize)
-        )
-        _, first = np.unique(groups, return_index=True)
-        rep = first[np.unique(groups, return_inverse=True)[1].ravel()]  # (n,) first of its group
-        new = self._take(np.arange(len(self._labels)), np.arange(self.n_failed_))
-        vectors = self._embeddings[rep].copy()
-        vectors.flags.writeable = False
-        new._embeddings = vectors
-        new._dup_group = _duplicate_groups(vectors, new._codes)
-        new.n_duplicates_ = int(len(new._dup_group) - len(np.unique(new._dup_group)))
-        return new
+        groups = self._near_groups(rtol)
+        _, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+        rep = first[inverse.ravel()]  # (n,) the first row of each row's group
+        return self._take(np.arange(len(rep)), np.arange(self.n_failed_), rep=rep)
+
+    def _near_groups(self, rtol: float | None) -> npt.NDArray[np.intp]:
+        """Exact-duplicate groups merged with near copies (L2-normalised rows: from 3-D)."""
+        rtol, min_dim = check_rtol(rtol), 2 + int(self.normalize)
+        return near_groups(self._embeddings, self._codes, self._dup_group, rtol, min_dim)
 
     def filter(self, *, min_rows: int) -> tuple[EmbeddingSet, dict[Any, int]]:
         """Keep the identities with at least ``min_rows`` successful rows.
@@ -1039,37 +829,14 @@ class EmbeddingSet:
             )
         return self.subset(label for label in rows if label not in dropped), dropped
 
-    def _rows_of(self, label: Any) -> npt.NDArray[np.intp]:
-        try:
-            return self._rows[_py(label)]
-        except (KeyError, TypeError):
-            shown = ", ".join(repr(k) for k in list(self._rows)[:3])
-            more = ", ..." if len(self._rows) > 3 else ""
-            raise InvalidInputError(
-                f"identity {label!r} is not in this EmbeddingSet "
-                f"({len(self._rows)} {'identity' if len(self._rows) == 1 else 'identities'}: "
-                f"{shown}{more})."
-            ) from None
-
-    def _known(self, label: Any) -> Any:
-        """``label`` as a key of :attr:`failed_counts` (an identity with any output)."""
-        try:
-            key = _py(label)
-            if key in self._failed_counts:
-                return key
-        except TypeError:  # unhashable
-            pass
-        self._rows_of(label)  # raises, naming the label
-        return _py(label)  # pragma: no cover - _rows_of raised
-
     def __repr__(self) -> str:
         dropped = (
-            f"dropped={self.n_dropped_} ({_fmt_reasons(self.dropped_)})"
+            f"dropped={self.n_dropped_} ({fmt_reasons(self.dropped_)})"
             if self.n_dropped_
             else "dropped=0"
         )
         failed = (
-            f", failed={self.n_failed_} ({_fmt_reasons(self.failure_reasons_)})"
+            f", failed={self.n_failed_} ({fmt_reasons(self.failure_reasons_)})"
             if self.n_failed_
             else ""
         )
@@ -1081,138 +848,6 @@ class EmbeddingSet:
         )
 
 
-# ---------------------------------------------------------------------- helpers
-def _unique_labels(lab: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[np.intp]]:
-    try:
-        identities, codes = np.unique(lab, return_inverse=True)
-    except TypeError as exc:
-        kinds = sorted({type(v).__name__ for v in lab.tolist()})
-        raise TypeError(
-            f"`labels` must be mutually orderable (all strings or all numbers); got {kinds}."
-        ) from exc
-    return identities, codes.astype(np.intp).ravel()
-
-
-def _mark(reasons: npt.NDArray[np.int8], mask: npt.ArrayLike, reason: str) -> None:
-    reasons[(reasons == 0) & np.asarray(mask, dtype=bool)] = REASON_CODE[reason]
-
-
-def _row_norms(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """L2 norms of finite rows, rescaling rows whose squared norm would overflow."""
-    with np.errstate(over="ignore"):
-        norms: npt.NDArray[np.float64] = np.sqrt(np.einsum("ij,ij->i", x, x))
-    big = np.isinf(norms)
-    if big.any():
-        scale = np.abs(x[big]).max(axis=1)
-        norms[big] = scale * np.linalg.norm(x[big] / scale[:, None], axis=1)
-    return norms
-
-
-def _duplicate_groups(
-    vectors: npt.NDArray[np.float64], codes: npt.NDArray[np.intp]
-) -> npt.NDArray[np.intp]:
-    """Group id per row: rows share one iff same identity and identical values (0.0 == -0.0).
-
-    ``vectors`` are the rows as stored (normalised when the set normalises), so two rows
-    pointing the same way are one group when they normalise to the same vector.
-
-    Rows are keyed by an exact integer hash of their bits (wrapping uint64 arithmetic) and
-    their identity; rows whose key repeats are then compared bit for bit, with a full row sort
-    as the fallback in the (astronomically unlikely) event of a hash collision.
-    """
-    bits = np.ascontiguousarray(vectors + 0.0).view(np.uint64)  # (n, d); + 0.0 folds -0.0 into 0.0
-    mult = np.random.default_rng(0x1DA0D17).integers(1, 2**63, size=bits.shape[1], dtype=np.uint64)
-    key = bits @ (mult | np.uint64(1))  # (n,) odd multipliers, wraps modulo 2**64
-    key ^= codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    _, first, group = np.unique(key, return_index=True, return_inverse=True)
-    group = group.ravel()
-    rep = first[group]  # (n,) first row with the same key
-    cand = np.flatnonzero(rep != np.arange(len(rep)))
-    if (codes[cand] == codes[rep[cand]]).all() and (bits[cand] == bits[rep[cand]]).all():
-        out: npt.NDArray[np.intp] = group.astype(np.intp)
-        return out
-    keyed = np.ascontiguousarray(np.column_stack([codes.astype(np.uint64), bits]))
-    rows = keyed.view(np.dtype((np.void, keyed.dtype.itemsize * keyed.shape[1]))).ravel()
-    _, exact = np.unique(rows, return_inverse=True)
-    return exact.astype(np.intp).ravel()
-
-
-#: Relative tolerance under which two different rows of one identity are near copies
-#: (:meth:`EmbeddingSet.near_duplicates`): every coordinate within 1e-7 times the identity's
-#: spread (root mean square distance of its rows to their mean).
-NEAR_DUPLICATE_RTOL = 1e-7
-
-
-def _rtol(rtol: float | None) -> float:
-    if rtol is None:
-        return NEAR_DUPLICATE_RTOL
-    if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 < rtol <= 1e-3:
-        raise InvalidInputError(f"`rtol` must be in (0, 1e-3]; got {rtol!r}.")
-    return float(rtol)
-
-
-def _near_groups(
-    vectors: npt.NDArray[np.float64],
-    codes: npt.NDArray[np.intp],
-    group: npt.NDArray[np.intp],
-    rtol: float,
-    min_dim: int = 2,
-) -> npt.NDArray[np.intp]:
-    """Exact-duplicate groups merged with near copies (same identity, within ``rtol``).
-
-    The tolerance is relative to the identity's spread (the root mean square distance of
-    its rows to their mean), so that data concentrated in a small region are not read as
-    copies. Rows are projected on one fixed random direction and sorted by identity, then
-    projection: two near copies lie within ``rtol * spread * ||u||_1`` of each other along
-    it, so only neighbours that close in the sorted order are compared coordinate by
-    coordinate (the offset grows until no pair is that close). Below ``min_dim`` dimensions
-    (2; 3 for L2-normalised rows, which lie on a circle in two) distinct draws come that
-    close by chance, and the groups are returned unchanged.
-    """
-    n, d = vectors.shape
-    if d < min_dim or n < 2:
-        return group
-    u = np.random.default_rng(0x1DA0D18).standard_normal(d)
-    n_ids = int(codes.max()) + 1
-    count = np.bincount(codes, minlength=n_ids)[:, None]  # (ids, 1)
-    mean = np.zeros((n_ids, d))
-    np.add.at(mean, codes, vectors)
-    mean /= np.maximum(count, 1)
-    sq = np.bincount(codes, weights=((vectors - mean[codes]) ** 2).sum(axis=1), minlength=n_ids)
-    spread = np.sqrt(sq / np.maximum(count[:, 0], 1))  # (ids,)
-    scale = spread[codes]  # (n,) the tolerance's unit for each row
-    proj = vectors @ u  # (n,)
-    order = np.lexsort((proj, codes))
-    ps, cs, ss = proj[order], codes[order], scale[order]
-    reach = rtol * np.abs(u).sum()
-    # union-find over rows, each exact group joined from the start (root: its first row)
-    _, first, inverse = np.unique(group, return_index=True, return_inverse=True)
-    parent = first[inverse.ravel()].astype(np.intp)
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = int(parent[i])
-        return i
-
-    offset = 1
-    while offset < n:
-        top = np.maximum(ss[offset:], ss[:-offset])
-        close = (cs[offset:] == cs[:-offset]) & (ps[offset:] - ps[:-offset] <= reach * top)
-        if not close.any():
-            break
-        for i in np.flatnonzero(close):
-            a, b = order[i], order[i + offset]
-            if find(int(a)) == find(int(b)):
-                continue
-            if np.abs(vectors[a] - vectors[b]).max() <= rtol * scale[a]:
-                ra, rb = find(int(a)), find(int(b))
-                parent[max(ra, rb)] = min(ra, rb)
-        offset += 1
-    out: npt.NDArray[np.intp] = np.asarray([find(i) for i in range(n)], dtype=np.intp)
-    return out
-
-
 def _hash_arrays(
     x: npt.NDArray[np.float64],
     labels: npt.NDArray[Any],
@@ -1221,37 +856,8 @@ def _hash_arrays(
     h = hashlib.sha256(b"idaudit-embeddings-v1")
     h.update(repr(tuple(x.shape)).encode())
     h.update(np.ascontiguousarray(x, dtype="<f8").tobytes())
-    h.update("\n".join(repr(_py(v)) for v in labels.tolist()).encode())
+    h.update("\n".join(repr(py_scalar(v)) for v in labels.tolist()).encode())
     if outcomes is not None:  # absent: the hash of the three parts above, as before
         h.update(b"\x00outcomes\x00")
         h.update("\n".join(outcomes.tolist()).encode())
     return h.hexdigest()
-
-
-def _tally(codes: npt.NDArray[np.str_]) -> dict[str, int]:
-    """Rows per code: every one of DROP_REASONS (0 if absent), then other codes sorted."""
-    values, counts = np.unique(np.asarray(codes, dtype=str), return_counts=True)
-    found = dict(zip(values.tolist(), counts.tolist(), strict=True))
-    out = {r: int(found.pop(r, 0)) for r in DROP_REASONS}
-    out.update({c: int(found[c]) for c in sorted(found)})
-    return out
-
-
-def _group_rows(
-    identities: npt.NDArray[Any], codes: npt.NDArray[np.intp]
-) -> dict[Any, npt.NDArray[np.intp]]:
-    """Label (Python scalar) -> positions of its rows, in input order."""
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(identities) + 1))
-    keys = [_py(v) for v in identities.tolist()]
-    return {k: order[bounds[i] : bounds[i + 1]] for i, k in enumerate(keys)}
-
-
-def _py(value: Any) -> Any:
-    """NumPy scalar -> Python scalar (labels are dictionary keys as Python scalars)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _fmt_reasons(dropped: dict[str, int]) -> str:
-    parts = [f"{r}: {c}" for r, c in dropped.items() if c]
-    return ", ".join(parts) if parts else "none"

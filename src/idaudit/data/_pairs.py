@@ -70,11 +70,8 @@ def sample_pairs(
     >>> sample_pairs(range(5), 2, rng=0) == sample_pairs(range(5), rng=0)[:2]
     True
     """
-    labels = _unique_sorted(identities)
+    labels, total = _sorted_with_total(identities)
     m = len(labels)
-    if m < 2:
-        raise InvalidInputError(f"`identities` must hold at least 2 distinct labels; got {m}.")
-    total = m * (m - 1) // 2
     if n is None:
         n = total
     n = check_integer(n, "n", minimum=0)
@@ -87,9 +84,7 @@ def sample_pairs(
         )
         n = total
     index = check_random_state(rng).permutation(total)[:n]  # (n,) lexicographic pair indices
-    first, second = _decode_pairs(index, m)
-    values = labels.tolist()
-    return [(values[i], values[j]) for i, j in zip(first.tolist(), second.tolist(), strict=True)]
+    return _pairs_at(labels, index)
 
 
 def all_pairs(
@@ -125,21 +120,15 @@ def all_pairs(
     >>> all_pairs(range(4), 2, 4)
     [(0, 3), (1, 2)]
     """
-    labels = _unique_sorted(identities)
-    m = len(labels)
-    if m < 2:
-        raise InvalidInputError(f"`identities` must hold at least 2 distinct labels; got {m}.")
-    total = m * (m - 1) // 2
+    labels, total = _sorted_with_total(identities)
     start = check_integer(start, "start", minimum=0)
     stop = total if stop is None else check_integer(stop, "stop", minimum=start)
     if stop > total:
         raise InvalidInputError(
-            f"`stop` must be at most the number of unordered pairs, {total} for {m} identities; "
-            f"got {stop}."
+            f"`stop` must be at most the number of unordered pairs, {total} for {len(labels)} "
+            f"identities; got {stop}."
         )
-    first, second = _decode_pairs(np.arange(start, stop, dtype=np.int64), m)
-    values = labels.tolist()
-    return [(values[i], values[j]) for i, j in zip(first.tolist(), second.tolist(), strict=True)]
+    return _pairs_at(labels, np.arange(start, stop, dtype=np.int64))
 
 
 def n_pairs_of(n_identities: int) -> int:
@@ -190,6 +179,22 @@ def _decode_pairs(
     first = np.searchsorted(start, index, side="right") - 1
     second = index - start[first] + first + 1
     return first, second
+
+
+def _sorted_with_total(identities: Any) -> tuple[npt.NDArray[Any], int]:
+    """Return the sorted distinct labels (at least 2) and their number of unordered pairs."""
+    labels = _unique_sorted(identities)
+    m = len(labels)
+    if m < 2:
+        raise InvalidInputError(f"`identities` must hold at least 2 distinct labels; got {m}.")
+    return labels, m * (m - 1) // 2
+
+
+def _pairs_at(labels: npt.NDArray[Any], index: npt.NDArray[np.int64]) -> list[tuple[Any, Any]]:
+    """Return the pairs at lexicographic ``index`` among the sorted ``labels`` (Python scalars)."""
+    first, second = _decode_pairs(index, len(labels))
+    values = labels.tolist()
+    return [(values[i], values[j]) for i, j in zip(first.tolist(), second.tolist(), strict=True)]
 
 
 def _unique_sorted(identities: Any) -> npt.NDArray[Any]:

@@ -1,10 +1,11 @@
 """File readers behind ``EmbeddingSet.from_csv`` / ``from_npz`` / ``from_parquet``.
 
-Each reader returns ``(vectors, labels, reasons)`` and the SHA-256 of the file's bytes:
-``vectors`` is (n_rows, dim) float64 with NaN in rows it could not read, ``labels`` the raw
-label column, and ``reasons`` an int8 code per row (0 = fine, otherwise the reader's row rule)
-that :class:`~idaudit.data.EmbeddingSet` merges with its own rules. :func:`read_npz` also
-returns the archive's per-row ``outcomes`` array when it holds one.
+Each reader returns ``((vectors, labels, reasons), sha256, outcomes)``: ``vectors`` is
+(n_rows, dim) float64 with NaN in rows it could not read, ``labels`` the raw label column,
+``reasons`` an int8 code per row (0 = fine, otherwise the reader's row rule) that
+:class:`~idaudit.data.EmbeddingSet` merges with its own rules, ``sha256`` the hash of the
+file's bytes, and ``outcomes`` the per-row outcome array of a ``.npz`` archive that holds one
+(None otherwise).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ import pandas as pd
 from idaudit.data._rows import REASON_CODE, as_float_matrix, as_label_array, as_outcome_array
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
-__all__ = ["read_csv", "read_npz", "read_parquet"]
+__all__ = ["Read", "read_csv", "read_npz", "read_parquet"]
 
 Parsed: TypeAlias = tuple[npt.NDArray[np.float64], npt.NDArray[Any], npt.NDArray[np.int8]]
+#: What every reader returns: ``(parsed, sha256, outcomes)`` (see the module docstring).
+Read: TypeAlias = tuple[Parsed, str, npt.NDArray[np.str_] | None]
 
 #: Name of the optional per-row outcome array of a ``.npz`` archive ("ok" or a failure code).
 OUTCOMES_KEY = "outcomes"
@@ -63,7 +66,7 @@ def read_csv(
     *,
     label_column: str | None,
     vector_column: str | list[str] | None,
-) -> tuple[Parsed, str]:
+) -> Read:
     """Read a CSV file with a header row (see :meth:`EmbeddingSet.from_csv`).
 
     Parameters
@@ -81,6 +84,8 @@ def read_csv(
         ``(vectors, labels, reasons)`` as described in the module docstring.
     sha256 : str
         SHA-256 of the file's bytes.
+    outcomes : None
+        A CSV file holds no outcomes.
 
     Raises
     ------
@@ -135,10 +140,12 @@ def read_csv(
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"cannot read {where!r} as CSV: {exc}") from exc
     if label is not None and len(frame) == 0:
-        shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
-        raise InvalidInputError(f"{where!r} has no data rows: it holds only the header {shown}.")
+        raise InvalidInputError(
+            f"{where!r} has no data rows: it holds only the header {_shown(columns)}."
+        )
     # the label column is chosen once (from the values, when no column is named for it)
-    return _parse_frame(frame, label_column, vector_column, where=where, label=label), _sha256(raw)
+    parsed = _parse_frame(frame, label_column, vector_column, where=where, label=label)
+    return parsed, _sha256(raw), None
 
 
 def _check_header(columns: list[str], label: str, *, by_name: bool, where: str) -> None:
@@ -151,11 +158,10 @@ def _check_header(columns: list[str], label: str, *, by_name: bool, where: str) 
     # pandas' default names for a frame's columns: 0, 1, ..., d-1 (or 1, ..., d)
     if others in ([str(j) for j in range(len(others))], [str(j + 1) for j in range(len(others))]):
         return
-    shown = others if len(others) <= 8 else [*others[:8], "..."]
     raise InvalidInputError(
         f"{where!r} seems to have no header row: every column name other than the label "
-        f"column {label!r} parses as a number ({shown}), so its first row would be lost as "
-        "column names; add a header row (e.g. `label,e0,e1,...`)."
+        f"column {label!r} parses as a number ({_shown(others)}), so its first row would be lost "
+        "as column names; add a header row (e.g. `label,e0,e1,...`)."
     )
 
 
@@ -176,8 +182,8 @@ def read_parquet(
     *,
     label_column: str | None,
     vector_column: str | list[str] | None,
-) -> tuple[Parsed, str]:
-    """Read a Parquet file (see :meth:`EmbeddingSet.from_parquet`)."""
+) -> Read:
+    """Read a Parquet file (see :meth:`EmbeddingSet.from_parquet`); it holds no outcomes."""
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - pyarrow is in the test environment
@@ -185,20 +191,20 @@ def read_parquet(
             'Reading Parquet needs pyarrow: pip install "idaudit[io]" (or pip install pyarrow).'
         ) from exc
     raw = _read_bytes(path)
+    where = os.fspath(path)
     try:
         table = pq.read_table(io.BytesIO(raw))
     except Exception as exc:  # pyarrow raises its own ArrowInvalid/OSError family
-        raise InvalidInputError(f"cannot read {os.fspath(path)!r} as Parquet: {exc}") from exc
+        raise InvalidInputError(f"cannot read {where!r} as Parquet: {exc}") from exc
     # integer labels with nulls stay exact Python ints (not float64, which merges ids > 2**53)
     frame = table.to_pandas(integer_object_nulls=True)
     if len(frame) == 0 and frame.shape[1] >= 2:
-        raise InvalidInputError(f"{os.fspath(path)!r} has no data rows.")
-    return _parse_frame(frame, label_column, vector_column, where=os.fspath(path)), _sha256(raw)
+        raise InvalidInputError(f"{where!r} has no data rows.")
+    parsed = _parse_frame(frame, label_column, vector_column, where=where)
+    return parsed, _sha256(raw), None
 
 
-def read_npz(
-    path: str | os.PathLike[str], *, embeddings_key: str, labels_key: str
-) -> tuple[Parsed, str, npt.NDArray[np.str_] | None]:
+def read_npz(path: str | os.PathLike[str], *, embeddings_key: str, labels_key: str) -> Read:
     """Read a ``.npz`` archive without unpickling (see :meth:`EmbeddingSet.from_npz`).
 
     Returns ``(parsed, sha256, outcomes)``: ``outcomes`` is the archive's
@@ -251,9 +257,7 @@ def read_npz(
         try:
             outcomes = as_outcome_array(outcomes, x.shape[0])
         except InvalidInputError as exc:
-            raise InvalidInputError(
-                f"the {OUTCOMES_KEY!r} array of {os.fspath(path)!r}: {exc}"
-            ) from exc
+            raise InvalidInputError(f"the {OUTCOMES_KEY!r} array of {where!r}: {exc}") from exc
     return (x, labels, np.zeros(x.shape[0], dtype=np.int8)), _sha256(raw), outcomes
 
 
@@ -357,11 +361,10 @@ def _matching_columns(columns: list[str], spec: str, label: str) -> list[str]:
     else:
         chosen = []
     if not chosen:
-        shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
         raise InvalidInputError(
             f"`vector_column` {spec!r} is not a column, a pattern (e.g. 'f*') matching "
             f"columns, or a range 'first:last' of columns in file order; its columns are "
-            f"{shown}."
+            f"{_shown(columns)}."
         )
     return chosen
 
@@ -457,12 +460,17 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
     )
     finite = values[np.isfinite(values)]
     integers = _integer_valued(frame[first])
-    if len(text) == 1 and text[0] != first and integers:
-        raise InvalidInputError(
+
+    def unsure(why: str) -> InvalidInputError:
+        return InvalidInputError(
             f"cannot tell which column of {where!r} holds the identity labels: none is named "
-            f"{', '.join(LABEL_COLUMN_NAMES)}; {text[0]!r} is the only one holding text, but "
-            f"the first, {first!r}, holds integers, which may be identities too; name the label "
-            "column with `label_column`."
+            f"{', '.join(LABEL_COLUMN_NAMES)}{why}; name the label column with `label_column`."
+        )
+
+    if len(text) == 1 and text[0] != first and integers:
+        raise unsure(
+            f"; {text[0]!r} is the only one holding text, but the first, {first!r}, holds "
+            "integers, which may be identities too"
         )
     if len(text) == 1:
         if text[0] != first:
@@ -475,27 +483,17 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
             )
         return text[0]
     if len(text) > 1:
-        shown = text if len(text) <= 8 else [*text[:8], "..."]
-        raise InvalidInputError(
-            f"cannot tell which column of {where!r} holds the identity labels: none is named "
-            f"{', '.join(LABEL_COLUMN_NAMES)}, and {len(text)} columns hold text ({shown}); "
-            "name the label column with `label_column`."
-        )
+        raise unsure(f", and {len(text)} columns hold text ({_shown(text)})")
     if finite.size and not integers:
-        raise InvalidInputError(
-            f"cannot tell which column of {where!r} holds the identity labels: none is named "
-            f"{', '.join(LABEL_COLUMN_NAMES)} or holds text, and the first, {first!r}, "
-            "holds fractions (a coordinate, not an identity); name the label column with "
-            "`label_column`."
+        raise unsure(
+            f" or holds text, and the first, {first!r}, holds fractions (a coordinate, not an "
+            "identity)"
         )
     also = [c for c in named[1:] if _integer_valued(frame[c])]
     if also:  # quantised coordinates, or an identity column elsewhere: either is a guess
-        shown = also if len(also) <= 8 else [*also[:8], "..."]
-        raise InvalidInputError(
-            f"cannot tell which column of {where!r} holds the identity labels: none is named "
-            f"{', '.join(LABEL_COLUMN_NAMES)} or holds text, and besides the first, {first!r}, "
-            f"{len(also)} more hold integers ({shown}), which may be identities too; name the "
-            "label column with `label_column`."
+        raise unsure(
+            f" or holds text, and besides the first, {first!r}, {len(also)} more hold integers "
+            f"({_shown(also)}), which may be identities too"
         )
     return first
 
@@ -524,9 +522,9 @@ def _holds_vectors(col: pd.Series) -> bool:
 def _check_columns(columns: list[str], wanted: list[str], argument: str) -> None:
     missing = [c for c in wanted if c not in columns]
     if missing:
-        shown = columns if len(columns) <= 8 else [*columns[:8], "..."]
         raise InvalidInputError(
-            f"`{argument}` names column(s) {missing} not in the file; its columns are {shown}."
+            f"`{argument}` names column(s) {missing} not in the file; its columns are "
+            f"{_shown(columns)}."
         )
 
 
@@ -714,6 +712,11 @@ def _read_bytes(path: str | os.PathLike[str]) -> bytes:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a str or os.PathLike; got {type(path).__name__}.")
     return Path(path).read_bytes()
+
+
+def _shown(names: list[str]) -> list[str]:
+    """Return the first 8 names, then "..." when there are more (short enough for a message)."""
+    return names if len(names) <= 8 else [*names[:8], "..."]
 
 
 def _sha256(raw: bytes) -> str:
