@@ -21,6 +21,7 @@ from idaudit.exceptions import InvalidInputError
 __all__ = [
     "check_disjoint",
     "check_subjects",
+    "label_codes",
     "read_subject_map",
     "subjects_for_files",
     "unit_codes",
@@ -67,6 +68,14 @@ def check_disjoint(train: npt.NDArray[Any] | None, heldout: npt.NDArray[Any] | N
         )
 
 
+def label_codes(labels: npt.NDArray[Any] | None, n: int) -> npt.NDArray[np.int64]:
+    """Code ``0..g-1`` of each image's subject (sorted labels); ``arange(n)`` for ``None``."""
+    if labels is None:
+        return np.arange(n, dtype=np.int64)
+    _, code = np.unique(labels.astype(str), return_inverse=True)
+    return code.astype(np.int64).reshape(-1)
+
+
 def unit_codes(
     subjects: Sequence[npt.NDArray[Any] | None], sizes: Sequence[int]
 ) -> tuple[npt.NDArray[np.int64], int]:
@@ -78,11 +87,7 @@ def unit_codes(
     """
     codes, offset = [], 0
     for labels, n in zip(subjects, sizes, strict=True):
-        if labels is None:
-            code = np.arange(n, dtype=np.int64)
-        else:
-            _, code = np.unique(labels.astype(str), return_inverse=True)
-            code = code.astype(np.int64).reshape(-1)
+        code = label_codes(labels, n)
         codes.append(code + offset)
         offset += int(code.max()) + 1 if n else 0
     return np.concatenate(codes), offset
