@@ -36,8 +36,7 @@ from idaudit.memorization._nnaa_kernel import (
 )
 from idaudit.memorization._power import smallest_p_value
 from idaudit.memorization._subjects import (
-    check_disjoint,
-    check_subjects,
+    check_set_subjects,
     label_codes,
 )
 
@@ -105,23 +104,6 @@ CAP_UNITS = ("images", "subjects")
 MIN_INTERVAL_SIZE = 20
 
 _NAMES = ("aa_train_synth", "aa_heldout_synth", "privacy_loss")
-
-
-def _subject_units(
-    subjects: Any, sizes: tuple[int, int, int]
-) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
-    """Check ``(train, heldout, synthetic)`` subjects, one label per row (or ``None``)."""
-    if subjects is None:
-        return None, None, None
-    if not isinstance(subjects, tuple | list) or len(subjects) != 3:
-        raise InvalidInputError(
-            "`subjects` must be three label arrays or None (train, heldout, synthetic); "
-            f"got {subjects!r:.80}."
-        )
-    names = ("subjects[0] (train)", "subjects[1] (heldout)", "subjects[2] (synthetic)")
-    t, h, s = (check_subjects(x, n, nm) for x, n, nm in zip(subjects, sizes, names, strict=True))
-    check_disjoint(t, h)
-    return t, h, s
 
 
 def _codes(labels: tuple[npt.NDArray[Any] | None, ...], keep: list[npt.NDArray[np.intp]]) -> _Units:
@@ -538,7 +520,7 @@ def _capped_nnaa(
     """
     n_bootstrap, n_permutations, max_samples, confidence_level = checked
     _check_sizes(*sizes)
-    labels = _subject_units(subjects, sizes)
+    labels = check_set_subjects(subjects, sizes)
     strata_codes = _strata(strata, sizes[:2])
     gen = check_random_state(rng)
     keep, cap_unit = cap_indices(labels, sizes, max_samples, gen)
