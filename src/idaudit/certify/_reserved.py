@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from idaudit.certify._reserved_select import (
     _smallest,
     _zero_error_bound,
 )
-from idaudit.certify._scores import certify_scores
+from idaudit.certify._scores import certify_scores, seed_of
 from idaudit.data import (
     DUPLICATES,
     NEAR_DUPLICATE_RTOL,
@@ -635,12 +634,7 @@ class ReservedTestCertifier(BaseCertifier):
         min_test: int,
     ) -> dict[str, Any]:
         clf = self.classifier if isinstance(self.classifier, str) else repr(self.classifier)
-        rng = self.rng
-        seed: int | str = (
-            int(rng)
-            if isinstance(rng, numbers.Integral) and not isinstance(rng, bool)
-            else type(rng).__name__
-        )
+        seed = seed_of(self.rng)
         return {
             **provenance(
                 title="reserved-test certificates (idaudit.ReservedTestCertifier)",
@@ -673,7 +667,7 @@ class ReservedTestCertifier(BaseCertifier):
             "classifier": clf,
             "threshold_rule": _THRESHOLD_RULE,
             "ranking_key": _RANKING_KEY,
-            "rng": seed,
+            "rng": type(self.rng).__name__ if seed is None else seed,
         }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -39,6 +38,7 @@ from idaudit.certify._base import (
     score,
     threshold_cuts,
 )
+from idaudit.certify._scores import seed_of
 from idaudit.dp import anytime_upper_bound, epsilon_from_error_rates
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
@@ -379,14 +379,12 @@ class SequentialCertifier(BaseCertifier):
         return p
 
     def _attrs(self, p: dict[str, Any], alpha_bound: float, reason: str, n_pairs: int) -> Any:
-        rng = self.rng
-        seed = int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
         clf = (
             p["classifier"] if isinstance(p["classifier"], str) else type(p["classifier"]).__name__
         )
         attrs = provenance(
             title="anytime-valid sequential certificate (idaudit.certify.SequentialCertifier)",
-            seeds={"rng": seed},
+            seeds={"rng": seed_of(self.rng)},
             settings={
                 "alpha": p["alpha"],
                 "alpha_per_bound": alpha_bound,
