@@ -23,7 +23,7 @@ from scipy import stats
 
 from idaudit._results import Status, provenance, variable
 from idaudit._validation import RngLike, check_in_range, check_integer, check_random_state
-from idaudit.certify._scores import _numbers, seed_of
+from idaudit.certify._scores import _numbers, check_scores, seed_of
 from idaudit.dp import simultaneous_rate_bounds
 from idaudit.exceptions import InvalidInputError
 
@@ -42,20 +42,6 @@ IntArray = npt.NDArray[np.int64]
 
 #: Status of every plug-in measure of this module.
 MEASURE_STATUS: Status = "sample_estimate"
-
-
-def _scores(x: Any, name: str) -> FloatArray:
-    raw = np.asarray(x)
-    if raw.dtype.kind not in "biuf":
-        raise InvalidInputError(f"`{name}` must hold real numbers; got dtype {raw.dtype}.")
-    s = np.asarray(raw, dtype=np.float64)
-    if s.ndim != 1 or s.size == 0:
-        raise InvalidInputError(
-            f"`{name}` must be a non-empty 1-D array of scores; got shape {s.shape}."
-        )
-    if np.isnan(s).any():
-        raise InvalidInputError(f"`{name}` must not contain NaN; got {int(np.isnan(s).sum())}.")
-    return s
 
 
 def _counts(a: FloatArray, b: FloatArray) -> tuple[FloatArray, IntArray, IntArray]:
@@ -108,7 +94,7 @@ def roc_hull(scores_a: npt.ArrayLike, scores_b: npt.ArrayLike) -> tuple[FloatArr
     >>> fpr.tolist(), tpr.tolist()
     ([0.0, 0.25, 1.0], [0.5, 0.75, 1.0])
     """
-    a, b = _scores(scores_a, "scores_a"), _scores(scores_b, "scores_b")
+    a, b = check_scores(scores_a, "scores_a"), check_scores(scores_b, "scores_b")
     return _hull(a, b)
 
 
@@ -235,7 +221,7 @@ def max_accuracy(
     >>> max_accuracy([0, 0, 2, 2], [1, 1, 3, 3])  # t between 0 and 1: TPR 1, TNR 1/2
     0.75
     """
-    a, b = _scores(scores_a, "scores_a"), _scores(scores_b, "scores_b")
+    a, b = check_scores(scores_a, "scores_a"), check_scores(scores_b, "scores_b")
     pi = b.size / (a.size + b.size) if prevalence is None else prevalence
     pi = check_in_range(pi, "prevalence", 0.0, 1.0, closed="both")
     _, fp, tp = _counts(a, b)
@@ -294,7 +280,7 @@ def epsilon_raw_counts(
     >>> round(epsilon_raw_counts(a, b, min_count=1), 6)  # TPR 3/8 at FPR 1/8: ln 3
     1.098612
     """
-    a, b = _scores(scores_a, "scores_a"), _scores(scores_b, "scores_b")
+    a, b = check_scores(scores_a, "scores_a"), check_scores(scores_b, "scores_b")
     k = check_integer(min_count, "min_count", minimum=1)
     d = check_in_range(delta, "delta", 0.0, 1.0, closed="both")
     if not isinstance(one_sided, bool | np.bool_):
@@ -441,7 +427,7 @@ def bootstrap_interval(
     >>> bool(ci.values[0] < ci.estimate < ci.values[1]), ci.status
     (True, 'sample_estimate')
     """
-    a, b = _scores(scores_a, "scores_a"), _scores(scores_b, "scores_b")
+    a, b = check_scores(scores_a, "scores_a"), check_scores(scores_b, "scores_b")
     n_boot = check_integer(n_bootstrap, "n_bootstrap", minimum=2)
     q = np.atleast_1d(np.asarray(quantiles, dtype=np.float64))
     if q.ndim != 1 or q.size == 0 or np.isnan(q).any() or (q <= 0).any() or (q >= 1).any():

@@ -32,13 +32,19 @@ from idaudit._validation import (
     RandomState,
     RngLike,
     check_in_range,
-    check_option,
     check_pairs,
     check_random_state,
     spawn_seeds,
 )
 from idaudit.certify._base import CLASSIFIERS, BaseCertifier, fit_classifier, make_classifier, score
-from idaudit.certify._scores import GDP_ASSUMPTION, _numbers, gdp_epsilon_at, seed_of
+from idaudit.certify._scores import (
+    GDP_ASSUMPTION,
+    _numbers,
+    check_scores,
+    check_strategy,
+    gdp_epsilon_at,
+    seed_of,
+)
 from idaudit.data import EmbeddingSet, split_identities
 from idaudit.dp import (
     one_run_epsilon,
@@ -306,16 +312,9 @@ def certify_one_run(
     >>> round(cert.epsilon_lb_, 3), cert.n_guesses, cert.n_correct, cert.status
     (3.69, 630, 628, 'certified_lower_bound')
     """
-    check_in_range(alpha, "alpha", 0.0, 1.0)
-    check_in_range(delta, "delta", 0.0, 1.0, closed="left")
-    check_option(thresholds, "thresholds", ONE_RUN_STRATEGIES)
-    if thresholds == "given" and threshold is None:
-        raise InvalidInputError('`threshold` is required when thresholds="given"; got None.')
-    if thresholds != "given" and threshold is not None:
-        raise InvalidInputError(
-            f'`threshold` is only used with thresholds="given"; got thresholds={thresholds!r}.'
-        )
-    a, b = _scores(scores_a, "scores_a"), _scores(scores_b, "scores_b")
+    check_strategy(alpha, delta, thresholds, threshold, ONE_RUN_STRATEGIES)
+    a = check_scores(scores_a, "scores_a", empty=True)
+    b = check_scores(scores_b, "scores_b", empty=True)
     if a.size + b.size == 0:
         raise InvalidInputError(
             "`scores_a` and `scores_b` must hold at least one canary; got none."
@@ -438,18 +437,6 @@ def _best_mu(m: int, r: Any, v: Any, level: float) -> tuple[float, int]:
         if mu > best:
             best, arg = mu, int(i)
     return best, arg
-
-
-def _scores(x: Any, name: str) -> FloatArray:
-    raw = np.asarray(x)
-    if raw.dtype.kind not in "biuf":
-        raise InvalidInputError(f"`{name}` must hold real numbers; got dtype {raw.dtype}.")
-    s = np.asarray(raw, dtype=np.float64)
-    if s.ndim != 1:
-        raise InvalidInputError(f"`{name}` must be a 1-D array of scores; got shape {s.shape}.")
-    if np.isnan(s).any():
-        raise InvalidInputError(f"`{name}` must not contain NaN; got {int(np.isnan(s).sum())}.")
-    return s
 
 
 class OneRunCertifier(BaseCertifier):

@@ -551,6 +551,32 @@ def check_deltas(deltas: npt.ArrayLike) -> FloatArray:
     return d
 
 
+def check_scores(x: Any, name: str, *, empty: bool = False) -> FloatArray:
+    """``x`` as 1-D float64 scores without NaN (``empty``: none at all allowed), or an error."""
+    s = _numbers(x, name)
+    if s.ndim != 1 or (s.size == 0 and not empty):
+        shape = "a 1-D array" if empty else "a non-empty 1-D array"
+        raise InvalidInputError(f"`{name}` must be {shape} of scores; got shape {s.shape}.")
+    if np.isnan(s).any():
+        raise InvalidInputError(f"`{name}` must not contain NaN; got {int(np.isnan(s).sum())}.")
+    return s
+
+
+def check_strategy(
+    alpha: Any, delta: Any, strategy: Any, threshold: Any, strategies: tuple[str, ...]
+) -> None:
+    """Check the levels, the threshold strategy, and that ``threshold`` comes with "given"."""
+    check_in_range(alpha, "alpha", 0.0, 1.0)
+    check_in_range(delta, "delta", 0.0, 1.0, closed="left")
+    check_option(strategy, "thresholds", strategies)
+    if strategy == "given" and threshold is None:
+        raise InvalidInputError('`threshold` is required when thresholds="given"; got None.')
+    if strategy != "given" and threshold is not None:
+        raise InvalidInputError(
+            f'`threshold` is only used with thresholds="given"; got thresholds={strategy!r}.'
+        )
+
+
 def _check_inputs(
     scores_a: npt.ArrayLike,
     scores_b: npt.ArrayLike,
@@ -559,27 +585,12 @@ def _check_inputs(
     strategy: Any,
     threshold: Any,
 ) -> tuple[FloatArray, FloatArray]:
-    check_in_range(alpha, "alpha", 0.0, 1.0)
-    check_in_range(delta, "delta", 0.0, 1.0, closed="left")
-    check_option(strategy, "thresholds", STRATEGIES)
-    if strategy == "given" and threshold is None:
-        raise InvalidInputError('`threshold` is required when thresholds="given"; got None.')
-    if strategy != "given" and threshold is not None:
-        raise InvalidInputError(
-            f'`threshold` is only used with thresholds="given"; got thresholds={strategy!r}.'
-        )
+    check_strategy(alpha, delta, strategy, threshold, STRATEGIES)
     if threshold is not None:
         t = _numbers(threshold, "threshold")
         if t.ndim > 1:
             raise InvalidInputError(f"`threshold` must be a number or 1-D; got shape {t.shape}.")
         if t.size == 0 or np.isnan(t).any():
             raise InvalidInputError(f"`threshold` must be numbers, not NaN; got {threshold!r}.")
-    a, b = _numbers(scores_a, "scores_a"), _numbers(scores_b, "scores_b")
-    for name, s in (("scores_a", a), ("scores_b", b)):
-        if s.ndim != 1 or s.size == 0:
-            raise InvalidInputError(
-                f"`{name}` must be a non-empty 1-D array of scores; got shape {s.shape}."
-            )
-        if np.isnan(s).any():
-            raise InvalidInputError(f"`{name}` must not contain NaN; got {int(np.isnan(s).sum())}.")
-    return a, b
+    a, b = _numbers(scores_a, "scores_a"), _numbers(scores_b, "scores_b")  # both real, first
+    return check_scores(a, "scores_a"), check_scores(b, "scores_b")

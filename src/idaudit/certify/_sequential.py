@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -14,7 +13,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from idaudit._device import thread_limit
-from idaudit._results import pair_coords, provenance, reduction_attrs, variable
+from idaudit._results import Status, pair_coords, provenance, reduction_attrs, variable
 from idaudit._validation import (
     Anything,
     Boolean,
@@ -39,6 +38,7 @@ from idaudit.certify._base import (
     score,
     threshold_cuts,
 )
+from idaudit.certify._scores import seed_of
 from idaudit.dp import anytime_upper_bound, epsilon_from_error_rates
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
@@ -379,14 +379,12 @@ class SequentialCertifier(BaseCertifier):
         return p
 
     def _attrs(self, p: dict[str, Any], alpha_bound: float, reason: str, n_pairs: int) -> Any:
-        rng = self.rng
-        seed = int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
         clf = (
             p["classifier"] if isinstance(p["classifier"], str) else type(p["classifier"]).__name__
         )
         attrs = provenance(
             title="anytime-valid sequential certificate (idaudit.certify.SequentialCertifier)",
-            seeds={"rng": seed},
+            seeds={"rng": seed_of(self.rng)},
             settings={
                 "alpha": p["alpha"],
                 "alpha_per_bound": alpha_bound,
@@ -524,6 +522,30 @@ def _plan(
 
 # -- results ---------------------------------------------------------------------------------
 
+#: The anytime bounds and test error counts of the path and of the certificates: their name,
+#: their key in a look, long name and status.
+_TEST_VARIABLES: tuple[tuple[str, str, str, Status], ...] = (
+    ("ufpr", "ufpr", "anytime upper confidence bound on the FPR", "certified_upper_bound"),
+    ("ufnr", "ufnr", "anytime upper confidence bound on the FNR", "certified_upper_bound"),
+    ("test_fp", "fp", "test rows of identity_a predicted as identity_b", "descriptive"),
+    ("test_fn", "fn", "test rows of identity_b predicted as identity_a", "descriptive"),
+)
+
+
+def _test_variables(
+    dims: str | tuple[str, ...], values: Callable[[str], Any], n_pairs: int, counted: str = ""
+) -> dict[str, xr.Variable]:
+    """Return the anytime bounds and error counts (``counted`` ends the counts' long names)."""
+    out = {}
+    for name, key, long_name, status in _TEST_VARIABLES:
+        if status == "descriptive":
+            out[name] = variable(dims, values(key), long_name=long_name + counted, status=status)
+        else:  # all pairs' bounds hold jointly (union bound)
+            out[name] = variable(
+                dims, values(key), long_name=long_name, status=status, n_simultaneous=n_pairs
+            )
+    return out
+
 
 def _path_dataset(
     looks: list[dict[str, Any]], pairs: list[tuple[Any, Any]], n_dev: int, attrs: Any
@@ -558,32 +580,7 @@ def _path_dataset(
                     {"status": "certified_lower_bound", "n_simultaneous": len(pairs)}, len(pairs)
                 ),
             ),
-            "ufpr": variable(
-                ("n", "pair"),
-                stack("ufpr"),
-                long_name="anytime upper confidence bound on the FPR",
-                status="certified_upper_bound",
-                n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
-            ),
-            "ufnr": variable(
-                ("n", "pair"),
-                stack("ufnr"),
-                long_name="anytime upper confidence bound on the FNR",
-                status="certified_upper_bound",
-                n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
-            ),
-            "test_fp": variable(
-                ("n", "pair"),
-                stack("fp"),
-                long_name="test rows of identity_a predicted as identity_b so far",
-                status="descriptive",
-            ),
-            "test_fn": variable(
-                ("n", "pair"),
-                stack("fn"),
-                long_name="test rows of identity_b predicted as identity_a so far",
-                status="descriptive",
-            ),
+            **_test_variables(("n", "pair"), stack, len(pairs), " so far"),
         },
         coords=coords,
         attrs=dict(attrs),
@@ -608,32 +605,7 @@ def _certificates_dataset(
             status="certified_lower_bound",
             n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
         ),
-        "ufpr": variable(
-            "pair",
-            last["ufpr"],
-            long_name="anytime upper confidence bound on the FPR",
-            status="certified_upper_bound",
-            n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
-        ),
-        "ufnr": variable(
-            "pair",
-            last["ufnr"],
-            long_name="anytime upper confidence bound on the FNR",
-            status="certified_upper_bound",
-            n_simultaneous=len(pairs),  # all pairs' bounds hold jointly (union bound)
-        ),
-        "test_fp": variable(
-            "pair",
-            last["fp"],
-            long_name="test rows of identity_a predicted as identity_b",
-            status="descriptive",
-        ),
-        "test_fn": variable(
-            "pair",
-            last["fn"],
-            long_name="test rows of identity_b predicted as identity_a",
-            status="descriptive",
-        ),
+        **_test_variables("pair", last.__getitem__, len(pairs)),
         "n_test": variable(
             "pair", np.full(k, n_test), long_name="test outputs per identity", status="descriptive"
         ),

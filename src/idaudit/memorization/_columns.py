@@ -4,10 +4,8 @@ from __future__ import annotations
 
 __all__ = ["FLAGGING_COHORT_COLUMNS", "FLAGGING_COLUMNS", "NNAA_COLUMNS"]
 
-#: Columns of ``flagging.csv``, in order.
-FLAGGING_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "axis",
+#: The rates at each percentile's threshold, in both flagging tables.
+_RATES: tuple[str, ...] = (
     "percentile",
     "threshold",
     "synthetic_pct",
@@ -16,6 +14,12 @@ FLAGGING_COLUMNS: tuple[str, ...] = (
     "n_heldout",
     "n_synthetic_flagged",
     "n_heldout_flagged",
+)
+#: Columns of ``flagging.csv``, in order.
+FLAGGING_COLUMNS: tuple[str, ...] = (
+    "metric",
+    "axis",
+    *_RATES,
     "p_value",
     "smallest_p_value",
     "ci_lower",
@@ -50,14 +54,7 @@ FLAGGING_COHORT_COLUMNS: tuple[str, ...] = (
     "metric",
     "axis",
     "cohort",
-    "percentile",
-    "threshold",
-    "synthetic_pct",
-    "heldout_pct",
-    "n_synthetic",
-    "n_heldout",
-    "n_synthetic_flagged",
-    "n_heldout_flagged",
+    *_RATES,
     "ci_lower",
     "ci_upper",
 )

@@ -31,7 +31,7 @@ from idaudit.memorization._neighbours import (
     same_dim,
 )
 from idaudit.memorization._power import smallest_p_value
-from idaudit.memorization._subjects import check_disjoint, check_subjects, unit_codes
+from idaudit.memorization._subjects import check_set_subjects, check_subjects, unit_codes
 
 __all__ = [
     "DEFAULT_PERCENTILES",
@@ -620,25 +620,6 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _train_subjects(
-    subjects: Any, sizes: tuple[int, int, int]
-) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None] | None:
-    """Check ``(train, heldout, synthetic)`` subjects; return the held-out and synthetic ones."""
-    if subjects is None:
-        return None
-    if not isinstance(subjects, tuple | list) or len(subjects) != 3:
-        raise InvalidInputError(
-            "`subjects` must be three label arrays or None (train, heldout, synthetic); "
-            f"got {subjects!r:.80}."
-        )
-    names = ("subjects[0] (train)", "subjects[1] (heldout)", "subjects[2] (synthetic)")
-    t, h, s = (
-        check_subjects(x, n, name) for x, n, name in zip(subjects, sizes, names, strict=True)
-    )
-    check_disjoint(t, h)
-    return h, s
-
-
 def nearest_training_distances(
     train: npt.NDArray[np.float64],
     queries: npt.NDArray[np.float64],
@@ -734,7 +715,8 @@ def flagging(
             _strata(c, len(x), f"cohorts[{i}]")
             for i, (c, x) in enumerate(zip(cohorts, (t, h, s), strict=True))
         )
-    subj = _train_subjects(subjects, (len(t), len(h), len(s)))
+    # the training subjects are checked (one per row, none also held out), then not needed
+    subj = None if subjects is None else check_set_subjects(subjects, (len(t), len(h), len(s)))[1:]
     d_h = nearest_training_distances(t, h, c_t, c_h, metric=metric, device=device, what="heldout")
     d_s = nearest_training_distances(t, s, c_t, c_s, metric=metric, device=device, what="synthetic")
     return flagging_from_distances(

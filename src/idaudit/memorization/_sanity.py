@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ from idaudit._results import Status
 from idaudit._validation import RngLike, check_integer, check_random_state
 from idaudit.exceptions import InvalidInputError
 from idaudit.memorization._neighbours import Metric, check_vectors, pairwise_distances
+from idaudit.memorization._subjects import subject_regex
 
 __all__ = ["SANITY_STATUS", "SanityResult", "metric_sanity", "subjects_from_names"]
 
@@ -79,12 +79,7 @@ def subjects_from_names(names: Sequence[str], pattern: str) -> list[str | None]:
     >>> subjects_from_names(["p01_a.png", "p01_b.png", "x.png"], r"^(p\d+)_")
     ['p01', 'p01', None]
     """
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise InvalidInputError(
-            f"`subject_pattern` is not a valid regex: {exc}; got {pattern!r}."
-        ) from None
+    regex = subject_regex(pattern)
     out: list[str | None] = []
     for name in names:
         m = regex.search(name)

@@ -20,8 +20,11 @@ from idaudit.exceptions import InvalidInputError
 
 __all__ = [
     "check_disjoint",
+    "check_set_subjects",
     "check_subjects",
+    "label_codes",
     "read_subject_map",
+    "subject_regex",
     "subjects_for_files",
     "unit_codes",
 ]
@@ -67,6 +70,38 @@ def check_disjoint(train: npt.NDArray[Any] | None, heldout: npt.NDArray[Any] | N
         )
 
 
+def check_set_subjects(
+    subjects: Any, sizes: tuple[int, int, int]
+) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
+    """Check ``(train, heldout, synthetic)`` subjects, one label per row (or ``None``).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``subjects`` is not three entries, a set's labels do not fit its rows, or a
+        subject has images in both the training and the held-out set.
+    """
+    if subjects is None:
+        return None, None, None
+    if not isinstance(subjects, tuple | list) or len(subjects) != 3:
+        raise InvalidInputError(
+            "`subjects` must be three label arrays or None (train, heldout, synthetic); "
+            f"got {subjects!r:.80}."
+        )
+    names = ("subjects[0] (train)", "subjects[1] (heldout)", "subjects[2] (synthetic)")
+    t, h, s = (check_subjects(x, n, nm) for x, n, nm in zip(subjects, sizes, names, strict=True))
+    check_disjoint(t, h)
+    return t, h, s
+
+
+def label_codes(labels: npt.NDArray[Any] | None, n: int) -> npt.NDArray[np.int64]:
+    """Code ``0..g-1`` of each image's subject (sorted labels); ``arange(n)`` for ``None``."""
+    if labels is None:
+        return np.arange(n, dtype=np.int64)
+    _, code = np.unique(labels.astype(str), return_inverse=True)
+    return code.astype(np.int64).reshape(-1)
+
+
 def unit_codes(
     subjects: Sequence[npt.NDArray[Any] | None], sizes: Sequence[int]
 ) -> tuple[npt.NDArray[np.int64], int]:
@@ -78,14 +113,20 @@ def unit_codes(
     """
     codes, offset = [], 0
     for labels, n in zip(subjects, sizes, strict=True):
-        if labels is None:
-            code = np.arange(n, dtype=np.int64)
-        else:
-            _, code = np.unique(labels.astype(str), return_inverse=True)
-            code = code.astype(np.int64).reshape(-1)
+        code = label_codes(labels, n)
         codes.append(code + offset)
         offset += int(code.max()) + 1 if n else 0
     return np.concatenate(codes), offset
+
+
+def subject_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a ``subject_pattern``, or say why it is not a regex."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise InvalidInputError(
+            f"`subject_pattern` is not a valid regex: {exc}; got {pattern!r}."
+        ) from None
 
 
 def read_subject_map(path: str | Path) -> dict[str, str]:
@@ -171,12 +212,7 @@ def subjects_for_files(
             )
         return out
     assert pattern is not None
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise InvalidInputError(
-            f"`subject_pattern` is not a valid regex: {exc}; got {pattern!r}."
-        ) from None
+    regex = subject_regex(pattern)
     if regex.groups == 0:
         raise InvalidInputError(
             f"`subject_pattern` must have a capture group (the subject); got {pattern!r}."

@@ -350,7 +350,7 @@ def test_masked_minimum_by_partial_selection_equals_a_brute_force_masked_minimum
 ) -> None:
     import torch
 
-    from idaudit.memorization._nnaa import _SCAN, _MaskedMin
+    from idaudit.memorization._nnaa_kernel import _SCAN, _MaskedMin
 
     gen = np.random.default_rng(11)
     n = 3 * _SCAN  # wider than the selection, so some rows fall back to the full minimum
