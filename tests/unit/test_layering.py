@@ -76,8 +76,8 @@ LAYERS: list[tuple[set[str], set[str]]] = [
     ({"idaudit.pipeline"}, set()),
     # not in the table: the known-truth benchmarks, the noise sweep over mechanisms, audits
     # and certify, and the sweep of the proven-guarantee image mechanism over the pipeline;
-    # the demo row below depends on it
-    ({"idaudit.benchmark"}, set()),
+    # the demo row below depends on it; the eigenface encoder is the private-swap sweep's auditor
+    ({"idaudit.benchmark", "idaudit._eigenfaces"}, set()),
     # the demo's library logic: faces, anonymisers, the noise benchmark, report and figures
     ({"idaudit.demo"}, set()),
     # "everything": the command line, and the package root with the ``ds.idaudit`` accessor

@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from idaudit.cli._common import add_quiet, out_dir, plural, say
+from idaudit.cli._common import add_quiet, at_least, out_dir, plural, say
 from idaudit.exceptions import IdauditWarning
 
 __all__ = ["add_parser"]
@@ -196,13 +196,12 @@ def _embeddings_writer(path: Path, emb: Any, labels: Any, sources: Any, encoder:
 
 def run(args: argparse.Namespace) -> int:
     """Embed ``IMAGES_DIR`` with torch and the BLAS pools on ``--threads`` threads throughout."""
-    if args.threads is not None and args.threads < 1:
-        raise ValueError(f"`--threads` must be >= 1; got {args.threads}.")
+    if args.threads is not None:
+        at_least(args.threads, "--threads", 1)
     out = Path(args.out)
     if out.suffix.lower() not in _EMBEDDING_SUFFIXES:
         raise ValueError(f"`--out` must end in .npz, .csv, .parquet or .pq; got {out.name!r}.")
-    if args.batch_size < 1:
-        raise ValueError(f"`--batch-size` must be >= 1; got {args.batch_size}.")
+    at_least(args.batch_size, "--batch-size", 1)
     if args.all_faces and args.cache not in (None, "none"):
         raise ValueError("`--cache` works without --all-faces only (one face per photo).")
     _encoder_name(args)

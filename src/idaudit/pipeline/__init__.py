@@ -25,13 +25,12 @@
 from __future__ import annotations
 
 from idaudit.pipeline._audit import (
-    ConditionComparison,
     GeneratorAudit,
     GeneratorEmbeddings,
     audit_generator,
-    compare_conditions,
     encode_generator,
 )
+from idaudit.pipeline._compare import ConditionComparison, compare_conditions
 from idaudit.pipeline._draws import DRAW_STATUSES, EncodedGenerator
 from idaudit.pipeline._images import (
     GaussianBlur,
