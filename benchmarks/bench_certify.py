@@ -36,6 +36,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 import idaudit as ida
 import idaudit.certify._reserved as reserved
+from idaudit.certify._base import fit_classifier, oof_scores_of
 from idaudit.dp import clopper_pearson_upper, epsilon_from_error_rates
 from idaudit.mechanisms import LaplaceNoise, sample_embeddings
 
@@ -82,9 +83,9 @@ def certify_paper_literal(es: ida.EmbeddingSet, seed: int) -> float:
     (fold_seed,) = reserved.spawn_seeds(seed_folds, 1)
     base = cert._base_classifier()
     xa, xb = dev.get("a"), dev.get("b")
-    oof = reserved._oof_scores(base, xa, xb, 5, fold_seed)
+    oof = oof_scores_of(base, xa, xb, 5, fold_seed)
     thr, sign = paper_literal_threshold(oof[: len(xa)], oof[len(xa) :])
-    clf = reserved._fit_classifier(base, xa, xb, fold_seed)
+    clf = fit_classifier(base, xa, xb, fold_seed)
     ta, tb = (
         sign * clf.decision_function(test.get("a")),
         sign * clf.decision_function(test.get("b")),
