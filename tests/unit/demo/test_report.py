@@ -11,7 +11,8 @@ import xarray as xr
 
 from idaudit._markdown import verdict_section
 from idaudit.demo import FaceDemoResult, markdown_table
-from idaudit.demo._report import at_ceiling, faces_verdict
+from idaudit.demo._noise_report import at_ceiling
+from idaudit.demo._report import faces_verdict
 
 CEILING = 1.754338
 
@@ -314,7 +315,7 @@ def test_the_encoding_sentence_says_what_came_from_the_cache() -> None:
 
 
 def test_part_two_shows_the_certificates_ceiling_and_flags_values_at_it() -> None:
-    from idaudit.demo._report import _noise_table
+    from idaudit.demo._noise_report import _noise_table
 
     per_pair = {
         name: (("noise_sd", "pair"), [[v, v], [v / 10, v / 10]])
