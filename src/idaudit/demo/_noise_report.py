@@ -17,12 +17,7 @@ from idaudit.pipeline.report import ROCHT_FLAG, column_flag, columns_section
 if TYPE_CHECKING:
     from idaudit.demo._config import DemoConfig
 
-__all__ = ["TRACK_FACTOR", "TRACK_RHO", "at_ceiling", "certified_cell", "noise_report", "tracking"]
-
-
-def at_ceiling(epsilon: float, ceiling: float) -> bool:
-    """Whether a certificate is at its positive zero-error ceiling (the audits' one rule)."""
-    return bool(ceiling_reached(epsilon, ceiling))
+__all__ = ["TRACK_FACTOR", "TRACK_RHO", "certified_cell", "noise_report", "tracking"]
 
 
 def certified_cell(epsilon: float, ceiling: float) -> str:
@@ -31,7 +26,7 @@ def certified_cell(epsilon: float, ceiling: float) -> str:
         return "–"
     if np.isnan(ceiling):
         return number(epsilon)
-    flag = " ⚑ at ceiling" if at_ceiling(epsilon, ceiling) else ""
+    flag = " ⚑ at ceiling" if ceiling_reached(epsilon, ceiling) else ""
     return f"{number(epsilon)} [{number(ceiling)}]{flag}"
 
 

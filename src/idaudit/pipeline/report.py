@@ -365,6 +365,10 @@ def _parts(results: Mapping[str, xr.Dataset] | xr.Dataset) -> dict[str, xr.Datas
     return dict(results)
 
 
+#: The medians printed with a 95 % interval: table1's column -> (auditor class, variable suffix).
+_WITH_INTERVAL = {"mmdtv": ("MMDTVAuditor", "_epsilon"), "roc_auc": ("ROCHTAuditor", "_auc")}
+
+
 def audit_table(results: Mapping[str, xr.Dataset] | xr.Dataset) -> str:
     """Seed 000's Table 1 with 95 % intervals on the MMD-TV and ROC AUC medians and flags.
 
@@ -391,11 +395,8 @@ def audit_table(results: Mapping[str, xr.Dataset] | xr.Dataset) -> str:
         keep = _epsilon_common(ds)
         cells: list[Any] = [name] if several else []
         for c in cols:
-            if c == "mmdtv":
-                var = _var(ds, "MMDTVAuditor", "_epsilon")
-                cells.append(interval_text(*median_interval(ds[var].values[keep])))
-            elif c == "roc_auc":
-                var = _var(ds, "ROCHTAuditor", "_auc")
+            if c in _WITH_INTERVAL:
+                var = _var(ds, *_WITH_INTERVAL[c])
                 cells.append(interval_text(*median_interval(ds[var].values[keep])))
             else:
                 cells.append(r[c])
@@ -547,7 +548,7 @@ def certificate_bullets(
     tail: list[Bullet] = []
     if nothing:
         said = [n for n, _ in nothing]
-        names = name_list(said) if (said[0] or len(said) > 1) else "The pipeline"
+        names = _subject(said)
         tops = ", ".join(number(t, 4) for _, t in nothing)
         verb = "certifies" if len(nothing) == 1 else "certify"
         tail.append(
@@ -558,7 +559,7 @@ def certificate_bullets(
             )
         )
     if unbounded:
-        names = name_list(unbounded) if (unbounded[0] or len(unbounded) > 1) else "The pipeline"
+        names = _subject(unbounded)
         one = len(unbounded) == 1
         tail.append(
             Bullet(
@@ -573,7 +574,7 @@ def certificate_bullets(
     bullets: list[Bullet] = []
     if fits or len(positive) < 2:
         for status, reason, name, bound, top, at in positive:
-            who = f"`{name}`" if name else "The pipeline"
+            who = _subject([name])
             flag = " (at its ceiling ⚑: the test size set it)" if at else ""
             claim = (
                 f"{who} leaks at least ε = {number(bound, 4)}{own}"
@@ -624,6 +625,11 @@ def name_list(names: Sequence[str]) -> str:
     """Return "`a`", "`a` and `b`", "`a`, `b` and `c`"."""
     quoted = [f"`{n}`" for n in names]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
+def _subject(names: Sequence[str]) -> str:
+    """Name the conditions (:func:`name_list`); the one unnamed condition is "The pipeline"."""
+    return name_list(names) if names[0] or len(names) > 1 else "The pipeline"
 
 
 def _estimate_sentence(
