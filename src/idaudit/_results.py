@@ -39,6 +39,7 @@ __all__ = [
     "check_result_dataset",
     "check_status",
     "describe",
+    "json_text",
     "pair_coords",
     "pair_dataset",
     "pair_frame",
@@ -795,13 +796,8 @@ def write_text(text: str, path: str | os.PathLike[str]) -> Path:
     return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """Write JSON atomically, owner-only (sorted keys, indented, NaN/inf refused).
-
-    NumPy scalars and arrays are converted to Python numbers and lists. Non-finite floats
-    are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (JSON has no such
-    numbers), so no reader chokes on the file.
-    """
+def json_text(obj: Any) -> str:
+    """Return the text :func:`write_json` writes for ``obj`` (a newline at the end)."""
 
     def plain(value: Any) -> Any:
         if isinstance(value, Mapping):
@@ -818,8 +814,17 @@ def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
             return str(value)
         return value
 
-    text = json.dumps(plain(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
-    return write_text(text, path)
+    return json.dumps(plain(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """Write JSON atomically, owner-only (sorted keys, indented, NaN/inf refused).
+
+    NumPy scalars and arrays are converted to Python numbers and lists. Non-finite floats
+    are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (JSON has no such
+    numbers), so no reader chokes on the file.
+    """
+    return write_text(json_text(obj), path)
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str], *, index: bool = False) -> Path:

@@ -490,7 +490,7 @@ _READS_ONLY = {
     ("pipeline/report.py", "audit_table"): "prints the statuses table1 derived",
     ("pipeline/report.py", "audit_document"): "prints the statuses table2 derived",
     ("pipeline/report.py", "frame_table"): "prints the statuses a table builder derived",
-    ("demo/_report.py", "_noise_table"): "prints certified_epsilon_max's status (derived)",
+    ("demo/_noise_report.py", "_noise_table"): "prints certified_epsilon_max's status (derived)",
     ("pipeline/_privacy_report.py", "to_dict"): "copies frame statuses into the JSON report",
     ("benchmark.py", "private_swap_sweep"): "copies each route's per-pair status to its pairs",
     ("testing/_claims.py", "read_claim"): "reads a claim; the assertions reduce the family",

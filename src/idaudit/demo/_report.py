@@ -6,26 +6,14 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 import xarray as xr
 
-from idaudit._markdown import (
-    Bullet,
-    number,
-    statuses_section,
-    table,
-    verdict_section,
-    warnings_section,
-)
-from idaudit.audits._tables import ceiling_reached
-from idaudit.demo._faces import (
-    FACE_SEED,
-    FaceDemoResult,
-    _median,
-)
-from idaudit.demo._noise import DEMO_SEED
+from idaudit._markdown import Bullet, number, table, verdict_section, warnings_section
+from idaudit.demo._faces import FACE_SEED, FaceDemoResult
+from idaudit.demo._noise_report import certified_cell, noise_report, tracking
 from idaudit.pipeline.report import (
     MMDTV_CEILING,
+    ROCHT_FLAG,
     ceiling_section,
     certificate_table,
     column_flag,
@@ -33,6 +21,7 @@ from idaudit.pipeline.report import (
     controls_section,
     interval_text,
     median_interval,
+    name_list,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +29,7 @@ if TYPE_CHECKING:
 
     from idaudit.demo._config import DemoConfig
 
-__all__ = ["METHOD_TEXT", "at_ceiling", "demo_report", "faces_verdict", "markdown_table"]
+__all__ = ["METHOD_TEXT", "demo_report", "faces_verdict", "markdown_table"]
 
 #: Plain-language reading of each method's numbers (report.md).
 METHOD_TEXT = {
@@ -96,11 +85,7 @@ def demo_report(faces: FaceDemoResult, noise: xr.Dataset, cfg: DemoConfig, secon
     str
         Markdown.
     """
-    return _faces_report(faces, cfg, noise) + "\n" + _noise_report(noise, cfg, seconds)
-
-
-def _fmt(x: float) -> str:
-    return number(x)
+    return _faces_report(faces, cfg, noise) + "\n" + noise_report(noise, cfg, seconds)
 
 
 def markdown_table(table_: pd.DataFrame, results: xr.Dataset | None = None) -> list[str]:
@@ -152,7 +137,7 @@ def markdown_table(table_: pd.DataFrame, results: xr.Dataset | None = None) -> l
         if results is not None and var in results:
             values = results[var].sel(condition=r.condition).values
             return interval_text(*median_interval(values))
-        return _fmt(getattr(r, column))
+        return number(getattr(r, column))
 
     rows = [
         [
@@ -160,332 +145,24 @@ def markdown_table(table_: pd.DataFrame, results: xr.Dataset | None = None) -> l
             int(r.faces_lost),
             f"{r.top1_rate:.0%} [{r.top1_low:.0%}, {r.top1_high:.0%}]",
             f"{r.match_rate:.0%} [{r.match_low:.0%}, {r.match_high:.0%}]",
-            _fmt(r.gaussmech_median),
-            _fmt(r.kdelr_median),
+            number(r.gaussmech_median),
+            number(r.kdelr_median),
             median(r, "mmdtv_median", "mmdtv_epsilon"),
-            _fmt(r.mmdtv_hs_median),
+            number(r.mmdtv_hs_median),
             median(r, "rocht_auc_median", "rocht_auc"),
             f"{r.rocht_inf}/{r.n_pairs}",
-            _certified_cell(float(r.certified_max), float(getattr(r, "certified_ceiling", np.nan))),
+            certified_cell(float(r.certified_max), float(getattr(r, "certified_ceiling", np.nan))),
         ]
         for r in table_.itertuples()
     ]
     flags = {}
     if len(table_) and bool((table_["rocht_inf"] == table_["n_pairs"]).all()):
-        flags["ROC-HT +∞"] = "+∞ on every pair of every row: no information"
+        flags["ROC-HT +∞"] = ROCHT_FLAG
     if "certified_ceiling" in table_:
         flag = column_flag(table_["certified_max"], table_["certified_ceiling"])
         if flag:
             flags["certified ε (max) [ceiling]"] = flag
     return table(head, rows, statuses=status, flags=flags or None).rstrip("\n").split("\n")
-
-
-def at_ceiling(epsilon: float, ceiling: float) -> bool:
-    """Whether a certificate is at its positive zero-error ceiling (the audits' one rule)."""
-    return bool(ceiling_reached(epsilon, ceiling))
-
-
-def _certified_cell(epsilon: float, ceiling: float) -> str:
-    """Format a certified value with its ceiling beside it, flagged (⚑) when at the ceiling."""
-    if np.isnan(epsilon):
-        return "–"
-    if np.isnan(ceiling):
-        return _fmt(epsilon)
-    flag = " ⚑ at ceiling" if at_ceiling(epsilon, ceiling) else ""
-    return f"{_fmt(epsilon)} [{_fmt(ceiling)}]{flag}"
-
-
-def _noise_table(ds: xr.Dataset) -> list[str]:
-    """One markdown table: a row per noise level, columns that carry nothing flagged."""
-    laplace = str(ds["mechanism"].values) == "laplace" if "mechanism" in ds.coords else False
-    # the certificate beside its ceiling (what zero test errors certify), ⚑ where it sits on it
-    ceiled = "certified_ceiling" in ds
-    cert_col = "certified ε (max) [ceiling]" if ceiled else "certified ε (max)"
-    head = [
-        "noise sd",
-        *(["Laplace scale b"] if laplace else []),
-        "ROC AUC (median)",
-        "true ε (median)",
-        "guarantee, all pairs",
-        "GaussMech",
-        "KDE-LR",
-        "MMD-TV",
-        "MMD hockey-stick",
-        "ROC-HT +∞",
-        cert_col,
-        "certified > true",
-    ]
-    status = {
-        "ROC AUC (median)": "sample_estimate",
-        "true ε (median)": "reference",
-        "guarantee, all pairs": "reference",
-        "GaussMech": "diagnostic",
-        "KDE-LR": "diagnostic",
-        "MMD-TV": "sample_estimate",
-        "MMD hockey-stick": "sample_estimate",
-        "ROC-HT +∞": "diagnostic",
-        cert_col: str(ds["certified_epsilon_max"].attrs.get("status", "")),
-    }
-    rows = []
-    for i in range(ds.sizes["noise_sd"]):
-        row = ds.isel(noise_sd=i)
-
-        def med(name: str, row: xr.Dataset = row) -> float:
-            return _median(_floats(row, name))
-
-        rocht = _floats(row, "rocht_epsilon")
-        over, certified = _certified_over_truth(row)
-        rows.append(
-            [
-                float(row["noise_sd"]),
-                *([float(row["mechanism_scale"])] if laplace else []),
-                med("rocht_auc"),
-                med("true_epsilon"),
-                float(row["reference_epsilon"]),
-                med("gaussmech_epsilon"),
-                med("kdelr_epsilon"),
-                med("mmdtv_epsilon"),
-                med("mmdtv_epsilon_hs"),
-                f"{int(np.isposinf(rocht).sum())}/{rocht.size}",
-                _certified_cell(
-                    float(row["certified_epsilon_max"]),
-                    float(row["certified_ceiling"]) if ceiled else np.nan,
-                ),
-                f"{over}/{certified}",
-            ]
-        )
-    flags = {}
-    rocht_all = _floats(ds, "rocht_epsilon")
-    if rocht_all.size and np.isposinf(rocht_all[~np.isnan(rocht_all)]).all():
-        flags["ROC-HT +∞"] = "+∞ on every pair of every row: no information"
-    if ceiled:
-        flag = column_flag(_floats(ds, "certified_epsilon_max"), _floats(ds, "certified_ceiling"))
-        if flag:
-            flags[cert_col] = flag
-    return table(head, rows, statuses=status, flags=flags or None).rstrip("\n").split("\n")
-
-
-#: The routes whose tracking of the truth part two measures: (column, variable, pure DP,
-#: lower bound).
-_TRACKED = (
-    ("GaussMech", "gaussmech_epsilon", False, False),
-    ("KDE-LR", "kdelr_epsilon", True, False),
-    ("MMD-TV", "mmdtv_epsilon", True, True),
-    ("MMD hockey-stick", "mmdtv_epsilon_hs", True, True),
-    ("certified ε", "certified_epsilon", False, True),
-)
-
-#: A route "tracks" the truth when its medians keep the order of the true ε over the noise
-#: levels (Spearman ρ at least this) and, at the strongest level, a diagnostic sits within a
-#: factor :data:`TRACK_FACTOR` of the truth and a lower bound at or below it.
-TRACK_RHO = 0.8
-TRACK_FACTOR = 10.0
-
-
-def tracking(ds: xr.Dataset, var: str) -> tuple[float, float]:
-    """Return a route's Spearman ρ with the true ε over the levels, and their ratio at the end.
-
-    ρ is computed between the per-level medians of ``var`` and of ``true_epsilon``; the ratio
-    is at the strongest noise level (the largest ``noise_sd``). NaN where undefined (a
-    constant series, a truth of 0 or +∞).
-    """
-    from scipy.stats import spearmanr
-
-    route = np.array(
-        [_median(_floats(ds.isel(noise_sd=i), var)) for i in range(ds.sizes["noise_sd"])]
-    )
-    truth = np.array(
-        [_median(_floats(ds.isel(noise_sd=i), "true_epsilon")) for i in range(ds.sizes["noise_sd"])]
-    )
-    keep = np.isfinite(route) & np.isfinite(truth)
-    rho = float("nan")
-    if keep.sum() >= 3 and np.ptp(route[keep]) > 0 and np.ptp(truth[keep]) > 0:
-        rho = float(spearmanr(route[keep], truth[keep]).statistic)
-    strongest = int(np.argmax(ds["noise_sd"].values))
-    ratio = (
-        float(route[strongest] / truth[strongest])
-        if np.isfinite(truth[strongest]) and truth[strongest] > 0
-        else float("nan")
-    )
-    return rho, ratio
-
-
-def _tracking_lines(ds: xr.Dataset) -> list[str]:
-    """Say, per route and mechanism, whether it tracked the true ε: ρ and the ratio."""
-    rows = []
-    for column, var, pure, lower in _TRACKED:
-        cells: list[Any] = [column]
-        for mech in ds["mechanism"].values.tolist():
-            part = ds.sel(mechanism=mech)
-            if mech == "gaussian" and pure:
-                cells += ["truth +∞ (δ = 0)", "–", "any finite value is consistent"]
-                continue
-            rho, ratio = tracking(part, var)
-            close = ratio <= 1.0 if lower else 1 / TRACK_FACTOR <= ratio <= TRACK_FACTOR
-            tracked = (
-                "yes"
-                if rho >= TRACK_RHO and close
-                else "no"
-                if np.isfinite(rho) or np.isfinite(ratio)
-                else "–"
-            )
-            cells += [
-                number(rho, 2) if np.isfinite(rho) else "– (constant)",
-                f"{number(ratio)}×",
-                tracked,
-            ]
-        rows.append(cells)
-    mechs = ds["mechanism"].values.tolist()
-    head = ["route"] + [
-        f"{m} {what}" for m in mechs for what in ("ρ", "ratio at strongest", "tracked")
-    ]
-    return [
-        "### Did each route track the truth?",
-        "",
-        "ρ: Spearman rank correlation of the route's median with the median true ε over the "
-        "noise levels (1: the route orders the levels as the truth does). Ratio: the route's "
-        "median over the true ε at the strongest noise (the largest sd, the smallest truth). "
-        f"*Tracked*: ρ ≥ {TRACK_RHO:g} and, at the strongest noise, a diagnostic within a "
-        f"factor {TRACK_FACTOR:g} of the truth, a lower bound (MMD-TV, the certificate) at or "
-        "below it (a lower bound of 0 there is loose, not wrong). For "
-        "Gaussian noise the truth of the pure-DP routes (δ = 0) is +∞, so they cannot be "
-        "checked there; GaussMech and the certificate are read at δ = 1e-5.",
-        "",
-        table(head, rows).rstrip("\n"),
-        "",
-    ]
-
-
-def _noise_report(ds: xr.Dataset, cfg: DemoConfig, seconds: float) -> str:
-    gauss = ds.sel(mechanism="gaussian")
-    lap = ds.sel(mechanism="laplace")
-    cert_alpha = float(ds.attrs.get("certifier.alpha", 0.05))
-    n_select = ds.attrs.get("certifier.n_select", "?")
-    n_families = int(ds.attrs["certificate_families"])
-    lap_mmd = _floats(lap, "mmdtv_epsilon")
-    lap_true = _floats(lap, "true_epsilon")
-    lap_hs = _floats(lap, "mmdtv_epsilon_hs")
-    n_cells = lap_mmd.size
-    counts = [_certified_over_truth(ds.sel(mechanism=m)) for m in ("gaussian", "laplace")]
-    cert_over = sum(over for over, _ in counts)
-    cert_total = sum(total for _, total in counts)
-    lines = [
-        "## Part two — a calibrated-noise reference: every audit against a known ε",
-        "",
-        "The four identity-level DP audits of seed 000 (GaussMech, KDE-LR, MMD-TV, ROC-HT) and the",
-        "reserved-test certificate, run on a calibrated-noise benchmark (seed 000, Section 5.2)",
-        "where the true ε of every identity pair is known exactly.",
-        "",
-        "### What was run",
-        "",
-        f"* **Identities**: {cfg.n_identities} synthetic identities, one point each on the unit "
-        f"sphere in {cfg.dim} dimensions (standard-normal directions, seed {DEMO_SEED}; "
-        "`idaudit.demo.demo_identities`). No real face data is involved.",
-        f"* **Mechanisms**: that point plus noise, drawn {cfg.n_per_identity} times per identity "
-        "at each noise level — `GaussianNoise` (σ = noise sd; true ε(δ) from the analytic "
-        "Gaussian mechanism at δ = 1e-5; its pure ε is infinite) and `LaplaceNoise` (scale "
-        "b = noise sd / √2, the same per-coordinate sd; true pure ε = ‖μ_A − μ_B‖₁ / b).",
-        f"* **Pairs**: the first {cfg.n_pairs} of one seeded shuffle of all identity pairs; the "
-        f"certificate selects {n_select} vertex-disjoint pair{'' if n_select == 1 else 's'} "
-        "among them per noise level. "
-        f"Each (mechanism, noise level) is certified as its own family at α = {cert_alpha:g}: "
-        f"{n_families} families in all.",
-        "* Noise levels share common random numbers: the same standard noise, rescaled.",
-        f"* Runtime of the whole demo ({'all three parts' if cfg.private else 'both parts'}): "
-        f"{seconds:.0f} s.",
-        "",
-        "### Gaussian noise (the benchmark of seed 000, Section 5.2)",
-        "",
-        *_noise_table(gauss),
-        "",
-        "Truth here is ε(δ = 1e-5). Only GaussMech and the certificate (run at the same δ)",
-        "refer to it; MMD-TV and ROC-HT are pure-DP (δ = 0) routes whose truth, for Gaussian",
-        "noise, is infinite, so any finite value they report is consistent with it.",
-        "",
-        "### Laplace noise (a finite pure-DP truth)",
-        "",
-        *_noise_table(lap),
-        "",
-        *columns_section(["true ε", "guarantee, all pairs"], heading="### The truth columns"),
-        *_tracking_lines(ds),
-        *_curve_lines(ds),
-        "### Reading the numbers",
-        "",
-        f"* **Certificates above the truth**: {cert_over} of {cert_total} certified pairs over "
-        f"both mechanisms and all noise levels. What is guaranteed is per family: with "
-        f"probability ≥ {1 - cert_alpha:g}, no certified pair of a given (mechanism, noise "
-        f"level) is above its truth. Over the {n_families} families the chance that *some* "
-        f"family has a violation is bounded only by {n_families} × α = "
-        f"{min(1.0, n_families * cert_alpha):.2g} (union bound; the families share random "
-        f"numbers, so they are not independent — were they, it would be 1 − "
-        f"{1 - cert_alpha:g}^{n_families} = {1 - (1 - cert_alpha) ** n_families:.2f}). So a "
-        f"violation somewhere in the sweep is within what α allows. One guarantee for the whole "
-        f"sweep needs a certifier with `n_families={n_families}` (each bound at α / "
-        f"{n_families}), which lowers every certificate.",
-        f"* **MMD-TV above the pure truth (Laplace)**: {int((lap_mmd > lap_true).sum())} of "
-        f"{n_cells} pair × level cells; hockey-stick variant: "
-        f"{int((lap_hs > lap_true).sum())}. The population MMD-TV bound never exceeds the "
-        "truth; the sample estimate can, when the truth is small and the sample is small.",
-        "",
-        *statuses_section(
-            ["reference", "certified_lower_bound", "sample_estimate", "diagnostic", "descriptive"],
-            heading="### What each status means",
-        ),
-        "### Files of part two",
-        "",
-        "* `results.nc` — everything above per pair, dims (mechanism, noise_sd, pair); open with "
-        "`xarray.open_dataset`. Every variable has `long_name` and `status` attributes.",
-        "* `noise_sweep.png` — each method's ε (median and interquartile range over pairs) and the "
-        "ROC AUC against the noise level, with the true ε and the mechanism-wide guarantee.",
-        "* `epsilon_curve.png` — the certified ε(δ) curve at every noise level against the true "
-        "ε(δ) of the certified pairs (hollow squares: the truth is only an upper bound there).",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _curve_lines(ds: xr.Dataset) -> list[str]:
-    """Tabulate the certified ε(δ) curve against the truth at three δ, per mechanism and level."""
-    if "certified_epsilon_curve" not in ds:
-        return []
-    shown = [d for d in (0.0, 1e-5, 1e-3) if d in ds["delta"].values]
-    rows = []
-    for mech in ds["mechanism"].values.tolist():
-        for sd in ds["noise_sd"].values.tolist():
-            row = ds.sel(mechanism=mech, noise_sd=sd)
-            cells = []
-            for d in shown:
-                cert = float(row["certified_epsilon_curve"].sel(delta=d))
-                truth = float(row["true_epsilon_curve"].sel(delta=d))
-                exact = bool(row["true_epsilon_curve_exact"].sel(delta=d))
-                cells.append(f"{_fmt(cert)} / {_fmt(truth)}{'' if exact else '*'}")
-            rows.append([mech, sd, *cells])
-    return [
-        "### The certified ε(δ) curve",
-        "",
-        "Each certificate is one trade-off point per pair, and that point bounds ε at every δ",
-        "at once (`epsilon_lb_curve`, status certified_lower_bound): the largest over the",
-        "certified pairs, against the largest true ε(δ) of those pairs (`*`: only an upper",
-        "bound on the truth, Laplace at δ > 0).",
-        "",
-        table(
-            ["mechanism", "noise sd", *(f"δ = {d:g}: certified / true" for d in shown)], rows
-        ).rstrip("\n"),
-        "",
-    ]
-
-
-def _floats(ds: xr.Dataset, name: str) -> npt.NDArray[np.float64]:
-    """Return the values of variable ``name`` of ``ds`` as a float64 array."""
-    return np.asarray(ds[name].values, dtype=np.float64)
-
-
-def _certified_over_truth(ds: xr.Dataset) -> tuple[int, int]:
-    """Count the certified pairs of ``ds`` above their true ε, and the certified pairs."""
-    cert = _floats(ds, "certified_epsilon")
-    truth = _floats(ds, "true_epsilon")
-    chosen = ~np.isnan(cert)
-    return int((cert[chosen] > truth[chosen]).sum()), int(chosen.sum())
 
 
 def _discordance_lines(faces: FaceDemoResult) -> list[str]:
@@ -506,21 +183,21 @@ def _discordance_lines(faces: FaceDemoResult) -> list[str]:
     return warnings_section(sentences)
 
 
-def _names(names: list[str]) -> str:
-    """Join names as ```a```, ```b``` and ```c``` (each in backticks)."""
-    quoted = [f"`{n}`" for n in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+def _sign_test(faces: FaceDemoResult, lower: Any, higher: Any) -> tuple[int, int, float]:
+    """Paired sign test of MMD-TV from condition ``lower`` to ``higher`` over the shared pairs.
 
+    Returns the pairs that rise, the pairs that move (ties and missing values dropped) and
+    the two-sided binomial p-value of equal medians (1 when no pair moves).
+    """
+    from scipy.stats import binomtest
 
-def _least(table: pd.DataFrame, column: str) -> tuple[list[str], float]:
-    """Return the conditions with the smallest ``column`` (ties within 1e-12) and that value."""
-    values = np.asarray(table[column], dtype=np.float64)
-    if np.isnan(values).all():
-        return [], float("nan")
-    low = float(np.nanmin(values))
-    return [
-        str(c) for c, v in zip(table["condition"], values, strict=True) if abs(v - low) <= 1e-12
-    ], low
+    mmd = faces.results["mmdtv_epsilon"]
+    diff = np.asarray(
+        mmd.sel(condition=higher).values - mmd.sel(condition=lower).values, dtype=np.float64
+    )
+    diff = diff[np.isfinite(diff) & (diff != 0.0)]
+    n_up, n = int((diff > 0).sum()), int(diff.size)
+    return n_up, n, float(binomtest(n_up, n, 0.5).pvalue) if n else 1.0
 
 
 def _rise(faces: FaceDemoResult, weaker: pd.Series, stronger: pd.Series) -> tuple[str, str]:
@@ -532,20 +209,10 @@ def _rise(faces: FaceDemoResult, weaker: pd.Series, stronger: pd.Series) -> tupl
     say why. Returns the kind (``"noise"``, ``"spread"``, ``"bandwidth"`` or
     ``"unexplained"``) and a fragment naming the step and its numbers.
     """
-    from scipy.stats import binomtest
-
-    mmd = faces.results["mmdtv_epsilon"]
-    diff = np.asarray(
-        mmd.sel(condition=stronger["condition"]).values
-        - mmd.sel(condition=weaker["condition"]).values,
-        dtype=np.float64,
-    )
-    diff = diff[np.isfinite(diff) & (diff != 0.0)]
-    n_up, n = int((diff > 0).sum()), int(diff.size)
-    p = float(binomtest(n_up, n, 0.5).pvalue) if n else 1.0
+    n_up, n, p = _sign_test(faces, weaker["condition"], stronger["condition"])
     step = (
         f"`{weaker['condition']}` → `{stronger['condition']}` "
-        f"({_fmt(weaker['mmdtv_median'])} → {_fmt(stronger['mmdtv_median'])}, up on "
+        f"({number(weaker['mmdtv_median'])} → {number(stronger['mmdtv_median'])}, up on "
         f"{n_up} of {n} pairs, sign test p = {p:.2g}"
     )
     if n == 0 or p >= 0.05 or n_up <= n - n_up:
@@ -662,18 +329,18 @@ def _certified_sentence(table_: pd.DataFrame, own: str = "") -> str:
     said = (
         f"{len(positive)} of the {len(table_)} conditions are proven to leak{own}: their largest "
         'certificates, each an "ε is at least", run '
-        f"{_fmt(float(np.nanmin(cert[cert > 0])) if len(positive) else 0.0)}"
-        f"–{_fmt(float(np.nanmax(cert)))}"
+        f"{number(float(np.nanmin(cert[cert > 0])) if len(positive) else 0.0)}"
+        f"–{number(float(np.nanmax(cert)))}"
     )
     if at.any():
         said += (
-            f", and {int(at.sum())} sit at their ceiling ({_fmt(float(np.nanmax(tops)))} at "
+            f", and {int(at.sum())} sit at their ceiling ({number(float(np.nanmax(tops)))} at "
             "these test sizes), so the test size, not the anonymiser, set them"
         )
     said += "; lower bounds order nothing"
     if len(zero):
         verb = "certifies" if len(zero) == 1 else "certify"
-        said += f", and {_names(list(zero['condition']))} {verb} 0, which is no proof of privacy"
+        said += f", and {name_list(list(zero['condition']))} {verb} 0, which is no proof of privacy"
     return said + "."
 
 
@@ -691,7 +358,7 @@ def _top1_sentence(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -
             "below every other anonymiser (exact 95 % intervals do not overlap)"
             if separated or not len(rest)
             else "not distinguishable here from "
-            + _names(
+            + name_list(
                 list(
                     rest[np.asarray(rest["top1_low"], float) <= float(low["top1_high"])][
                         "condition"
@@ -704,7 +371,7 @@ def _top1_sentence(faces: FaceDemoResult, anon: pd.DataFrame, base: pd.Series) -
     below = anon[np.asarray(anon["top1_high"], dtype=np.float64) < faces.top1_chance]
     if len(below):
         said += (
-            f"; {_names(list(below['condition']))} even below chance: faces are matched to "
+            f"; {name_list(list(below['condition']))} even below chance: faces are matched to "
             "other people's originals systematically, which reads as privacy on this measure "
             "only"
         )
@@ -721,35 +388,26 @@ def _reid_sentence(anon: pd.DataFrame) -> str | None:
     return (
         f"Low re-identification is not identity-level privacy: `{r['condition']}` has top-1 "
         f"{r['top1_rate']:.0%} [{r['top1_low']:.0%}, {r['top1_high']:.0%}] yet a median ROC "
-        f"AUC of {_fmt(float(r['rocht_auc_median']))}, so its released faces of two people "
+        f"AUC of {number(float(r['rocht_auc_median']))}, so its released faces of two people "
         "are still told apart."
     )
 
 
 def _mmd_order_sentence(faces: FaceDemoResult, anon: pd.DataFrame) -> str:
     """Name the lowest MMD-TV median, ordered by a paired sign test against the next lowest."""
-    from scipy.stats import binomtest
-
     order = anon.sort_values("mmdtv_median")
     low = order.iloc[0]
     scale = (
         f"MMD-TV (at most {MMDTV_CEILING:.2f} with this kernel) is lowest for "
-        f"`{low['condition']}`, median {_fmt(float(low['mmdtv_median']))}"
+        f"`{low['condition']}`, median {number(float(low['mmdtv_median']))}"
     )
     if len(order) < 2 or "mmdtv_epsilon" not in faces.results:
         return scale + "."
     nxt = order.iloc[1]
-    mmd = faces.results["mmdtv_epsilon"]
-    diff = np.asarray(
-        mmd.sel(condition=nxt["condition"]).values - mmd.sel(condition=low["condition"]).values,
-        dtype=np.float64,
-    )
-    diff = diff[np.isfinite(diff) & (diff != 0.0)]
-    n_up = int((diff > 0).sum())
-    p = float(binomtest(n_up, diff.size, 0.5).pvalue) if diff.size else 1.0
-    nxt_name = f"`{nxt['condition']}` ({_fmt(float(nxt['mmdtv_median']))})"
-    test = f"higher there on {n_up} of {diff.size} shared pairs, paired sign test p = {p:.2g}"
-    if p < 0.05 and n_up > diff.size - n_up:
+    n_up, n, p = _sign_test(faces, low["condition"], nxt["condition"])
+    nxt_name = f"`{nxt['condition']}` ({number(float(nxt['mmdtv_median']))})"
+    test = f"higher there on {n_up} of {n} shared pairs, paired sign test p = {p:.2g}"
+    if p < 0.05 and n_up > n - n_up:
         return f"{scale}, below the next lowest, {nxt_name}: {test}."
     return f"{scale}, not distinguishable here from the next lowest, {nxt_name}: {test}."
 
@@ -760,7 +418,7 @@ def _diagnostics_sentence(table_: pd.DataFrame, noise: xr.Dataset | None) -> str
     def span(col: str) -> str:
         v = np.asarray(table_[col], dtype=np.float64)
         v = v[np.isfinite(v)]
-        return f"{_fmt(float(v.min()))}–{_fmt(float(v.max()))}" if v.size else "–"
+        return f"{number(float(v.min()))}–{number(float(v.max()))}" if v.size else "–"
 
     said = (
         f"GaussMech (medians {span('gaussmech_median')}) and KDE-LR ({span('kdelr_median')}) "
@@ -769,7 +427,7 @@ def _diagnostics_sentence(table_: pd.DataFrame, noise: xr.Dataset | None) -> str
     if noise is not None and "laplace" in noise["mechanism"].values:
         rho, ratio = tracking(noise.sel(mechanism="laplace"), "kdelr_epsilon")
         said += (
-            f"; on the known-truth benchmark KDE-LR sat {_fmt(ratio)}× the true ε at the "
+            f"; on the known-truth benchmark KDE-LR sat {number(ratio)}× the true ε at the "
             f"strongest noise (rank correlation {number(rho, 2) if np.isfinite(rho) else '–'})"
         )
     return said + "."

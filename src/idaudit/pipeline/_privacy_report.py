@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ import pandas as pd
 import xarray as xr
 
 from idaudit._markdown import Bullet, number, table, verdict_section
-from idaudit._results import variable
+from idaudit._results import json_text, variable
 from idaudit.memorization import (
     FLAGGING_STATUS,
     MIN_INTERVAL_SIZE,
@@ -31,7 +30,6 @@ __all__ = [
     "ModelsUsed",
     "PrivacyReport",
     "PrivacySettings",
-    "report_markdown",
 ]
 
 
@@ -131,6 +129,13 @@ class PrivacySettings:
         return xr.Dataset(coords={"percentile": list(self.percentiles)}, attrs=attrs)
 
 
+def _listed(dim: str, values: Mapping[str, Any], dtype: Any, long_name: str) -> xr.Variable:
+    """One descriptive variable along ``dim``: the values of ``values`` in their order."""
+    return variable(
+        dim, np.array(list(values.values()), dtype=dtype), long_name=long_name, status="descriptive"
+    )
+
+
 @dataclass(frozen=True)
 class InputListing:
     """Where the images came from and what they were, byte for byte.
@@ -157,14 +162,7 @@ class InputListing:
         """Return one ``sha256`` per listing (dim ``listing``: ``split/cohort``)."""
         names = list(self.sha256)
         return xr.Dataset(
-            {
-                "sha256": variable(
-                    "listing",
-                    np.array([self.sha256[n] for n in names], dtype=str),
-                    long_name="SHA-256 of the split/cohort listing",
-                    status="descriptive",
-                )
-            },
+            {"sha256": _listed("listing", self.sha256, str, "SHA-256 of the split/cohort listing")},
             coords={
                 "listing": names,
                 "split": ("listing", [n.split("/", 1)[0] for n in names]),
@@ -208,15 +206,9 @@ class ModelsUsed:
         """Return the cache key of every metric (dim ``metric``, coord ``axis``)."""
         metrics = list(self.cache_keys)
         appearance = self.appearance.get("metric")
+        keys = _listed("metric", self.cache_keys, str, "cache key of the metric's identity")
         return xr.Dataset(
-            {
-                "cache_key": variable(
-                    "metric",
-                    np.array([self.cache_keys[m] for m in metrics], dtype=str),
-                    long_name="cache key of the metric's identity",
-                    status="descriptive",
-                )
-            },
+            {"cache_key": keys},
             coords={
                 "metric": metrics,
                 "axis": (
@@ -249,17 +241,9 @@ class CacheUse:
 
     def to_xarray(self) -> xr.Dataset:
         """Return one count per counter (dim ``counter``); the root is an attribute."""
-        names = list(self.counters)
         return xr.Dataset(
-            {
-                "count": variable(
-                    "counter",
-                    np.array([self.counters[n] for n in names], dtype=np.int64),
-                    long_name="cache operations in this run",
-                    status="descriptive",
-                )
-            },
-            coords={"counter": names},
+            {"count": _listed("counter", self.counters, np.int64, "cache operations in this run")},
+            coords={"counter": list(self.counters)},
             attrs={"root": self.root},
         )
 
@@ -370,20 +354,27 @@ class PrivacyReport:
 
     def to_json(self) -> str:
         """Return ``privacy_results.json``: sorted keys, indented, NaN and inf as strings."""
-        return json.dumps(_plain(self.to_dict()), indent=2, sort_keys=True, allow_nan=False) + "\n"
+        return json_text(self.to_dict())
 
     def to_markdown(self) -> str:
         """Return ``report.md``: the tables, what they mean in words, what they cannot show."""
         confidence_level = self.settings.confidence_level
+        n_permutations = self.settings.n_permutations
         inputs = _markdown_inputs(self)
         return "\n".join(
             [
                 *inputs[:2],
-                *_markdown_verdict(self),
+                *privacy_verdict(
+                    self.flagging,
+                    self.nnaa,
+                    1.0 - confidence_level,
+                    n_permutations,
+                    self.flagging_by_cohort,
+                ),
                 *inputs[2:],
                 *_markdown_flagging(
                     self.flagging,
-                    self.settings.n_permutations,
+                    n_permutations,
                     confidence_level,
                     self.settings.percentile_method,
                     self.flagging_by_cohort,
@@ -478,11 +469,6 @@ def _nnaa_variables(nnaa: pd.DataFrame, metrics: Any, cohorts: list[str]) -> dic
     return data
 
 
-def report_markdown(report: PrivacyReport) -> str:
-    """Render the short report of a :class:`PrivacyReport` (:meth:`PrivacyReport.to_markdown`)."""
-    return report.to_markdown()
-
-
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: _jsonable(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
@@ -492,23 +478,6 @@ def _jsonable(value: Any) -> Any:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else str(value)
-    return value
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy: NumPy to Python, non-finite floats and paths to strings."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        return _plain(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, Path):
-        return str(value)
     return value
 
 
@@ -542,17 +511,6 @@ def _verdict_flagging(rows: Any, alpha: float, p_min: float = float("nan")) -> s
     return (
         "synthetic rates exceed the held-out rate at some p, but not significantly "
         f"(every p-value > {alpha:g})."
-    )
-
-
-def _markdown_verdict(report: PrivacyReport) -> list[str]:
-    """Render the verdict of a privacy check (:func:`privacy_verdict`)."""
-    return privacy_verdict(
-        report.flagging,
-        report.nnaa,
-        1.0 - report.settings.confidence_level,
-        report.settings.n_permutations,
-        report.flagging_by_cohort,
     )
 
 

@@ -73,6 +73,9 @@ MMDTV_SEPARATED = 2.0 * math.atanh(math.sqrt(2.0 - 2.0 * math.exp(-0.5)) / 2.0)
 #: Confidence of the intervals on medians that the reports print.
 MEDIAN_LEVEL = 0.95
 
+#: The flag of a ROC-HT +∞ column that counts +∞ on every pair of every row.
+ROCHT_FLAG = "+∞ on every pair of every row: no information"
+
 
 # ---------------------------------------------------------------- numbers and their scale
 
@@ -362,6 +365,10 @@ def _parts(results: Mapping[str, xr.Dataset] | xr.Dataset) -> dict[str, xr.Datas
     return dict(results)
 
 
+#: The medians printed with a 95 % interval: table1's column -> (auditor class, variable suffix).
+_WITH_INTERVAL = {"mmdtv": ("MMDTVAuditor", "_epsilon"), "roc_auc": ("ROCHTAuditor", "_auc")}
+
+
 def audit_table(results: Mapping[str, xr.Dataset] | xr.Dataset) -> str:
     """Seed 000's Table 1 with 95 % intervals on the MMD-TV and ROC AUC medians and flags.
 
@@ -384,30 +391,29 @@ def audit_table(results: Mapping[str, xr.Dataset] | xr.Dataset) -> str:
     several = len(parts) > 1
     header = [*(["condition"] if several else []), *(names[c] for c in cols)]
     rows = []
-    inf_all = True
     for (name, ds), (_, r) in zip(parts.items(), frame.iterrows(), strict=True):
         keep = _epsilon_common(ds)
         cells: list[Any] = [name] if several else []
         for c in cols:
-            if c == "mmdtv":
-                var = _var(ds, "MMDTVAuditor", "_epsilon")
-                cells.append(interval_text(*median_interval(ds[var].values[keep])))
-            elif c == "roc_auc":
-                var = _var(ds, "ROCHTAuditor", "_auc")
+            if c in _WITH_INTERVAL:
+                var = _var(ds, *_WITH_INTERVAL[c])
                 cells.append(interval_text(*median_interval(ds[var].values[keep])))
             else:
                 cells.append(r[c])
-            if c == "rocht_inf":
-                k, _, n = str(r[c]).partition("/")
-                inf_all &= k == n and n not in ("", "0")
         rows.append(cells)
     statuses = {names[c]: status[c] for c in cols if c in status}
     flags = (
-        {"ROC-HT +∞": "+∞ on every pair of every row: no information"}
-        if ("rocht_inf" in cols and inf_all)
+        {"ROC-HT +∞": ROCHT_FLAG}
+        if "rocht_inf" in cols and _all_infinite(frame["rocht_inf"])
         else None
     )
     return table(header, rows, statuses=statuses, flags=flags)
+
+
+def _all_infinite(counts: Iterable[Any]) -> bool:
+    """Whether every ``"k/n"`` count of ROC-HT's +∞ pairs has ``k == n`` (and ``n > 0``)."""
+    split = [str(v).partition("/") for v in counts]
+    return all(k == n and n not in ("", "0") for k, _, n in split)
 
 
 def _var(ds: xr.Dataset, cls: str, suffix: str) -> str:
@@ -542,7 +548,7 @@ def certificate_bullets(
     tail: list[Bullet] = []
     if nothing:
         said = [n for n, _ in nothing]
-        names = _names(said) if (said[0] or len(said) > 1) else "The pipeline"
+        names = _subject(said)
         tops = ", ".join(number(t, 4) for _, t in nothing)
         verb = "certifies" if len(nothing) == 1 else "certify"
         tail.append(
@@ -553,7 +559,7 @@ def certificate_bullets(
             )
         )
     if unbounded:
-        names = _names(unbounded) if (unbounded[0] or len(unbounded) > 1) else "The pipeline"
+        names = _subject(unbounded)
         one = len(unbounded) == 1
         tail.append(
             Bullet(
@@ -568,7 +574,7 @@ def certificate_bullets(
     bullets: list[Bullet] = []
     if fits or len(positive) < 2:
         for status, reason, name, bound, top, at in positive:
-            who = f"`{name}`" if name else "The pipeline"
+            who = _subject([name])
             flag = " (at its ceiling ⚑: the test size set it)" if at else ""
             claim = (
                 f"{who} leaks at least ε = {number(bound, 4)}{own}"
@@ -615,10 +621,15 @@ def certificate_bullets(
     return bullets + tail
 
 
-def _names(names: Sequence[str]) -> str:
+def name_list(names: Sequence[str]) -> str:
     """Return "`a`", "`a` and `b`", "`a`, `b` and `c`"."""
     quoted = [f"`{n}`" for n in names]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
+def _subject(names: Sequence[str]) -> str:
+    """Name the conditions (:func:`name_list`); the one unnamed condition is "The pipeline"."""
+    return name_list(names) if names[0] or len(names) > 1 else "The pipeline"
 
 
 def _estimate_sentence(
@@ -640,7 +651,7 @@ def _estimate_sentence(
     if short:
         return (
             f"By the {what}{scale} the conditions are not distinguishable here: "
-            f"{_names(short)} {'has' if len(short) == 1 else 'have'} too few pairs for a "
+            f"{name_list(short)} {'has' if len(short) == 1 else 'have'} too few pairs for a "
             f"95 % interval ({shown})."
         )
     order = sorted(found, key=lambda n: found[n][0])
@@ -780,10 +791,8 @@ def frame_table(frame: pd.DataFrame) -> str:
     """
     cols = [str(c) for c in frame.columns]
     flags: dict[str, str] = {}
-    if "rocht_inf" in frame and len(frame):
-        counts = [str(v).partition("/") for v in frame["rocht_inf"]]
-        if all(k == n and n not in ("", "0") for k, _, n in counts):
-            flags["rocht_inf"] = "+∞ on every pair of every row: no information"
+    if "rocht_inf" in frame and len(frame) and _all_infinite(frame["rocht_inf"]):
+        flags["rocht_inf"] = ROCHT_FLAG
     if (
         {"epsilon_lb", "n_at_ceiling", "n_pairs"} <= set(cols)
         and len(frame)

@@ -10,8 +10,9 @@ import pytest
 import xarray as xr
 
 from idaudit._markdown import verdict_section
+from idaudit.audits._tables import ceiling_reached
 from idaudit.demo import FaceDemoResult, markdown_table
-from idaudit.demo._report import at_ceiling, faces_verdict
+from idaudit.demo._report import faces_verdict
 
 CEILING = 1.754338
 
@@ -112,8 +113,8 @@ def test_certified_column_states_the_ceiling_and_flags_values_at_it() -> None:
     assert by_name["swap mix=0.5"].endswith("| 0 [1.75] |")
     # ROC-HT is +∞ on every pair of every row: flagged in the table itself, under the header
     assert "⚑ +∞ on every pair of every row: no information" in lines[3]
-    assert at_ceiling(CEILING, CEILING + 1e-13)
-    assert not at_ceiling(CEILING, CEILING + 1e-11)
+    assert ceiling_reached(CEILING, CEILING + 1e-13)
+    assert not ceiling_reached(CEILING, CEILING + 1e-11)
 
 
 def test_the_verdict_is_short_and_every_bullet_carries_its_status() -> None:
@@ -314,7 +315,7 @@ def test_the_encoding_sentence_says_what_came_from_the_cache() -> None:
 
 
 def test_part_two_shows_the_certificates_ceiling_and_flags_values_at_it() -> None:
-    from idaudit.demo._report import _noise_table
+    from idaudit.demo._noise_report import _noise_table
 
     per_pair = {
         name: (("noise_sd", "pair"), [[v, v], [v / 10, v / 10]])
