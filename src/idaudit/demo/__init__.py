@@ -26,7 +26,6 @@ from idaudit.demo._faces import (
     run_face_demo,
 )
 from idaudit.demo._noise import DEMO_SEED, demo_identities
-from idaudit.demo._report import markdown_table
 from idaudit.demo._run import DemoResult, run_demo
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "FaceDemoConfig",
     "FaceDemoResult",
     "demo_identities",
-    "markdown_table",
     "run_demo",
     "run_face_demo",
 ]

@@ -11,7 +11,8 @@ import xarray as xr
 
 from idaudit._markdown import verdict_section
 from idaudit.audits._tables import ceiling_reached
-from idaudit.demo import FaceDemoResult, markdown_table
+from idaudit.demo import FaceDemoResult
+from idaudit.demo._report import markdown_table
 from idaudit.demo._report import faces_verdict
 
 CEILING = 1.754338
