@@ -114,7 +114,7 @@ def read_csv(
             if len(columns) >= 2 and label_column is None and not _named_label(columns):
                 # no column is named for the labels: the values say which holds text
                 guess = pd.read_csv(io.BytesIO(raw), low_memory=False, **_CSV_OPTIONS)
-                label = _guess_label_column(guess, where)
+                label = _guess_label_column(guess, where, stacklevel=4)
             elif len(columns) >= 2:
                 label = _choose_label_column(columns, label_column)
             if label is not None:
@@ -278,7 +278,7 @@ def _parse_frame(
             f"columns {columns}."
         )
     if label is None and label_column is None and not _named_label(columns):
-        label = _guess_label_column(frame, where)
+        label = _guess_label_column(frame, where, stacklevel=5)
     elif label is None:
         label = _choose_label_column(columns, label_column)
     if vector_column is None:
@@ -436,7 +436,7 @@ def _named_label(columns: list[str]) -> str | None:
     return next((name for name in LABEL_COLUMN_NAMES if name in columns), None)
 
 
-def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
+def _guess_label_column(frame: pd.DataFrame, where: str, *, stacklevel: int) -> str:
     """Choose the label column of a table none of whose columns is named for the labels.
 
     A single column of text (other than text or list vectors) is the label column wherever
@@ -446,6 +446,7 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
     identities) unless it holds fractions, which are coordinates, not identities, or another
     column holds integers too (quantised coordinates, or the identities elsewhere): both
     refused. Columns without a header name (a written row index) are never candidates.
+    ``stacklevel`` makes the warning point at the user's call.
     """
     columns = [str(c) for c in frame.columns]
     text = [
@@ -479,7 +480,9 @@ def _guess_label_column(frame: pd.DataFrame, where: str) -> str:
                 f"{text[0]!r}, the only one holding text, is taken as the identity labels "
                 "(name the label column with `label_column` to choose another).",
                 IdauditWarning,
-                stacklevel=5,  # _guess_label_column <- read_* <- from_* <- read <- the caller
+                # read_csv calls this directly (4 frames below the caller), _parse_frame for
+                # Parquet (5)
+                stacklevel=stacklevel,
             )
         return text[0]
     if len(text) > 1:

@@ -555,6 +555,21 @@ def test_a_single_text_column_is_the_label_wherever_it_stands(tmp_path, table):
         assert EmbeddingSet.from_parquet(pq_path).counts == es.counts
 
 
+def test_a_guessed_label_column_warning_points_at_the_callers_line(tmp_path, table):
+    # the warning names the user's line for CSV and Parquet, through from_* and read alike
+    x, labels = table
+    frame = pd.DataFrame(x, columns=[f"e{j}" for j in range(4)]).assign(subject=labels)
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    pytest.importorskip("pyarrow")
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    for name in ("t.csv", "t.parquet"):
+        reader = EmbeddingSet.from_csv if name.endswith("csv") else EmbeddingSet.from_parquet
+        for read in (reader, EmbeddingSet.read):
+            with pytest.warns(IdauditWarning, match="the only one holding text") as record:
+                read(tmp_path / name)
+            assert [w.filename for w in record] == [__file__], (name, read)
+
+
 def test_an_ambiguous_label_column_is_refused_naming_label_column(tmp_path, table):
     x, labels = table
     two = tmp_path / "two.csv"
