@@ -36,6 +36,8 @@ __all__ = [
 #: 0.116 (``1 − 0.025^{1/30}``); with the demo's former 12 it reached 0.265.
 MIN_GENUINE_PAIRS = 30
 
+_Rows = npt.NDArray[np.float64]  # (n, dim) unit rows
+
 
 @dataclass(frozen=True)
 class TypeAccuracy:
@@ -94,8 +96,17 @@ class TypeAccuracy:
     }
 
 
-def _galleries(others: Any, n: int, dim: int) -> list[npt.NDArray[np.float64] | None]:
-    """Each identity's other images as unit rows (``None`` when it has none), checked."""
+def _embeddings(
+    reconstructions: Any, targets: Any, others: Any
+) -> tuple[_Rows, _Rows, list[_Rows | None]]:
+    """Reconstructions, targets and galleries (``None`` for no image) as checked unit rows."""
+    rec = _unit_rows(reconstructions, "reconstructions")
+    n, dim = rec.shape
+    tgt = _unit_rows(targets, "targets", dim)
+    if tgt.shape[0] != n:
+        raise InvalidInputError(
+            f"`targets` must have one row per reconstruction; got {tgt.shape[0]} vs {n}."
+        )
     if isinstance(others, np.ndarray) and others.ndim != 3:
         raise InvalidInputError(
             f"`others` must hold one (J_i, dim) array per reconstruction; got an array of "
@@ -106,7 +117,7 @@ def _galleries(others: Any, n: int, dim: int) -> list[npt.NDArray[np.float64] | 
         raise InvalidInputError(
             f"`others` must hold one array per reconstruction; got {len(items)} vs {n}."
         )
-    out: list[npt.NDArray[np.float64] | None] = []
+    out: list[_Rows | None] = []
     for i, o in enumerate(items):
         arr = np.asarray(o, dtype=np.float64)
         if arr.size == 0:
@@ -117,7 +128,7 @@ def _galleries(others: Any, n: int, dim: int) -> list[npt.NDArray[np.float64] | 
             out.append(None)
         else:
             out.append(_unit_rows(arr, f"others[{i}]", dim))
-    return out
+    return rec, tgt, out
 
 
 def _threshold(threshold: float | EERResult, min_genuine: int) -> float:
@@ -182,13 +193,7 @@ def type_accuracy(
     (1.0, 0.25)
     """
     tau = _threshold(threshold, min_genuine)
-    rec = _unit_rows(reconstructions, "reconstructions")
-    tgt = _unit_rows(targets, "targets", rec.shape[1])
-    if tgt.shape[0] != rec.shape[0]:
-        raise InvalidInputError(
-            f"`targets` must have one row per reconstruction; got {tgt.shape[0]} vs {rec.shape[0]}."
-        )
-    galleries = _galleries(others, rec.shape[0], rec.shape[1])
+    rec, tgt, galleries = _embeddings(reconstructions, targets, others)
     match_i = (rec * tgt).sum(axis=1) >= tau
     per_ii = np.full(rec.shape[0], np.nan)
     pairs = 0
@@ -270,14 +275,8 @@ def identity_scores(
     >>> ds.rank1.values.tolist(), float(ds.mean_margin)
     ([1.0, 0.0], 1.0)
     """
-    rec = _unit_rows(reconstructions, "reconstructions")
-    tgt = _unit_rows(targets, "targets", rec.shape[1])
+    rec, tgt, galleries = _embeddings(reconstructions, targets, others)
     n = rec.shape[0]
-    if tgt.shape[0] != n:
-        raise InvalidInputError(
-            f"`targets` must have one row per reconstruction; got {tgt.shape[0]} vs {n}."
-        )
-    galleries = _galleries(others, n, rec.shape[1])
     labels = [str(k) for k in range(n)] if names is None else [str(x) for x in names]
     if len(labels) != n:
         raise InvalidInputError(f"`names` must name every target; got {len(labels)} vs {n}.")
