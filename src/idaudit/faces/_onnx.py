@@ -503,12 +503,9 @@ class ArcFaceEncoder(OnnxEncoder):
         verify: bool = True,
     ) -> None:
         resolved = resolve_weights("buffalo_l", "w600k_r50.onnx", path, verify=verify)
+        # OnnxEncoder's defaults are this input: 112×112 RGB crops, (x - 127.5) / 127.5
         super().__init__(
             resolved,
-            input_size=112,
-            mean=127.5,
-            std=127.5,
-            bgr=False,
             name="arcface-w600k-r50",
             threads=threads,
             batch_size=batch_size,
@@ -564,12 +561,9 @@ class LVFaceEncoder(OnnxEncoder):
             raise InvalidInputError(f"`variant` must be one of T, S, B, L; got {variant!r}.")
         filename = f"LVFace-{variant}_Glint360K.onnx"
         resolved = resolve_weights("lvface", filename, path, verify=verify)
+        # ArcFace's input, OnnxEncoder's defaults: 112×112 RGB crops, (x - 127.5) / 127.5
         super().__init__(
             resolved,
-            input_size=112,
-            mean=127.5,
-            std=127.5,
-            bgr=False,
             name=f"lvface-{variant.lower()}-glint360k",
             threads=threads,
             batch_size=batch_size,

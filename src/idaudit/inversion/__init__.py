@@ -33,23 +33,24 @@ from idaudit.inversion._attacks import APGD, AttackOutput, GreedyPixel
 from idaudit.inversion._bank import LatentBank
 from idaudit.inversion._calibrate import RadiusCalibration, calibrate_radius
 from idaudit.inversion._evaluation import (
-    EERResult,
-    FMRResult,
-    OODDetector,
-    OODResult,
     TypeAccuracy,
-    attack_threshold,
-    eer_threshold,
-    fmr_thresholds,
     identity_scores,
     joint_evaluation,
-    mean_rate_interval,
-    proportion_interval,
     reference_bounds,
     type_accuracy,
 )
 from idaudit.inversion._generators import DCGANGenerator, DiffusionGenerator, LatentGenerator
 from idaudit.inversion._normality import dagostino_k2
+from idaudit.inversion._ood import OODDetector, OODResult
+from idaudit.inversion._thresholds import (
+    EERResult,
+    FMRResult,
+    attack_threshold,
+    eer_threshold,
+    fmr_thresholds,
+    mean_rate_interval,
+    proportion_interval,
+)
 from idaudit.inversion._warp import FrameWarp
 
 __all__ = [

@@ -242,10 +242,7 @@ class APGD:
 
     def _check(self) -> None:
         check_option(self.norm, "norm", ("l2", "linf"))
-        check_in_range(self.eps, "eps", 0.0, None)
-        check_integer(self.t_max, "t_max", minimum=1)
-        if self.tau is not None:
-            check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
+        _check_budget(self.eps, self.t_max, self.tau)
         check_in_range(self.alpha, "alpha", 0.0, 1.0, closed="right")
         check_in_range(self.rho, "rho", 0.0, 1.0, closed="both")
         check_option(self.init, "init", ("random", "code"))
@@ -288,11 +285,7 @@ class APGD:
         tau = math.inf if self.tau is None else float(self.tau)
         x0 = x0.detach()
         b = x0.shape[0]
-        seeds = (
-            check_random_state(self.rng).integers(0, 2**63 - 1, size=b)
-            if row_seeds is None
-            else _row_seeds(row_seeds, b)
-        )
+        seeds = _seeds(self.rng, row_seeds, b)
         best_x = x0.clone()
         best_f = torch.full((b,), -math.inf, device=x0.device)
         initial = torch.zeros(b, device=x0.device)
@@ -534,25 +527,17 @@ class GreedyPixel:
         """Each row's pixels in visiting order: by surrogate |gradient|, else seeded at random."""
         b = x0.shape[0]
         if priority is not None:
-            if priority.shape != x0.shape:
-                raise InvalidInputError(
-                    f"`priority` must have the shape of `x0`; got {tuple(priority.shape)} vs "
-                    f"{tuple(x0.shape)}."
-                )
+            _check_priority(priority, x0)
             if not bool(torch.isfinite(priority).all()):
                 raise InvalidInputError("`priority` must be finite (a surrogate gradient).")
             score = priority.detach().reshape(b, n_ch, n_px).abs().sum(dim=1).cpu()  # (B, P)
             return np.asarray(torch.argsort(score, dim=1, descending=True, stable=True).numpy())
-        seeds = (
-            check_random_state(self.rng).integers(0, 2**63 - 1, size=b)
-            if row_seeds is None
-            else _row_seeds(row_seeds, b)
-        )
+        seeds = _seeds(self.rng, row_seeds, b)
         return np.stack([np.random.default_rng(int(s)).permutation(n_px) for s in seeds])
 
     def run(
         self,
-        objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        objective: Objective,
         x0: torch.Tensor,
         initial: torch.Tensor,
         priority: torch.Tensor | None = None,
@@ -580,13 +565,7 @@ class GreedyPixel:
             ``queries`` counts every evaluation: exactly ``t_max`` per row unless ``tau`` was
             reached; ``iterations`` counts pixel visits.
         """
-        eps = check_in_range(self.eps, "eps", 0.0, None)
-        t_max = check_integer(self.t_max, "t_max", minimum=1)
-        tau = (
-            math.inf
-            if self.tau is None
-            else check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
-        )
+        eps, t_max, tau = _check_budget(self.eps, self.t_max, self.tau)
         partial = check_option(self.last_visit, "last_visit", ("partial", "skip")) == "partial"
         keep_last = check_option(self.keep, "keep", ("best", "last")) == "last"
         n_ch, n_px = _check_greedy_inputs(x0, initial)
@@ -614,8 +593,27 @@ _NOT_FINITE = (
 )
 
 
-def _row_seeds(row_seeds: npt.ArrayLike, b: int) -> npt.NDArray[np.int64]:
-    """Return one seed per row, refusing a list of the wrong length."""
+def _check_budget(eps: float, t_max: int, tau: float | None) -> tuple[float, int, float]:
+    """Check a search's radius, query budget and early stop; ``tau`` is ``inf`` without one."""
+    eps = check_in_range(eps, "eps", 0.0, None)
+    t_max = check_integer(t_max, "t_max", minimum=1)
+    tau = math.inf if tau is None else check_in_range(tau, "tau", -1.0, 1.0, closed="both")
+    return eps, t_max, tau
+
+
+def _check_priority(priority: torch.Tensor, x0: torch.Tensor) -> None:
+    """Refuse a surrogate gradient whose shape is not the latents'."""
+    if priority.shape != x0.shape:
+        raise InvalidInputError(
+            f"`priority` must have the shape of `x0`; got {tuple(priority.shape)} vs "
+            f"{tuple(x0.shape)}."
+        )
+
+
+def _seeds(rng: RngLike, row_seeds: npt.ArrayLike | None, b: int) -> npt.NDArray[np.int64]:
+    """Return one seed per row: ``row_seeds`` (of the right length), else drawn from ``rng``."""
+    if row_seeds is None:
+        return check_random_state(rng).integers(0, 2**63 - 1, size=b)
     seeds = np.asarray(row_seeds, dtype=np.int64).ravel()
     if seeds.size != b:
         raise InvalidInputError(f"`row_seeds` must hold one seed per row ({b}); got {seeds.size}.")
@@ -655,7 +653,7 @@ def _check_greedy_inputs(x0: torch.Tensor, initial: torch.Tensor) -> tuple[int, 
 
 
 def _greedy_search(
-    objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    objective: Objective,
     x0: torch.Tensor,
     start: torch.Tensor,
     initial: torch.Tensor,
@@ -788,7 +786,7 @@ class CoordinateSearch:
 
     def run(
         self,
-        objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        objective: Objective,
         x0: torch.Tensor,
         initial: torch.Tensor,
         priority: torch.Tensor | None = None,
@@ -815,13 +813,7 @@ class CoordinateSearch:
             ``queries`` counts every evaluation: never more than ``t_max`` per row.
         """
         check_option(self.norm, "norm", ("l2", "linf"))
-        eps = check_in_range(self.eps, "eps", 0.0, None)
-        t_max = check_integer(self.t_max, "t_max", minimum=1)
-        tau = (
-            math.inf
-            if self.tau is None
-            else check_in_range(self.tau, "tau", -1.0, 1.0, closed="both")
-        )
+        eps, t_max, tau = _check_budget(self.eps, self.t_max, self.tau)
         b = x0.shape[0]
         d = int(np.prod(x0.shape[1:]))
         k = d if self.sparsity is None else check_integer(self.sparsity, "sparsity", minimum=1)
@@ -833,20 +825,12 @@ class CoordinateSearch:
             )
         gen = check_random_state(self.rng)
         if priority is not None:
-            if priority.shape != x0.shape:
-                raise InvalidInputError(
-                    f"`priority` must have the shape of `x0`; got {tuple(priority.shape)} vs "
-                    f"{tuple(x0.shape)}."
-                )
+            _check_priority(priority, x0)
             flat = priority.detach().reshape(b, d).cpu()
             order = torch.argsort(flat.abs(), dim=1, descending=True, stable=True).numpy()
             first = np.where(np.take_along_axis(flat.numpy(), order, 1) >= 0, 1.0, -1.0)
         else:
-            seeds = (
-                gen.integers(0, 2**63 - 1, size=b)
-                if row_seeds is None
-                else np.asarray(row_seeds, dtype=np.int64).reshape(b)
-            )
+            seeds = _seeds(gen, row_seeds, b)
             rows_rng = [np.random.default_rng(int(s)) for s in seeds]
             order = np.stack([g.permutation(d) for g in rows_rng])
             first = np.stack([g.choice([-1.0, 1.0], size=d) for g in rows_rng])

@@ -34,6 +34,8 @@ _FORMAT = "idaudit-latent-bank-1"
 _ROUND_BYTES_PER_VALUE = 28
 #: Fields every bank file's JSON header holds besides ``format``.
 _HEADER_KEYS = ("n_drawn", "n_rejected_k", "n_rejected_d", "tau_k", "tau_d", "generator", "seed")
+# The arrays of a bank file, one entry per code.
+_ARRAYS = ("latents", "images", "p_k", "p_d")
 # Codes per round when the latent is small (the DCGAN's 100 values: 11 MiB per round).
 _MAX_BATCH = 4096
 
@@ -282,28 +284,13 @@ class LatentBank:
 
         The file is written atomically with owner-only permissions (its images are faces).
         """
-        header = {
-            "format": _FORMAT,
-            "n_drawn": self.n_drawn,
-            "n_rejected_k": self.n_rejected_k,
-            "n_rejected_d": self.n_rejected_d,
-            "tau_k": self.tau_k,
-            "tau_d": self.tau_d,
-            "generator": self.generator,
-            "seed": self.seed,
-            "normality": self.normality,
-        }
+        fields = (*_HEADER_KEYS, "normality")
+        header = {"format": _FORMAT, **{k: getattr(self, k) for k in fields}}
+        arrays = {k: getattr(self, k) for k in _ARRAYS}
 
         def write(tmp: Any) -> None:
             with open(tmp, "wb") as fh:
-                np.savez(
-                    fh,
-                    latents=self.latents,
-                    images=self.images,
-                    p_k=self.p_k,
-                    p_d=self.p_d,
-                    header=np.array(json.dumps(header)),
-                )
+                np.savez(fh, **arrays, header=np.array(json.dumps(header)))
 
         write_atomic(path, write)
 
@@ -320,7 +307,7 @@ class LatentBank:
         try:
             with np.load(path, allow_pickle=False) as data:
                 header = json.loads(str(data["header"]))
-                arrays = {k: data[k] for k in ("latents", "images", "p_k", "p_d")}
+                arrays = {k: data[k] for k in _ARRAYS}
         except KeyError as exc:
             raise InvalidInputError(f"{name} is not a latent bank file.") from exc
         except FileNotFoundError:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 import torch
 
 from idaudit._device import resolve_device
@@ -522,8 +521,3 @@ def _torch_normal(
     seed = int(check_random_state(rng).integers(0, 2**63 - 1))
     gen = torch.Generator(device=device).manual_seed(seed)
     return torch.randn((n, *shape), generator=gen, device=device)
-
-
-def latents_to_numpy(latents: torch.Tensor) -> npt.NDArray[np.float32]:
-    """Detach ``latents`` to a float32 numpy array on the CPU."""
-    return np.ascontiguousarray(latents.detach().float().cpu().numpy())

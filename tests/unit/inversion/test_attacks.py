@@ -331,6 +331,9 @@ def test_attacks_refuse_non_finite_values_and_malformed_starts() -> None:
         GreedyPixel(eps=0.5, t_max=4).run(ok, torch.zeros(0, 4), torch.zeros(0))
     with pytest.raises(InvalidInputError, match=r"`row_seeds` must hold one seed per row \(2\)"):
         GreedyPixel(eps=0.5, t_max=4).run(ok, x0, init, row_seeds=[1, 2, 3])
+    flat = lambda x, rows: -x.square().sum(dim=1)  # noqa: E731
+    with pytest.raises(InvalidInputError, match=r"`row_seeds` must hold one seed per row \(2\)"):
+        CoordinateSearch(eps=0.5, t_max=4).run(flat, x0.reshape(2, -1), init, row_seeds=[1, 2, 3])
 
 
 def test_attack_inputs_the_search_cannot_read_are_refused() -> None:

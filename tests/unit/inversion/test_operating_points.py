@@ -15,7 +15,7 @@ from idaudit.inversion import (
     proportion_interval,
     type_accuracy,
 )
-from idaudit.inversion._evaluation import impostor_pairs_needed
+from idaudit.inversion._thresholds import impostor_pairs_needed
 from idaudit.results import check_result_dataset
 
 
