@@ -96,6 +96,15 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     return file_sha256(path)
 
 
+def _device(model: Any) -> str:
+    """Where a model computes: its ``device``, else (a torch module) where its tensors are."""
+    device = getattr(model, "device", None)
+    if device is None and callable(getattr(model, "buffers", None)):
+        tensors = [*model.buffers(), *model.parameters()]
+        device = tensors[0].device if tensors else None
+    return str(device or "cpu")
+
+
 def encoder_fingerprint(
     encoder: Any, detector: Any = None, *, preprocessing: Mapping[str, Any] | None = None
 ) -> str:
@@ -104,8 +113,8 @@ def encoder_fingerprint(
     Parameters
     ----------
     encoder : Encoder
-        The identity encoder: its name, settings (``repr`` when short), device and the
-        SHA-256 of its weight files (:func:`weight_digests`).
+        The identity encoder: its name, settings (``repr`` when short), device, ``dtype``
+        and the SHA-256 of its weight files (:func:`weight_digests`).
     detector : Detector, optional
         The face detector, described the same way (``None`` when the inputs are crops).
     preprocessing : mapping, optional
@@ -125,7 +134,8 @@ def encoder_fingerprint(
         return {
             "name": getattr(obj, "name", type(obj).__name__),
             "settings": describe(obj),
-            "device": str(getattr(obj, "device", "cpu")),
+            "device": _device(obj),
+            "dtype": str(getattr(obj, "dtype", "")),
             "weights": weight_digests(obj),
         }
 

@@ -365,10 +365,10 @@ def encode_frames(
             by_area = sorted(range(len(faces)), key=lambda i: -faces[i].area)
             for face_index in by_area if all_faces else by_area[:1]:
                 face = faces[face_index]
-                meta = [len(faces), face_index, *(float(v) for v in face.box), float(face.score)]
-                rows.append(_ok_row(base, len(vectors), meta))
+                found = [len(faces), face_index, *(float(v) for v in face.box), float(face.score)]
+                rows.append(_ok_row(base, len(vectors), found))
                 crop = np.asarray(encoder.align(frame, face), dtype=np.uint8)
-                pending.append((len(vectors), crop, item.key, meta))
+                pending.append((len(vectors), crop, item.key, found))
                 vectors.append(None)
         if len(pending) >= batch_size:
             flush()

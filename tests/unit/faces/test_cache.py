@@ -55,20 +55,24 @@ def _weights(path: Path, first_byte: int) -> Path:
     return path
 
 
-def test_fingerprints_differ_by_weights_device_and_preprocessing(tmp_path: Path) -> None:
+def test_fingerprints_differ_by_weights_device_dtype_and_preprocessing(tmp_path: Path) -> None:
     one = _WeightedEncoder(_weights(tmp_path / "one.bin", 2))
     two = _WeightedEncoder(_weights(tmp_path / "two.bin", 3))
     on_gpu = _WeightedEncoder(tmp_path / "one.bin", device="cuda:0")
+    in_double = _WeightedEncoder(tmp_path / "one.bin")
+    in_double.dtype = "float64"  # type: ignore[attr-defined]
     detector = _Detector()
     base = encoder_fingerprint(one, detector, preprocessing={"upscale": 160})
     assert weight_digests(one) != weight_digests(two)
     others = {
         encoder_fingerprint(two, detector, preprocessing={"upscale": 160}),
         encoder_fingerprint(on_gpu, detector, preprocessing={"upscale": 160}),
+        encoder_fingerprint(in_double, detector, preprocessing={"upscale": 160}),
         encoder_fingerprint(one, detector, preprocessing={"upscale": 112}),
         encoder_fingerprint(one, None, preprocessing={"upscale": 160}),
     }
-    assert base not in others and len(others) == 4
+    assert base not in others
+    assert len(others) == 5
     assert base == encoder_fingerprint(one, _Detector(), preprocessing={"upscale": 160})
 
 
@@ -119,7 +123,8 @@ def test_second_run_reads_everything_from_the_cache_bitwise(tmp_path: Path) -> N
     again, again_outcomes = pipe.encode(images, cache=cache)
     assert (cache.hits, cache.misses, cache.writes) == (11, 0, 0)
     assert encoder.calls == calls  # nothing encoded
-    assert again.dtype == emb.dtype and again.tobytes() == emb.tobytes()
+    assert again.dtype == emb.dtype
+    assert again.tobytes() == emb.tobytes()
     pd.testing.assert_frame_equal(again_outcomes, outcomes, check_exact=True)
     # and without a cache: the same numbers
     plain, plain_outcomes = pipe.encode(images)

@@ -30,8 +30,7 @@ def test_aligned_inputs_embed_like_the_generators_own_crops(
     images = np.stack([np.asarray(Image.open(p)) for p in paths])
     encoder = DlibEncoder()
     keys = [content_key("aligned dlib", str(p)) for p in paths]
-    status, emb, _, _ = embed_images(
-        paths, keys, MemoDetector(AlignedDetector()), encoder, EmbeddingCache(tmp_path), aligned=True
-    )
+    detector, cache = MemoDetector(AlignedDetector()), EmbeddingCache(tmp_path)
+    status, emb, _, _ = embed_images(paths, keys, detector, encoder, cache, aligned=True)
     assert status == ["ok"] * len(paths)
     np.testing.assert_allclose(emb, dcgan.embed(images, encoder), atol=1e-6)
