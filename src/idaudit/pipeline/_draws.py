@@ -352,25 +352,24 @@ class EncodedGenerator:
             outputs.extend(self._generate([sources[j] for j in chunk], chunk_seeds, strict))
         usable: list[int] = []  # the draws whose output goes to the encoder
         for draw, (j, out) in enumerate(zip(idx, outputs, strict=True)):
-            records.append(
-                {
-                    "identity": identity,
-                    "source_index": j,
-                    "draw": draw,
-                    "status": "ok",
-                    "message": "",
-                    "embedding_row": -1,
-                    "cached": False,
-                }
-            )
+            rec: dict[str, Any] = {
+                "identity": identity,
+                "source_index": j,
+                "draw": draw,
+                "status": "ok",
+                "message": "",
+                "embedding_row": -1,
+                "cached": False,
+            }
+            records.append(rec)
             if isinstance(out, BaseException):
-                records[-1].update(status="generator_error", message=f"{type(out).__name__}: {out}")
+                rec.update(status="generator_error", message=f"{type(out).__name__}: {out}")
                 continue
             problem = self._check_output(out, sources[j])
             if problem:
                 if strict:
                     raise InvalidInputError(f"{problem} for identity {identity!r}.")
-                records[-1].update(status="bad_output", message=problem)
+                rec.update(status="bad_output", message=problem)
                 continue
             usable.append(draw)
         from idaudit.faces._pipeline import encode_frames
@@ -390,7 +389,7 @@ class EncodedGenerator:
             rec["cached"] = outcome["cached"]
             if outcome["status"] == "ok":
                 rec["embedding_row"] = outcome["embedding_row"]
-                self.n_encoded += not outcome["cached"]
+                self.n_encoded += 0 if outcome["cached"] else 1  # crops the encoder ran on
                 continue
             if strict:
                 raise InvalidInputError(
