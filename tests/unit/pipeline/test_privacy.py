@@ -242,6 +242,24 @@ def test_rerun_reads_every_embedding_from_the_cache_and_gives_the_same_tables(
         )
 
 
+def test_an_image_found_again_in_another_split_is_read_not_encoded(
+    roots: Path, first, tmp_path: Path
+) -> None:
+    copy = tmp_path / "roots"
+    shutil.copytree(roots, copy)
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    shutil.copy(copy / "train" / "b" / "s20_0.png", copy / "heldout" / "b" / "again.png")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)  # the overlap is noted
+        report = run_privacy_check(*_args(copy), cache=tmp_path / "cache", **FAST)
+    before = first[0].cache_counters
+    # one embedding cache, keyed by content: the held-out copy is the training image's entry
+    assert report.cache_counters["embeddings_computed"] == 0
+    assert report.cache_counters["embeddings_reused"] == (
+        before["embeddings_computed"] + before["embeddings_reused"] + 1
+    )
+
+
 def test_dlib_in_cpp_gives_the_torch_runtime_numbers_under_its_own_name(
     roots: Path, first, tmp_path: Path
 ) -> None:
