@@ -55,6 +55,14 @@ INTERNAL_API: dict[str, tuple[set[str], str]] = {
         {"idaudit.cli", "idaudit.pipeline", "idaudit.demo"},
         "the reports print tables and certificates beside their ceilings",
     ),
+    "idaudit.faces._pipeline": (
+        {"idaudit.pipeline"},
+        "the generator audit and the privacy check run the one detect/align/encode loop",
+    ),
+    "idaudit.faces._cache": (
+        {"idaudit.pipeline"},
+        "the end-to-end roads key the shared embedding cache by the encoder's fingerprint",
+    ),
 }
 
 #: DESIGN's "Package layout" table, top row first: (the row's packages or modules, the lower

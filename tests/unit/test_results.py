@@ -287,10 +287,11 @@ def test_privacy_cache_folders_are_owner_only(tmp_path: Path) -> None:
 
     base = _shared_base(tmp_path)
     cache = PrivacyCache(base / "x" / "y" / "cache")
-    compute = lambda idx: (["ok"] * len(idx), np.ones((len(idx), 2), np.float32))  # noqa: E731
-    cache.embeddings({"name": "toy"}, "train", "a", ["h1"], compute, dim=2)
+    compute = lambda r, c: np.ones(len(r))  # noqa: E731
+    cache.distances({"name": "toy"}, ["h1"], ["h2"], compute)
     key = model_key({"name": "toy"})
-    _assert_created_private(base, base / "x" / "y" / "cache" / "embeddings" / key / "train")
+    assert (base / "x" / "y" / "cache" / "appearance" / f"{key}.npz").is_file()
+    _assert_created_private(base, base / "x" / "y" / "cache" / "appearance")
 
 
 @pytest.mark.usefixtures("permissive_umask")

@@ -1,19 +1,22 @@
-"""A content-addressed, owner-only cache of face embeddings (biometric data: no pickles)."""
+"""The embedding cache every road shares, keyed by encoder fingerprint and content (no pickles)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._results import private_dir, write_atomic
+from idaudit._results import describe, private_dir, write_atomic
 from idaudit.exceptions import InvalidInputError
 
-__all__ = ["EmbeddingCache", "content_key"]
+__all__ = ["EmbeddingCache", "content_key", "encoder_fingerprint", "weight_digests"]
 
 
 def content_key(*parts: Any) -> str:
@@ -53,6 +56,97 @@ def content_key(*parts: Any) -> str:
     return digest.hexdigest()
 
 
+def weight_digests(model: Any) -> dict[str, str]:
+    """SHA-256 of every weight file behind a model, by file name (``{}`` when it names none).
+
+    Parameters
+    ----------
+    model : object
+        A detector or encoder of :mod:`idaudit.faces` (dlib's files, MTCNN's three nets, a
+        model's ``weights_path`` / ``backbone_path`` / ``heads_path``), or any object.
+
+    Returns
+    -------
+    dict of str to str
+        File name → 64 hex digits.
+    """
+    from idaudit.faces._mtcnn import MTCNNDetector
+    from idaudit.faces._weights import resolve_weights
+
+    if getattr(model, "weight_files", None) is not None:  # dlib's encoders, native or torch
+        files = [Path(f) for f in model.weight_files]
+    elif isinstance(model, MTCNNDetector):
+        files = [resolve_weights("mtcnn", f"{s}.pt") for s in ("pnet", "rnet", "onet")]
+    else:
+        named = [getattr(model, a, None) for a in ("weights_path", "backbone_path", "heads_path")]
+        files = [Path(f) for f in named if f is not None]
+    return {f.name: _file_digest(str(f), *_stamp(f)) for f in files}
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of a file, hashed once per (path, size, modification time)."""
+    from idaudit.faces._weights import file_sha256
+
+    return file_sha256(path)
+
+
+def _device(model: Any) -> str:
+    """Where a model computes: its ``device``, else (a torch module) where its tensors are."""
+    device = getattr(model, "device", None)
+    if device is None and callable(getattr(model, "buffers", None)):
+        tensors = [*model.buffers(), *model.parameters()]
+        device = tensors[0].device if tensors else None
+    return str(device or "cpu")
+
+
+def encoder_fingerprint(
+    encoder: Any, detector: Any = None, *, preprocessing: Mapping[str, Any] | None = None
+) -> str:
+    """Return what, besides the input's content, determines an embedding (the key's other half).
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The identity encoder: its name, settings (``repr`` when short), device, ``dtype``
+        and the SHA-256 of its weight files (:func:`weight_digests`).
+    detector : Detector, optional
+        The face detector, described the same way (``None`` when the inputs are crops).
+    preprocessing : mapping, optional
+        Everything done to an input before detection (enlargement policy, alignment mode,
+        size limits), JSON-serialisable.
+
+    Returns
+    -------
+    str
+        The canonical JSON of all of it: two fingerprints are equal only when the model,
+        its weights, its device and the preprocessing are.
+    """
+
+    def model(obj: Any) -> dict[str, Any] | None:
+        if obj is None:
+            return None
+        return {
+            "name": getattr(obj, "name", type(obj).__name__),
+            "settings": describe(obj),
+            "device": _device(obj),
+            "dtype": str(getattr(obj, "dtype", "")),
+            "weights": weight_digests(obj),
+        }
+
+    parts = {
+        "encoder": model(encoder),
+        "detector": model(detector),
+        "preprocessing": dict(preprocessing or {}),
+    }
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
 class EmbeddingCache:
     """Embeddings (or "no face") stored by content hash, so repeated work encodes nothing.
 
@@ -76,9 +170,12 @@ class EmbeddingCache:
 
     Notes
     -----
-    The key is the caller's business: :func:`content_key` over the input pixels and
-    everything that changes the answer (encoder name, detector and its settings, alignment
-    mode). A changed model therefore misses instead of returning stale embeddings.
+    The key is :func:`content_key` over the input's content and the
+    :func:`encoder_fingerprint` (model, weight digests, device, preprocessing): every road
+    from images to embeddings (:class:`~idaudit.faces.FacePipeline`,
+    :class:`~idaudit.pipeline.EncodedGenerator`, the privacy check) keys it so, and a
+    changed model, weight file, device or preprocessing misses instead of returning another
+    model's embeddings.
 
     Examples
     --------

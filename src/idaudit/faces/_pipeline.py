@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -13,17 +14,25 @@ import pandas as pd
 
 from idaudit._validation import check_integer
 from idaudit.exceptions import IdauditWarning, InvalidInputError
-from idaudit.faces._cache import EmbeddingCache, content_key
+from idaudit.faces._cache import EmbeddingCache, content_key, encoder_fingerprint
 from idaudit.faces._io import read_pixels, to_rgb_uint8
 from idaudit.faces._types import Detector, Encoder, Face
 
-__all__ = ["OUTCOME_COLUMNS", "STATUSES", "FacePipeline"]
+__all__ = [
+    "OUTCOME_COLUMNS",
+    "STATUSES",
+    "FacePipeline",
+    "FrameInput",
+    "encode_frames",
+    "read_errors",
+    "read_frame",
+]
 
 #: Faces encoded (and stored) at a time when :meth:`FacePipeline.encode` writes to a cache.
 CHECKPOINT_FACES = 8
 
 
-def _read_errors() -> tuple[type[BaseException], ...]:
+def read_errors() -> tuple[type[BaseException], ...]:
     """Return the exceptions that mean "this image file cannot be decoded", nothing broader.
 
     ``OSError`` covers missing, truncated and undecodable files; ``ValueError`` what Pillow
@@ -60,29 +69,17 @@ OUTCOME_COLUMNS = (
 )
 
 
-def _ok_row(
-    base: dict[str, Any],
-    n_faces: int,
-    face_index: int,
-    embedding_row: int,
-    box: tuple[float, float, float, float],
-    score: float,
-) -> dict[str, Any]:
-    """Return the outcomes row of one kept face (columns as in :data:`OUTCOME_COLUMNS`)."""
-    x1, y1, x2, y2 = box
-    return {
-        **base,
-        "status": "ok",
-        "n_faces": n_faces,
-        "face_index": face_index,
-        "embedding_row": embedding_row,
-        "x1": x1,
-        "y1": y1,
-        "x2": x2,
-        "y2": y2,
-        "score": score,
-        "message": "",
-    }
+def _ok_row(base: dict[str, Any], embedding_row: int, meta: Sequence[float]) -> dict[str, Any]:
+    """Return the outcomes row of one kept face.
+
+    ``meta`` is ``[n_faces, face_index, x1, y1, x2, y2, score]``, or empty for a crop.
+    """
+    detection: dict[str, Any] = {}
+    if len(meta) == 7:
+        n_faces, face_index, x1, y1, x2, y2, score = meta
+        detection = {"n_faces": int(n_faces), "face_index": int(face_index), "score": score}
+        detection.update(x1=x1, y1=y1, x2=x2, y2=y2)
+    return {**base, "status": "ok", "embedding_row": embedding_row, "message": "", **detection}
 
 
 class FacePipeline:
@@ -182,7 +179,7 @@ class FacePipeline:
             formats) or file paths; a single path is one photo.
         cache : EmbeddingCache, optional
             Look each input up by the SHA-256 of its bytes (a file's bytes, an array's pixels)
-            and the models' settings before detecting, and store every result (a face's
+            and the models' fingerprint before detecting, and store every result (a face's
             embedding, box and score, or "no face") as soon as it is known: faces are encoded
             and stored every ``CHECKPOINT_FACES`` (8) faces with a cache, a few seconds of work
             on a CPU, so an interrupted run loses at most that and resumes where it stopped;
@@ -217,117 +214,206 @@ class FacePipeline:
         items = _as_items(images)
         if cache is not None and self.all_faces:
             raise InvalidInputError("`cache` works with all_faces=False only (one face per input).")
-        signature = (
-            f"face-pipeline|{_describe(self.detector)}|{getattr(self.encoder, 'name', '')}|"
-            f"{_describe(self.encoder)}"
+        fingerprint = "" if cache is None else encoder_fingerprint(self.encoder, self.detector)
+        sources = [None if isinstance(item, np.ndarray) else os.fspath(item) for item in items]
+        inputs: Iterable[FrameInput] = (
+            FrameInput(
+                functools.partial(read_frame, item, source),
+                key=None if cache is None else _input_key(fingerprint, item, source),
+            )
+            for item, source in zip(items, sources, strict=True)
         )
-        pending_keys: list[tuple[str, list[float]] | None] = []
-        iterator: Iterable[tuple[int, Any]] = enumerate(items)
         if self.progress:
             from tqdm.auto import tqdm
 
-            iterator = tqdm(iterator, total=len(items), desc="faces", unit="image")
-        rows: list[dict[str, Any]] = []
-        chunks: list[npt.NDArray[np.float32]] = []
-        pending: list[npt.NDArray[np.uint8]] = []
+            inputs = tqdm(inputs, total=len(items), desc="faces", unit="image")
         # with a cache, smaller batches: what is encoded is stored, so an interrupt loses little
-        flush_at = self.batch_size if cache is None else min(self.batch_size, CHECKPOINT_FACES)
-        n_rows = 0
-        for index, item in iterator:
-            source = None if isinstance(item, np.ndarray) else os.fspath(item)
-            base = {"input_index": index, "source": source}
-            key = None
-            if cache is not None:
-                key = _input_key(signature, item, source)
-                entry = None if key is None else cache.get_entry(key)
-                if entry is not None:
-                    status, vector, meta = entry
-                    if status == "no_face":
-                        rows.append({**base, "status": "no_face", "n_faces": 0, "message": ""})
-                        continue
-                    if pending:  # keep rows in input order
-                        chunks.append(self._encode_and_store(pending, pending_keys, cache))
-                        pending, pending_keys = [], []
-                    chunks.append(vector[None, :])
-                    n_faces, face_index, x1, y1, x2, y2, score = meta.tolist()
-                    rows.append(
-                        _ok_row(
-                            base, int(n_faces), int(face_index), n_rows, (x1, y1, x2, y2), score
-                        )
-                    )
-                    n_rows += 1
-                    continue
-            image = self._load(item, source)
-            if isinstance(image, dict):  # unreadable or bad_format, with the reason
-                rows.append({**base, "n_faces": 0, **image})
-                continue
-            faces = self.detector.detect(image)
-            if not faces:
-                rows.append({**base, "status": "no_face", "n_faces": 0, "message": ""})
-                if cache is not None and key is not None:
-                    cache.put(key, None, status="no_face")
-                continue
-            for face_index in self._keep(faces):
-                face = faces[face_index]
-                pending.append(self.encoder.align(image, face))
-                x1, y1, x2, y2 = (float(v) for v in face.box)
-                face_meta = [len(faces), face_index, x1, y1, x2, y2, float(face.score)]
-                pending_keys.append(None if key is None else (key, face_meta))
-                box = (x1, y1, x2, y2)
-                rows.append(_ok_row(base, len(faces), face_index, n_rows, box, float(face.score)))
-                n_rows += 1
-            if len(pending) >= flush_at:
-                chunks.append(self._encode_and_store(pending, pending_keys, cache))
-                pending, pending_keys = [], []
-        if pending:
-            chunks.append(self._encode_and_store(pending, pending_keys, cache))
-        dim = int(getattr(self.encoder, "dim", 0))
-        embeddings = (
-            np.concatenate(chunks).astype(np.float32, copy=False)
-            if chunks
-            else np.zeros((0, dim), dtype=np.float32)
+        embeddings, rows = encode_frames(
+            inputs,
+            self.encoder,
+            self.detector,
+            cache=cache,
+            all_faces=self.all_faces,
+            batch_size=self.batch_size if cache is None else min(self.batch_size, CHECKPOINT_FACES),
         )
-        if items and n_rows == 0:
+        for row in rows:
+            row["source"] = sources[row["input_index"]]
+        if items and len(embeddings) == 0:
             _warn_nothing_kept(rows, len(items))
         return embeddings, _outcomes_frame(rows)
 
-    @staticmethod
-    def _load(item: Any, source: str | None) -> npt.NDArray[np.uint8] | dict[str, str]:
-        """Return the RGB pixels of the input, or the ``status`` and ``message`` of the failure."""
-        raw = item
-        if source is not None:
-            try:
-                raw = read_pixels(item)
-            except InvalidInputError as exc:  # decoded, but with pixel values idaudit refuses
-                return {"status": "bad_format", "message": str(exc)}
-            except _read_errors() as exc:
-                return {"status": "unreadable", "message": str(exc) or type(exc).__name__}
+
+class FrameInput(NamedTuple):
+    """One input of :func:`encode_frames`.
+
+    Attributes
+    ----------
+    frame : numpy.ndarray or callable
+        The prepared ``(H, W, 3)`` uint8 frame, or a function of no argument that returns it
+        (called only on a cache miss) or the ``(status, message)`` of why there is none.
+    key : str, optional
+        Its cache key (:func:`~idaudit.faces.content_key` over the input's content and the
+        :func:`~idaudit.faces._cache.encoder_fingerprint`); ``None``: not cached.
+    faces : callable, optional
+        ``faces(frame) -> list of Face`` in place of the detector's, e.g. the face found on
+        the source frame of a generator's output (paired audits).
+    crop : bool, default False
+        The frame is already the encoder's aligned crop: no detection, no alignment.
+    """
+
+    frame: npt.NDArray[np.uint8] | Callable[[], npt.NDArray[np.uint8] | tuple[str, str]]
+    key: str | None = None
+    faces: Callable[[npt.NDArray[np.uint8]], Sequence[Face]] | None = None
+    crop: bool = False
+
+
+def encode_frames(
+    inputs: Iterable[FrameInput],
+    encoder: Encoder,
+    detector: Detector | None = None,
+    *,
+    cache: EmbeddingCache | None = None,
+    all_faces: bool = False,
+    batch_size: int = 32,
+    cache_failures: bool = False,
+    dtype: type[np.floating[Any]] = np.float32,
+    context: str | None = None,
+) -> tuple[npt.NDArray[Any], list[dict[str, Any]]]:
+    """Run the one loop from frames to embeddings: look up, detect, align, encode, store.
+
+    Every road from images to embeddings (:meth:`FacePipeline.encode`, the generator audit's
+    :class:`~idaudit.pipeline.EncodedGenerator`, the privacy check) runs through it.
+
+    Parameters
+    ----------
+    inputs : iterable of FrameInput
+        The frames, read one at a time (a generator keeps memory flat).
+    encoder : Encoder
+        Aligns (``encoder.align(frame, face)``) and embeds.
+    detector : Detector, optional
+        Finds the faces of inputs that neither are crops nor bring their own ``faces``.
+    cache : EmbeddingCache, optional
+        Inputs with a ``key`` are looked up before their frame is read; every face encoded
+        (with its detection: face count, index, box, score) and every "no face" is stored.
+    all_faces : bool, default False
+        Keep every detected face (largest first); by default only the largest (box area).
+    batch_size : int, default 32
+        Crops per ``encoder.encode`` call; with a cache, also how many faces are encoded
+        before they are stored.
+    cache_failures : bool, default False
+        Also store the status of inputs whose frame function reported a failure.
+    dtype : numpy float type, default numpy.float32
+        Of the returned embeddings (the encoder's output is cast; cached rows are float32).
+    context : str, optional
+        Check every encoder output (shape ``(n, encoder.dim)``, finite values) and name
+        ``context`` (e.g. ``" for identity 'a'"``) in the :class:`InvalidInputError` raised.
+
+    Returns
+    -------
+    embeddings : numpy.ndarray of shape (n_kept, encoder.dim)
+        One row per kept face, in input order.
+    outcomes : list of dict
+        One per kept face, plus one per input with none: ``input_index``, ``status``,
+        ``n_faces``, ``face_index``, ``embedding_row``, ``x1, y1, x2, y2, score``,
+        ``message`` (the columns of :data:`OUTCOME_COLUMNS` but ``source``) and ``cached``
+        (answered from the cache).
+    """
+    rows: list[dict[str, Any]] = []
+    vectors: list[npt.NDArray[Any] | None] = []  # one per embedding row, filled when encoded
+    pending: list[tuple[int, npt.NDArray[np.uint8], str | None, list[float]]] = []
+
+    def flush() -> None:
+        emb = _encode_checked(encoder, [p[1] for p in pending], dtype, context)
+        for (row, _, key, meta), vector in zip(pending, emb, strict=True):
+            vectors[row] = vector
+            if cache is not None and key is not None:
+                cache.put(key, vector, status="ok", meta=meta)
+        pending.clear()
+
+    for index, item in enumerate(inputs):
+        base: dict[str, Any] = {"input_index": index, "cached": False}
+        entry = None if cache is None or item.key is None else cache.get_entry(item.key)
+        if entry is not None:
+            status, vector, meta = entry
+            base["cached"] = True
+            if status != "ok":
+                rows.append({**base, "status": status, "n_faces": 0, "message": ""})
+                continue
+            rows.append(_ok_row(base, len(vectors), meta.tolist()))
+            vectors.append(vector)
+            continue
+        frame = item.frame() if callable(item.frame) else item.frame
+        if isinstance(frame, tuple):  # no frame: (status, message)
+            rows.append({**base, "status": frame[0], "n_faces": 0, "message": frame[1]})
+            if cache_failures and cache is not None and item.key is not None:
+                cache.put(item.key, None, status=frame[0])
+            continue
+        if item.crop:
+            rows.append(_ok_row(base, len(vectors), []))
+            pending.append((len(vectors), frame, item.key, []))
+            vectors.append(None)
+        else:
+            find = item.faces if item.faces is not None else getattr(detector, "detect", None)
+            if find is None:
+                raise InvalidInputError("a frame that is not a crop needs a `detector` or `faces`.")
+            faces = list(find(frame))
+            if not faces:
+                rows.append({**base, "status": "no_face", "n_faces": 0, "message": ""})
+                if cache is not None and item.key is not None:
+                    cache.put(item.key, None, status="no_face")
+                continue
+            by_area = sorted(range(len(faces)), key=lambda i: -faces[i].area)
+            for face_index in by_area if all_faces else by_area[:1]:
+                face = faces[face_index]
+                found = [len(faces), face_index, *(float(v) for v in face.box), float(face.score)]
+                rows.append(_ok_row(base, len(vectors), found))
+                crop = np.asarray(encoder.align(frame, face), dtype=np.uint8)
+                pending.append((len(vectors), crop, item.key, found))
+                vectors.append(None)
+        if len(pending) >= batch_size:
+            flush()
+    if pending:
+        flush()
+    if not vectors:
+        return np.zeros((0, int(getattr(encoder, "dim", 0))), dtype=dtype), rows
+    return np.stack(vectors).astype(dtype, copy=False), rows  # type: ignore[arg-type]
+
+
+def _encode_checked(
+    encoder: Encoder, crops: list[npt.NDArray[np.uint8]], dtype: Any, context: str | None
+) -> npt.NDArray[Any]:
+    """Embed a batch of crops; with ``context``, refuse a wrong shape or non-finite values."""
+    out = np.asarray(encoder.encode(np.stack(crops)), dtype=dtype)
+    if context is None:
+        return out
+    dim = int(encoder.dim)
+    if out.shape != (len(crops), dim):
+        raise InvalidInputError(
+            f"the encoder must return shape ({len(crops)}, {dim}){context}; got {out.shape}."
+        )
+    if not np.isfinite(out).all():
+        raise InvalidInputError(
+            f"the encoder returned NaN or inf{context}; embeddings must be finite."
+        )
+    return out
+
+
+def read_frame(item: Any, source: str | None) -> npt.NDArray[np.uint8] | tuple[str, str]:
+    """Return the RGB pixels of the input, or the ``(status, message)`` of the failure."""
+    raw = item
+    if source is not None:
         try:
-            # only the conversion's own refusals: an unsupported dtype (TypeError) or shape,
-            # emptiness or value range (InvalidInputError)
-            return to_rgb_uint8(raw, "image" if source is None else "path")
-        except (TypeError, InvalidInputError) as exc:
-            return {"status": "bad_format", "message": str(exc)}
-
-    def _keep(self, faces: list[Face]) -> list[int]:
-        by_area = sorted(range(len(faces)), key=lambda i: -faces[i].area)
-        return by_area if self.all_faces else by_area[:1]
-
-    def _encode_and_store(
-        self,
-        crops: list[npt.NDArray[np.uint8]],
-        keys: list[tuple[str, list[float]] | None],
-        cache: EmbeddingCache | None,
-    ) -> npt.NDArray[np.float32]:
-        emb = self._encode(crops)
-        if cache is not None:
-            for row, entry in zip(emb, keys, strict=True):
-                if entry is not None:
-                    cache.put(entry[0], row, status="ok", meta=entry[1])
-        return emb
-
-    def _encode(self, crops: list[npt.NDArray[np.uint8]]) -> npt.NDArray[np.float32]:
-        return np.asarray(self.encoder.encode(np.stack(crops)), dtype=np.float32)
+            raw = read_pixels(item)
+        except InvalidInputError as exc:  # decoded, but with pixel values idaudit refuses
+            return "bad_format", str(exc)
+        except read_errors() as exc:
+            return "unreadable", str(exc) or type(exc).__name__
+    try:
+        # only the conversion's own refusals: an unsupported dtype (TypeError) or shape,
+        # emptiness or value range (InvalidInputError)
+        return to_rgb_uint8(raw, "image" if source is None else "path")
+    except (TypeError, InvalidInputError) as exc:
+        return "bad_format", str(exc)
 
 
 def _warn_nothing_kept(rows: list[dict[str, Any]], n_inputs: int) -> None:
@@ -345,19 +431,13 @@ def _warn_nothing_kept(rows: list[dict[str, Any]], n_inputs: int) -> None:
     )
 
 
-def _describe(obj: Any) -> str:
-    from idaudit._results import describe
-
-    return describe(obj)
-
-
-def _input_key(signature: str, item: Any, source: str | None) -> str | None:
+def _input_key(fingerprint: str, item: Any, source: str | None) -> str | None:
     """Content key of one input (``None`` for a file that cannot be read: not cached)."""
     if source is None:
-        return content_key(signature, np.asarray(item))
+        return content_key(fingerprint, np.asarray(item))
     try:
         with open(source, "rb") as fh:
-            return content_key(signature, fh.read())
+            return content_key(fingerprint, fh.read())
     except OSError:
         return None
 

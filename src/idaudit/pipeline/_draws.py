@@ -9,6 +9,7 @@ a :class:`~idaudit.mechanisms.Mechanism` for :func:`~idaudit.mechanisms.audit_me
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import warnings
@@ -18,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._results import describe
 from idaudit._validation import RngLike, check_integer, check_option, check_random_state
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
 if TYPE_CHECKING:
     from idaudit.faces import EmbeddingCache, Face, FacePipeline
+    from idaudit.faces._pipeline import FrameInput
     from idaudit.faces._types import Encoder
 
 __all__ = ["DRAW_STATUSES", "EncodedGenerator"]
@@ -221,13 +222,17 @@ class EncodedGenerator:
 
     @property
     def signature(self) -> str:
-        """What, besides the pixels, determines an embedding (part of every cache key)."""
-        detector = "" if self.pipeline is None else describe(self.pipeline.detector)
-        name = getattr(self.encoder, "name", type(self.encoder).__name__)
-        from idaudit.faces import ENLARGE_BELOW, FRAME_SIDE
+        """What, besides the pixels, determines an embedding (part of every cache key).
 
-        frames = f"upscale={FRAME_SIDE}|below={ENLARGE_BELOW}"
-        return f"{self.mode}|{name}|{describe(self.encoder)}|{detector}|{frames}"
+        The :func:`~idaudit.faces._cache.encoder_fingerprint` of the encoder and detector
+        (names, settings, weight digests, device) with the mode and the enlargement policy.
+        """
+        from idaudit.faces import ENLARGE_BELOW, FRAME_SIDE
+        from idaudit.faces._cache import encoder_fingerprint
+
+        detector = None if self.pipeline is None else self.pipeline.detector
+        preprocessing = {"mode": self.mode, "upscale": FRAME_SIDE, "below": ENLARGE_BELOW}
+        return encoder_fingerprint(self.encoder, detector, preprocessing=preprocessing)
 
     # -- the Mechanism protocol -------------------------------------------------------------
     def sample(self, identity: Any, n: int, *, rng: RngLike = None) -> npt.NDArray[np.float64]:
@@ -345,9 +350,7 @@ class EncodedGenerator:
             chunk = idx[start : start + self.batch_size]
             chunk_seeds = [int(s) for s in seeds[start : start + self.batch_size]]
             outputs.extend(self._generate([sources[j] for j in chunk], chunk_seeds, strict))
-        crops: list[npt.NDArray[np.uint8]] = []
-        keys: list[str] = []
-        rows: list[npt.NDArray[np.float32] | None] = []
+        usable: list[int] = []  # the draws whose output goes to the encoder
         for draw, (j, out) in enumerate(zip(idx, outputs, strict=True)):
             rec: dict[str, Any] = {
                 "identity": identity,
@@ -359,7 +362,6 @@ class EncodedGenerator:
                 "cached": False,
             }
             records.append(rec)
-            rows.append(None)
             if isinstance(out, BaseException):
                 rec.update(status="generator_error", message=f"{type(out).__name__}: {out}")
                 continue
@@ -369,49 +371,62 @@ class EncodedGenerator:
                     raise InvalidInputError(f"{problem} for identity {identity!r}.")
                 rec.update(status="bad_output", message=problem)
                 continue
-            key = self._key(sources[j], out)
-            hit = None if self.cache is None else self.cache.get(key)
-            if hit is not None:
-                status, emb = hit
-                rec["cached"] = True
-                if status == "ok":
-                    rows[-1] = emb
-                else:
-                    rec.update(status=status, message="cached")
-                continue
-            crop = self._crop(identity, j, sources[j], out)
-            if crop is None:
-                if strict:
-                    raise InvalidInputError(
-                        f"no face found in output {draw} of identity {identity!r} "
-                        f"(mode {self.mode!r})."
-                    )
-                rec.update(status="no_face", message=f"mode {self.mode}")
-                if self.cache is not None:
-                    self.cache.put(key, None, status="no_face")
-                continue
-            crops.append(crop)
-            keys.append(key)
-            rows[-1] = np.empty(0, np.float32)  # placeholder, filled after encoding
-        fresh = self._encode(crops, identity) if crops else np.zeros((0, 0), np.float32)
-        k = 0
-        kept: list[npt.NDArray[np.float64]] = []
-        for rec, row in zip(records, rows, strict=True):
-            if rec["status"] != "ok":
-                continue
-            if row is not None and row.size == 0:  # a fresh encoding
-                row = fresh[k]
-                if self.cache is not None:
-                    self.cache.put(keys[k], row, status="ok")
-                k += 1
-            assert row is not None
-            rec["embedding_row"] = len(kept)
-            kept.append(np.asarray(row, dtype=np.float64))
-        dim = int(self.encoder.dim)
-        stacked: npt.NDArray[np.float64] = (
-            np.stack(kept).astype(np.float64) if kept else np.zeros((0, dim), dtype=np.float64)
+            usable.append(draw)
+        from idaudit.faces._pipeline import encode_frames
+
+        signature = "" if self.cache is None else self.signature
+        embeddings, outcomes = encode_frames(
+            [self._input(identity, idx[d], outputs[d], signature) for d in usable],
+            self.encoder,
+            None if self.pipeline is None else self.pipeline.detector,
+            cache=self.cache,
+            batch_size=self.batch_size,
+            dtype=np.float64,
+            context=f" for identity {identity!r}",
         )
-        return stacked, records
+        for outcome in outcomes:
+            rec = records[usable[outcome["input_index"]]]
+            rec["cached"] = outcome["cached"]
+            if outcome["status"] == "ok":
+                rec["embedding_row"] = outcome["embedding_row"]
+                self.n_encoded += 0 if outcome["cached"] else 1  # crops the encoder ran on
+                continue
+            if strict:
+                raise InvalidInputError(
+                    f"no face found in output {rec['draw']} of identity {identity!r} "
+                    f"(mode {self.mode!r})."
+                )
+            message = "cached" if outcome["cached"] else f"mode {self.mode}"
+            rec.update(status=outcome["status"], message=message)
+        return embeddings, records
+
+    def _input(
+        self, identity: Any, j: int, out: npt.NDArray[np.uint8], signature: str
+    ) -> FrameInput:
+        """Return the encoder's input for one output: the crop, or its frame and which face."""
+        from idaudit.faces import content_key, prepare_frame
+        from idaudit.faces._pipeline import FrameInput
+
+        source = self.images_by_identity[identity][j]
+        content = (source, out) if self.mode == "paired" else (out,)
+        key = None if self.cache is None else content_key(signature, *content)
+        if self.mode == "aligned":
+            return FrameInput(out, key=key, crop=True)
+        frame = functools.partial(prepare_frame, out)
+        if self.mode == "detect":
+            return FrameInput(frame, key=key)
+
+        def original(_: npt.NDArray[np.uint8]) -> list[Face]:
+            """Return the largest face of the source frame, detected once per source."""
+            if (identity, j) not in self.original_faces:
+                faces = self.pipeline.detector.detect(prepare_frame(source))  # type: ignore[union-attr]
+                self.original_faces[identity, j] = (
+                    max(faces, key=lambda f: f.area) if faces else None
+                )
+            face = self.original_faces[identity, j]
+            return [] if face is None else [face]
+
+        return FrameInput(frame, key=key, faces=original)
 
     def _generate(self, images: list[Any], seeds: list[int], strict: bool) -> list[Any]:
         """Return a chunk's outputs, an exception in place of each failed image's."""
@@ -463,60 +478,6 @@ class EncodedGenerator:
         elif isinstance(self.output_shape, tuple) and out.shape[:2] != self.output_shape:
             return f"outputs must have the size {self.output_shape}; got {out.shape[:2]}"
         return ""
-
-    def _key(self, source: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8]) -> str:
-        from idaudit.faces import content_key
-
-        if self.mode == "paired":
-            return content_key(self.signature, source, out)
-        return content_key(self.signature, out)
-
-    def _frame(self, image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-        """Enlarge and pad a small frame (:func:`idaudit.faces.prepare_frame`)."""
-        from idaudit.faces import prepare_frame
-
-        return prepare_frame(image)
-
-    def _largest(self, frame: npt.NDArray[np.uint8]) -> Face | None:
-        assert self.pipeline is not None
-        faces = self.pipeline.detector.detect(frame)
-        return max(faces, key=lambda f: f.area) if faces else None
-
-    def _crop(
-        self, identity: Any, j: int, source: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8]
-    ) -> npt.NDArray[np.uint8] | None:
-        if self.mode == "aligned":
-            return out
-        frame = self._frame(out)
-        if self.mode == "detect":
-            face = self._largest(frame)
-        else:
-            if (identity, j) not in self.original_faces:
-                self.original_faces[identity, j] = self._largest(self._frame(source))
-            face = self.original_faces[identity, j]
-        if face is None:
-            return None
-        return np.asarray(self.encoder.align(frame, face), dtype=np.uint8)
-
-    def _encode(self, crops: list[npt.NDArray[np.uint8]], identity: Any) -> npt.NDArray[Any]:
-        dim = int(self.encoder.dim)
-        parts = []
-        for start in range(0, len(crops), self.batch_size):
-            chunk = np.stack(crops[start : start + self.batch_size])
-            out = np.asarray(self.encoder.encode(chunk), dtype=np.float64)
-            if out.shape != (len(chunk), dim):
-                raise InvalidInputError(
-                    f"the encoder must return shape ({len(chunk)}, {dim}) for identity "
-                    f"{identity!r}; got {out.shape}."
-                )
-            if not np.isfinite(out).all():
-                raise InvalidInputError(
-                    f"the encoder returned NaN or inf for identity {identity!r}; embeddings "
-                    "must be finite."
-                )
-            parts.append(out)
-            self.n_encoded += len(chunk)
-        return np.concatenate(parts)
 
     def __repr__(self) -> str:
         name = getattr(self.encoder, "name", type(self.encoder).__name__)

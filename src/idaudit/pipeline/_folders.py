@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import warnings
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from idaudit._device import resolve_device
-from idaudit.exceptions import IdauditWarning, InvalidInputError
+from idaudit.exceptions import InvalidInputError
 from idaudit.faces import ENLARGE_BELOW, FRAME_PAD_FRACTION, FRAME_SIDE, FaceModelOptions
+
+if TYPE_CHECKING:
+    from idaudit.faces import EmbeddingCache
 
 __all__ = [
     "ENLARGE_BELOW",
@@ -162,22 +166,6 @@ class CheckModels:
     appearance_size: int | None
 
 
-def _digests(paths: Sequence[Path | str]) -> dict[str, str]:
-    return {Path(p).name: _sha256(Path(p)) for p in paths}
-
-
-def _weight_files(model: Any) -> list[Path]:
-    """Return the weight files behind a model, for its identity (digests)."""
-    from idaudit.faces import DlibEncoder, MTCNNDetector, TorchDlibEncoder, resolve_weights
-
-    if isinstance(model, DlibEncoder | TorchDlibEncoder):
-        return list(model.weight_files)
-    if isinstance(model, MTCNNDetector):
-        return [resolve_weights("mtcnn", f"{s}.pt") for s in ("pnet", "rnet", "onet")]
-    files = [getattr(model, a, None) for a in ("weights_path", "backbone_path", "heads_path")]
-    return [Path(f) for f in files if f is not None]
-
-
 def build_models(options: FaceModelOptions) -> CheckModels:
     """Load every model the options name (:func:`idaudit.faces.build_face_models`).
 
@@ -187,6 +175,7 @@ def build_models(options: FaceModelOptions) -> CheckModels:
     :class:`~idaudit.exceptions.MissingWeightsError` naming it.
     """
     from idaudit.faces import build_face_models
+    from idaudit.faces._cache import weight_digests
 
     built = build_face_models(options, appearance=True)
     detector, encoders, aligned = built.detector, list(built.encoders), options.aligned
@@ -195,7 +184,7 @@ def build_models(options: FaceModelOptions) -> CheckModels:
     det_identity = {
         "device": on,
         "detector": getattr(detector, "name", type(detector).__name__),
-        "detector_weights": {} if aligned else _digests(_weight_files(detector)),
+        "detector_weights": {} if aligned else weight_digests(detector),
         "enlarge_below": ENLARGE_BELOW,
         "min_image_side": MIN_IMAGE_SIDE,
         "upscale": FRAME_SIDE,
@@ -206,7 +195,7 @@ def build_models(options: FaceModelOptions) -> CheckModels:
         {
             "kind": "embedding",
             "encoder": enc.name,
-            "encoder_weights": _digests(_weight_files(enc)),
+            "encoder_weights": weight_digests(enc),
             **det_identity,
         }
         for enc in encoders
@@ -214,7 +203,7 @@ def build_models(options: FaceModelOptions) -> CheckModels:
     appearance = built.appearance
     if options.lpips is not None:
         name = appearance.name
-        weights = _digests(_weight_files(appearance))
+        weights = weight_digests(appearance)
     else:
         name = f"{appearance.name}-{built.appearance_size}px"
         weights = {}
@@ -226,57 +215,53 @@ def build_models(options: FaceModelOptions) -> CheckModels:
 
 def embed_images(
     paths: Sequence[Path],
+    keys: Sequence[str],
     detector: MemoDetector,
     encoder: Any,
+    cache: EmbeddingCache,
     *,
     aligned: bool = False,
     batch_size: int = 32,
-) -> tuple[list[str], npt.NDArray[np.float32], list[str]]:
-    """Status, embedding (NaN unless ok) and message of each image, via :class:`FacePipeline`.
+) -> tuple[list[str], npt.NDArray[np.float32], list[str], list[bool]]:
+    """Status, embedding (NaN unless ok), message and cache use of each image (one loop).
 
-    Images that decode are enlarged first when small (:func:`prepare_image`); an image whose
+    Each image is looked up under its key (:func:`idaudit.faces.content_key` of the model
+    fingerprint and the file's SHA-256) before it is read; a miss is read, enlarged when
+    small (:func:`prepare_image`) and detected, aligned and encoded by
+    :func:`idaudit.faces._pipeline.encode_frames`, and its outcome stored. An image whose
     shorter side is below :data:`MIN_IMAGE_SIDE` is not detected nor embedded (status
-    ``"too_small"``); files that do not decode are handed to the pipeline as paths, which
-    classifies them (unreadable or bad_format) in its outcome table.
+    ``"too_small"``); a file that does not decode is read as
+    :meth:`~idaudit.faces.FacePipeline.encode` reads it, which classifies it
+    (``unreadable`` or ``bad_format``).
     """
-    from PIL import Image
+    from idaudit.faces import load_image
+    from idaudit.faces._pipeline import FrameInput, encode_frames, read_errors, read_frame
 
-    from idaudit.faces import FacePipeline, load_image
-
-    # what "cannot decode this file" raises (FacePipeline's own rule): such a file is handed
-    # to the pipeline as a path, which reads it again and files it as unreadable/bad_format
-    read_errors = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
-    items: list[Any] = []
-    sent: list[int] = []  # positions of the inputs handed to the pipeline
-    statuses = ["too_small"] * len(paths)
-    messages = [""] * len(paths)
-    for i, path in enumerate(paths):
+    def frame(path: Path) -> npt.NDArray[np.uint8] | tuple[str, str]:
         try:
             image = load_image(path)
-        except read_errors:
-            items.append(path)
-            sent.append(i)
-            continue
+        except read_errors():
+            return read_frame(path, os.fspath(path))
         if min(image.shape[:2]) < MIN_IMAGE_SIDE:
-            messages[i] = (
-                f"{image.shape[1]}×{image.shape[0]} px: shorter side below {MIN_IMAGE_SIDE} px"
-            )
-            continue
-        items.append(prepare_image(image, aligned=aligned))
-        sent.append(i)
+            side = f"{image.shape[1]}×{image.shape[0]} px"
+            return "too_small", f"{side}: shorter side below {MIN_IMAGE_SIDE} px"
+        return prepare_image(image, aligned=aligned)
+
+    inputs = [
+        FrameInput(functools.partial(frame, path), key=key)
+        for path, key in zip(paths, keys, strict=True)
+    ]
+    emb, outcomes = encode_frames(
+        inputs, encoder, detector, cache=cache, batch_size=batch_size, cache_failures=True
+    )
+    statuses = [""] * len(paths)
+    messages = [""] * len(paths)
+    cached = [False] * len(paths)
     out = np.full((len(paths), encoder.dim), np.nan, dtype=np.float32)
-    if not items:
-        return statuses, out, messages
-    pipe = FacePipeline(detector, encoder, batch_size=batch_size, progress=False)
-    with warnings.catch_warnings():
-        # each image's status is returned and counted by the report: no warning on top
-        warnings.filterwarnings("ignore", "FacePipeline.encode kept no face", IdauditWarning)
-        emb, outcomes = pipe.encode(items)
-    first = outcomes.drop_duplicates("input_index").set_index("input_index")
-    for k, i in enumerate(sent):
-        row = first.loc[k]
-        statuses[i] = str(row["status"])
-        messages[i] = str(row["message"] or "")
-        if row["status"] == "ok":
-            out[i] = emb[int(row["embedding_row"])]
-    return statuses, out, messages
+    for outcome in outcomes:
+        i = outcome["input_index"]
+        statuses[i], messages[i] = outcome["status"], outcome["message"]
+        cached[i] = outcome["cached"]
+        if outcome["status"] == "ok":
+            out[i] = emb[outcome["embedding_row"]]
+    return statuses, out, messages, cached

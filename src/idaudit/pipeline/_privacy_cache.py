@@ -1,14 +1,14 @@
-"""The privacy check's content-addressed cache: embeddings and appearance distances.
+"""The privacy check's cache folder and its appearance distances (embeddings: faces' cache).
 
 Files are keyed by what determines their numbers: an image by the SHA-256 of its bytes, a
-model by its identity (names, settings and the SHA-256 of every weight file). Everything is
-``.npz`` (read with ``allow_pickle=False``) or JSON, written atomically with owner-only
-permissions in folders created ``0700``: embeddings are biometric data.
+metric by its identity (names, settings and the SHA-256 of every weight file). Everything is
+``.npz`` (read with ``allow_pickle=False``), written atomically with owner-only permissions
+in folders created ``0700``.
 
 Layout under the cache root::
 
-    embeddings/<model key>/<split>/<cohort>.npz   hashes, status, embeddings, identity
-    appearance/<metric key>.npz                   hashes, i, j, values, identity
+    embeddings/<key[:2]>/<key>.npz   one image's outcome and embedding (faces.EmbeddingCache)
+    appearance/<metric key>.npz      hashes, i, j, values, identity
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from idaudit.exceptions import IdauditWarning
 
 __all__ = ["PrivacyCache", "model_key"]
 
-#: Image statuses the embedding files record (those of FacePipeline, plus ``"ok"``).
-_STATUS_DTYPE = "<U16"
 _HASH_DTYPE = "<U64"
 
 
@@ -60,7 +58,11 @@ def _savez(path: Path, **arrays: Any) -> None:
 
 
 class PrivacyCache:
-    """Embeddings and appearance distances of a privacy check, reused across runs.
+    """The cache folder of a privacy check: its appearance distances, reused across runs.
+
+    Embeddings live in its ``embeddings`` folder, a :class:`~idaudit.faces.EmbeddingCache`
+    that every road from images to embeddings shares (keyed by the encoder's fingerprint
+    and the image's content); this class keeps what is not an embedding.
 
     Parameters
     ----------
@@ -70,31 +72,29 @@ class PrivacyCache:
     Attributes
     ----------
     counters : collections.Counter
-        ``embeddings_computed`` / ``embeddings_reused`` (images), ``distances_computed`` /
-        ``distances_reused`` (distinct unordered image pairs), ``corrupt_files``. They
-        prove what a run did: a re-run with other percentiles or bootstrap counts reports
-        zero computed.
+        ``embeddings_computed`` / ``embeddings_reused`` (images, counted by the check as
+        it reads the embedding cache), ``distances_computed`` / ``distances_reused``
+        (distinct unordered image pairs), ``corrupt_files``. They prove what a run did: a
+        re-run with other percentiles or bootstrap counts reports zero computed.
 
     Notes
     -----
-    An image's entry is keyed by the SHA-256 of its file's bytes, inside a file per model
-    identity, split and cohort; a changed image is a new key, so only its entries are
-    computed (entries of images no longer present are kept: nothing computed is lost).
-    Appearance distances are stored once per unordered pair of image hashes per metric. A
-    file that cannot be read, or whose identity differs from the expected one, is treated as
-    empty with an :class:`~idaudit.exceptions.IdauditWarning` and overwritten.
+    Appearance distances are stored once per unordered pair of image hashes per metric (a
+    changed image is a new hash, so only its pairs are computed). A file that cannot be
+    read, or whose identity differs from the expected one, is treated as empty with an
+    :class:`~idaudit.exceptions.IdauditWarning` and overwritten.
 
     Examples
     --------
     >>> import numpy as np, tempfile
     >>> from idaudit.pipeline import PrivacyCache
     >>> cache = PrivacyCache(tempfile.mkdtemp())
-    >>> ident = {"name": "toy"}
-    >>> compute = lambda idx: (["ok"] * len(idx), np.ones((len(idx), 2), np.float32))
-    >>> _ = cache.embeddings(ident, "train", "a", ["h1", "h2"], compute, dim=2)
-    >>> _ = cache.embeddings(ident, "train", "a", ["h1", "h3"], compute, dim=2)
-    >>> cache.counters["embeddings_computed"], cache.counters["embeddings_reused"]
-    (3, 1)
+    >>> metric = {"name": "toy"}
+    >>> compute = lambda r, c: np.ones(len(r))
+    >>> _ = cache.distances(metric, ["h1", "h2"], ["h1", "h2"], compute)
+    >>> _ = cache.distances(metric, ["h1", "h3"], ["h2"], compute)
+    >>> cache.counters["distances_computed"], cache.counters["distances_reused"]
+    (2, 1)
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -122,84 +122,6 @@ class PrivacyCache:
                 stacklevel=3,
             )
             return None
-
-    # -- embeddings ------------------------------------------------------------------------
-
-    def embedding_path(self, identity: Mapping[str, Any], split: str, cohort: str) -> Path:
-        """Where the embeddings of one model, split and cohort live."""
-        return self.root / "embeddings" / model_key(identity) / split / f"{cohort}.npz"
-
-    def embeddings(
-        self,
-        identity: Mapping[str, Any],
-        split: str,
-        cohort: str,
-        hashes: Sequence[str],
-        compute: Callable[[list[int]], tuple[Sequence[str], npt.NDArray[np.float32]]],
-        *,
-        dim: int,
-    ) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.float32]]:
-        """Status and embedding of every image, computing only the ones not cached.
-
-        Parameters
-        ----------
-        identity : mapping
-            The model identity (JSON-serialisable).
-        split, cohort : str
-            Where the images come from (the file they are stored in).
-        hashes : sequence of str
-            SHA-256 of each image's bytes.
-        compute : callable
-            ``compute(indices)`` → ``(statuses, embeddings)`` for ``hashes[indices]``:
-            one status per image and one row per image (NaN where the status is not "ok").
-        dim : int
-            Embedding dimension.
-
-        Returns
-        -------
-        statuses : numpy.ndarray of str, shape (n,)
-        embeddings : numpy.ndarray of float32, shape (n, dim)
-            NaN rows where the status is not ``"ok"``.
-        """
-        path = self.embedding_path(identity, split, cohort)
-        stored = self._load(path, identity, ("hashes", "status", "embeddings"))
-        known: dict[str, int] = {}
-        if stored is not None and stored["embeddings"].shape[1:] == (dim,):
-            known = {str(h): i for i, h in enumerate(stored["hashes"])}
-        first_index: dict[str, int] = {}
-        for i, h in enumerate(hashes):
-            first_index.setdefault(h, i)
-        missing = [i for i, h in enumerate(hashes) if h not in known]
-        missing_hashes = list(dict.fromkeys(hashes[i] for i in missing))  # duplicates once
-        first = [first_index[h] for h in missing_hashes]
-        new_status: list[str] = []
-        new_emb = np.zeros((0, dim), np.float32)
-        if first:
-            status_list, new_emb = compute(first)
-            new_status = [str(s) for s in status_list]
-            new_emb = np.asarray(new_emb, np.float32).reshape(len(first), dim)
-        self.counters["embeddings_computed"] += len(first)
-        self.counters["embeddings_reused"] += len(hashes) - len(missing)
-        if first:
-            old_h = [] if not known else [str(h) for h in stored["hashes"]]
-            old_s = [] if not known else [str(s) for s in stored["status"]]
-            old_e = np.zeros((0, dim), np.float32) if not known else stored["embeddings"]
-            all_h = np.asarray(old_h + missing_hashes, dtype=_HASH_DTYPE)
-            all_s = np.asarray(old_s + new_status, dtype=_STATUS_DTYPE)
-            all_e = np.concatenate([old_e, new_emb]).astype(np.float32)
-            _savez(
-                path,
-                hashes=all_h,
-                status=all_s,
-                embeddings=all_e,
-                identity=np.asarray(json.dumps(dict(identity), sort_keys=True)),
-            )
-            known = {h: i for i, h in enumerate(all_h.tolist())}
-            stored = {"status": all_s, "embeddings": all_e}
-        rows = np.array([known[h] for h in hashes], dtype=np.int64)
-        if rows.size == 0:
-            return np.zeros(0, dtype=_STATUS_DTYPE), np.zeros((0, dim), np.float32)
-        return np.asarray(stored["status"])[rows], np.asarray(stored["embeddings"])[rows]
 
     # -- appearance distances --------------------------------------------------------------
 

@@ -20,13 +20,17 @@ def roots(privacy_roots: Path) -> Path:
     return privacy_roots
 
 
-def test_aligned_inputs_embed_like_the_generators_own_crops(roots: Path, dcgan) -> None:
-    from idaudit.faces import AlignedDetector, DlibEncoder
+def test_aligned_inputs_embed_like_the_generators_own_crops(
+    roots: Path, dcgan, tmp_path: Path
+) -> None:
+    from idaudit.faces import AlignedDetector, DlibEncoder, EmbeddingCache, content_key
     from idaudit.pipeline._folders import MemoDetector, embed_images
 
     paths = sorted((roots / "train" / "a").glob("*.png"))
     images = np.stack([np.asarray(Image.open(p)) for p in paths])
     encoder = DlibEncoder()
-    status, emb, _ = embed_images(paths, MemoDetector(AlignedDetector()), encoder, aligned=True)
+    keys = [content_key("aligned dlib", str(p)) for p in paths]
+    detector, cache = MemoDetector(AlignedDetector()), EmbeddingCache(tmp_path)
+    status, emb, _, _ = embed_images(paths, keys, detector, encoder, cache, aligned=True)
     assert status == ["ok"] * len(paths)
     np.testing.assert_allclose(emb, dcgan.embed(images, encoder), atol=1e-6)

@@ -165,16 +165,32 @@ def test_one_changed_image_recomputes_only_its_entries(roots: Path, first, tmp_p
     assert report.cache_counters["distances_computed"] == int(kept.sum()) - 1
 
 
-def test_corrupt_cache_file_is_recomputed_with_a_warning(
+def test_corrupt_cache_entry_is_recomputed(roots: Path, first, tmp_path: Path) -> None:
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    victim = sorted((tmp_path / "cache" / "embeddings").glob("??/*.npz"))[0]
+    victim.write_bytes(b"not a zip file")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)
+        report = run_privacy_check(*_args(roots), cache=tmp_path / "cache", **FAST)
+    assert report.cache_counters["embeddings_computed"] == 1  # the one image of that entry
+    pd.testing.assert_frame_equal(report.flagging, first[0].flagging)
+    with np.load(victim, allow_pickle=False) as entry:  # written again, whole
+        assert str(entry["status"]) in ("ok", "no_face")
+
+
+def test_corrupt_appearance_file_is_recomputed_with_a_warning(
     roots: Path, first, tmp_path: Path
 ) -> None:
     shutil.copytree(first[1] / "cache", tmp_path / "cache")
-    victim = next((tmp_path / "cache" / "embeddings").rglob("train/a.npz"))
+    victim = next((tmp_path / "cache" / "appearance").glob("*.npz"))
     victim.write_bytes(b"not a zip file")
     with pytest.warns(IdauditWarning) as record:
         report = run_privacy_check(*_args(roots), cache=tmp_path / "cache", **FAST)
-    assert any("cannot be used" in str(w.message) and "a.npz" in str(w.message) for w in record)
-    assert report.cache_counters["embeddings_computed"] == 5  # the 5 training images of a
+    assert any("cannot be used" in str(w.message) and victim.name in str(w.message) for w in record)
+    assert report.cache_counters["embeddings_computed"] == 0
+    assert report.cache_counters["distances_computed"] == first[0].cache_counters[
+        "distances_computed"
+    ]
     pd.testing.assert_frame_equal(report.flagging, first[0].flagging)
 
 
@@ -205,6 +221,43 @@ def test_bad_input(roots: Path, tmp_path: Path) -> None:
         pytest.raises(InvalidInputError, match="no cohort has a usable face"),
     ):
         run_privacy_check(*_args(tmp_path / "blank"), **FAST)
+
+
+def test_rerun_reads_every_embedding_from_the_cache_and_gives_the_same_tables(
+    roots: Path, first, tmp_path: Path
+) -> None:
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)  # the skipped cohort, again
+        report = run_privacy_check(*_args(roots), cache=tmp_path / "cache", **FAST)
+    before = first[0].cache_counters
+    assert report.cache_counters["embeddings_computed"] == 0
+    # every image the first run computed or reused is now read from the cache
+    assert report.cache_counters["embeddings_reused"] == (
+        before["embeddings_computed"] + before["embeddings_reused"]
+    )
+    for name in ("flagging", "nnaa", "flagging_by_cohort", "counts"):
+        pd.testing.assert_frame_equal(
+            getattr(report, name), getattr(first[0], name), check_exact=True
+        )
+
+
+def test_an_image_found_again_in_another_split_is_read_not_encoded(
+    roots: Path, first, tmp_path: Path
+) -> None:
+    copy = tmp_path / "roots"
+    shutil.copytree(roots, copy)
+    shutil.copytree(first[1] / "cache", tmp_path / "cache")
+    shutil.copy(copy / "train" / "b" / "s20_0.png", copy / "heldout" / "b" / "again.png")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdauditWarning)  # the overlap is noted
+        report = run_privacy_check(*_args(copy), cache=tmp_path / "cache", **FAST)
+    before = first[0].cache_counters
+    # one embedding cache, keyed by content: the held-out copy is the training image's entry
+    assert report.cache_counters["embeddings_computed"] == 0
+    assert report.cache_counters["embeddings_reused"] == (
+        before["embeddings_computed"] + before["embeddings_reused"] + 1
+    )
 
 
 def test_dlib_in_cpp_gives_the_torch_runtime_numbers_under_its_own_name(
@@ -482,7 +535,7 @@ def test_unreadable_and_too_small_files_are_named(roots: Path, first, tmp_path: 
 
 
 def test_embed_images_refuses_images_below_the_minimum_side(roots: Path, tmp_path: Path) -> None:
-    from idaudit.faces import AlignedDetector, DlibEncoder
+    from idaudit.faces import AlignedDetector, DlibEncoder, EmbeddingCache, content_key
     from idaudit.pipeline._folders import MIN_IMAGE_SIDE, MemoDetector, embed_images
 
     face = Image.open(roots / "train" / "a" / "s00_0.png")
@@ -491,8 +544,10 @@ def test_embed_images_refuses_images_below_the_minimum_side(roots: Path, tmp_pat
     for side in (8, MIN_IMAGE_SIDE - 1, MIN_IMAGE_SIDE):
         paths.append(small / f"{side}.png")
         face.resize((side, side)).save(paths[-1])
-    status, emb, messages = embed_images(
-        paths, MemoDetector(AlignedDetector()), DlibEncoder(), aligned=True
+    keys = [content_key("aligned dlib", p.name) for p in paths]
+    cache = EmbeddingCache(tmp_path / "cache")
+    status, emb, messages, _ = embed_images(
+        paths, keys, MemoDetector(AlignedDetector()), DlibEncoder(), cache, aligned=True
     )
     assert status == ["too_small", "too_small", "ok"]
     assert np.isnan(emb[:2]).all()

@@ -1,4 +1,4 @@
-"""The privacy check's cache keys (idaudit.pipeline._privacy_cache)."""
+"""The privacy check's appearance-distance cache (idaudit.pipeline._privacy_cache)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ pytest.importorskip("dlib")
 pytest.importorskip("facenet_pytorch")
 
 
-def test_cache_keys_change_with_the_weights(tmp_path: Path) -> None:
+def test_cache_files_change_with_the_metric_identity(tmp_path: Path) -> None:
     cache = PrivacyCache(tmp_path)
-    a = cache.embedding_path({"encoder": "x", "encoder_weights": {"f": "1"}}, "train", "c")
-    b = cache.embedding_path({"encoder": "x", "encoder_weights": {"f": "2"}}, "train", "c")
+    a = cache.appearance_path({"metric": "lpips", "weights": {"f": "1"}})
+    b = cache.appearance_path({"metric": "lpips", "weights": {"f": "2"}})
     assert a != b
 
 
