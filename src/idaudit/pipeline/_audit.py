@@ -195,8 +195,9 @@ class GeneratorAudit:
                 controls=self.controls,
             )
         except InvalidInputError as err:  # e.g. no pair with every epsilon
-            return "\n".join(["# idaudit audit_generator", "", f"No audit summary: {err}", "",
-                              *lines])
+            return "\n".join(
+                ["# idaudit audit_generator", "", f"No audit summary: {err}", "", *lines]
+            )
 
 
 def _pairs_asked(results: xr.Dataset) -> str:
@@ -315,7 +316,7 @@ def _generator_attrs(generator: Any) -> dict[str, Any]:
 
 
 def _run_draws(
-    engine: EncodedGenerator, plan: DrawSettings, rng: RngLike, progress: bool, desc: str
+    engine: EncodedGenerator, plan: DrawSettings, rng: RngLike, bar: str | None
 ) -> tuple[npt.NDArray[np.float64], pd.DataFrame, pd.DataFrame]:
     """Draw every identity's sources, run them through ``engine`` and gather the rows.
 
@@ -334,10 +335,10 @@ def _run_draws(
     labels = engine.identities.tolist()
     seeds = spawn_seeds(check_random_state(rng), len(labels))
     iterator: Any = zip(labels, seeds, strict=True)
-    if progress:
+    if bar is not None:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(iterator, total=len(labels), desc=desc, unit="identity")
+        iterator = tqdm(iterator, total=len(labels), desc=bar, unit="identity")
     blocks: list[npt.NDArray[np.float64]] = []
     records: list[dict[str, Any]] = []
     for label, seed in iterator:
@@ -488,9 +489,8 @@ def encode_generator(
             plan,
             cache,
             rng,
-            progress,
             original_faces,
-            "identities",
+            "identities" if progress else None,
         )
 
 
@@ -501,11 +501,13 @@ def _encode(
     plan: DrawSettings,
     cache: EmbeddingCache | str | os.PathLike[str] | None,
     rng: RngLike,
-    progress: bool,
     original_faces: MutableMapping[tuple[Any, int], Face | None] | None,
-    desc: str,
+    bar: str | None,
 ) -> GeneratorEmbeddings:
-    """:func:`encode_generator` on checked settings (``plan.min_rows`` set), bar ``desc``."""
+    """:func:`encode_generator` on checked settings (``plan.min_rows`` set).
+
+    ``bar`` names the progress bar over identities (``None``: no bar).
+    """
     assert plan.min_rows is not None
     engine = EncodedGenerator(
         generator,
@@ -519,7 +521,7 @@ def _encode(
         progress=False,
         original_faces=original_faces,
     )
-    vectors, outcomes, rows = _run_draws(engine, plan, rng, progress, desc)
+    vectors, outcomes, rows = _run_draws(engine, plan, rng, bar)
     counts = _counts(engine, outcomes, vectors, rows, plan.min_rows)
     excluded = tuple(counts.index[counts["excluded"]].tolist())
     _warn_exclusions(counts, excluded, plan)
@@ -775,7 +777,14 @@ def audit_generator(
         plan = _draw_settings(draws, _min_rows_for(auditors, settings.certifier))
         pipeline = _face_pipeline(models)
         coded = _encode(
-            generator, images_by_identity, pipeline, plan, cache, rng, progress, None, "identities"
+            generator,
+            images_by_identity,
+            pipeline,
+            plan,
+            cache,
+            rng,
+            None,
+            "identities" if progress else None,
         )
         return _audit(coded, settings, auditors, seed, progress)
 

@@ -216,9 +216,8 @@ def _encode_conditions(
                 plan,
                 cache,
                 rng,
-                progress,
                 original_faces,
-                f"{name}: identities",
+                f"{name}: identities" if progress else None,
             )
     return coded
 

@@ -15,7 +15,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -177,8 +177,7 @@ def run_privacy_check(
         models = FaceModelOptions(dlib="torch")
     elif not isinstance(models, FaceModelOptions):
         raise TypeError(
-            "`models` must be an idaudit.faces.FaceModelOptions; got "
-            f"{type(models).__name__}."
+            f"`models` must be an idaudit.faces.FaceModelOptions; got {type(models).__name__}."
         )
     if statistics is None:
         statistics = PrivacyStatistics()
@@ -277,9 +276,7 @@ def _run(
         settings,
         cohorts,
         embedded,
-        usable,
-        skipped={**cohorts.missing, **no_face},
-        unreadable=unreadable,
+        _Kept(usable, skipped={**cohorts.missing, **no_face}, unreadable=unreadable),
         rows=_AxisRows(
             flagging=identity.flagging + appearance.flagging,
             nnaa=identity.nnaa + appearance.nnaa,
@@ -321,14 +318,21 @@ def _stages(settings: PrivacySettings, total: int) -> Iterator[Callable[[str], N
         bar.close()
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """The cohorts the statistics used, those skipped (with why) and the unreadable files."""
+
+    usable: list[str]
+    skipped: dict[str, str]
+    unreadable: dict[str, str]
+
+
 def _report(
     settings: PrivacySettings,
     cohorts: _Cohorts,
     embedded: _Embedded,
-    usable: list[str],
+    kept: _Kept,
     *,
-    skipped: dict[str, str],
-    unreadable: dict[str, str],
     rows: _AxisRows,
     models: CheckModels,
     cache: CacheUse,
@@ -365,9 +369,9 @@ def _report(
         ),
         sanity=sanity,
         counts=_counts_frame(embedded, cohorts.common),
-        cohorts=usable,
-        skipped=skipped,
-        unreadable_files=unreadable,
+        cohorts=kept.usable,
+        skipped=kept.skipped,
+        unreadable_files=kept.unreadable,
         notes=notes,
         settings=settings,
         inputs=InputListing(
