@@ -9,7 +9,8 @@ import numpy as np
 import numpy.typing as npt
 
 from idaudit._validation import Constraint, Interval
-from idaudit.audits._base import NAME, BaseAuditor, Batch, Output
+from idaudit.audits._base import NAME, BaseAuditor, Output
+from idaudit.audits._batch import Batch
 from idaudit.audits._tiles import Tile
 
 __all__ = ["GaussMechAuditor"]
@@ -100,10 +101,8 @@ class GaussMechAuditor(BaseAuditor):
     def _run(self, batch: Batch, seed: int | None) -> dict[str, Any]:
         # O(n d) per identity, computed once per audit_pairs call (plain numpy on the host
         # beats moving rows to a device); O(d) per pair
-        stats = [
-            tuple(batch.per_identity("gaussmech", side, p, _mean_and_rms) for side in (0, 1))
-            for p in range(batch.n_pairs)
-        ]
+        todo = batch.uncached("gaussmech")
+        stats = batch.per_identity("gaussmech", {k: _mean_and_rms(x) for k, x in todo.items()})
         dist = np.array([np.linalg.norm(ma - mb) for (ma, _), (mb, _) in stats])  # (pairs,)
         sigma = np.array([max(sa, sb) for (_, sa), (_, sb) in stats])  # (pairs,)
         return self._outputs(dist, sigma)

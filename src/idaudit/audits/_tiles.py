@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from idaudit.audits._base import PairError
+from idaudit.audits._batch import PairError
 
 if TYPE_CHECKING:  # auditors import this module's Tile for their type hints
     from idaudit.audits._base import BaseAuditor
