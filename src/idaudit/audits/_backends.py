@@ -11,7 +11,7 @@ depends on one identity is computed once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -91,7 +91,7 @@ def run_chunks(
     *,
     n_threads: int,
     client: Any = None,
-) -> Iterator[tuple[int, ChunkResult]]:
+) -> Generator[tuple[int, ChunkResult], None, None]:
     """Yield ``(k, result)`` for every chunk ``k`` of ``todo`` (pairs ``bounds[k]``) as it finishes.
 
     Without ``client``, on ``n_threads`` threads of this process with at most ``n_threads``
@@ -121,7 +121,7 @@ def run_chunks(
 
 def run_bounded(
     work: Callable[[K], R], items: Iterable[K], n_threads: int, in_flight: int
-) -> Iterator[tuple[K, R]]:
+) -> Generator[tuple[K, R], None, None]:
     """Yield ``(item, work(item))`` for every item, run on ``n_threads`` threads of a pool.
 
     At most ``in_flight`` items are submitted at a time (what bounds the memory of the
@@ -197,7 +197,7 @@ def _run_dask(
     seeds: Sequence[int | None],
     device: torch.device,
     client: Any,
-) -> Iterator[tuple[int, ChunkResult]]:
+) -> Generator[tuple[int, ChunkResult], None, None]:
     """Chunks on the workers of ``client``, a bounded number in flight (see :func:`run_chunks`)."""
     from distributed import as_completed
 

@@ -10,7 +10,7 @@ as it completes (:class:`TileStore`) and a later call reads it back instead of r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -152,7 +152,7 @@ def run_tiled(
     client: Any,
     store: TileStore | None,
     store_attrs: dict[str, dict[str, Any]],
-) -> Iterator[Pairs]:
+) -> Generator[Pairs, None, None]:
     """Yield every pair's values, tile row by tile row: read from ``store``, or run and stored.
 
     ``rows(identity)`` gives an identity's rows (the blocks are built only when a tile runs).
@@ -206,7 +206,7 @@ def _local(
     device: torch.device,
     n_threads: int,
     identities: Sequence[Any],
-) -> Iterator[tuple[int, int, TileResult]]:
+) -> Generator[tuple[int, int, TileResult], None, None]:
     """Tiles on ``n_threads`` threads, at most ``2 n_threads`` in flight (bounded memory)."""
 
     def one(tile: tuple[int, int]) -> TileResult:
@@ -230,7 +230,7 @@ def _dask(
     device: torch.device,
     client: Any,
     identities: Sequence[Any],
-) -> Iterator[tuple[int, int, TileResult]]:
+) -> Generator[tuple[int, int, TileResult], None, None]:
     """Tiles on a dask cluster: each block is scattered once; a task gets its two blocks."""
     from distributed import as_completed
 
