@@ -32,7 +32,7 @@ from idaudit.audits._batch import PairError
 if TYPE_CHECKING:  # auditors import this module's Tile for their type hints
     from idaudit.audits._base import BaseAuditor
 
-__all__ = ["Block", "Tile", "TilePlan", "run_tile"]
+__all__ = ["Block", "Side", "Tile", "TilePlan", "run_tile"]
 
 #: Identities per block when ``tile_size`` is None.
 DEFAULT_TILE_SIZE = 64
@@ -137,7 +137,7 @@ class Block:
         return int(self.rows.shape[1])
 
 
-class _Side:
+class Side:
     """One block on a device, with what its pairs share: norms, within distances, means."""
 
     def __init__(self, block: Block, device: torch.device) -> None:
@@ -160,18 +160,6 @@ class _Side:
         iu = torch.triu_indices(self.block.n, self.block.n, 1, device=self.device)
         return d2[:, iu[0], iu[1]]
 
-    def per_identity(self, name: str, compute: Any) -> tuple[npt.NDArray[Any], ...]:
-        """``compute(rows)`` of each identity of the block, stacked per returned field (cached).
-
-        ``compute`` returns a tuple (e.g. GaussMech's mean row and residual scale); the
-        result holds one array per field, its first axis over the block's identities.
-        """
-        if name not in self.cache:
-            parts = [compute(x) for x in self.block.rows]
-            self.cache[name] = tuple(np.stack(field) for field in zip(*parts, strict=True))
-        out: tuple[npt.NDArray[Any], ...] = self.cache[name]
-        return out
-
 
 class Tile:
     """A group of identity pairs of one tile, all of sizes ``(n_a, n_b)``.
@@ -180,7 +168,7 @@ class Tile:
     side B. What several auditors need is computed once and kept in ``cache``.
     """
 
-    def __init__(self, side_a: _Side, side_b: _Side, ia: torch.Tensor, jb: torch.Tensor) -> None:
+    def __init__(self, side_a: Side, side_b: Side, ia: torch.Tensor, jb: torch.Tensor) -> None:
         self.a, self.b = side_a, side_b
         self.ia, self.jb = ia, jb
         self.n_a, self.n_b = side_a.block.n, side_b.block.n
@@ -289,8 +277,8 @@ def run_tile(
     Also the unit of work sent to dask workers. A bad pair raises :class:`PairError` with its
     position in the tile.
     """
-    side_a = _Side(block_a, device)
-    side_b = side_a if diagonal else _Side(block_b, device)
+    side_a = Side(block_a, device)
+    side_b = side_a if diagonal else Side(block_b, device)
     n = block_a.n + block_b.n
     parts: list[dict[str, dict[str, npt.NDArray[Any]]]] = []
     start = 0
