@@ -1,7 +1,7 @@
 """The tiled engine of ``audit_pairs(es, "all", ...)``: tiles on threads or dask workers.
 
 :func:`run_tiled` cuts the call's identities into blocks (:class:`~idaudit.audits._tiles.
-TilePlan`), runs every tile (:func:`~idaudit.audits._tiles.run_tile`) on ``n_threads``
+TilePlan`), runs every auditor on every tile (:func:`_one_tile`) on ``n_threads``
 threads of this process or on the workers of a ``dask.distributed`` cluster, and yields each
 finished tile's pairs: the engine scatters them into per-pair arrays or feeds a
 :class:`~idaudit.audits._stream.SummaryStream`. With a store, every tile row is written
@@ -25,7 +25,7 @@ from idaudit.audits._backends import run_bounded
 from idaudit.audits._base import BaseAuditor
 from idaudit.audits._batch import PairError
 from idaudit.audits._store import import_zarr, open_existing
-from idaudit.audits._tiles import Block, TilePlan, TileResult, run_tile
+from idaudit.audits._tiles import Block, TilePlan, TileResult, tile_groups
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["TileStore", "run_tiled"]
@@ -56,9 +56,31 @@ def _tile_error(exc: PairError, plan: TilePlan, r: int, s: int, ids: Sequence[An
 def _one_tile(
     block_a: Block, block_b: Block, diagonal: bool, auditors: Sequence[BaseAuditor], device: Any
 ) -> TileResult:
-    """One tile on one thread (also the task a dask worker runs)."""
+    """Every auditor on every pair of one tile, in :meth:`TilePlan.pair_codes` order.
+
+    Runs on one thread; also the task a dask worker runs. A bad pair raises
+    :class:`PairError` with its position in the tile.
+    """
+    parts: list[TileResult] = []
+    start = 0
     with single_threaded():
-        return run_tile(block_a, block_b, diagonal, auditors, resolve_device(device))
+        for tile in tile_groups(block_a, block_b, diagonal, resolve_device(device)):
+            out: TileResult = {}
+            for aud in auditors:
+                try:
+                    res = aud._run_tile(tile)
+                except PairError as exc:
+                    message = f"auditor {aud.label!r}: {exc}"
+                    raise PairError(message, pair_index=start + exc.pair_index) from None
+                out[aud.label] = {o.name: np.asarray(res[o.name]) for o in aud.outputs()}
+            parts.append(out)
+            start += tile.n_pairs
+    return {
+        aud.label: {
+            o.name: np.concatenate([p[aud.label][o.name] for p in parts]) for o in aud.outputs()
+        }
+        for aud in auditors
+    }
 
 
 class TileStore:
