@@ -1,17 +1,17 @@
 """Where :func:`idaudit.audit_pairs` runs its chunks: threads of this process, or dask workers.
 
 A chunk is a list of identity pairs; running it means running every auditor on one
-:class:`~idaudit.audits._base.Batch` of those pairs. The local backend keeps at most
+:class:`~idaudit.audits._batch.Batch` of those pairs. The local backend keeps at most
 ``n_threads`` chunks in flight on a thread pool, each on one torch thread; the dask backend
 scatters the embeddings once and keeps a bounded number of chunks in flight on the cluster.
-The local backend shares one :class:`~idaudit.audits._base.CallCache` across the chunks of a
+The local backend shares one :class:`~idaudit.audits._batch.CallCache` across the chunks of a
 call; a dask worker process keeps one per input, ``failures`` setting and device, so what
 depends on one identity is computed once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -20,7 +20,8 @@ import numpy.typing as npt
 import torch
 
 from idaudit._device import resolve_device, single_threaded
-from idaudit.audits._base import BaseAuditor, Batch, CallCache, PairError
+from idaudit.audits._base import BaseAuditor
+from idaudit.audits._batch import Batch, CallCache, PairError
 from idaudit.audits._plan import ChunkResult, PairPlan
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import InvalidInputError
@@ -79,7 +80,7 @@ def _chunk_of(
         return _run_chunk(samples, pairs, auditors, seeds, device, shared, failures)
 
 
-def _run_local(
+def run_chunks(
     es: EmbeddingSet,
     plan: PairPlan,
     bounds: Sequence[tuple[int, int]],
@@ -87,37 +88,45 @@ def _run_local(
     auditors: Sequence[BaseAuditor],
     seeds: Sequence[int | None],
     device: torch.device,
+    *,
     n_threads: int,
-    width: int,
-    collect: Callable[[int, ChunkResult], None],
-) -> None:
-    """Chunks on ``n_threads`` threads, at most ``n_threads`` in flight (memory bound)."""
-    shared = CallCache(width=width)  # per-identity results reused across chunks
+    client: Any = None,
+) -> Generator[tuple[int, ChunkResult], None, None]:
+    """Yield ``(k, result)`` for every chunk ``k`` of ``todo`` (pairs ``bounds[k]``) as it finishes.
 
-    def one(k: int) -> ChunkResult:
-        return _chunk_of(es, plan.pairs(*bounds[k]), auditors, seeds, device, shared)
+    Without ``client``, on ``n_threads`` threads of this process with at most ``n_threads``
+    chunks in flight (memory bound); with a dask ``client`` (see :func:`dask_client`), on its
+    workers with a bounded number in flight.
+    """
+    if not todo:
+        return
+    chunks = ((k, plan.pairs(*bounds[k])) for k in todo)  # pairs decoded as chunks start
+    if client is not None:
+        yield from _run_dask(es, chunks, auditors, seeds, device, client)
+        return
+    shared = CallCache(width=max(es.counts.values()))  # per-identity results reused across chunks
+
+    def one(chunk: tuple[int, list[tuple[Any, Any]]]) -> ChunkResult:
+        return _chunk_of(es, chunk[1], auditors, seeds, device, shared)
 
     n_threads = min(n_threads, len(todo))
     with single_threaded():  # held for the whole call, so threads never toggle it
         if n_threads == 1:
-            for k in todo:
-                collect(k, one(k))
+            for chunk in chunks:
+                yield chunk[0], one(chunk)
             return
-        run_bounded(one, todo, n_threads, n_threads, collect)
+        for (k, _), result in run_bounded(one, chunks, n_threads, n_threads):
+            yield k, result
 
 
 def run_bounded(
-    work: Callable[[K], R],
-    items: Iterable[K],
-    n_threads: int,
-    in_flight: int,
-    done: Callable[[K, R], None],
-) -> None:
-    """``done(item, work(item))`` for every item, on ``n_threads`` threads of a pool.
+    work: Callable[[K], R], items: Iterable[K], n_threads: int, in_flight: int
+) -> Generator[tuple[K, R], None, None]:
+    """Yield ``(item, work(item))`` for every item, run on ``n_threads`` threads of a pool.
 
     At most ``in_flight`` items are submitted at a time (what bounds the memory of the
-    results waiting to be collected); ``done`` runs on the calling thread as items finish,
-    in completion order. An exception in ``work`` cancels what is still queued and is raised.
+    results waiting to be collected); results come in completion order. An exception in
+    ``work`` cancels what is still queued and is raised.
     """
     pending = iter(items)
     with ThreadPoolExecutor(n_threads, thread_name_prefix="idaudit") as pool:
@@ -131,7 +140,7 @@ def run_bounded(
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     item = running.pop(fut)
-                    done(item, fut.result())
+                    yield item, fut.result()
                     nxt = next(pending, None)
                     if nxt is not None:
                         running[pool.submit(work, nxt)] = nxt
@@ -183,43 +192,33 @@ def _dask_chunk(
 
 def _run_dask(
     es: EmbeddingSet,
-    plan: PairPlan,
-    bounds: Sequence[tuple[int, int]],
-    todo: Sequence[int],
+    chunks: Iterator[tuple[int, list[tuple[Any, Any]]]],
     auditors: Sequence[BaseAuditor],
     seeds: Sequence[int | None],
     device: torch.device,
     client: Any,
-    collect: Callable[[int, ChunkResult], None],
-) -> None:
-    """Chunks on the workers of ``client`` (see :func:`dask_client`), a bounded number in flight."""
+) -> Generator[tuple[int, ChunkResult], None, None]:
+    """Chunks on the workers of ``client``, a bounded number in flight (see :func:`run_chunks`)."""
     from distributed import as_completed
 
     # once per worker; a fresh key, so a release from an earlier call cannot race this one
     es_future = client.scatter(es, broadcast=True, hash=False)
     slots = max(2, 2 * sum(client.nthreads().values()))  # chunks in flight: bounded memory
-    pending = iter(todo)
     chunk_of: dict[str, int] = {}
 
-    def submit(k: int) -> Any:
+    def submit(k: int, pairs: list[tuple[Any, Any]]) -> Any:
         fut = client.submit(
-            _dask_chunk,
-            es_future,
-            plan.pairs(*bounds[k]),
-            list(auditors),
-            list(seeds),
-            str(device),
-            pure=False,
+            _dask_chunk, es_future, pairs, list(auditors), list(seeds), str(device), pure=False
         )
         chunk_of[fut.key] = k
         return fut
 
-    first = [submit(k) for _, k in zip(range(slots), pending, strict=False)]
+    first = [submit(*chunk) for _, chunk in zip(range(slots), chunks, strict=False)]
     queue = as_completed(first)  # type: ignore[no-untyped-call]
     for fut in queue:
         result: ChunkResult = fut.result()
-        collect(chunk_of.pop(fut.key), result)
-        nxt = next(pending, None)
+        yield chunk_of.pop(fut.key), result
+        nxt = next(chunks, None)
         if nxt is not None:
-            queue.add(submit(nxt))  # type: ignore[no-untyped-call]
+            queue.add(submit(*nxt))  # type: ignore[no-untyped-call]
         fut.release()

@@ -21,6 +21,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -40,13 +41,13 @@ from idaudit._results import (
 )
 from idaudit._validation import check_integer, check_option
 from idaudit._version import __version__
-from idaudit.audits._backends import _run_dask, _run_local, dask_client
+from idaudit.audits._backends import dask_client, run_chunks
 from idaudit.audits._base import BaseAuditor
 from idaudit.audits._failures import PairFailures
-from idaudit.audits._plan import ChunkResult, OutputSpec, PairPlan, output_specs
+from idaudit.audits._plan import OutputSpec, PairPlan, output_specs
 from idaudit.audits._store import _Store
 from idaudit.audits._stream import SummaryStream, simultaneity
-from idaudit.audits._tiled import TileStore, blocks_of, run_tiled
+from idaudit.audits._tiled import TileStore, run_tiled
 from idaudit.audits._tiles import DEFAULT_TILE_SIZE, TilePlan
 from idaudit.data import EmbeddingSet
 from idaudit.exceptions import IdauditWarning, InvalidInputError
@@ -431,27 +432,23 @@ def _run_chunks(
     done = sink.done() if sink is not None else set()
     todo = [k for k in range(n_chunks) if k not in done]
 
-    def collect(k: int, result: ChunkResult) -> None:
-        lo, hi = bounds[k]
-        if sink is not None:
-            sink.write(k, lo, hi, result)
-        else:
-            add(
-                np.arange(lo, hi),
-                *plan.codes(lo, hi),
-                {s.var: result[s.label][s.name] for s in kept},
-            )
-        advance(hi - lo)
-
     advance(plan.n_pairs - sum(bounds[k][1] - bounds[k][0] for k in todo))
-    width = max(es.counts.values())
-    if not todo:
-        pass
-    elif call.backend == "local":
-        _run_local(es, plan, bounds, todo, auditors, seeds, call.device, n_threads, width, collect)
-    else:
-        client = dask_client(call.client)
-        _run_dask(es, plan, bounds, todo, auditors, seeds, call.device, client, collect)
+    client = dask_client(call.client) if call.backend == "dask" and todo else None
+    chunks = run_chunks(
+        es, plan, bounds, todo, auditors, seeds, call.device, n_threads=n_threads, client=client
+    )
+    with closing(chunks):  # an error below stops the threads or tasks still running
+        for k, result in chunks:
+            lo, hi = bounds[k]
+            if sink is not None:
+                sink.write(k, lo, hi, result)
+            else:
+                add(
+                    np.arange(lo, hi),
+                    *plan.codes(lo, hi),
+                    {s.var: result[s.label][s.name] for s in kept},
+                )
+            advance(hi - lo)
     if sink is not None:
         add(np.arange(plan.n_pairs), *plan.codes(), {s.var: sink.read(s.var) for s in kept})
     return {"setting.engine": "chunked", "setting.batch_size": batch_size}
@@ -479,21 +476,23 @@ def _run_tiles(
     store_attrs = {
         s.var: {"long_name": s.output.long_name, "status": s.output.status} for s in kept
     }
-    run_tiled(
+    pairs = run_tiled(
         tiles,
-        lambda: blocks_of(es.get, plan.identities, tiles),
+        es.get,
         plan.identities,
         call.auditors,
         [(s.var, s.label, s.name) for s in kept],
-        add,
         device=call.device,
         n_threads=n_threads,
         backend=call.backend,
         client=dask_client(call.client) if call.backend == "dask" else None,
         store=sink,
         store_attrs=store_attrs,
-        progress=advance,
     )
+    with closing(pairs):
+        for index, a, b, values in pairs:
+            add(index, a, b, values)
+            advance(len(index))
     return {"setting.engine": "tiled", "setting.tile_size": tile_size}
 
 

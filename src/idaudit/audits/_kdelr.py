@@ -11,7 +11,8 @@ import numpy.typing as npt
 import torch
 
 from idaudit._validation import Constraint, Device, Interval, Options
-from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
+from idaudit.audits._base import NAME, BaseAuditor, Output
+from idaudit.audits._batch import Batch, PairError
 from idaudit.ops import kde_bandwidth, kde_on_grid, log_ratio_max
 from idaudit.ops._kde import BANDWIDTH_RULES
 
@@ -204,15 +205,10 @@ def _maxima(
     at a group's densities whatever the batch size.
     """
     dev = batch.device
-    pieces = [
-        [
-            batch.per_identity(
-                f"kdelr_{rule}", side, p, lambda rows: _identity_pieces(rows, rule, dev)
-            )
-            for side in (0, 1)
-        ]
-        for p in range(batch.n_pairs)
-    ]
+    todo = batch.uncached(f"kdelr_{rule}")
+    pieces = batch.per_identity(
+        f"kdelr_{rule}", {k: _identity_pieces(x, rule, dev) for k, x in todo.items()}
+    )
     dim = pieces[0][0][0].shape[0]
     group = max(1, _ROWS_PER_GROUP["cuda" if dev.type == "cuda" else "cpu"] // dim)
     out = {st: torch.empty(batch.n_pairs, dim, dtype=torch.float64, device=dev) for st in settings}

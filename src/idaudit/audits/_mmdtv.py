@@ -28,7 +28,8 @@ from idaudit._validation import (
     check_random_state,
     spawn_seeds,
 )
-from idaudit.audits._base import NAME, BaseAuditor, Batch, Output, PairError
+from idaudit.audits._base import NAME, BaseAuditor, Output
+from idaudit.audits._batch import Batch, PairError
 from idaudit.audits._mmdcert import BOUNDS, OptionalLevel, mmd_lower_bound
 from idaudit.audits._tiles import Tile, rbf_sums
 from idaudit.ops import (

@@ -22,7 +22,8 @@ from idaudit._validation import (
     RandomState,
     RngLike,
 )
-from idaudit.audits._base import NAME, BaseAuditor, Batch, CallCache, Output
+from idaudit.audits._base import NAME, BaseAuditor, Output
+from idaudit.audits._batch import Batch, CallCache
 from idaudit.audits._oof import oof_scores, roc_auc, roc_curve, stratified_folds
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.ops import fit_kernel_logistic

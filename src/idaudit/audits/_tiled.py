@@ -1,16 +1,17 @@
 """The tiled engine of ``audit_pairs(es, "all", ...)``: tiles on threads or dask workers.
 
 :func:`run_tiled` cuts the call's identities into blocks (:class:`~idaudit.audits._tiles.
-TilePlan`), runs every tile (:func:`~idaudit.audits._tiles.run_tile`) on ``n_threads``
-threads of this process or on the workers of a ``dask.distributed`` cluster, and hands each
-finished tile's pairs to ``on_pairs``: the engine scatters them into per-pair arrays or feeds
-a :class:`~idaudit.audits._stream.SummaryStream`. With a store, every tile row is written
+TilePlan`), runs every auditor on every tile (:func:`_one_tile`) on ``n_threads``
+threads of this process or on the workers of a ``dask.distributed`` cluster, and yields each
+finished tile's pairs: the engine scatters them into per-pair arrays or feeds a
+:class:`~idaudit.audits._stream.SummaryStream`. With a store, every tile row is written
 as it completes (:class:`TileStore`) and a later call reads it back instead of recomputing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +22,16 @@ import torch
 from idaudit._device import resolve_device, single_threaded
 from idaudit._results import private_dir
 from idaudit.audits._backends import run_bounded
-from idaudit.audits._base import BaseAuditor, PairError
+from idaudit.audits._base import BaseAuditor
+from idaudit.audits._batch import PairError
 from idaudit.audits._store import import_zarr, open_existing
-from idaudit.audits._tiles import Block, TilePlan, TileResult, run_tile
+from idaudit.audits._tiles import Block, TilePlan, TileResult, tile_groups
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["TileStore", "run_tiled"]
 
-#: ``on_pairs(index, a, b, values)``: pair indices, identity positions and ``{var: values}``.
-OnPairs = Callable[
-    [npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], dict[str, Any]], None
-]
+#: Pairs of a tile or tile row: pair indices, identity positions and ``{var: values}``.
+Pairs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], dict[str, Any]]
 #: The call's result variables: (variable, auditor label, output name).
 Vars = Sequence[tuple[str, str, str]]
 
@@ -56,9 +56,31 @@ def _tile_error(exc: PairError, plan: TilePlan, r: int, s: int, ids: Sequence[An
 def _one_tile(
     block_a: Block, block_b: Block, diagonal: bool, auditors: Sequence[BaseAuditor], device: Any
 ) -> TileResult:
-    """One tile on one thread (also the task a dask worker runs)."""
+    """Every auditor on every pair of one tile, in :meth:`TilePlan.pair_codes` order.
+
+    Runs on one thread; also the task a dask worker runs. A bad pair raises
+    :class:`PairError` with its position in the tile.
+    """
+    parts: list[TileResult] = []
+    start = 0
     with single_threaded():
-        return run_tile(block_a, block_b, diagonal, auditors, resolve_device(device))
+        for tile in tile_groups(block_a, block_b, diagonal, resolve_device(device)):
+            out: TileResult = {}
+            for aud in auditors:
+                try:
+                    res = aud._run_tile(tile)
+                except PairError as exc:
+                    message = f"auditor {aud.label!r}: {exc}"
+                    raise PairError(message, pair_index=start + exc.pair_index) from None
+                out[aud.label] = {o.name: np.asarray(res[o.name]) for o in aud.outputs()}
+            parts.append(out)
+            start += tile.n_pairs
+    return {
+        aud.label: {
+            o.name: np.concatenate([p[aud.label][o.name] for p in parts]) for o in aud.outputs()
+        }
+        for aud in auditors
+    }
 
 
 class TileStore:
@@ -141,11 +163,10 @@ class TileStore:
 
 def run_tiled(
     plan: TilePlan,
-    blocks: Callable[[], list[Block]],
+    rows: Callable[[Any], npt.NDArray[np.float64]],
     identities: Sequence[Any],
     auditors: Sequence[BaseAuditor],
     variables: Vars,
-    on_pairs: OnPairs,
     *,
     device: torch.device,
     n_threads: int,
@@ -153,47 +174,45 @@ def run_tiled(
     client: Any,
     store: TileStore | None,
     store_attrs: dict[str, dict[str, Any]],
-    progress: Callable[[int], None],
-) -> None:
-    """Run every tile row not already in ``store``; give every pair's values to ``on_pairs``."""
+) -> Generator[Pairs, None, None]:
+    """Yield every pair's values, tile row by tile row: read from ``store``, or run and stored.
+
+    ``rows(identity)`` gives an identity's rows (the blocks are built only when a tile runs).
+    """
     if store is not None:
         store.variables = [var for var, _, _ in variables]
     done = store.done() if store is not None else set()
     for r in sorted(done):
         assert store is not None
         index, values = store.read(r)
-        a, b = _codes_of(plan, r)
-        on_pairs(index, a, b, values)
-        progress(len(index))
+        yield (index, *_codes_of(plan, r), values)
     todo = [r for r in range(plan.n_rows) if r not in done]
     if not todo:
         return
-    rows: dict[int, list[tuple[int, TileResult]]] = {r: [] for r in todo}
+    parts_of: dict[int, list[tuple[int, TileResult]]] = {r: [] for r in todo}
     remaining = {r: len(plan.tiles(r)) for r in todo}
-
-    def finished(r: int, s: int, result: TileResult) -> None:
-        index, a, b = plan.pair_codes(r, s)
-        values = _flatten(result, variables)
-        on_pairs(index, a, b, values)
-        progress(len(index))
-        if store is None:
-            return
-        rows[r].append((s, result))
-        remaining[r] -= 1
-        if remaining[r] == 0:  # the row is complete: write it in tile order
-            parts = sorted(rows.pop(r), key=lambda item: item[0])
-            index = np.concatenate([plan.pair_codes(r, s)[0] for s, _ in parts])
-            values = {
-                var: np.concatenate([_flatten(res, variables)[var] for _, res in parts])
-                for var, _, _ in variables
-            }
-            store.write(r, index, values, store_attrs)
-
     tiles = [t for r in todo for t in plan.tiles(r)]
+    blocks = blocks_of(rows, identities, plan)
     if backend == "local":
-        _local(plan, blocks(), tiles, auditors, device, n_threads, identities, finished)
+        finished = _local(plan, blocks, tiles, auditors, device, n_threads, identities)
     else:
-        _dask(plan, blocks(), tiles, auditors, device, client, identities, finished)
+        finished = _dask(plan, blocks, tiles, auditors, device, client, identities)
+    with closing(finished):
+        for r, s, result in finished:
+            index, a, b = plan.pair_codes(r, s)
+            yield index, a, b, _flatten(result, variables)
+            if store is None:
+                continue
+            parts_of[r].append((s, result))
+            remaining[r] -= 1
+            if remaining[r] == 0:  # the row is complete: write it in tile order
+                parts = sorted(parts_of.pop(r), key=lambda item: item[0])
+                index = np.concatenate([plan.pair_codes(r, s)[0] for s, _ in parts])
+                values = {
+                    var: np.concatenate([_flatten(res, variables)[var] for _, res in parts])
+                    for var, _, _ in variables
+                }
+                store.write(r, index, values, store_attrs)
 
 
 def _codes_of(plan: TilePlan, r: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -209,8 +228,7 @@ def _local(
     device: torch.device,
     n_threads: int,
     identities: Sequence[Any],
-    finished: Callable[[int, int, TileResult], None],
-) -> None:
+) -> Generator[tuple[int, int, TileResult], None, None]:
     """Tiles on ``n_threads`` threads, at most ``2 n_threads`` in flight (bounded memory)."""
 
     def one(tile: tuple[int, int]) -> TileResult:
@@ -222,7 +240,8 @@ def _local(
 
     n_threads = max(1, min(n_threads, len(tiles)))
     with single_threaded():
-        run_bounded(one, tiles, n_threads, 2 * n_threads, lambda t, res: finished(*t, res))
+        for (r, s), result in run_bounded(one, tiles, n_threads, 2 * n_threads):
+            yield r, s, result
 
 
 def _dask(
@@ -233,8 +252,7 @@ def _dask(
     device: torch.device,
     client: Any,
     identities: Sequence[Any],
-    finished: Callable[[int, int, TileResult], None],
-) -> None:
+) -> Generator[tuple[int, int, TileResult], None, None]:
     """Tiles on a dask cluster: each block is scattered once; a task gets its two blocks."""
     from distributed import as_completed
 
@@ -258,7 +276,7 @@ def _dask(
             result: TileResult = fut.result()
         except PairError as exc:
             raise _tile_error(exc, plan, *tile, identities) from None
-        finished(*tile, result)
+        yield (*tile, result)
         nxt = next(pending, None)
         if nxt is not None:
             queue.add(submit(nxt))  # type: ignore[no-untyped-call]

@@ -9,7 +9,7 @@ two blocks' stacked rows, and every pair of the tile is reduced while those dist
 in cache, a group of rows of block ``r`` at a time (:class:`Tile`). A *tile row* is block
 ``r`` against every block ``s >= r``: the unit the resumable store writes.
 
-An auditor runs here when it implements ``_run_tile(tile)`` and its ``_tileable()`` says
+An auditor runs on tiles when it implements ``_run_tile(tile)`` and its ``_tileable()`` says
 yes for its parameters (GaussMech; MMD-TV without certified bounds or permutation tests):
 the numbers equal its ``_run`` on the same pairs to rounding.
 """
@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
-from idaudit.audits._base import PairError
-
-if TYPE_CHECKING:  # auditors import this module's Tile for their type hints
-    from idaudit.audits._base import BaseAuditor
-
-__all__ = ["Block", "Tile", "TilePlan", "run_tile"]
+__all__ = ["Block", "Side", "Tile", "TilePlan", "tile_groups"]
 
 #: Identities per block when ``tile_size`` is None.
 DEFAULT_TILE_SIZE = 64
@@ -137,7 +132,7 @@ class Block:
         return int(self.rows.shape[1])
 
 
-class _Side:
+class Side:
     """One block on a device, with what its pairs share: norms, within distances, means."""
 
     def __init__(self, block: Block, device: torch.device) -> None:
@@ -160,18 +155,6 @@ class _Side:
         iu = torch.triu_indices(self.block.n, self.block.n, 1, device=self.device)
         return d2[:, iu[0], iu[1]]
 
-    def per_identity(self, name: str, compute: Any) -> tuple[npt.NDArray[Any], ...]:
-        """``compute(rows)`` of each identity of the block, stacked per returned field (cached).
-
-        ``compute`` returns a tuple (e.g. GaussMech's mean row and residual scale); the
-        result holds one array per field, its first axis over the block's identities.
-        """
-        if name not in self.cache:
-            parts = [compute(x) for x in self.block.rows]
-            self.cache[name] = tuple(np.stack(field) for field in zip(*parts, strict=True))
-        out: tuple[npt.NDArray[Any], ...] = self.cache[name]
-        return out
-
 
 class Tile:
     """A group of identity pairs of one tile, all of sizes ``(n_a, n_b)``.
@@ -180,7 +163,7 @@ class Tile:
     side B. What several auditors need is computed once and kept in ``cache``.
     """
 
-    def __init__(self, side_a: _Side, side_b: _Side, ia: torch.Tensor, jb: torch.Tensor) -> None:
+    def __init__(self, side_a: Side, side_b: Side, ia: torch.Tensor, jb: torch.Tensor) -> None:
         self.a, self.b = side_a, side_b
         self.ia, self.jb = ia, jb
         self.n_a, self.n_b = side_a.block.n, side_b.block.n
@@ -277,43 +260,19 @@ def _groups(
     return out
 
 
-def run_tile(
-    block_a: Block,
-    block_b: Block,
-    diagonal: bool,
-    auditors: Sequence[BaseAuditor],
-    device: torch.device,
-) -> TileResult:
-    """Every auditor on every pair of one tile, in :meth:`TilePlan.pair_codes` order.
+def tile_groups(
+    block_a: Block, block_b: Block, diagonal: bool, device: torch.device
+) -> Iterator[Tile]:
+    """Yield the pairs of one tile, in :meth:`TilePlan.pair_codes` order, in groups (memory cap).
 
-    Also the unit of work sent to dask workers. A bad pair raises :class:`PairError` with its
-    position in the tile.
+    Each group holds whole side-A identities; the two sides (their norms, within distances
+    and cached per-identity values) are shared by every group.
     """
-    side_a = _Side(block_a, device)
-    side_b = side_a if diagonal else _Side(block_b, device)
+    side_a = Side(block_a, device)
+    side_b = side_a if diagonal else Side(block_b, device)
     n = block_a.n + block_b.n
-    parts: list[dict[str, dict[str, npt.NDArray[Any]]]] = []
-    start = 0
     for ii, jj in _groups(len(block_a.rows), len(block_b.rows), diagonal, n * (n - 1) // 2):
-        tile = Tile(
-            side_a, side_b, torch.from_numpy(ii).to(device), torch.from_numpy(jj).to(device)
-        )
-        out: dict[str, dict[str, npt.NDArray[Any]]] = {}
-        for aud in auditors:
-            try:
-                res = aud._run_tile(tile)
-            except PairError as exc:
-                message = f"auditor {aud.label!r}: {exc}"
-                raise PairError(message, pair_index=start + exc.pair_index) from None
-            out[aud.label] = {o.name: np.asarray(res[o.name]) for o in aud.outputs()}
-        parts.append(out)
-        start += len(ii)
-    return {
-        aud.label: {
-            o.name: np.concatenate([p[aud.label][o.name] for p in parts]) for o in aud.outputs()
-        }
-        for aud in auditors
-    }
+        yield Tile(side_a, side_b, torch.from_numpy(ii).to(device), torch.from_numpy(jj).to(device))
 
 
 def rbf_sums(tile: Tile, sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

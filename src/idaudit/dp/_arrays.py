@@ -58,6 +58,19 @@ def check_range(
         )
 
 
+def checked_arrays(*specs: tuple[Any, ...]) -> tuple[FloatArray, ...]:
+    """Each ``(value, name, low, high[, closed])`` as a float64 array in its interval.
+
+    Every value is converted (:func:`as_float_array`) before any interval is checked
+    (:func:`check_range`), both in the order given: a call with several bad arguments raises
+    the ``TypeError`` of the first non-numeric one before any range error.
+    """
+    arrays = tuple(as_float_array(value, name) for value, name, *_ in specs)
+    for arr, (_, name, low, high, *closed) in zip(arrays, specs, strict=True):
+        check_range(arr, name, low, high, closed=closed[0] if closed else "both")
+    return arrays
+
+
 def check_integer_valued(arr: FloatArray, name: str) -> None:
     """Raise ``InvalidInputError`` naming the first non-integer element of ``arr``."""
     with np.errstate(invalid="ignore"):

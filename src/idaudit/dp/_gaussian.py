@@ -11,8 +11,7 @@ from scipy import optimize, special
 
 from idaudit.dp._arrays import (
     FloatArray,
-    as_float_array,
-    check_range,
+    checked_arrays,
     finish,
     is_scalar,
     log1mexp,
@@ -149,12 +148,11 @@ def gaussian_epsilon(
     1.271088
     """
     scalar = is_scalar(delta, sigma, sensitivity)
-    dlt = as_float_array(delta, "delta")
-    sig = as_float_array(sigma, "sigma")
-    sens = as_float_array(sensitivity, "sensitivity")
-    check_range(dlt, "delta", 0.0, 1.0)
-    check_range(sig, "sigma", 0.0, np.inf, closed="neither")
-    check_range(sens, "sensitivity", 0.0, np.inf, closed="neither")
+    dlt, sig, sens = checked_arrays(
+        (delta, "delta", 0.0, 1.0),
+        (sigma, "sigma", 0.0, np.inf, "neither"),
+        (sensitivity, "sensitivity", 0.0, np.inf, "neither"),
+    )
     dlt, ratio = np.broadcast_arrays(dlt, sig / sens)
     out = np.empty(dlt.shape, dtype=np.float64)
     for idx in np.ndindex(dlt.shape):
@@ -218,12 +216,11 @@ def calibrate_gaussian_sigma(
     3.730632
     """
     scalar = is_scalar(epsilon, delta, sensitivity)
-    eps = as_float_array(epsilon, "epsilon")
-    dlt = as_float_array(delta, "delta")
-    sens = as_float_array(sensitivity, "sensitivity")
-    check_range(eps, "epsilon", 0.0, np.inf, closed="left")
-    check_range(dlt, "delta", 0.0, 1.0, closed="neither")
-    check_range(sens, "sensitivity", 0.0, np.inf, closed="neither")
+    eps, dlt, sens = checked_arrays(
+        (epsilon, "epsilon", 0.0, np.inf, "left"),
+        (delta, "delta", 0.0, 1.0, "neither"),
+        (sensitivity, "sensitivity", 0.0, np.inf, "neither"),
+    )
     eps, dlt, sens = np.broadcast_arrays(eps, dlt, sens)
     out = np.empty(eps.shape, dtype=np.float64)
     for idx in np.ndindex(eps.shape):
@@ -234,12 +231,11 @@ def calibrate_gaussian_sigma(
 def _check_eps_sigma(
     epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike
 ) -> tuple[FloatArray, FloatArray]:
-    eps = as_float_array(epsilon, "epsilon")
-    sig = as_float_array(sigma, "sigma")
-    sens = as_float_array(sensitivity, "sensitivity")
-    check_range(eps, "epsilon", 0.0, np.inf)
-    check_range(sig, "sigma", 0.0, np.inf, closed="neither")
-    check_range(sens, "sensitivity", 0.0, np.inf, closed="neither")
+    eps, sig, sens = checked_arrays(
+        (epsilon, "epsilon", 0.0, np.inf),
+        (sigma, "sigma", 0.0, np.inf, "neither"),
+        (sensitivity, "sensitivity", 0.0, np.inf, "neither"),
+    )
     eps, ratio = np.broadcast_arrays(eps, sig / sens)
     return eps, ratio
 

@@ -7,7 +7,14 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from idaudit.dp._arrays import FloatArray, as_float_array, check_range, finish, is_scalar
+from idaudit.dp._arrays import (
+    FloatArray,
+    as_float_array,
+    check_range,
+    checked_arrays,
+    finish,
+    is_scalar,
+)
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["epsilon_from_error_rates", "epsilon_from_roc", "exact_corner"]
@@ -77,12 +84,9 @@ def epsilon_from_error_rates(
     inf
     """
     scalar = is_scalar(fpr, fnr, delta)
-    a = as_float_array(fpr, "fpr")
-    b = as_float_array(fnr, "fnr")
-    d = as_float_array(delta, "delta")
-    check_range(a, "fpr", 0.0, 1.0)
-    check_range(b, "fnr", 0.0, 1.0)
-    check_range(d, "delta", 0.0, 1.0)
+    a, b, d = checked_arrays(
+        (fpr, "fpr", 0.0, 1.0), (fnr, "fnr", 0.0, 1.0), (delta, "delta", 0.0, 1.0)
+    )
     a, b, d = np.broadcast_arrays(a, b, d)
     out = np.maximum(_log_ratio_term(1.0 - d - a, b), _log_ratio_term(1.0 - d - b, a))
     return finish(np.maximum(out, 0.0), scalar)

@@ -7,7 +7,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from idaudit.dp._arrays import as_float_array, check_range, finish, is_scalar
+from idaudit.dp._arrays import checked_arrays, finish, is_scalar
 from idaudit.dp._tv import _epsilon_from_tv
 
 __all__ = ["epsilon_from_mmd_hockey_stick"]
@@ -77,8 +77,5 @@ def epsilon_from_mmd_hockey_stick(mmd: npt.ArrayLike, delta: npt.ArrayLike = 0.0
     0.738983
     """
     scalar = is_scalar(mmd, delta)
-    m = as_float_array(mmd, "mmd")
-    d = as_float_array(delta, "delta")
-    check_range(m, "mmd", 0.0, np.inf)
-    check_range(d, "delta", 0.0, 1.0)
+    m, d = checked_arrays((mmd, "mmd", 0.0, np.inf), (delta, "delta", 0.0, 1.0))
     return finish(_epsilon_from_tv(m / np.sqrt(2.0), d), scalar)

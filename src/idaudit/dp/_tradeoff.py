@@ -13,7 +13,14 @@ import numpy as np
 import numpy.typing as npt
 from scipy import optimize, special, stats
 
-from idaudit.dp._arrays import FloatArray, as_float_array, check_range, finish, is_scalar
+from idaudit.dp._arrays import (
+    FloatArray,
+    as_float_array,
+    check_range,
+    checked_arrays,
+    finish,
+    is_scalar,
+)
 from idaudit.dp._gaussian import gaussian_delta, gaussian_epsilon
 from idaudit.dp._hypothesis import _log_ratio_term
 from idaudit.dp._noncrossing import ROUNDING_PER_STEP, noncrossing_lower
@@ -267,9 +274,7 @@ _BOUND_TABLES = _TableCache(_TABLE_CACHE_BYTES)
 
 def _rate_bound_table(n: int, level: float) -> FloatArray:
     """Read-only ``(n + 1,)`` table: :func:`_order_bounds` at ``level``, then 1 (cached)."""
-    return _BOUND_TABLES.get(
-        (n, level), lambda: np.concatenate((_order_bounds(n, level), [1.0]))
-    )
+    return _BOUND_TABLES.get((n, level), lambda: np.concatenate((_order_bounds(n, level), [1.0])))
 
 
 def clopper_pearson_table(n: int, alpha: float) -> FloatArray:
@@ -642,10 +647,7 @@ def gdp_tradeoff(x: npt.ArrayLike, mu: npt.ArrayLike) -> Any:
     0.7
     """
     scalar = is_scalar(x, mu)
-    xx = as_float_array(x, "x")
-    m = as_float_array(mu, "mu")
-    check_range(xx, "x", 0.0, 1.0)
-    check_range(m, "mu", 0.0, np.inf)
+    xx, m = checked_arrays((x, "x", 0.0, 1.0), (mu, "mu", 0.0, np.inf))
     xx, m = np.broadcast_arrays(xx, m)
     with np.errstate(invalid="ignore"):
         out = special.ndtr(special.ndtri(1.0 - xx) - m)
@@ -683,10 +685,7 @@ def gdp_delta(epsilon: npt.ArrayLike, mu: npt.ArrayLike) -> Any:
     0.126937
     """
     scalar = is_scalar(epsilon, mu)
-    e = as_float_array(epsilon, "epsilon")
-    m = as_float_array(mu, "mu")
-    check_range(e, "epsilon", 0.0, np.inf)
-    check_range(m, "mu", 0.0, np.inf, closed="left")
+    e, m = checked_arrays((epsilon, "epsilon", 0.0, np.inf), (mu, "mu", 0.0, np.inf, "left"))
     e, m = np.broadcast_arrays(e, m)
     safe = np.where(m > 0.0, m, 1.0)
     out = np.where(m > 0.0, gaussian_delta(e, 1.0 / safe), 0.0)
@@ -730,10 +729,7 @@ def gdp_epsilon(delta: npt.ArrayLike, mu: npt.ArrayLike) -> Any:
     1.0
     """
     scalar = is_scalar(delta, mu)
-    d = as_float_array(delta, "delta")
-    m = as_float_array(mu, "mu")
-    check_range(d, "delta", 0.0, 1.0)
-    check_range(m, "mu", 0.0, np.inf, closed="left")
+    d, m = checked_arrays((delta, "delta", 0.0, 1.0), (mu, "mu", 0.0, np.inf, "left"))
     d, m = np.broadcast_arrays(d, m)
     pos = (m > 0.0) & (d > 0.0)
     safe_m = np.where(pos, m, 1.0)

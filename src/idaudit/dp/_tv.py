@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from idaudit.dp._arrays import FloatArray, as_float_array, check_range, finish, is_scalar
+from idaudit.dp._arrays import FloatArray, checked_arrays, finish, is_scalar
 
 __all__ = ["epsilon_from_tv", "tv_bound"]
 
@@ -66,10 +66,7 @@ def tv_bound(epsilon: npt.ArrayLike, delta: npt.ArrayLike = 0.0) -> Any:
     0.462123
     """
     scalar = is_scalar(epsilon, delta)
-    eps = as_float_array(epsilon, "epsilon")
-    dlt = as_float_array(delta, "delta")
-    check_range(eps, "epsilon", 0.0, np.inf)
-    check_range(dlt, "delta", 0.0, 1.0)
+    eps, dlt = checked_arrays((epsilon, "epsilon", 0.0, np.inf), (delta, "delta", 0.0, 1.0))
     eps, dlt = np.broadcast_arrays(eps, dlt)
     # expit(-ε) = 1 / (1 + e^ε) without overflow
     out = np.tanh(eps / 2.0) + 2.0 * dlt * _expit_neg(eps)
@@ -128,10 +125,7 @@ def epsilon_from_tv(tv: npt.ArrayLike, delta: npt.ArrayLike = 0.0) -> Any:
     inf
     """
     scalar = is_scalar(tv, delta)
-    t = as_float_array(tv, "tv")
-    dlt = as_float_array(delta, "delta")
-    check_range(t, "tv", 0.0, 1.0)
-    check_range(dlt, "delta", 0.0, 1.0)
+    t, dlt = checked_arrays((tv, "tv", 0.0, 1.0), (delta, "delta", 0.0, 1.0))
     return finish(_epsilon_from_tv(t, dlt), scalar)
 
 

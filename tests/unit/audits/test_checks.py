@@ -19,7 +19,8 @@ from idaudit.audits import (
     check_auditor,
     parametrize_auditor_checks,
 )
-from idaudit.audits._base import NAME, Batch
+from idaudit.audits._base import NAME
+from idaudit.audits._batch import Batch
 from idaudit.audits._checks import AUDITOR_CHECKS
 
 AUDITORS = [
