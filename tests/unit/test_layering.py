@@ -44,7 +44,11 @@ INTERNAL_API: dict[str, tuple[set[str], str]] = {
     "idaudit.ops._kde": ({"idaudit.audits"}, "KDE-LR declares the bandwidth rules as its options"),
     "idaudit.audits._base": (
         {"idaudit.certify"},
-        "the certifiers share the auditors' status base and the per-call identity cache",
+        "the certifiers share the auditors' status base",
+    ),
+    "idaudit.audits._batch": (
+        {"idaudit.certify"},
+        "the reserved-test certifier shares the auditors' per-call identity cache",
     ),
     "idaudit.audits._oof": ({"idaudit.certify"}, "the certifiers' folds and out-of-fold scores"),
     "idaudit.audits._rocht": (

@@ -21,7 +21,7 @@ from idaudit._validation import (
     spawn_seeds,
     validate_params,
 )
-from idaudit.audits._batch import Batch, CallCache, PairError
+from idaudit.audits._batch import Batch, PairError
 from idaudit.exceptions import InvalidInputError, NotFittedError
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "NAME",
     "RESERVED_LABELS",
     "BaseAuditor",
-    "CallCache",  # the certifiers' per-call identity cache (defined in _batch)
     "Output",
     "StatusEstimator",
 ]

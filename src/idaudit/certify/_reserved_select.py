@@ -13,7 +13,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from idaudit._device import single_threaded
-from idaudit.audits._base import CallCache
+from idaudit.audits._batch import CallCache
 from idaudit.audits._rocht import logistic_oof_logits
 from idaudit.certify._base import auc, oof_scores_of, threshold_cuts
 from idaudit.data import EmbeddingSet
