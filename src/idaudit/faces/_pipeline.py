@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, MutableMapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -243,6 +243,25 @@ class FacePipeline:
         return embeddings, _outcomes_frame(rows)
 
 
+class SourceFace(NamedTuple):
+    """The frame whose largest face stands in for detection on an input (paired audits).
+
+    Attributes
+    ----------
+    frame : callable
+        Returns the prepared source frame; called only when ``found`` lacks ``key``.
+    found : mutable mapping
+        Memo of each source's largest face (``None``: no face), shared by every input cut
+        from the same source.
+    key : hashable
+        The source's entry in ``found``.
+    """
+
+    frame: Callable[[], npt.NDArray[np.uint8]]
+    found: MutableMapping[Hashable, Face | None]
+    key: Hashable
+
+
 class FrameInput(NamedTuple):
     """One input of :func:`encode_frames`.
 
@@ -254,16 +273,16 @@ class FrameInput(NamedTuple):
     key : str, optional
         Its cache key (:func:`~idaudit.faces.content_key` over the input's content and the
         :func:`~idaudit.faces._cache.encoder_fingerprint`); ``None``: not cached.
-    faces : callable, optional
-        ``faces(frame) -> list of Face`` in place of the detector's, e.g. the face found on
-        the source frame of a generator's output (paired audits).
+    source : SourceFace, optional
+        Take the largest face of this source frame in place of detecting on the input, e.g.
+        the source of a generator's output (paired audits: the same box, cut from both).
     crop : bool, default False
         The frame is already the encoder's aligned crop: no detection, no alignment.
     """
 
     frame: npt.NDArray[np.uint8] | Callable[[], npt.NDArray[np.uint8] | tuple[str, str]]
     key: str | None = None
-    faces: Callable[[npt.NDArray[np.uint8]], Sequence[Face]] | None = None
+    source: SourceFace | None = None
     crop: bool = False
 
 
@@ -353,10 +372,13 @@ def encode_frames(
             pending.append((len(vectors), frame, item.key, []))
             vectors.append(None)
         else:
-            find = item.faces if item.faces is not None else getattr(detector, "detect", None)
-            if find is None:
-                raise InvalidInputError("a frame that is not a crop needs a `detector` or `faces`.")
-            faces = list(find(frame))
+            if getattr(detector, "detect", None) is None:
+                raise InvalidInputError("a frame that is not a crop needs a `detector`.")
+            faces = (
+                list(detector.detect(frame))  # type: ignore[union-attr]
+                if item.source is None
+                else _source_face(detector, item.source)
+            )
             if not faces:
                 rows.append({**base, "status": "no_face", "n_faces": 0, "message": ""})
                 if cache is not None and item.key is not None:
@@ -377,6 +399,15 @@ def encode_frames(
     if not vectors:
         return np.zeros((0, int(getattr(encoder, "dim", 0))), dtype=dtype), rows
     return np.stack(vectors).astype(dtype, copy=False), rows  # type: ignore[arg-type]
+
+
+def _source_face(detector: Any, source: SourceFace) -> list[Face]:
+    """Return the largest face of ``source``'s frame (or none), detected once per key."""
+    if source.key not in source.found:
+        faces = detector.detect(source.frame())
+        source.found[source.key] = max(faces, key=lambda f: f.area) if faces else None
+    face = source.found[source.key]
+    return [] if face is None else [face]
 
 
 def _encode_checked(

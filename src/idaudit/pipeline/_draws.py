@@ -405,7 +405,7 @@ class EncodedGenerator:
     ) -> FrameInput:
         """Return the encoder's input for one output: the crop, or its frame and which face."""
         from idaudit.faces import content_key, prepare_frame
-        from idaudit.faces._pipeline import FrameInput
+        from idaudit.faces._pipeline import FrameInput, SourceFace
 
         source = self.images_by_identity[identity][j]
         content = (source, out) if self.mode == "paired" else (out,)
@@ -415,18 +415,11 @@ class EncodedGenerator:
         frame = functools.partial(prepare_frame, out)
         if self.mode == "detect":
             return FrameInput(frame, key=key)
-
-        def original(_: npt.NDArray[np.uint8]) -> list[Face]:
-            """Return the largest face of the source frame, detected once per source."""
-            if (identity, j) not in self.original_faces:
-                faces = self.pipeline.detector.detect(prepare_frame(source))  # type: ignore[union-attr]
-                self.original_faces[identity, j] = (
-                    max(faces, key=lambda f: f.area) if faces else None
-                )
-            face = self.original_faces[identity, j]
-            return [] if face is None else [face]
-
-        return FrameInput(frame, key=key, faces=original)
+        # paired: the box of the source frame's largest face, detected once per source
+        original = SourceFace(
+            functools.partial(prepare_frame, source), self.original_faces, (identity, j)
+        )
+        return FrameInput(frame, key=key, source=original)
 
     def _generate(self, images: list[Any], seeds: list[int], strict: bool) -> list[Any]:
         """Return a chunk's outputs, an exception in place of each failed image's."""
