@@ -15,7 +15,8 @@ import numbers
 import os
 import platform
 import tempfile
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -35,6 +36,7 @@ __all__ = [
     "AttrValue",
     "ReducedStatus",
     "Status",
+    "atomic_path",
     "attr_value",
     "check_result_dataset",
     "check_status",
@@ -758,12 +760,34 @@ def _not_a_folder(name: str, target: Path, blocker: Path) -> str:
     return f"`{name}` must be a folder; {str(target)!r} cannot be made: {str(blocker)!r} {what}."
 
 
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path to fill; on success it becomes ``path``, owner-only.
+
+    The temporary file lies in the destination's folder; when the block ends it is made
+    ``0o600`` and renamed over ``path`` (atomic on POSIX), so a reader never sees a partial
+    file, and an exception in the block leaves no file behind. The caller writes the file
+    itself, so no code of its module is called back from here.
+    """
+    dest = Path(path)
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], Any]) -> Path:
     """Write a file atomically with owner-only permissions.
 
     ``write(tmp)`` fills a temporary file in the destination's folder; it is then made
     ``0o600`` and renamed over ``path`` (atomic on POSIX), so a reader never sees a partial
-    file and a failure leaves no file behind.
+    file and a failure leaves no file behind (see :func:`atomic_path`).
 
     Parameters
     ----------
@@ -777,18 +801,9 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], Any]) -> 
     pathlib.Path
         ``path``.
     """
-    dest = Path(path)
-    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(name)
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return dest
+    return Path(path)
 
 
 def write_text(text: str, path: str | os.PathLike[str]) -> Path:

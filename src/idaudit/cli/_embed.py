@@ -168,30 +168,29 @@ def _face_models(args: argparse.Namespace) -> tuple[Any, Any]:
     return models.detector, models.encoders[0]
 
 
-def _embeddings_writer(path: Path, emb: Any, labels: Any, sources: Any, encoder: str) -> Any:
-    """Return the function that writes ``path`` in the format its suffix names."""
+def _write_embeddings(
+    tmp: Path, suffix: str, emb: Any, labels: Any, sources: Any, encoder: str
+) -> None:
+    """Write the embeddings into ``tmp`` in the format ``suffix`` names."""
     import numpy as np
     import pandas as pd
 
-    suffix = path.suffix.lower()
     if suffix == ".npz":
-
-        def write_npz(tmp: Path) -> None:
-            with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
-                np.savez(
-                    fh,
-                    embeddings=emb,
-                    labels=np.asarray(labels, dtype=str),
-                    sources=np.asarray(sources, dtype=str),
-                    encoder=np.asarray(encoder),
-                )
-
-        return write_npz
+        with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
+            np.savez(
+                fh,
+                embeddings=emb,
+                labels=np.asarray(labels, dtype=str),
+                sources=np.asarray(sources, dtype=str),
+                encoder=np.asarray(encoder),
+            )
+        return
     frame = pd.DataFrame(emb, columns=[f"e{i}" for i in range(emb.shape[1])])
     frame.insert(0, "identity", list(labels))
     if suffix == ".csv":
-        return lambda tmp: frame.to_csv(tmp, index=False)
-    return lambda tmp: frame.to_parquet(tmp, index=False)
+        frame.to_csv(tmp, index=False)
+    else:
+        frame.to_parquet(tmp, index=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -216,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _embed(args: argparse.Namespace, found: tuple[list[Path], list[str], int, list[Path]]) -> int:
-    from idaudit._results import write_atomic
+    from idaudit._results import atomic_path
     from idaudit.faces import FacePipeline
 
     out = Path(args.out)  # its suffix and --batch-size were checked by run()
@@ -271,7 +270,8 @@ def _embed(args: argparse.Namespace, found: tuple[list[Path], list[str], int, li
     if cache is not None and cache.hits:
         say(f"resumed: {cache.hits} of {len(paths)} images came from the cache")
     outcomes = _with_skipped(outcomes, labels, skipped, root)
-    write_atomic(outcomes_path, lambda tmp: outcomes.to_csv(tmp, index=False))
+    with atomic_path(outcomes_path) as tmp:
+        outcomes.to_csv(tmp, index=False)
     kept = outcomes[outcomes["status"] == "ok"].sort_values("embedding_row")
     _say_kept(outcomes, kept, labels, all_faces=args.all_faces)
     if len(kept) == 0:
@@ -280,8 +280,9 @@ def _embed(args: argparse.Namespace, found: tuple[list[Path], list[str], int, li
             f"{str(out)!r} was not written; see {str(outcomes_path)!r}."
         )
     sources = [str(Path(s).relative_to(root)) for s in kept["source"]]
-    write = _embeddings_writer(out, emb, kept["identity"].to_numpy(), sources, encoder.name)
-    write_atomic(out, write)
+    with atomic_path(out) as tmp:
+        labels = kept["identity"].to_numpy()
+        _write_embeddings(tmp, out.suffix.lower(), emb, labels, sources, encoder.name)
     say(f"wrote:\n  {out}\n  {outcomes_path}")
     return 0
 

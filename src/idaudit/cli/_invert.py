@@ -309,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
     out = out_dir(args.out)
     import numpy as np
 
-    from idaudit._results import write_atomic, write_netcdf
+    from idaudit._results import atomic_path, write_netcdf
     from idaudit.faces import FaceModelOptions, TorchDlibEncoder, build_face_models
     from idaudit.inversion import (
         DCGANGenerator,
@@ -435,10 +435,8 @@ def run(args: argparse.Namespace) -> int:
     if args.save_images:
         from PIL import Image
 
-        def png(image: Any) -> Any:
-            return lambda tmp: image.save(tmp, "PNG")
-
         for i, r in enumerate(results):
-            write_atomic(out / f"reconstruction_{i}.png", png(Image.fromarray(r.image)))
+            with atomic_path(out / f"reconstruction_{i}.png") as tmp:
+                Image.fromarray(r.image).save(tmp, "PNG")
     say(f"wrote {out / 'results.nc'}" + (" and the reconstructions" if args.save_images else ""))
     return 0

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from idaudit._results import variable, write_atomic
+from idaudit._results import atomic_path, variable
 from idaudit.data import EmbeddingSet
 
 if TYPE_CHECKING:
@@ -251,4 +251,5 @@ def write_curve_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
 
 def _write_png(fig: Figure, path: Path) -> None:
     """Write ``fig`` atomically to ``path`` as a 120-dpi PNG."""
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)

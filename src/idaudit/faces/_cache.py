@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._results import describe, private_dir, write_atomic
+from idaudit._results import atomic_path, describe, private_dir
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["EmbeddingCache", "content_key", "encoder_fingerprint", "weight_digests"]
@@ -253,16 +253,13 @@ class EmbeddingCache:
         if emb.ndim != 1:
             raise InvalidInputError(f"`embedding` must be 1-d; got shape {emb.shape}.")
 
-        def write(tmp: Path) -> None:
-            with open(tmp, "wb") as fh:
-                np.savez(
-                    fh,
-                    embedding=emb,
-                    status=np.asarray(str(status)),
-                    meta=np.zeros(0) if meta is None else np.asarray(meta, dtype=np.float64),
-                )
-
-        write_atomic(path, write)
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(
+                fh,
+                embedding=emb,
+                status=np.asarray(str(status)),
+                meta=np.zeros(0) if meta is None else np.asarray(meta, dtype=np.float64),
+            )
         self.writes += 1
 
     def __len__(self) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from idaudit._results import write_atomic
+from idaudit._results import atomic_path
 from idaudit._validation import (
     RngLike,
     check_in_range,
@@ -288,11 +288,8 @@ class LatentBank:
         header = {"format": _FORMAT, **{k: getattr(self, k) for k in fields}}
         arrays = {k: getattr(self, k) for k in _ARRAYS}
 
-        def write(tmp: Any) -> None:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays, header=np.array(json.dumps(header)))
-
-        write_atomic(path, write)
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, **arrays, header=np.array(json.dumps(header)))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LatentBank:

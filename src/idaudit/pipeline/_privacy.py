@@ -16,18 +16,16 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from idaudit._device import available_cpus, default_threads, thread_limit
 from idaudit._results import (
     Status,
+    atomic_path,
     private_dir,
     provenance,
-    write_atomic,
     write_csv,
     write_text,
 )
@@ -392,10 +390,6 @@ def _report(
     )
 
 
-def _save_png(fig: Any, tmp: Path) -> None:
-    fig.savefig(tmp, format="png", dpi=120)
-
-
 def _write_outputs(report: PrivacyReport, out: Path) -> dict[str, Path]:
     """Write the tables, ``privacy_results.json``, the two figures and ``report.md``."""
     from idaudit.plotting import plot_flagging, plot_nnaa
@@ -417,6 +411,8 @@ def _write_outputs(report: PrivacyReport, out: Path) -> dict[str, Path]:
         ("below_threshold.png", plot_flagging(report.flagging, report.flagging_by_cohort)),
         ("nnaa.png", plot_nnaa(report.nnaa, alpha=1.0 - report.settings.confidence_level)),
     ):
-        written[name] = write_atomic(out / name, partial(_save_png, fig))
+        with atomic_path(out / name) as tmp:
+            fig.savefig(tmp, format="png", dpi=120)
+        written[name] = out / name
     written["report.md"] = write_text(report.to_markdown(), out / "report.md")
     return written

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._results import private_dir, write_atomic
+from idaudit._results import atomic_path, private_dir
 from idaudit.exceptions import IdauditWarning
 
 __all__ = ["PrivacyCache", "model_key"]
@@ -50,11 +50,9 @@ def model_key(identity: Mapping[str, Any]) -> str:
 def _savez(path: Path, **arrays: Any) -> None:
     private_dir(path.parent, name="root")
 
-    def write(tmp: Path) -> None:
-        with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
-            np.savez(fh, **arrays)
-
-    write_atomic(path, write)
+    # a file object: np.savez would append ".npz" to a name
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
 
 
 class PrivacyCache:

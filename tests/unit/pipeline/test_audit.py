@@ -902,3 +902,50 @@ def test_the_python_path_runs_on_the_load_aware_thread_count(
     assert seen
     assert set(seen) == {1}
     assert torch.get_num_threads() == before  # restored on the way out
+
+
+@pytest.mark.parametrize("mode", ["detect", "paired"])
+def test_calls_between_modules_go_one_way_from_images_to_a_dataset(tmp_path, mode) -> None:
+    # the walk from images to a Dataset never calls back into a module it called from: no two
+    # idaudit modules call each other (callbacks, hooks, results pushed upwards), worker
+    # threads included
+    import sys
+    import threading
+
+    root = str(Path(__import__("idaudit").__file__).parent)
+
+    def module(frame: Any) -> str | None:
+        name = frame.f_code.co_filename
+        return name[len(root) :] if name.startswith(root) else None
+
+    edges: set[tuple[str, str]] = set()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or frame.f_code.co_name == "<module>":
+            return
+        callee = module(frame)
+        caller = frame.f_back
+        while caller is not None and module(caller) is None:
+            caller = caller.f_back
+        if callee is not None and caller is not None and module(caller) != callee:
+            edges.add((module(caller), callee))
+
+    kwargs: dict[str, Any] = dict(
+        models=_pipeline(),
+        draws=DrawSettings(mode=mode),
+        audit=AuditSettings(pairs=3),
+        cache=EmbeddingCache(tmp_path),
+        rng=0,
+        progress=False,
+    )
+    generator = _darken if mode == "paired" else (lambda im: im)
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:  # a first run encodes and fills the cache, a second reads it
+        audit_generator(generator, _people(), **kwargs)
+        audit_generator(generator, _people(), **kwargs)
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    assert len({m for edge in edges for m in edge}) > 10  # the trace saw the walk
+    assert sorted((a, b) for a, b in edges if (b, a) in edges) == []
