@@ -6,6 +6,8 @@ import functools
 import hashlib
 import json
 import os
+import re
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from idaudit._results import atomic_path, describe, private_dir
+from idaudit._results import atomic_path, private_dir
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["EmbeddingCache", "content_key", "encoder_fingerprint", "weight_digests"]
@@ -62,21 +64,17 @@ def weight_digests(model: Any) -> dict[str, str]:
     Parameters
     ----------
     model : object
-        A detector or encoder of :mod:`idaudit.faces` (dlib's files, MTCNN's three nets, a
-        model's ``weights_path`` / ``backbone_path`` / ``heads_path``), or any object.
+        A detector or encoder of :mod:`idaudit.faces` (its ``weight_files``, as dlib's
+        encoders and MTCNN's three nets list them, or its ``weights_path`` /
+        ``backbone_path`` / ``heads_path``), or any object.
 
     Returns
     -------
     dict of str to str
         File name → 64 hex digits.
     """
-    from idaudit.faces._mtcnn import MTCNNDetector
-    from idaudit.faces._weights import resolve_weights
-
-    if getattr(model, "weight_files", None) is not None:  # dlib's encoders, native or torch
+    if getattr(model, "weight_files", None) is not None:  # dlib's encoders, MTCNN's nets
         files = [Path(f) for f in model.weight_files]
-    elif isinstance(model, MTCNNDetector):
-        files = [resolve_weights("mtcnn", f"{s}.pt") for s in ("pnet", "rnet", "onet")]
     else:
         named = [getattr(model, a, None) for a in ("weights_path", "backbone_path", "heads_path")]
         files = [Path(f) for f in named if f is not None]
@@ -133,7 +131,7 @@ def encoder_fingerprint(
             return None
         return {
             "name": getattr(obj, "name", type(obj).__name__),
-            "settings": describe(obj),
+            "settings": _settings(obj),
             "device": _device(obj),
             "dtype": str(getattr(obj, "dtype", "")),
             "weights": weight_digests(obj),
@@ -147,11 +145,31 @@ def encoder_fingerprint(
     return json.dumps(parts, sort_keys=True, default=str)
 
 
+def _settings(obj: Any) -> str:
+    """Return the model's settings as its ``repr`` says them, however long.
+
+    A repr over several lines (a torch module's layers) says nothing of the settings and
+    gives the class name. The default ``repr`` names a memory address, which differs
+    between processes and would make every run miss: such a class is named by its module and
+    qualified name instead (its weights and device are keyed apart).
+    """
+    text = repr(obj)
+    if "\n" in text:
+        return type(obj).__name__
+    if _DEFAULT_REPR.fullmatch(text):
+        return f"{type(obj).__module__}.{type(obj).__qualname__}"
+    return text
+
+
+_DEFAULT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
 class EmbeddingCache:
     """Embeddings (or "no face") stored by content hash, so repeated work encodes nothing.
 
     Each entry is one ``.npz`` file (``allow_pickle=False`` on both sides) under
-    ``directory/<key[:2]>/<key>.npz`` holding ``embedding`` (float32, shape ``(dim,)``, or
+    ``directory/<key[:2]>/<key>.npz`` holding ``embedding`` (float32, or float64 when the
+    encoder gave float64, so a cached row equals a fresh one; shape ``(dim,)``, or
     ``(0,)`` for an input without a face) and ``status`` (the outcome, e.g. ``"ok"`` or
     ``"no_face"``). Files and folders are owner-only (0600 / 0700) and written atomically
     (temporary file, then rename), so an interrupted run leaves whole entries and a re-run
@@ -222,16 +240,19 @@ class EmbeddingCache:
         """Return ``(status, embedding, meta)`` stored under ``key``, or ``None`` (a miss)."""
         path = self._path(key)
         try:
-            with np.load(path, allow_pickle=False) as data:
+            # our own handle: numpy leaves its file open when the zip is damaged
+            with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
                 status = str(data["status"])
-                emb = np.asarray(data["embedding"], dtype=np.float32)
+                emb = np.asarray(data["embedding"])
+                if emb.dtype != np.float64:
+                    emb = emb.astype(np.float32, copy=False)
                 meta = (
                     np.asarray(data["meta"], dtype=np.float64)
                     if "meta" in data.files
                     else np.zeros(0)
                 )
-        except (OSError, KeyError, ValueError):
-            self.misses += 1
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+            self.misses += 1  # a missing, truncated or damaged entry is encoded again
             return None
         self.hits += 1
         return status, emb, meta
@@ -249,7 +270,9 @@ class EmbeddingCache:
         """
         path = self._path(key)
         private_dir(path.parent, name="directory")
-        emb = np.zeros(0, np.float32) if embedding is None else np.asarray(embedding, np.float32)
+        emb = np.zeros(0, np.float32) if embedding is None else np.asarray(embedding)
+        if emb.dtype != np.float64:  # float64 is kept, so a cached row equals a fresh one
+            emb = emb.astype(np.float32)
         if emb.ndim != 1:
             raise InvalidInputError(f"`embedding` must be 1-d; got shape {emb.shape}.")
 

@@ -106,6 +106,9 @@ class AlignedDetector:
 
     name = "aligned-input"
 
+    def __repr__(self) -> str:
+        return "AlignedDetector()"
+
     def detect(self, image: Any) -> list[Any]:
         """Return the one face of a prepared aligned crop."""
         import numpy as np

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -113,6 +114,7 @@ class MTCNNDetector:
         mtcnn, detect_face = _import_facenet()
         self._detect_face = detect_face.detect_face
         nets: list[Any] = []
+        files: list[Path] = []
         for cls, stem in ((mtcnn.PNet, "pnet"), (mtcnn.RNet, "rnet"), (mtcnn.ONet, "onet")):
             net = cls(pretrained=False)
             path = resolve_weights(
@@ -120,7 +122,10 @@ class MTCNNDetector:
             )
             net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
             nets.append(net.to(self.device).eval())
+            files.append(Path(path))
         self._pnet, self._rnet, self._onet = nets
+        #: The P-, R- and O-net weight files loaded (they key cached embeddings).
+        self.weight_files = tuple(files)
 
     def __repr__(self) -> str:
         return (

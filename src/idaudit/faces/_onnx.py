@@ -275,6 +275,13 @@ class RetinaFaceDetector:
             return np.zeros(0), np.zeros((0, 4)), np.zeros((0, 5, 2))
         return np.concatenate(scores_all), np.concatenate(boxes_all), np.concatenate(kps_all)
 
+    def __repr__(self) -> str:
+        return (
+            f"RetinaFaceDetector(det_size={self.det_size}, "
+            f"score_threshold={self.score_threshold}, nms_threshold={self.nms_threshold}, "
+            f"device={self.device!r}, path='{self.weights_path}')"
+        )
+
     def detect(self, image: npt.NDArray[np.uint8]) -> list[Face]:
         """Detect faces in one RGB image.
 
@@ -452,8 +459,11 @@ class OnnxEncoder:
         )
 
     def __repr__(self) -> str:
+        mean = [float(v) for v in self._mean.ravel()]
+        std = [float(v) for v in self._std.ravel()]
         return (
             f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, "
+            f"input_size={self.input_size}, mean={mean}, std={std}, bgr={self.bgr}, "
             f"device={self.device!r}, path='{self.weights_path}')"
         )
 

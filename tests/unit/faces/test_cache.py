@@ -138,3 +138,95 @@ def test_keys_are_content_and_fingerprint(tmp_path: Path) -> None:
     assert content_key("fp", a) != content_key("other fp", a)
     with pytest.raises(TypeError, match="`directory` must be a path"):
         EmbeddingCache(3)  # type: ignore[arg-type]
+
+
+class _Plain:
+    """A model whose repr is object's own (it names a memory address)."""
+
+    name = "plain"
+
+
+def test_a_model_without_its_own_repr_keys_the_same_in_every_instance() -> None:
+    # object's repr names an address, new in every process: keyed by class name instead,
+    # so a second run reads the first run's entries
+    a, b = _Plain(), _Plain()
+    assert repr(a) != repr(b)
+    assert encoder_fingerprint(a) == encoder_fingerprint(b)
+    assert "0x" not in encoder_fingerprint(a)
+    assert f"{__name__}._Plain" in encoder_fingerprint(a)
+
+
+def test_onnx_and_retinaface_settings_enter_the_fingerprint(buffalo_dir: Path) -> None:
+    from idaudit.faces import ArcFaceEncoder, OnnxEncoder, RetinaFaceDetector
+
+    path = buffalo_dir / "w600k_r50.onnx"
+    plain = OnnxEncoder(path)
+    assert encoder_fingerprint(plain) == encoder_fingerprint(OnnxEncoder(path))
+    for other in (
+        OnnxEncoder(path, bgr=True),
+        OnnxEncoder(path, mean=100.0, std=50.0),
+        OnnxEncoder(path, mean=(127.5, 127.5, 127.0)),
+    ):
+        assert encoder_fingerprint(other) != encoder_fingerprint(plain), repr(other)
+    assert encoder_fingerprint(ArcFaceEncoder(buffalo_dir)) == encoder_fingerprint(
+        ArcFaceEncoder(buffalo_dir)
+    )
+    det = RetinaFaceDetector(buffalo_dir)
+    assert encoder_fingerprint(plain, det) == encoder_fingerprint(
+        plain, RetinaFaceDetector(buffalo_dir)
+    )
+    stricter = RetinaFaceDetector(buffalo_dir, score_threshold=0.9)
+    assert encoder_fingerprint(plain, stricter) != encoder_fingerprint(plain, det)
+
+
+def test_mtcnn_weights_from_another_folder_key_apart(tmp_path: Path) -> None:
+    import shutil
+
+    from idaudit.faces import MTCNNDetector
+    from idaudit.faces._weights import resolve_weights
+
+    shipped = MTCNNDetector()
+    assert [Path(f).name for f in shipped.weight_files] == ["pnet.pt", "rnet.pt", "onet.pt"]
+    for stem in ("pnet", "rnet", "onet"):
+        shutil.copy(resolve_weights("mtcnn", f"{stem}.pt"), tmp_path / f"{stem}.pt")
+    same = MTCNNDetector(weights=tmp_path, verify=False)
+    assert weight_digests(same) == weight_digests(shipped)
+    with open(tmp_path / "onet.pt", "ab") as fh:  # other bytes, same names
+        fh.write(b"\0")
+    changed = weight_digests(MTCNNDetector.__new__(MTCNNDetector))  # no files: nothing
+    assert changed == {}
+    other = MTCNNDetector.__new__(MTCNNDetector)
+    other.weight_files = same.weight_files
+    assert weight_digests(other)["onet.pt"] != weight_digests(shipped)["onet.pt"]
+
+
+def test_a_damaged_entry_is_a_miss_and_encoded_again(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    for key, damage in (("ab" * 32, b"PK\x03\x04 not a zip"), ("cd" * 32, b"")):
+        cache.put(key, np.ones(3, np.float32))
+        path = next(tmp_path.glob(f"??/{key}.npz"))
+        path.write_bytes(damage)  # truncated to a broken zip, then to nothing
+        assert cache.get(key) is None
+    assert cache.misses == 2
+    # through the pipeline: every entry cut to 50 bytes, the second run encodes them again
+    images = [np.full((12, 12, 3), 9 * k + 1, np.uint8) for k in range(3)]
+    enc = _WeightedEncoder(_weights(tmp_path / "w.bin", 2))
+    pipe = FacePipeline(_Detector(), enc, progress=False)
+    first, _ = pipe.encode(images, cache=EmbeddingCache(tmp_path / "c"))
+    for path in (tmp_path / "c").glob("??/*.npz"):
+        path.write_bytes(path.read_bytes()[:50])
+    again = EmbeddingCache(tmp_path / "c")
+    second, outcomes = pipe.encode(images, cache=again)
+    assert (again.hits, again.misses, again.writes) == (0, 3, 3)
+    assert second.tobytes() == first.tobytes()
+
+
+def test_float64_embeddings_come_back_from_the_cache_unrounded(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    value = np.array([1 / 3, 2 / 3, 1e-9])
+    cache.put("ef" * 32, value)
+    status, got = cache.get("ef" * 32)  # type: ignore[misc]
+    assert status == "ok" and got.dtype == np.float64
+    np.testing.assert_array_equal(got, value)
+    cache.put("01" * 32, value.astype(np.float32))
+    assert cache.get("01" * 32)[1].dtype == np.float32  # type: ignore[index]
