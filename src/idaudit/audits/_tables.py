@@ -49,6 +49,10 @@ def ceiling_reached(epsilon_lb: npt.ArrayLike, ceiling: npt.ArrayLike) -> npt.ND
     return np.asarray((top > 0) & (np.abs(lb - top) <= CEILING_ATOL), dtype=bool)
 
 
+#: The flag of a certificate column whose every ceiling is 0.
+ZERO_CEILING_FLAG = "ceiling 0 on every pair: these test sizes certify nothing"
+
+
 def zero_ceiling(certificates: xr.Dataset) -> npt.NDArray[np.bool_]:
     """Which certified pairs have test sizes that cannot certify anything (ceiling 0)."""
     if "epsilon_lb_ceiling" not in certificates:
@@ -210,7 +214,8 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
         certificates without it), ``n_positive`` and ``n_above_1`` (how many pairs certify
         ε > 0 and ε > 1), ``n_at_ceiling`` (how many certificates equal their ceiling, i.e.
         are limited by the test size, not the pipeline; see :func:`at_ceiling`) and
-        ``n_pairs``.
+        ``n_pairs``. When every pair's ceiling is 0, ``df.attrs["flags"]`` says so for
+        ``epsilon_lb`` (its zeros are no evidence either way).
     """
     rows = []
     for name, cert in certificates.items():
@@ -258,6 +263,10 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
     }
     if "status_reason" in column:
         frame.attrs["status_reason"] = {"epsilon_lb": str(column["status_reason"])}
+    ceilings = [zero_ceiling(c) for c in certificates.values() if "epsilon_lb_ceiling" in c]
+    if ceilings and sum(z.size for z in ceilings) and all(z.all() for z in ceilings):
+        # every pair's test sizes certify nothing: the column's zeros are no evidence
+        frame.attrs["flags"] = {"epsilon_lb": ZERO_CEILING_FLAG}
     return frame
 
 

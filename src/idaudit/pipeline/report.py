@@ -787,10 +787,12 @@ def frame_table(frame: pd.DataFrame) -> str:
 
     The flags are those of :func:`column_flag` for a table of seed 000's layout: a
     ``rocht_inf`` column of ``"k/n"`` counts with ``k == n`` on every row, and an
-    ``epsilon_lb`` column whose ``n_at_ceiling`` equals ``n_pairs`` on every row.
+    ``epsilon_lb`` column whose ``n_at_ceiling`` equals ``n_pairs`` on every row; and those
+    the frame carries in ``frame.attrs["flags"]`` (e.g. :func:`~idaudit.audits.table2`'s
+    ceiling of 0 on every pair).
     """
     cols = [str(c) for c in frame.columns]
-    flags: dict[str, str] = {}
+    flags: dict[str, str] = {k: v for k, v in frame.attrs.get("flags", {}).items() if k in cols}
     if "rocht_inf" in frame and len(frame) and _all_infinite(frame["rocht_inf"]):
         flags["rocht_inf"] = ROCHT_FLAG
     if (

@@ -217,3 +217,17 @@ def test_the_controls_reading_follows_the_auc() -> None:
         assert f"Mean split-half out-of-fold ROC AUC: {says}" in text
         assert "(here about 30 per half)" in text
         assert "0 of 6 (about 0.3 expected with no artefact)" in text
+
+
+def test_table2_flags_a_certificate_column_whose_every_ceiling_is_zero() -> None:
+    # 3 test rows per class certify nothing at any error count: the column's zeros are no
+    # evidence, and table2.md says so under the header, as the per-pair table does
+    from idaudit.audits import table2
+    from idaudit.pipeline.report import frame_table
+
+    nothing = {"x": _cert([0.0, 0.0], [0.0, 0.0], n_test=3), "y": _cert([0.0], [0.0], n_test=3)}
+    text = frame_table(table2(nothing))
+    assert "⚑ ceiling 0 on every pair: these test sizes certify nothing" in text
+    # one pair whose test sizes can certify: no flag
+    some = {**nothing, "z": _cert([0.0], [1.2])}
+    assert "ceiling 0 on every pair" not in frame_table(table2(some))
