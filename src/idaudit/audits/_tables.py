@@ -26,6 +26,7 @@ CONDITION_FIELDS = ("encoder", "dataset", "generator")
 #: the reports print.
 CEILING_ATOL = 1e-12
 
+
 def ceiling_reached(epsilon_lb: npt.ArrayLike, ceiling: npt.ArrayLike) -> npt.NDArray[np.bool_]:
     """Whether certified values sit at a positive zero-error ceiling (elementwise).
 
@@ -139,7 +140,10 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
         ``gaussmech`` (median, diagnostic), ``kdelr_mix0`` and ``kdelr_mix0.01`` (median,
         diagnostic: the paper's α = 0 and 10⁻²), ``mmdtv`` (median, sample estimate),
         ``rocht_inf`` (``"k/n"`` raw OOF values equal to +∞, diagnostic) and ``roc_auc``
-        (median, sample estimate). Each column's status is in ``df.attrs["status"]``.
+        (median, sample estimate). Each column's status is in ``df.attrs["status"]``. A
+        method without a value on any pair of a condition (it failed on all of them) is
+        left out of that condition's common pairs, its median NaN; when that holds in every
+        condition, ``df.attrs["flags"]`` names the column.
     """
     parts = (
         [(str(c), ds.sel(condition=c)) for c in ds["condition"].values]
@@ -148,6 +152,7 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
     )
     rows = []
     per_condition: dict[str, list[tuple[Any, int]]] = {}
+    empty: dict[str, list[str]] = {}  # column -> conditions where it has no value at all
     for name, part in parts:
         cols: dict[str, tuple[str, str]] = {}
         gm = _auditor(part, "GaussMechAuditor")
@@ -168,14 +173,24 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
             raise InvalidInputError(
                 f"condition {name!r} holds no result of a known auditor (attribute 'auditors')."
             )
-        eps = [v for v, how in cols.values() if v.endswith("_epsilon")]
         common = np.ones(part.sizes["pair"], dtype=bool)
-        for var in eps:
-            common &= ~np.isnan(np.asarray(part[var].values, dtype=np.float64))
+        none: set[str] = set()  # the ε variables without a value on any pair
+        for col, (var, _) in cols.items():
+            if not var.endswith("_epsilon"):
+                continue
+            valid = ~np.isnan(np.asarray(part[var].values, dtype=np.float64))
+            if valid.any():  # a method with no value on any pair leaves the others theirs
+                common &= valid
+            else:
+                none.add(var)
+                empty.setdefault(col, []).append(name)
         n = int(common.sum())
         row: dict[str, Any] = {"condition": name, **_fields(ds, name), "n_pairs": n}
         for col, (var, how) in cols.items():
             values = np.asarray(part[var].values, dtype=np.float64)[common]
+            if var in none:
+                row[col] = "–" if how == "inf" else float("nan")
+                continue
             row[col] = (
                 f"{int(np.isposinf(values).sum())}/{n}"
                 if how == "inf"
@@ -189,6 +204,9 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
     frame.attrs["status"] = {
         col: str(reduction_attrs_across(parts)["status"]) for col, parts in per_condition.items()
     }
+    flags = {col: "no value on any pair" for col, names in empty.items() if len(names) == len(rows)}
+    if flags:
+        frame.attrs["flags"] = flags
     return frame
 
 

@@ -129,3 +129,27 @@ def test_table2_reports_ceilings_and_counts_the_certificates_at_them() -> None:
     moved = c.copy(deep=True)
     moved["epsilon_lb"].values[0] = moved["epsilon_lb_ceiling"].values[0] - 1e-9
     assert not at_ceiling(moved)[0]
+
+
+def test_table1_keeps_the_common_pairs_of_the_methods_that_ran() -> None:
+    # GaussMech failed on every pair of every condition: its column is NaN and flagged, and
+    # the other methods keep their medians over the pairs common to them (not zero pairs)
+    ds = _stacked()
+    ds["gaussmech_epsilon"] = ds["gaussmech_epsilon"] * np.nan
+    t1 = table1(ds)
+    assert t1["gaussmech"].isna().all()
+    assert t1.attrs["flags"] == {"gaussmech": "no value on any pair"}
+    for i, name in enumerate(t1["condition"]):
+        part = ds.sel(condition=name)
+        eps = {lab: np.asarray(part[f"{lab}_epsilon"].values, float) for lab in ("kdelr", "mmdtv")}
+        eps["rocht"] = np.asarray(part["rocht_epsilon"].values, float)
+        eps["kdelr_mix0.01"] = np.asarray(part["kdelr_mix0.01_epsilon"].values, float)
+        common = np.all([~np.isnan(v) for v in eps.values()], axis=0)
+        assert t1.loc[i, "n_pairs"] == common.sum() > 0
+        assert t1.loc[i, "mmdtv"] == pytest.approx(np.median(eps["mmdtv"][common]))
+    # a method failing in one condition only: that row's cell is NaN, no column flag
+    one = _stacked()
+    one["gaussmech_epsilon"][0] = np.nan
+    t1 = table1(one)
+    assert np.isnan(t1.loc[0, "gaussmech"]) and np.isfinite(t1.loc[1, "gaussmech"])
+    assert "flags" not in t1.attrs
