@@ -766,8 +766,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     The temporary file lies in the destination's folder; when the block ends it is made
     ``0o600`` and renamed over ``path`` (atomic on POSIX), so a reader never sees a partial
-    file, and an exception in the block leaves no file behind. The caller writes the file
-    itself, so no code of its module is called back from here.
+    file, and an exception in the block leaves none. The caller writes the file itself.
     """
     dest = Path(path)
     fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
@@ -783,11 +782,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], Any]) -> Path:
-    """Write a file atomically with owner-only permissions.
-
-    ``write(tmp)`` fills a temporary file in the destination's folder; it is then made
-    ``0o600`` and renamed over ``path`` (atomic on POSIX), so a reader never sees a partial
-    file and a failure leaves no file behind (see :func:`atomic_path`).
+    """Write a file atomically, owner-only: ``write(tmp)`` fills :func:`atomic_path`'s file.
 
     Parameters
     ----------
