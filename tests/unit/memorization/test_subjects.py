@@ -156,7 +156,7 @@ def test_appearance_nnaa_caps_by_whole_subjects() -> None:
 
     from scipy.spatial.distance import cdist
 
-    from idaudit.pipeline._privacy import _appearance_nnaa
+    from idaudit.pipeline._privacy_axes import _appearance_nnaa
 
     gen = np.random.default_rng(4)
     sizes = {"train": 60, "heldout": 24, "synthetic": 30}
