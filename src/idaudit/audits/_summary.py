@@ -15,6 +15,7 @@ import xarray as xr
 
 from idaudit._results import reduction_attrs
 from idaudit.audits._rocht import ROCHTAuditor
+from idaudit.audits._tables import common_pairs
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["AuditSummary", "median_auc_rocs", "summarize"]
@@ -152,9 +153,7 @@ def summarize(ds: xr.Dataset) -> AuditSummary:
     missing = [v for v in eps_vars if v not in ds]
     if missing:
         raise InvalidInputError(f"`ds` lacks the variable(s) {missing}; was it filtered?")
-    common = np.ones(ds.sizes["pair"], dtype=bool)
-    for var in eps_vars:
-        common &= ~np.isnan(np.asarray(ds[var].values, dtype=np.float64))
+    common, empty = common_pairs(ds, eps_vars)
     n = int(common.sum())
     if n == 0:
         raise InvalidInputError("no pair of `ds` has a value for every epsilon variable.")
@@ -174,7 +173,9 @@ def summarize(ds: xr.Dataset) -> AuditSummary:
     for lab, var in zip(labels, eps_vars, strict=True):
         cls = ds.attrs.get(f"{lab}.class", "")
         eps = np.asarray(ds[var].values, dtype=np.float64)
-        if cls == "ROCHTAuditor":
+        if var in empty:  # the method failed on every pair: said, not a median of nothing
+            add(f"{var} (no value on any pair)", "–", var)
+        elif cls == "ROCHTAuditor":
             add(f"{var} (+inf count)", f"{int(np.isposinf(eps[common]).sum())}/{n}", var)
             if f"{lab}_auc" in ds:
                 auc = np.asarray(ds[f"{lab}_auc"].values, dtype=np.float64)

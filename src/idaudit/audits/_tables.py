@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,42 @@ def _close(a: Any, b: Any) -> bool:
         return bool(a == b)
 
 
+def common_pairs(
+    ds: xr.Dataset, variables: Iterable[str]
+) -> tuple[npt.NDArray[np.bool_], tuple[str, ...]]:
+    """Return the pairs where every method has a value, and the methods with a value on none.
+
+    A method without a value on any pair (it failed on all of them) is left out of the
+    selection, so that it does not empty the other methods' medians; it is returned for the
+    caller to say so. When no method has a value anywhere, no pair is selected.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        One condition's :func:`idaudit.audit_pairs` results.
+    variables : iterable of str
+        The ε variables (dim ``pair``) whose values define the common pairs.
+
+    Returns
+    -------
+    common : numpy.ndarray of bool, shape (n_pairs,)
+    empty : tuple of str
+        The variables with no value on any pair.
+    """
+    common = np.ones(ds.sizes["pair"], dtype=bool)
+    names = list(variables)
+    empty = []
+    for var in names:
+        valid = ~np.isnan(np.asarray(ds[var].values, dtype=np.float64))
+        if valid.any():
+            common &= valid
+        else:
+            empty.append(var)
+    if names and len(empty) == len(names):
+        common[:] = False
+    return common, tuple(empty)
+
+
 def table1(ds: xr.Dataset) -> pd.DataFrame:
     """Table 1's layout: one row per condition, medians over the pairs common to all methods.
 
@@ -173,17 +209,10 @@ def table1(ds: xr.Dataset) -> pd.DataFrame:
             raise InvalidInputError(
                 f"condition {name!r} holds no result of a known auditor (attribute 'auditors')."
             )
-        common = np.ones(part.sizes["pair"], dtype=bool)
-        none: set[str] = set()  # the ε variables without a value on any pair
-        for col, (var, _) in cols.items():
-            if not var.endswith("_epsilon"):
-                continue
-            valid = ~np.isnan(np.asarray(part[var].values, dtype=np.float64))
-            if valid.any():  # a method with no value on any pair leaves the others theirs
-                common &= valid
-            else:
-                none.add(var)
-                empty.setdefault(col, []).append(name)
+        eps = {var: col for col, (var, _) in cols.items() if var.endswith("_epsilon")}
+        common, none = common_pairs(part, eps)
+        for var in none:
+            empty.setdefault(eps[var], []).append(name)
         n = int(common.sum())
         row: dict[str, Any] = {"condition": name, **_fields(ds, name), "n_pairs": n}
         for col, (var, how) in cols.items():

@@ -41,7 +41,7 @@ from idaudit._markdown import (
 )
 from idaudit._results import reduction_attrs, reduction_attrs_across
 from idaudit.audits import discordant_routes, table1
-from idaudit.audits._tables import at_ceiling, ceiling_reached
+from idaudit.audits._tables import at_ceiling, ceiling_reached, common_pairs
 from idaudit.exceptions import InvalidInputError
 
 __all__ = [
@@ -349,12 +349,13 @@ def _label(name: str) -> str:
 
 
 def _epsilon_common(ds: xr.Dataset) -> npt.NDArray[np.bool_]:
-    """Return the pairs where every ε variable has a value (those table1's medians are over)."""
-    keep = np.ones(ds.sizes["pair"], dtype=bool)
-    for name, var in ds.data_vars.items():
-        if str(name).endswith("_epsilon") and var.dims == ("pair",):
-            keep &= ~np.isnan(np.asarray(var.values, dtype=np.float64))
-    return keep
+    """Return the pairs table1's medians are over (:func:`~idaudit.audits._tables.common_pairs`)."""
+    eps = [
+        str(name)
+        for name, var in ds.data_vars.items()
+        if str(name).endswith("_epsilon") and var.dims == ("pair",)
+    ]
+    return common_pairs(ds, eps)[0]
 
 
 def _parts(results: Mapping[str, xr.Dataset] | xr.Dataset) -> dict[str, xr.Dataset]:
@@ -372,12 +373,14 @@ _WITH_INTERVAL = {"mmdtv": ("MMDTVAuditor", "_epsilon"), "roc_auc": ("ROCHTAudit
 def audit_table(results: Mapping[str, xr.Dataset] | xr.Dataset) -> str:
     """Seed 000's Table 1 with 95 % intervals on the MMD-TV and ROC AUC medians and flags.
 
-    One row per condition; medians over the pairs where every ε has a value; each column's
-    status under the header; a column that is +∞ on every row flagged there.
+    One row per condition; medians over the pairs where every ε has a value (a method with
+    none on any pair is left out and its column flagged when that holds in every condition);
+    each column's status under the header; a column that is +∞ on every row flagged there.
     """
     parts = _parts(results)
-    frame = pd.concat([table1(ds.assign_attrs(condition=n)) for n, ds in parts.items()])
-    status = dict(table1(next(iter(parts.values()))).attrs.get("status", {}))
+    frames = [table1(ds.assign_attrs(condition=n)) for n, ds in parts.items()]
+    frame = pd.concat(frames)
+    status = dict(frames[0].attrs.get("status", {}))
     names = {
         "n_pairs": "pairs",
         "gaussmech": "GaussMech",
@@ -395,19 +398,22 @@ def audit_table(results: Mapping[str, xr.Dataset] | xr.Dataset) -> str:
         keep = _epsilon_common(ds)
         cells: list[Any] = [name] if several else []
         for c in cols:
-            if c in _WITH_INTERVAL:
+            if c in _WITH_INTERVAL and not (isinstance(r[c], float) and np.isnan(r[c])):
                 var = _var(ds, *_WITH_INTERVAL[c])
                 cells.append(interval_text(*median_interval(ds[var].values[keep])))
             else:
                 cells.append(r[c])
         rows.append(cells)
     statuses = {names[c]: status[c] for c in cols if c in status}
-    flags = (
-        {"ROC-HT +∞": ROCHT_FLAG}
-        if "rocht_inf" in cols and _all_infinite(frame["rocht_inf"])
-        else None
-    )
-    return table(header, rows, statuses=statuses, flags=flags)
+    # a column empty in every condition (each table1 above holds one condition)
+    flags = {
+        names[c]: text
+        for c, text in frames[0].attrs.get("flags", {}).items()
+        if c in names and all(c in f.attrs.get("flags", {}) for f in frames)
+    }
+    if "rocht_inf" in cols and _all_infinite(frame["rocht_inf"]):
+        flags["ROC-HT +∞"] = ROCHT_FLAG
+    return table(header, rows, statuses=statuses, flags=flags or None)
 
 
 def _all_infinite(counts: Iterable[Any]) -> bool:
@@ -579,8 +585,7 @@ def certificate_bullets(
             claim = (
                 f"{who} leaks at least ε = {number(bound, 4)}{own}"
                 if status == "certified_lower_bound"
-                else f"{who}'s largest bound, ε = {number(bound, 4)}, is not certified "
-                f"({reason})"
+                else f"{who}'s largest bound, ε = {number(bound, 4)}, is not certified ({reason})"
             )
             bullets.append(
                 Bullet(

@@ -153,3 +153,33 @@ def test_table1_keeps_the_common_pairs_of_the_methods_that_ran() -> None:
     t1 = table1(one)
     assert np.isnan(t1.loc[0, "gaussmech"]) and np.isfinite(t1.loc[1, "gaussmech"])
     assert "flags" not in t1.attrs
+
+
+def test_the_summary_and_the_report_table_use_the_same_common_pairs_as_table1() -> None:
+    # one method failed on every pair: Table 1, summarize and the report's table keep the
+    # other methods' pairs (numpy on the pairs where the others all have a value)
+    from idaudit.audits import summarize
+    from idaudit.audits._tables import common_pairs
+    from idaudit.pipeline.report import audit_table
+
+    ds = _stacked().sel(condition="ArcFace+VGGFace2+FF")
+    ds["kdelr_epsilon"] = ds["kdelr_epsilon"] * np.nan
+    others = ["gaussmech_epsilon", "kdelr_mix0.01_epsilon", "mmdtv_epsilon", "rocht_epsilon"]
+    expected = np.all([~np.isnan(ds[v].values) for v in others], axis=0)
+    common, empty = common_pairs(ds, ["kdelr_epsilon", *others])
+    np.testing.assert_array_equal(common, expected)
+    assert empty == ("kdelr_epsilon",)
+    summary = summarize(ds)
+    assert summary.n_pairs == expected.sum() == table1(ds)["n_pairs"].item()
+    cell = dict(zip(summary.columns, summary.values, strict=True))
+    assert cell["kdelr_epsilon (no value on any pair)"] == "–"
+    assert cell["mmdtv_epsilon (median)"] == pytest.approx(
+        np.median(ds["mmdtv_epsilon"].values[expected])
+    )
+    text = audit_table(ds)
+    assert "⚑ no value on any pair" in text
+    assert f"| {int(expected.sum())} |" in text
+    # no method with a value anywhere: no pair is common
+    for v in others:
+        ds[v] = ds[v] * np.nan
+    assert not common_pairs(ds, ["kdelr_epsilon", *others])[0].any()
