@@ -310,8 +310,9 @@ def table2(certificates: Mapping[str, xr.Dataset]) -> pd.DataFrame:
     }
     if "status_reason" in column:
         frame.attrs["status_reason"] = {"epsilon_lb": str(column["status_reason"])}
-    ceilings = [zero_ceiling(c) for c in certificates.values() if "epsilon_lb_ceiling" in c]
-    if ceilings and sum(z.size for z in ceilings) and all(z.all() for z in ceilings):
+    with_ceiling = all("epsilon_lb_ceiling" in c for c in certificates.values())
+    ceilings = [zero_ceiling(c) for c in certificates.values()] if with_ceiling else []
+    if sum(z.size for z in ceilings) and all(z.all() for z in ceilings):
         # every pair's test sizes certify nothing: the column's zeros are no evidence
         frame.attrs["flags"] = {"epsilon_lb": ZERO_CEILING_FLAG}
     return frame

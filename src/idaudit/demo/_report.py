@@ -413,12 +413,15 @@ def _mmd_order_sentence(faces: FaceDemoResult, anon: pd.DataFrame) -> str:
     picks = len(order) * (len(order) - 1) // 2  # the pairs the lowest two could have been
     adjusted = min(1.0, p * picks)
     nxt_name = f"`{nxt['condition']}` ({number(float(nxt['mmdtv_median']))})"
-    test = (
-        f"higher there on {n_up} of {n} shared pairs, paired sign test p = {p:.2g}, "
-        f"{adjusted:.2g} after Bonferroni over the {picks} pairs of conditions the two lowest "
-        "could have been"
-    )
-    if adjusted < 0.05 and n_up > n - n_up:
+    test = f"higher there on {n_up} of {n} shared pairs, paired sign test p = {p:.2g}"
+    if picks > 1:
+        test += (
+            f", {adjusted:.2g} after Bonferroni over the {picks} pairs of conditions the two "
+            "lowest could have been"
+        )
+    if adjusted < 0.05 and n_up < n - n_up:
+        return f"{scale}, yet higher on most shared pairs than the next lowest, {nxt_name}: {test}."
+    if adjusted < 0.05:
         return f"{scale}, below the next lowest, {nxt_name}: {test}."
     return f"{scale}, not distinguishable here from the next lowest, {nxt_name}: {test}."
 

@@ -360,3 +360,24 @@ def test_part_two_shows_the_certificates_ceiling_and_flags_values_at_it() -> Non
     assert lines[0].endswith("| certified ε (max) [ceiling] | certified > true |")
     assert lines[4].endswith("| 1.75 [1.75] ⚑ at ceiling | 0/2 |")
     assert lines[5].endswith("| 0.3 [1.75] | 0/1 |")
+
+
+def test_the_mmdtv_order_sentence_with_two_conditions_and_against_the_pairs() -> None:
+    from idaudit.demo._report import _mmd_order_sentence
+
+    result = _result()
+    anon = result.table[result.table["condition"].isin(["pixelate 8px", "swap mix=0.5"])]
+    text = _mmd_order_sentence(result, anon)
+    # two conditions: the pair compared is the only one, no correction to make
+    assert "Bonferroni" not in text
+    assert "below the next lowest, `swap mix=0.5`" in text
+    # the table's medians put pixelation lowest, yet per pair it sits above the swap on 13 of
+    # 15 (two-sided sign test p = 0.0074): said as such, not "not distinguishable"
+    mmd = result.results["mmdtv_epsilon"]
+    swap = mmd.sel(condition="swap mix=0.5").values.copy()
+    pix = swap + 0.01
+    pix[:2] = swap[:2] - 0.01
+    mmd.loc[{"condition": "pixelate 8px"}] = pix
+    text = _mmd_order_sentence(result, anon)
+    assert "yet higher on most shared pairs than the next lowest, `swap mix=0.5`" in text
+    assert "higher there on 2 of 15 shared pairs" in text

@@ -231,3 +231,6 @@ def test_table2_flags_a_certificate_column_whose_every_ceiling_is_zero() -> None
     # one pair whose test sizes can certify: no flag
     some = {**nothing, "z": _cert([0.0], [1.2])}
     assert "ceiling 0 on every pair" not in frame_table(table2(some))
+    # a condition whose certificates carry no ceiling could certify: no flag either
+    unknown = {**nothing, "w": _cert([2.0], [9.0]).drop_vars("epsilon_lb_ceiling")}
+    assert "ceiling 0 on every pair" not in frame_table(table2(unknown))
