@@ -146,19 +146,56 @@ def encoder_fingerprint(
 
 
 def _settings(obj: Any) -> str:
-    """Return the model's settings as its ``repr`` says them, however long.
+    """Return the model's settings: its one-line ``repr``, else its class and state digest.
 
-    A repr over several lines (a torch module's layers) says nothing of the settings and
-    gives the class name. The default ``repr`` names a memory address, which differs
-    between processes and would make every run miss: such a class is named by its module and
-    qualified name instead (its weights and device are keyed apart).
+    A repr over several lines (a torch module's layers) or Python's default repr (a memory
+    address, new in every process) says nothing of the settings. Such a model is keyed by
+    its qualified class name and a digest of its state: a torch module's ``state_dict`` with
+    its public plain attributes, any other object's attributes. An attribute that cannot be
+    digested (a function, an open session) leaves the address in, so that model never
+    reads another's entries: it misses instead.
     """
     text = repr(obj)
-    if "\n" in text:
-        return type(obj).__name__
-    if _DEFAULT_REPR.fullmatch(text):
-        return f"{type(obj).__module__}.{type(obj).__qualname__}"
-    return text
+    if "\n" not in text and not _DEFAULT_REPR.fullmatch(text):
+        return text
+    state = _state_digest(obj)
+    return f"{type(obj).__module__}.{type(obj).__qualname__}:{state or object.__repr__(obj)}"
+
+
+def _state_digest(obj: Any) -> str | None:
+    """SHA-256 over a model's state (see :func:`_settings`), ``None`` if it cannot be taken."""
+    digest = hashlib.sha256()
+    torch_state = getattr(obj, "state_dict", None)
+    if callable(torch_state):
+        for name, tensor in sorted(torch_state().items()):
+            array = tensor.detach().cpu().numpy()
+            digest.update(f"{name}{array.dtype}{array.shape}".encode())
+            digest.update(array.tobytes())
+    attrs = sorted(getattr(obj, "__dict__", {}).items())
+    for name, value in attrs:
+        if callable(torch_state) and name.startswith("_"):
+            continue  # the module's own bookkeeping: its tensors are in the state_dict
+        text = _plain(value)
+        if text is None:
+            if callable(torch_state):
+                continue  # a submodule or tensor attribute: in the state_dict already
+            return None
+        digest.update(f"{name}={text};".encode())
+    return digest.hexdigest()
+
+
+def _plain(value: Any) -> str | None:
+    """Return a stable text of a plain value (numbers, text, paths, arrays, tuples), or None."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return repr(value)
+    if isinstance(value, os.PathLike):
+        return repr(os.fspath(value))
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return f"{value.dtype}{value.shape}:{hashlib.sha256(value.tobytes()).hexdigest()}"
+    if isinstance(value, (tuple, list)):
+        parts = [_plain(v) for v in value]
+        return None if any(p is None for p in parts) else f"({','.join(parts)})"  # type: ignore[arg-type]
+    return None
 
 
 _DEFAULT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")

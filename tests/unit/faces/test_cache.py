@@ -146,14 +146,44 @@ class _Plain:
     name = "plain"
 
 
-def test_a_model_without_its_own_repr_keys_the_same_in_every_instance() -> None:
-    # object's repr names an address, new in every process: keyed by class name instead,
-    # so a second run reads the first run's entries
+def test_a_model_without_its_own_repr_keys_by_its_state_not_its_address() -> None:
+    # object's repr names an address, new in every process: keyed by class name and a
+    # digest of its attributes, so a second run reads the first run's entries, and two
+    # settings never share one
     a, b = _Plain(), _Plain()
     assert repr(a) != repr(b)
     assert encoder_fingerprint(a) == encoder_fingerprint(b)
     assert "0x" not in encoder_fingerprint(a)
     assert f"{__name__}._Plain" in encoder_fingerprint(a)
+    a.scale, b.scale = 1.0, 100.0
+    assert encoder_fingerprint(a) != encoder_fingerprint(b)
+    b.scale = 1.0
+    a.weights, b.weights = np.ones(3), np.ones(3)
+    assert encoder_fingerprint(a) == encoder_fingerprint(b)
+    b.weights[0] = 2.0
+    assert encoder_fingerprint(a) != encoder_fingerprint(b)
+    # an attribute that cannot be digested: the address stays in, every instance misses
+    a.transform = b.transform = np.sqrt
+    a.weights = b.weights
+    assert encoder_fingerprint(a) != encoder_fingerprint(b)
+
+
+def test_a_torch_module_with_a_layered_repr_keys_by_its_weights() -> None:
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self, seed: int) -> None:
+            super().__init__()
+            torch.manual_seed(seed)
+            self.body = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+            self.scale = 2.0
+
+    one, same, other = Net(0), Net(0), Net(1)
+    assert "\n" in repr(one)
+    assert encoder_fingerprint(one) == encoder_fingerprint(same)
+    assert encoder_fingerprint(one) != encoder_fingerprint(other)
+    same.scale = 3.0
+    assert encoder_fingerprint(one) != encoder_fingerprint(same)
 
 
 def test_onnx_and_retinaface_settings_enter_the_fingerprint(buffalo_dir: Path) -> None:
