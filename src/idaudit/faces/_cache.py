@@ -122,8 +122,10 @@ def encoder_fingerprint(
     Returns
     -------
     str
-        The canonical JSON of all of it: two fingerprints are equal only when the model,
-        its weights, its device and the preprocessing are.
+        The canonical JSON of all of it: two fingerprints are equal only when the model's
+        name, settings (as its one-line ``repr`` states them, else its state digest), weight
+        files, device and the preprocessing are. A ``repr`` that leaves out a setting that
+        changes the embeddings lets two such models share entries: name every one.
     """
 
     def model(obj: Any) -> dict[str, Any] | None:
