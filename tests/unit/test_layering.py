@@ -67,6 +67,10 @@ INTERNAL_API: dict[str, tuple[set[str], str]] = {
         {"idaudit.pipeline"},
         "the end-to-end roads key the shared embedding cache by the encoder's fingerprint",
     ),
+    "idaudit.faces._weights": (
+        {"idaudit.pipeline"},
+        "the privacy check hashes its input files as the weight files are hashed",
+    ),
 }
 
 #: DESIGN's "Package layout" table, top row first: (the row's packages or modules, the lower

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from idaudit._device import resolve_device
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces import ENLARGE_BELOW, FRAME_PAD_FRACTION, FRAME_SIDE, FaceModelOptions
+from idaudit.faces._weights import file_sha256
 
 if TYPE_CHECKING:
     from idaudit.faces import EmbeddingCache
@@ -64,14 +65,6 @@ class CohortFiles:
     duplicate_names: list[str] = field(default_factory=list)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def scan_root(root: Path, split: str) -> dict[str, tuple[list[Path], int]]:
     """Cohort folder → (image files at any depth, sorted; other visible files counted).
 
@@ -103,7 +96,7 @@ def scan_root(root: Path, split: str) -> dict[str, tuple[list[Path], int]]:
 
 def hash_files(paths: Sequence[Path], n_not_image: int, *, collapse: bool) -> CohortFiles:
     """Hash each file; with ``collapse``, keep the first of byte-identical files."""
-    hashes = [_sha256(p) for p in paths]
+    hashes = [file_sha256(p) for p in paths]
     if not collapse:
         return CohortFiles(list(paths), hashes, len(paths), n_not_image)
     seen: set[str] = set()
