@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
+import idaudit._device as _device
 from idaudit._results import attr_value, describe, provenance, variable
 from idaudit._validation import (
     RngLike,
@@ -207,18 +207,6 @@ def _pairs_asked(results: xr.Dataset) -> str:
     if asked is None or int(asked) <= n:
         return ""
     return f" All {n} pairs of the identities were audited (`pairs={int(asked)}` asked for more)."
-
-
-@contextmanager
-def _load_aware_threads() -> Iterator[None]:
-    """Run the block on the command line's load-aware thread count.
-
-    Torch's default (every core) oversubscribes a busy machine.
-    """
-    from idaudit._device import default_threads, thread_limit
-
-    with thread_limit(default_threads()):
-        yield
 
 
 def _seed_and_auditors(rng: RngLike, settings: AuditSettings) -> tuple[int, list[Any]]:
@@ -479,7 +467,8 @@ def encode_generator(
         exactly (a deterministic generator over repeated sources), and when draws of the kept
         identities failed (with the counts by status, and whether they were kept or dropped).
     """
-    with _load_aware_threads():
+    # the load-aware count: torch's every-core default oversubscribes a busy machine
+    with _device.thread_limit(_device.default_threads()):
         plan = _draw_settings(draws, 2)
         pipeline = _face_pipeline(models)
         return _encode(
@@ -772,7 +761,8 @@ def audit_generator(
     ...                       audit=AuditSettings(pairs=3), progress=False)  # doctest: +SKIP
     """
     settings = _audit_settings(audit, compare=False)
-    with _load_aware_threads():
+    # the load-aware count: torch's every-core default oversubscribes a busy machine
+    with _device.thread_limit(_device.default_threads()):
         seed, auditors = _seed_and_auditors(rng, settings)
         plan = _draw_settings(draws, _min_rows_for(auditors, settings.certifier))
         pipeline = _face_pipeline(models)

@@ -13,6 +13,7 @@ import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
+import idaudit._device as _device
 from idaudit._results import attr_value, provenance
 from idaudit._validation import RngLike
 from idaudit.exceptions import InvalidInputError
@@ -23,7 +24,6 @@ from idaudit.pipeline._audit import (
     _draw_settings,
     _encode,
     _face_pipeline,
-    _load_aware_threads,
     _min_rows_for,
     _seed_and_auditors,
     _with_lost,
@@ -115,7 +115,7 @@ def compare_conditions(
     --------
     >>> from idaudit.pipeline import compare_conditions  # doctest: +SKIP
     """
-    with _load_aware_threads():
+    with _device.thread_limit(_device.default_threads()):
         from idaudit.audits import concat_conditions
 
         settings = _audit_settings(audit, compare=True)
