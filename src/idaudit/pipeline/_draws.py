@@ -220,12 +220,13 @@ class EncodedGenerator:
         """Sorted identity labels, shape (n_identities,)."""
         return np.asarray(sorted(self.images_by_identity))
 
-    @property
+    @functools.cached_property
     def signature(self) -> str:
         """What, besides the pixels, determines an embedding (part of every cache key).
 
         The :func:`~idaudit.faces._cache.encoder_fingerprint` of the encoder and detector
-        (names, settings, weight digests, device) with the mode and the enlargement policy.
+        (names, settings, weight digests, device) with the mode and the enlargement policy,
+        taken once per generator (not at every identity's draws).
         """
         from idaudit.faces import ENLARGE_BELOW, FRAME_SIDE
         from idaudit.faces._cache import encoder_fingerprint
