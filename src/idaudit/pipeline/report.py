@@ -398,7 +398,7 @@ def audit_table(results: Mapping[str, xr.Dataset] | xr.Dataset) -> str:
         keep = _epsilon_common(ds)
         cells: list[Any] = [name] if several else []
         for c in cols:
-            if c in _WITH_INTERVAL and not (isinstance(r[c], float) and np.isnan(r[c])):
+            if c in _WITH_INTERVAL:
                 var = _var(ds, *_WITH_INTERVAL[c])
                 cells.append(interval_text(*median_interval(ds[var].values[keep])))
             else:
