@@ -167,20 +167,22 @@ def _settings(obj: Any) -> str:
 def _state_digest(obj: Any) -> str | None:
     """SHA-256 over a model's state (see :func:`_settings`), ``None`` if it cannot be taken."""
     digest = hashlib.sha256()
-    torch_state = getattr(obj, "state_dict", None)
-    if callable(torch_state):
-        for name, tensor in sorted(torch_state().items()):
+    state = getattr(obj, "state_dict", None)
+    module = callable(state)  # a torch module: its tensors are in its state_dict
+    for name, tensor in sorted(state().items()) if module else ():
+        try:
             array = tensor.detach().cpu().numpy()
-            digest.update(f"{name}{array.dtype}{array.shape}".encode())
-            digest.update(array.tobytes())
-    attrs = sorted(getattr(obj, "__dict__", {}).items())
-    for name, value in attrs:
-        if callable(torch_state) and name.startswith("_"):
-            continue  # the module's own bookkeeping: its tensors are in the state_dict
+        except TypeError:  # a dtype numpy lacks (bfloat16): not digested, the address stays
+            return None
+        digest.update(f"{name}{array.dtype}{array.shape}".encode())
+        digest.update(array.tobytes())
+    for name, value in sorted(getattr(obj, "__dict__", {}).items()):
+        if module and name.startswith("_"):
+            continue  # the module's own bookkeeping
         text = _plain(value)
+        if text is None and module:
+            continue  # a submodule or tensor attribute: in the state_dict already
         if text is None:
-            if callable(torch_state):
-                continue  # a submodule or tensor attribute: in the state_dict already
             return None
         digest.update(f"{name}={text};".encode())
     return digest.hexdigest()
