@@ -27,8 +27,7 @@ __all__ = [
     "demo_identities",
     "noise_figure",
     "noise_sweeps",
-    "write_curve_figure",
-    "write_noise_figure",
+    "write_figure",
 ]
 
 #: Seed of everything the demo draws (the identity set, pairs, noise, folds).
@@ -188,19 +187,6 @@ def noise_figure(sweeps: dict[str, xr.Dataset]) -> Figure:
     return fig
 
 
-def write_noise_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
-    """Draw :func:`noise_figure` and write it atomically to ``path`` (PNG).
-
-    Parameters
-    ----------
-    sweeps : dict of str to xarray.Dataset
-        :func:`noise_sweeps`' output.
-    path : pathlib.Path
-        The PNG file.
-    """
-    _write_png(noise_figure(sweeps), path)
-
-
 def curve_figure(sweeps: dict[str, xr.Dataset]) -> Figure:
     """Draw each mechanism's certified ε(δ) curves against the truth (``epsilon_curve.png``).
 
@@ -236,20 +222,15 @@ def curve_figure(sweeps: dict[str, xr.Dataset]) -> Figure:
     return fig
 
 
-def write_curve_figure(sweeps: dict[str, xr.Dataset], path: Path) -> None:
-    """Draw :func:`curve_figure` and write it atomically to ``path`` (PNG).
+def write_figure(fig: Figure, path: Path) -> None:
+    """Write ``fig`` (:func:`noise_figure`'s or :func:`curve_figure`'s) atomically to ``path``.
 
     Parameters
     ----------
-    sweeps : dict of str to xarray.Dataset
-        :func:`noise_sweeps`' output.
+    fig : matplotlib.figure.Figure
+        The figure.
     path : pathlib.Path
-        The PNG file.
+        The PNG file, drawn at 120 dpi.
     """
-    _write_png(curve_figure(sweeps), path)
-
-
-def _write_png(fig: Figure, path: Path) -> None:
-    """Write ``fig`` atomically to ``path`` as a 120-dpi PNG."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)

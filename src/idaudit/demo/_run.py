@@ -15,10 +15,11 @@ from idaudit.demo._config import QUICK, DemoConfig
 from idaudit.demo._faces import FaceDemoResult, run_face_demo
 from idaudit.demo._noise import (
     combine_sweeps,
+    curve_figure,
     demo_identities,
+    noise_figure,
     noise_sweeps,
-    write_curve_figure,
-    write_noise_figure,
+    write_figure,
 )
 from idaudit.demo._private import PrivateDemoResult, private_section, run_private_demo
 from idaudit.demo._report import demo_report
@@ -111,9 +112,9 @@ def run_demo(
     figure = out / "noise_sweep.png"
     report = out / "report.md"
     write_netcdf(ds, results)
-    write_noise_figure(sweeps, figure)
+    write_figure(noise_figure(sweeps), figure)
     curve = out / "epsilon_curve.png"
-    write_curve_figure(sweeps, curve)
+    write_figure(curve_figure(sweeps), curve)
     text = demo_report(faces, ds, cfg, seconds)
     if private is not None:
         text += "\n" + private_section(private)
