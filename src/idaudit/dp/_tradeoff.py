@@ -786,18 +786,14 @@ def _check_scores(scores: npt.ArrayLike, name: str) -> FloatArray:
 
 
 def _frontier(fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
-    """Check the trade-off points (flat, in [0, 1], at least one, equal shapes); their frontier.
-
-    A point beaten in both rates by another never gives the maximum of a bound that grows as
-    the rates fall, so only the :func:`_pareto` frontier is kept.
-    """
+    """Return the checked trade-off points (flat, in [0, 1], same size), on their frontier."""
     x = _check_rates(fpr_upper, "fpr_upper")
     y = _check_rates(fnr_upper, "fnr_upper")
     if x.shape != y.shape:
         raise InvalidInputError(
             f"`fpr_upper` and `fnr_upper` must have the same shape; got {x.shape} vs {y.shape}."
         )
-    return _pareto(x, y)
+    return _pareto(x, y)  # a point beaten in both rates by another never gives the maximum
 
 
 def _check_rates(values: npt.ArrayLike, name: str) -> FloatArray:
