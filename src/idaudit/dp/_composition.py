@@ -11,7 +11,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from scipy import special, stats
 
-from idaudit.dp._arrays import FloatArray
+from idaudit.dp._arrays import FloatArray, log1mexp
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["ComposedPrivacy", "compose_epsilon", "compose_error_rates"]
@@ -192,7 +192,7 @@ def _pld_epsilon(eps: float, dlt: float, k: int, delta_k: float) -> float:
     slack = _delta_slack(k, eps)
     if arg >= 0.0:
         return math.inf  # delta' is below the rounding of the target: nothing can be verified
-    log_target = float(_log1mexp(np.array(arg))) + math.log1p(-4.0 * slack)
+    log_target = float(log1mexp(np.array(arg))) + math.log1p(-4.0 * slack)
     m = np.arange(k + 1)
     loss: FloatArray = np.asarray((2.0 * m - k) * eps, dtype=np.float64)  # (k + 1,) increasing
     # binomial weights from the logs of q = e^eps / (1 + e^eps) and 1 - q, never from q
@@ -205,7 +205,7 @@ def _pld_epsilon(eps: float, dlt: float, k: int, delta_k: float) -> float:
     log_b = np.logaddexp.accumulate((log_w - loss)[::-1])[::-1]
     # delta just above x = L_{j-1} uses the set m >= j: root of A_j - e^x B_j = target
     with np.errstate(divide="ignore", invalid="ignore"):
-        gap = log_a + _log1mexp(np.minimum(log_target - log_a, 0.0))  # ln(A_j - target)
+        gap = log_a + log1mexp(np.minimum(log_target - log_a, 0.0))  # ln(A_j - target)
         root = np.where(log_a > log_target, gap - log_b, -np.inf)  # (k + 1,)
     low = np.concatenate(([-np.inf], loss[:-1]))  # the interval [L_{j-1}, L_j] of set j
     inside = (root >= low) & (root <= loss)
@@ -233,7 +233,7 @@ def _log_rr_delta(log_w: FloatArray, loss: FloatArray, x: float) -> float:
     above = loss > x
     if not above.any():
         return -math.inf
-    terms = log_w[above] + _log1mexp(x - loss[above])
+    terms = log_w[above] + log1mexp(x - loss[above])
     return float(np.logaddexp.reduce(terms))
 
 
@@ -374,13 +374,6 @@ def _one_output_epsilon(uf: float, un: float, dlt: float) -> float:
 _LN2 = math.log(2.0)
 
 
-def _log1mexp(x: FloatArray) -> FloatArray:
-    """``ln(1 - e^x)`` for ``x <= 0``, without cancellation (Mächler 2012); ``-inf`` at 0."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        out: FloatArray = np.where(x > -_LN2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
-    return out
-
-
 def _log_binom_tails(k: int, p: float) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """``(ln P[Bin(k, p) <= i], ln P[Bin(k, p) >= i])`` for ``i = 0..k``, and error bounds.
 
@@ -419,9 +412,9 @@ def _log_binom_tails(k: int, p: float) -> tuple[FloatArray, FloatArray, FloatArr
     # P[Bin <= i - 1] and P[Bin >= i] (i = 1..k) are complements: take the larger from the smaller
     lo, up = log_le[:-1].copy(), log_ge[1:].copy()
     e_lo, e_up = err_le[:-1].copy(), err_ge[1:].copy()
-    log_le[:-1] = np.where(up < -_LN2, _log1mexp(up), lo)
+    log_le[:-1] = np.where(up < -_LN2, log1mexp(up), lo)
     err_le[:-1] = np.where(up < -_LN2, e_up + tiny, e_lo)
-    log_ge[1:] = np.where(lo < -_LN2, _log1mexp(lo), up)
+    log_ge[1:] = np.where(lo < -_LN2, log1mexp(lo), up)
     err_ge[1:] = np.where(lo < -_LN2, e_lo + tiny, e_up)
     return log_le, log_ge, err_le, err_ge
 
@@ -487,7 +480,7 @@ def _log_sub(log_a: FloatArray, log_b: float) -> FloatArray:
         return log_a
     with np.errstate(invalid="ignore"):
         x = np.minimum(log_b - log_a, 0.0)  # log_a = -inf gives +inf -> 0 -> -inf below
-        out: FloatArray = np.where(log_a > log_b, log_a + _log1mexp(x), -np.inf)
+        out: FloatArray = np.where(log_a > log_b, log_a + log1mexp(x), -np.inf)
     return out
 
 

@@ -92,7 +92,7 @@ def gaussian_delta(
     0.000207512
     """
     scalar = is_scalar(epsilon, sigma, sensitivity)
-    eps, ratio = _check_eps_sigma(epsilon, sigma, sensitivity)
+    eps, ratio = _check_with_ratio((epsilon, "epsilon", 0.0, np.inf), sigma, sensitivity)
     return finish(np.exp(_log_delta(eps, ratio)), scalar)
 
 
@@ -148,16 +148,9 @@ def gaussian_epsilon(
     1.271088
     """
     scalar = is_scalar(delta, sigma, sensitivity)
-    dlt, sig, sens = checked_arrays(
-        (delta, "delta", 0.0, 1.0),
-        (sigma, "sigma", 0.0, np.inf, "neither"),
-        (sensitivity, "sensitivity", 0.0, np.inf, "neither"),
-    )
-    dlt, ratio = np.broadcast_arrays(dlt, sig / sens)
-    out = np.empty(dlt.shape, dtype=np.float64)
-    for idx in np.ndindex(dlt.shape):
-        out[idx] = _epsilon_scalar(float(dlt[idx]), float(ratio[idx]))
-    return finish(out, scalar)
+    dlt, ratio = _check_with_ratio((delta, "delta", 0.0, 1.0), sigma, sensitivity)
+    solve = np.vectorize(_epsilon_scalar, otypes=[np.float64])  # one root search per element
+    return finish(solve(dlt, ratio), scalar)
 
 
 @overload
@@ -222,22 +215,21 @@ def calibrate_gaussian_sigma(
         (sensitivity, "sensitivity", 0.0, np.inf, "neither"),
     )
     eps, dlt, sens = np.broadcast_arrays(eps, dlt, sens)
-    out = np.empty(eps.shape, dtype=np.float64)
-    for idx in np.ndindex(eps.shape):
-        out[idx] = _sigma_ratio_scalar(float(eps[idx]), float(dlt[idx])) * float(sens[idx])
-    return finish(out, scalar)
+    solve = np.vectorize(_sigma_ratio_scalar, otypes=[np.float64])  # one root search per element
+    return finish(solve(eps, dlt) * sens, scalar)
 
 
-def _check_eps_sigma(
-    epsilon: npt.ArrayLike, sigma: npt.ArrayLike, sensitivity: npt.ArrayLike
+def _check_with_ratio(
+    spec: tuple[Any, ...], sigma: npt.ArrayLike, sensitivity: npt.ArrayLike
 ) -> tuple[FloatArray, FloatArray]:
-    eps, sig, sens = checked_arrays(
-        (epsilon, "epsilon", 0.0, np.inf),
+    """Return the argument of ``spec`` (checked by ``checked_arrays``) and σ/Δ, broadcast."""
+    value, sig, sens = checked_arrays(
+        spec,
         (sigma, "sigma", 0.0, np.inf, "neither"),
         (sensitivity, "sensitivity", 0.0, np.inf, "neither"),
     )
-    eps, ratio = np.broadcast_arrays(eps, sig / sens)
-    return eps, ratio
+    value, ratio = np.broadcast_arrays(value, sig / sens)
+    return value, ratio
 
 
 def _log_delta(eps: FloatArray, ratio: FloatArray) -> FloatArray:

@@ -570,16 +570,10 @@ def epsilon_from_tradeoff(
     >>> [round(float(e), 6) for e in eps]
     [3.688879, 3.401197]
     """
-    x = _check_points(fpr_upper, "fpr_upper")
-    y = _check_points(fnr_upper, "fnr_upper")
-    if x.shape != y.shape:
-        raise InvalidInputError(
-            f"`fpr_upper` and `fnr_upper` must have the same shape; got {x.shape} vs {y.shape}."
-        )
+    x, y = _frontier(fpr_upper, fnr_upper)
     scalar = is_scalar(delta)
     d = as_float_array(delta, "delta")
     check_range(d, "delta", 0.0, 1.0)
-    x, y = _pareto(x, y)  # a point beaten in both rates by another never gives the maximum
     flat = d.reshape(-1)
     eps = np.empty(flat.size)
     step = max(1, _CHUNK_TERMS // x.size)
@@ -773,13 +767,7 @@ def gdp_mu_lower_bound(fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike) -> fl
     >>> round(gdp_mu_lower_bound([0.05, 0.5], [0.5, 0.05]), 6)
     1.644854
     """
-    x = _check_points(fpr_upper, "fpr_upper")
-    y = _check_points(fnr_upper, "fnr_upper")
-    if x.shape != y.shape:
-        raise InvalidInputError(
-            f"`fpr_upper` and `fnr_upper` must have the same shape; got {x.shape} vs {y.shape}."
-        )
-    x, y = _pareto(x, y)  # a point beaten in both rates by another never gives the maximum
+    x, y = _frontier(fpr_upper, fnr_upper)
     with np.errstate(invalid="ignore"):
         mu = special.ndtri(1.0 - x) - special.ndtri(y)  # (n_frontier,)
     mu = np.where(np.isnan(mu), -np.inf, mu)  # inf - inf at (0, 1) and (1, 0): no evidence
@@ -797,7 +785,18 @@ def _check_scores(scores: npt.ArrayLike, name: str) -> FloatArray:
     return arr
 
 
-def _check_points(values: npt.ArrayLike, name: str) -> FloatArray:
+def _frontier(fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """Return the checked trade-off points (flat, in [0, 1], same size), on their frontier."""
+    x = _check_rates(fpr_upper, "fpr_upper")
+    y = _check_rates(fnr_upper, "fnr_upper")
+    if x.shape != y.shape:
+        raise InvalidInputError(
+            f"`fpr_upper` and `fnr_upper` must have the same shape; got {x.shape} vs {y.shape}."
+        )
+    return _pareto(x, y)  # a point beaten in both rates by another never gives the maximum
+
+
+def _check_rates(values: npt.ArrayLike, name: str) -> FloatArray:
     arr = as_float_array(values, name).ravel()
     if arr.size == 0:
         raise InvalidInputError(f"`{name}` must hold at least one point; got 0.")

@@ -68,8 +68,8 @@ def tv_bound(epsilon: npt.ArrayLike, delta: npt.ArrayLike = 0.0) -> Any:
     scalar = is_scalar(epsilon, delta)
     eps, dlt = checked_arrays((epsilon, "epsilon", 0.0, np.inf), (delta, "delta", 0.0, 1.0))
     eps, dlt = np.broadcast_arrays(eps, dlt)
-    # expit(-ε) = 1 / (1 + e^ε) without overflow
-    out = np.tanh(eps / 2.0) + 2.0 * dlt * _expit_neg(eps)
+    # expit(-ε) = 1 / (1 + e^ε) without overflow (ε may be inf)
+    out = np.tanh(eps / 2.0) + 2.0 * dlt * special.expit(-eps)
     return finish(np.minimum(out, 1.0), scalar)
 
 
@@ -138,10 +138,4 @@ def _epsilon_from_tv(t: FloatArray, dlt: FloatArray) -> FloatArray:
     eps = np.where(num <= -1.0, 0.0, eps)  # 1 + tv - 2δ <= 0: no constraint
     eps = np.where((t >= 1.0) & (num > -1.0), np.inf, eps)
     out: FloatArray = np.maximum(eps, 0.0)
-    return out
-
-
-def _expit_neg(x: FloatArray) -> FloatArray:
-    """``1 / (1 + exp(x))`` without overflow (``x`` may be inf)."""
-    out: FloatArray = special.expit(-x)
     return out
