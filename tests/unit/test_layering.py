@@ -55,6 +55,10 @@ INTERNAL_API: dict[str, tuple[set[str], str]] = {
         {"idaudit.certify"},
         "the reserved-test certifier selects with ROC-HT's batched logistic regression",
     ),
+    "idaudit.data._splits": (
+        {"idaudit.certify"},
+        "the reserved-test certifier sizes its test side by the split's own rule",
+    ),
     "idaudit.audits._tables": (
         {"idaudit.cli", "idaudit.pipeline", "idaudit.demo"},
         "the reports print tables and certificates beside their ceilings",

@@ -95,16 +95,12 @@ def mmd_bandwidth_sweep(
         stacked = xr.concat([ds[f"{a.label}_{var}"] for a in auditors], dim="scale")
         out[var] = stacked.assign_attrs(ds[f"{auditors[0].label}_{var}"].attrs)
     res = xr.Dataset(out).assign_coords(scale=("scale", np.asarray(scale_list)))
-    res["max_epsilon"] = (
-        res["epsilon"]
-        .max("pair")
-        .assign_attrs(long_name="largest MMD-TV epsilon over the pairs", status="sample_estimate")
-    )
-    res["max_mmd"] = (
-        res["mmd"]
-        .max("pair")
-        .assign_attrs(long_name="largest MMD over the pairs", status="sample_estimate")
-    )
+    for var, what in (("epsilon", "MMD-TV epsilon"), ("mmd", "MMD")):
+        res[f"max_{var}"] = (
+            res[var]
+            .max("pair")
+            .assign_attrs(long_name=f"largest {what} over the pairs", status="sample_estimate")
+        )
     res.attrs = {
         k: v for k, v in ds.attrs.items() if not k.startswith("mmdtv_scale") and k != "auditors"
     }

@@ -42,10 +42,8 @@ from idaudit.certify._reserved_results import (
 )
 from idaudit.certify._reserved_select import (
     _min_test_rows,
-    _n_test,
     _Plan,
     _select,
-    _smallest,
     _zero_error_bound,
 )
 from idaudit.certify._scores import certify_scores, seed_of
@@ -58,6 +56,7 @@ from idaudit.data import (
     split_identities,
     split_min_rows,
 )
+from idaudit.data._splits import n_test_rows, smallest_n
 from idaudit.dp import epsilon_from_error_rates, epsilon_from_tradeoff
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 
@@ -606,7 +605,7 @@ class ReservedTestCertifier(BaseCertifier):
         shown = ", ".join(f"({m_a}, {m_b})" for m_a, m_b in capped[:5])
         if len(capped) > 5:
             shown += ", ..."
-        rows = _smallest(lambda n: _n_test(n, p["test_size"]) >= min_test, start=4)
+        rows = smallest_n(lambda n: n_test_rows(n, p["test_size"]) >= min_test, start=4)
         warnings.warn(
             f"{len(capped)} of the {len(sizes)} selected pairs can only certify epsilon_lb = 0, "
             f"whatever their test errors: their reserved test sizes (n_test_a, n_test_b) are "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from idaudit.audits._batch import CallCache
 from idaudit.audits._rocht import logistic_oof_logits
 from idaudit.certify._base import auc, oof_scores_of, threshold_cuts
 from idaudit.data import EmbeddingSet
+from idaudit.data._splits import smallest_n
 from idaudit.dp import epsilon_from_error_rates, simultaneous_rate_bounds
 
 FloatArray = npt.NDArray[np.float64]
@@ -95,25 +96,6 @@ def _select(
 # -- sizes ----------------------------------------------------------------------------------
 
 
-def _n_test(n: int, test_size: float) -> int:
-    """Test rows :func:`split_identities` targets for an identity of ``n`` rows (its Notes)."""
-    return min(max(math.floor(test_size * n + 0.5), 2), n - 2)
-
-
-def _smallest(holds: Callable[[int], bool], start: int) -> int:
-    """Smallest ``n >= start`` where ``holds``, a predicate false up to some n then true."""
-    low, high = start, start
-    while not holds(high):  # doubling, then bisection: O(log n) evaluations
-        low, high = high + 1, 2 * high
-    while low < high:
-        mid = (low + high) // 2
-        if holds(mid):
-            high = mid
-        else:
-            low = mid + 1
-    return low
-
-
 def _zero_error_bound(
     m_a: int, m_b: int, alpha_bound: float, delta: float, mode: str = "dev"
 ) -> float:
@@ -139,7 +121,7 @@ def _min_test_rows(alpha_bound: float, delta: float, mode: str = "dev") -> int:
     :math:`1 - \delta - U > U`, i.e. :math:`m > \ln\alpha' / \ln((1 + \delta)/2)`. The
     search evaluates the certificate's own formula, so rounding cannot put it off by one.
     """
-    return _smallest(lambda m: _zero_error_bound(m, m, alpha_bound, delta, mode) > 0, start=1)
+    return smallest_n(lambda m: _zero_error_bound(m, m, alpha_bound, delta, mode) > 0, start=1)
 
 
 # -- development-side computations ----------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -125,7 +126,7 @@ def split_identities(
     for label in draws.counts:
         rows = draws._rows_of(label)  # (n_id,) positions in input order
         n = len(rows)
-        n_test = _n_test(n, test_size)
+        n_test = n_test_rows(n, test_size)
         gen = np.random.default_rng(np.random.SeedSequence(base, spawn_key=_label_key(label)))
         order = gen.permutation(n)  # (n_id,)
         test_rows.append(rows[order[:n_test]])
@@ -133,9 +134,23 @@ def split_identities(
     return draws._take(np.concatenate(dev_rows)), draws._take(np.concatenate(test_rows))
 
 
-def _n_test(n: int, test_size: float) -> int:
+def n_test_rows(n: int, test_size: float) -> int:
     """Test rows :func:`split_identities` takes from an identity of ``n`` rows (its Notes)."""
     return min(max(math.floor(test_size * n + 0.5), MIN_ROWS_PER_SIDE), n - MIN_ROWS_PER_SIDE)
+
+
+def smallest_n(holds: Callable[[int], bool], start: int) -> int:
+    """Smallest ``n >= start`` where ``holds``, a predicate false up to some n then true."""
+    low, high = start, start
+    while not holds(high):  # doubling, then bisection: O(log n) evaluations
+        low, high = high + 1, 2 * high
+    while low < high:
+        mid = (low + high) // 2
+        if holds(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def split_min_rows(test_size: float = 0.3, n_dev: int = MIN_ROWS_PER_SIDE) -> int:
@@ -172,20 +187,8 @@ def split_min_rows(test_size: float = 0.3, n_dev: int = MIN_ROWS_PER_SIDE) -> in
     test_size = check_in_range(test_size, "test_size", 0.0, 1.0, closed="neither")
     n_dev = check_integer(n_dev, "n_dev", minimum=MIN_ROWS_PER_SIDE)
 
-    def enough(n: int) -> bool:
-        return n - _n_test(n, test_size) >= n_dev
-
-    # n - n_test(n) never decreases with n: doubling, then bisection (O(log n) evaluations)
-    low = high = 2 * MIN_ROWS_PER_SIDE
-    while not enough(high):
-        low, high = high + 1, 2 * high
-    while low < high:
-        mid = (low + high) // 2
-        if enough(mid):
-            high = mid
-        else:
-            low = mid + 1
-    return low
+    # n - n_test(n) never decreases with n
+    return smallest_n(lambda n: n - n_test_rows(n, test_size) >= n_dev, 2 * MIN_ROWS_PER_SIDE)
 
 
 def _label_key(label: Any) -> tuple[int, int]:

@@ -91,15 +91,48 @@ def _prepare(
     return t
 
 
-def _block_rows(n_reference: int, block_bytes: int) -> int:
-    return max(1, block_bytes // (8 * max(n_reference, 1)))
-
-
 def _distance_block(q: torch.Tensor, r: torch.Tensor, metric: str) -> torch.Tensor:
     """``(b, n_r)`` distances of a query block (rows already normalised for cosine)."""
     if metric == "cosine":
         return 1.0 - q @ r.T  # (b, n_r)
     return pairwise_sq_distances(q, r).sqrt_()  # (b, n_r), clamped at 0 before the root
+
+
+@contextmanager
+def _blocks(
+    queries: npt.ArrayLike,
+    reference: npt.ArrayLike | None,
+    names: tuple[str, str],
+    min_rows: tuple[int, int],
+    metric: str,
+    block_bytes: int,
+    device: str | torch.device,
+) -> Iterator[tuple[tuple[int, int], Iterator[tuple[int, int, torch.Tensor]]]]:
+    """Check the options and both sets, then give ``(n_q, n_r)`` and the blocks of distances.
+
+    ``reference`` ``None`` is the queries themselves; ``names`` name the two sets in errors.
+    Each block is ``(start, stop, distances)`` for query rows ``start:stop``, at most
+    ``block_bytes`` of float64, computed as it is read. The whole ``with`` body runs in
+    inference mode (and, for small CPU work, on one thread).
+    """
+    metric = check_option(metric, "metric", METRICS)
+    block_bytes = check_integer(block_bytes, "block_bytes", minimum=8)
+    dev = resolve_device(device)
+    q_name, r_name = names
+    q_np = check_vectors(queries, q_name, min_rows=min_rows[0])
+    r_np = q_np if reference is None else check_vectors(reference, r_name, min_rows=min_rows[1])
+    if reference is not None:
+        same_dim({q_name: q_np, r_name: r_np})
+    q = _prepare(q_np, metric, q_name, dev)
+    r = q if reference is None else _prepare(r_np, metric, r_name, dev)
+    step = max(1, block_bytes // (8 * max(r.shape[0], 1)))
+    blocks = (
+        (start, min(start + step, q.shape[0]), _distance_block(q[start : start + step], r, metric))
+        for start in range(0, q.shape[0], step)
+    )
+    work = q.shape[0] * r.shape[0] * max(q.shape[1], 1)
+    with torch.inference_mode(), small_work(dev, work):
+        yield (q.shape[0], r.shape[0]), blocks
 
 
 def nearest_neighbour_distances(
@@ -151,26 +184,15 @@ def nearest_neighbour_distances(
     >>> round(float(d[0]), 4), int(i[0])
     (0.2929, 1)
     """
-    metric = check_option(metric, "metric", METRICS)  # type: ignore[assignment]
-    block_bytes = check_integer(block_bytes, "block_bytes", minimum=8)
-    dev = resolve_device(device)
-    q_np = check_vectors(queries, "queries", min_rows=0 if reference is not None else 2)
     loo = reference is None
-    r_np = q_np if loo else check_vectors(reference, "reference")
-    if not loo:
-        same_dim({"queries": q_np, "reference": r_np})
-    q = _prepare(q_np, metric, "queries", dev)
-    r = q if loo else _prepare(r_np, metric, "reference", dev)
-    out_d = np.empty(q.shape[0])
-    out_i = np.empty(q.shape[0], dtype=np.int64)
-    step = _block_rows(r.shape[0], block_bytes)
-    work = q.shape[0] * r.shape[0] * max(q.shape[1], 1)
-    with torch.inference_mode(), small_work(dev, work):
-        for start in range(0, q.shape[0], step):
-            stop = min(start + step, q.shape[0])
-            block = _distance_block(q[start:stop], r, metric)  # (b, n_r)
+    names, min_rows = ("queries", "reference"), (2 if loo else 0, 1)
+    blocked = _blocks(queries, reference, names, min_rows, metric, block_bytes, device)
+    with blocked as (shape, blocks):
+        out_d = np.empty(shape[0])
+        out_i = np.empty(shape[0], dtype=np.int64)
+        for start, stop, block in blocks:  # block: (b, n_r)
             if loo:
-                rows = torch.arange(stop - start, device=dev)
+                rows = torch.arange(stop - start, device=block.device)
                 block[rows, rows + start] = torch.inf
             best, where = block.min(dim=1)
             out_d[start:stop] = best.cpu().numpy()
@@ -208,22 +230,10 @@ def pairwise_distances(
     >>> pairwise_distances([[1.0, 0.0], [0.0, 2.0]]).round(6).tolist()
     [[0.0, 1.0], [1.0, 0.0]]
     """
-    metric = check_option(metric, "metric", METRICS)  # type: ignore[assignment]
-    block_bytes = check_integer(block_bytes, "block_bytes", minimum=8)
-    dev = resolve_device(device)
-    a_np = check_vectors(a, "a", min_rows=0)
-    b_np = a_np if b is None else check_vectors(b, "b", min_rows=0)
-    if b is not None:
-        same_dim({"a": a_np, "b": b_np})
-    ta = _prepare(a_np, metric, "a", dev)
-    tb = ta if b is None else _prepare(b_np, metric, "b", dev)
-    out = np.empty((ta.shape[0], tb.shape[0]))
-    step = _block_rows(tb.shape[0], block_bytes)
-    work = ta.shape[0] * tb.shape[0] * max(ta.shape[1], 1)
-    with torch.inference_mode(), small_work(dev, work):
-        for start in range(0, ta.shape[0], step):
-            stop = min(start + step, ta.shape[0])
-            out[start:stop] = _distance_block(ta[start:stop], tb, metric).cpu().numpy()
+    with _blocks(a, b, ("a", "b"), (0, 0), metric, block_bytes, device) as (shape, blocks):
+        out = np.empty(shape)
+        for start, stop, block in blocks:
+            out[start:stop] = block.cpu().numpy()
     if b is None:
         np.fill_diagonal(out, 0.0)
     return out
