@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy.typing as npt
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._types import Face
 
-__all__ = ["align_to", "check_crops", "l2_normalise"]
+__all__ = ["CropEncoder", "align_to", "check_crops", "l2_normalise"]
 
 
 def check_crops(crops: Any, size: int) -> npt.NDArray[np.uint8]:
@@ -42,3 +43,42 @@ def align_to(image: npt.NDArray[np.uint8], face: Face, size: int) -> npt.NDArray
 
     out: npt.NDArray[np.uint8] = align(image, face.landmarks, size=size)
     return out
+
+
+class CropEncoder(ABC):
+    """What the encoders of square 5-point crops share: the checked crop stack and alignment.
+
+    Subclasses set ``input_size`` and ``dim`` and implement ``_encode(crops, normalize)`` on
+    the checked ``(n, input_size, input_size, 3)`` stack.
+    """
+
+    input_size: int
+    dim: int
+
+    @abstractmethod
+    def _encode(self, crops: npt.NDArray[np.uint8], normalize: bool) -> npt.NDArray[np.float32]:
+        """Embeddings ``(n, dim)`` of checked crops."""
+
+    def encode(
+        self, crops: npt.NDArray[np.uint8], *, normalize: bool = True
+    ) -> npt.NDArray[np.float32]:
+        """Embed aligned crops.
+
+        Parameters
+        ----------
+        crops : numpy.ndarray of uint8, shape (n, input_size, input_size, 3)
+            Aligned RGB face crops (see :meth:`align`).
+        normalize : bool, default True
+            L2-normalise each row (the Encoder contract); ``False`` returns the raw network
+            output.
+
+        Returns
+        -------
+        numpy.ndarray of float32, shape (n, dim)
+            Unit-norm embeddings (raw with ``normalize=False``).
+        """
+        return self._encode(check_crops(crops, self.input_size), normalize)
+
+    def align(self, image: npt.NDArray[np.uint8], face: Face) -> npt.NDArray[np.uint8]:
+        """Cut the aligned ``(input_size, input_size, 3)`` crop of ``face`` (5-point template)."""
+        return align_to(image, face, self.input_size)

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError, MissingWeightsError
-from idaudit.faces._crops import align_to, check_crops, l2_normalise
+from idaudit.faces._crops import CropEncoder, l2_normalise
 from idaudit.faces._io import to_rgb_uint8
 from idaudit.faces._types import FACES_EXTRA, Face
 from idaudit.faces._weights import resolve_weights
@@ -309,7 +309,7 @@ class RetinaFaceDetector:
 # --------------------------------------------------------------------------- ONNX encoders
 
 
-class OnnxEncoder:
+class OnnxEncoder(CropEncoder):
     """An ONNX identity encoder on aligned square crops, run by onnxruntime.
 
     Parameters
@@ -416,33 +416,11 @@ class OnnxEncoder:
             chunks.append(np.asarray(out, np.float32).reshape(part.shape[0], -1)[:n])
         return np.concatenate(chunks)
 
-    def encode(
-        self, crops: npt.NDArray[np.uint8], *, normalize: bool = True
-    ) -> npt.NDArray[np.float32]:
-        """Embed aligned crops.
-
-        Parameters
-        ----------
-        crops : numpy.ndarray of uint8, shape (n, input_size, input_size, 3)
-            Aligned RGB face crops (see :meth:`align`).
-        normalize : bool, default True
-            L2-normalise each row (the Encoder contract); ``False`` returns the raw network
-            output.
-
-        Returns
-        -------
-        numpy.ndarray of float32, shape (n, dim)
-            Unit-norm embeddings (raw with ``normalize=False``).
-        """
-        crops = check_crops(crops, self.input_size)
+    def _encode(self, crops: npt.NDArray[np.uint8], normalize: bool) -> npt.NDArray[np.float32]:
         if crops.shape[0] == 0:
             return np.zeros((0, self.dim), np.float32)
         raw = self._run(crops)  # (n, dim)
         return l2_normalise(raw) if normalize else raw
-
-    def align(self, image: npt.NDArray[np.uint8], face: Face) -> npt.NDArray[np.uint8]:
-        """Cut the aligned ``(input_size, input_size, 3)`` crop of ``face`` (5-point template)."""
-        return align_to(image, face, self.input_size)
 
     def forward(self, x: Any, *, normalize: bool = True) -> Any:
         """Not available: onnxruntime graphs are not differentiable.

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import os
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -23,8 +23,8 @@ from idaudit._device import resolve_device
 from idaudit._validation import check_integer
 from idaudit.exceptions import InvalidInputError
 from idaudit.faces._checkpoints import load_checkpoint, load_exact
-from idaudit.faces._crops import align_to, check_crops
-from idaudit.faces._types import FACES_EXTRA, Face, device_name
+from idaudit.faces._crops import CropEncoder
+from idaudit.faces._types import FACES_EXTRA, device_name
 from idaudit.faces._weights import resolve_weights
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["AdaFaceEncoder", "InceptionResnetV1Encoder"]
 
 
-class _TorchEncoder(ABC):
+class _TorchEncoder(CropEncoder):
     """Shared machinery of the differentiable torch encoders.
 
     Subclasses set ``name``, ``dim``, ``input_size``, ``self.model``, ``self._device`` (and
@@ -81,27 +81,9 @@ class _TorchEncoder(ABC):
         emb = self._embed(x.to(self._device, torch.float32))  # (n, dim)
         return torch.nn.functional.normalize(emb, dim=1) if normalize else emb
 
-    def encode(
-        self, crops: npt.NDArray[np.uint8], *, normalize: bool = True
-    ) -> npt.NDArray[np.float32]:
-        """Embed aligned crops.
-
-        Parameters
-        ----------
-        crops : numpy.ndarray of uint8, shape (n, input_size, input_size, 3)
-            Aligned RGB face crops (see :meth:`align`).
-        normalize : bool, default True
-            L2-normalise each row (the Encoder contract); ``False`` returns the raw network
-            output.
-
-        Returns
-        -------
-        numpy.ndarray of float32, shape (n, dim)
-            Unit-norm embeddings (raw with ``normalize=False``).
-        """
+    def _encode(self, crops: npt.NDArray[np.uint8], normalize: bool) -> npt.NDArray[np.float32]:
         import torch
 
-        crops = check_crops(crops, self.input_size)
         out = np.zeros((crops.shape[0], self.dim), np.float32)
         with torch.inference_mode():
             for start in range(0, crops.shape[0], self.batch_size):
@@ -110,10 +92,6 @@ class _TorchEncoder(ABC):
                 emb = self.forward(x, normalize=normalize)  # (b, dim)
                 out[start : start + part.shape[0]] = emb.cpu().numpy()
         return out
-
-    def align(self, image: npt.NDArray[np.uint8], face: Face) -> npt.NDArray[np.uint8]:
-        """Cut the aligned ``(input_size, input_size, 3)`` crop of ``face`` (5-point template)."""
-        return align_to(image, face, self.input_size)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, device={self.device!r})"
