@@ -51,7 +51,6 @@ __all__ = [
     "reduce_status",
     "reduction_attrs",
     "reduction_attrs_across",
-    "same_attr",
     "variable",
     "write_atomic",
     "write_csv",
@@ -192,7 +191,8 @@ def reduce_status(status: Any, n_values: int, *, n_simultaneous: int = 1) -> Red
     'diagnostic'
     """
     checked = check_status(status)
-    for name, value in (("n_values", n_values), ("n_simultaneous", n_simultaneous)):
+    given: dict[str, object] = {"n_values": n_values, "n_simultaneous": n_simultaneous}
+    for name, value in given.items():  # typed object: the annotations promise, this checks
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise InvalidInputError(f"`{name}` must be an integer >= 1; got {value!r}.")
     if checked not in CERTIFIED_STATUSES or n_values <= n_simultaneous:

@@ -325,7 +325,7 @@ def _check_certifier(certifier: Any, delta: float) -> None:
             "`certifier` must be an idaudit.certify.ReservedTestCertifier; "
             f"got {type(certifier).__name__}."
         )
-    cert_delta = certifier.delta
+    cert_delta: object = certifier.delta  # unchecked until fit
     if isinstance(cert_delta, numbers.Real) and float(cert_delta) != delta:
         raise InvalidInputError(
             f"`certifier.delta` must equal the sweep's `delta`, at which `true_epsilon` is "
@@ -344,10 +344,11 @@ def _check_sequential(sequential: Any, delta: float) -> None:
             "`sequential` must be an idaudit.certify.SequentialCertifier; "
             f"got {type(sequential).__name__}."
         )
-    if isinstance(sequential.delta, numbers.Real) and float(sequential.delta) != delta:
+    seq_delta: object = sequential.delta  # unchecked until fit
+    if isinstance(seq_delta, numbers.Real) and float(seq_delta) != delta:
         raise InvalidInputError(
             f"`sequential.delta` must equal the sweep's `delta`, at which `true_epsilon` is "
-            f"stated; got sequential.delta={float(sequential.delta)!r} and delta={delta!r}."
+            f"stated; got sequential.delta={float(seq_delta)!r} and delta={delta!r}."
         )
 
 
@@ -683,7 +684,7 @@ def private_swap_sweep(
             at_end = np.asarray((cert >= ceiling).any(axis=1), dtype=bool)
             not_run.append(0)
         else:  # an infinite value: a ROC or a density ratio at its endpoint; NaN: not run
-            at_end = np.asarray(np.isposinf(vals).any(axis=1), dtype=bool)
+            at_end = np.asarray(np.any(np.isposinf(vals), axis=1), dtype=bool)
             not_run.append(int(np.isnan(vals).sum()))
         if not at_end.any():
             regimes.append("never")

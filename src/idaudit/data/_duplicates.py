@@ -51,7 +51,8 @@ def check_rtol(rtol: float | None) -> float:
     """Check the ``rtol`` of the near-copy methods; None means :data:`NEAR_DUPLICATE_RTOL`."""
     if rtol is None:
         return NEAR_DUPLICATE_RTOL
-    if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 < rtol <= 1e-3:
+    value: object = rtol  # the annotation is the promise; the check is for what was passed
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < rtol <= 1e-3:
         raise InvalidInputError(f"`rtol` must be in (0, 1e-3]; got {rtol!r}.")
     return float(rtol)
 

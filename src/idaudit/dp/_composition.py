@@ -11,6 +11,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from scipy import special, stats
 
+from idaudit._validation import is_integer
 from idaudit.dp._arrays import FloatArray, log1mexp
 from idaudit.exceptions import InvalidInputError
 
@@ -135,7 +136,7 @@ def compose_epsilon(
     """
     eps = _check_real(epsilon, "epsilon", 0.0, math.inf, high_open=True)
     dlt = _check_real(delta, "delta", 0.0, 1.0, high_open=True)
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+    if not is_integer(k):
         raise TypeError(f"`k` must be an integer; got {type(k).__name__}.")
     if k < 1:
         raise InvalidInputError(f"`k` must be >= 1; got {k!r}.")
@@ -333,7 +334,7 @@ def compose_error_rates(fpr_upper: Any, fnr_upper: Any, k: int, delta: float = 0
     """
     uf = _check_real(fpr_upper, "fpr_upper", 0.0, 1.0)
     un = _check_real(fnr_upper, "fnr_upper", 0.0, 1.0)
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+    if not is_integer(k):
         raise TypeError(f"`k` must be an integer; got {type(k).__name__}.")
     if k < 1:
         raise InvalidInputError(f"`k` must be >= 1; got {k!r}.")
@@ -419,7 +420,13 @@ def _log_binom_tails(k: int, p: float) -> tuple[FloatArray, FloatArray, FloatArr
     return log_le, log_ge, err_le, err_ge
 
 
-def _log_vote_rates(k: int, uf: float, un: float) -> tuple[FloatArray, ...]:
+#: The four log rates of the votes, then their four error bounds (see :func:`_log_vote_rates`).
+_VoteRates = tuple[
+    FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray
+]
+
+
+def _log_vote_rates(k: int, uf: float, un: float) -> _VoteRates:
     """Return the logs of ``(1 - FPR_k, FPR_k, 1 - FNR_k, FNR_k)`` of the votes ``j = 1..k``.
 
     Vote j predicts B when at least j of the k outputs say B: ``FPR_k = P[Bin(k, UF) >= j]``

@@ -169,7 +169,7 @@ def _state_digest(obj: Any) -> str | None:
     digest = hashlib.sha256()
     state = getattr(obj, "state_dict", None)
     module = callable(state)  # a torch module: its tensors are in its state_dict
-    for name, tensor in sorted(state().items()) if module else ():
+    for name, tensor in sorted(state().items()) if callable(state) else ():
         try:
             array = tensor.detach().cpu().numpy()
         except TypeError:  # a dtype numpy lacks (bfloat16): not digested, the address stays

@@ -258,7 +258,7 @@ class SourceFace(NamedTuple):
     """
 
     frame: Callable[[], npt.NDArray[np.uint8]]
-    found: MutableMapping[Hashable, Face | None]
+    found: MutableMapping[Any, Face | None]
     key: Hashable
 
 

@@ -112,7 +112,8 @@ class Encoder(Protocol):
 
 def device_name(device: torch.device) -> str:
     """``"cpu"`` or ``"cuda:<index>"``: the one spelling of a device every encoder reports."""
-    if device.type == "cuda" and device.index is None:
+    index: int | None = device.index  # torch's stub types it int; a bare "cuda" has None
+    if device.type == "cuda" and index is None:
         import torch
 
         # a bare "cuda" means the current CUDA device, where torch puts the weights

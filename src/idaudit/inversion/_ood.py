@@ -73,7 +73,8 @@ class OODDetector:
     """
 
     def __init__(self, thresholds: Sequence[float], *, tau_d: float = 0.9933) -> None:
-        if isinstance(thresholds, str) or not isinstance(thresholds, Iterable):
+        given: object = thresholds  # the annotation is the promise; check what was passed
+        if isinstance(given, str) or not isinstance(given, Iterable):
             raise TypeError(
                 f"`thresholds` must be a sequence of τ_F, one per test model; got "
                 f"{type(thresholds).__name__}."

@@ -169,6 +169,7 @@ class EncodedGenerator:
             raise InvalidInputError(
                 "`images_by_identity` must be a non-empty mapping of identity -> images."
             )
+        images: Any  # a str is a sequence too, so it is refused before len()
         for label, images in images_by_identity.items():
             if isinstance(images, (str, bytes)) or len(images) == 0:
                 raise InvalidInputError(

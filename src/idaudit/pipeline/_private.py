@@ -594,8 +594,8 @@ class EmbeddingNoiseSwap(ImageMechanism):
 
     def pair_guarantee(
         self,
-        sources_a: Sequence[Any] | npt.NDArray[Any],
-        sources_b: Sequence[Any] | npt.NDArray[Any],
+        sources_a: Sequence[Any] | npt.NDArray[Any] | SourceEmbeddings,
+        sources_b: Sequence[Any] | npt.NDArray[Any] | SourceEmbeddings,
         delta: float,
     ) -> PrivacyGuarantee:
         r"""(ε, δ) between two identities' finite source sets: Δ_AB = max ‖e_a − e_b‖.

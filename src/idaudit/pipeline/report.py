@@ -533,13 +533,13 @@ def certificate_bullets(
     nothing: list[tuple[str, float]] = []
     for name, c in certs.items():
         lb = np.asarray(c["epsilon_lb"].values, dtype=np.float64)
-        top = (
+        tops = (
             np.asarray(c["epsilon_lb_ceiling"].values, dtype=np.float64)
             if "epsilon_lb_ceiling" in c
             else np.full(lb.shape, np.nan)
         )
         i = int(np.argmax(lb))
-        if np.all(top <= 0):
+        if np.all(tops <= 0):
             unbounded.append(name)
         elif lb[i] > 0:
             reduced = reduction_attrs(
@@ -548,19 +548,18 @@ def certificate_bullets(
             status = str(reduced["status"])
             reason = str(reduced.get("status_reason", status.replace("_", " ")))
             at = bool(at_ceiling(c)[i])
-            positive.append((status, reason, name, float(lb[i]), float(top[i]), at))
+            positive.append((status, reason, name, float(lb[i]), float(tops[i]), at))
         else:
-            nothing.append((name, float(np.nanmax(top))))
+            nothing.append((name, float(np.nanmax(tops))))
     tail: list[Bullet] = []
     if nothing:
-        said = [n for n, _ in nothing]
-        names = _subject(said)
-        tops = ", ".join(number(t, 4) for _, t in nothing)
+        names = _subject([n for n, _ in nothing])
+        ceilings = ", ".join(number(t, 4) for _, t in nothing)
         verb = "certifies" if len(nothing) == 1 else "certify"
         tail.append(
             Bullet(
                 "certified_lower_bound",
-                f"{names} {verb} 0{own} (ceiling{'s' if len(nothing) > 1 else ''} {tops}): "
+                f"{names} {verb} 0{own} (ceiling{'s' if len(nothing) > 1 else ''} {ceilings}): "
                 "no leakage is proven, which is not evidence of privacy.",
             )
         )

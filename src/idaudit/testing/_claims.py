@@ -16,6 +16,7 @@ import numpy.typing as npt
 import xarray as xr
 
 from idaudit._results import Status, check_status
+from idaudit._validation import is_integer
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["Claim", "read_claim", "read_epsilon"]
@@ -70,7 +71,7 @@ class Claim:
                 f"`quantity` must be a non-empty string; got {self.quantity!r}."
             )
         n_sim = self.n_simultaneous
-        if isinstance(n_sim, bool) or not isinstance(n_sim, numbers.Integral) or n_sim < 1:
+        if not is_integer(n_sim) or n_sim < 1:
             raise InvalidInputError(f"`n_simultaneous` must be an integer >= 1; got {n_sim!r}.")
 
 

@@ -11,7 +11,6 @@ any member misses, which is what the family's simultaneous guarantee bounds.
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +22,7 @@ import numpy.typing as npt
 import xarray as xr
 
 from idaudit._results import CERTIFIED_STATUSES, Status
-from idaudit._validation import check_in_range, check_integer, check_option
+from idaudit._validation import check_in_range, check_integer, check_option, is_integer
 from idaudit.exceptions import IdauditWarning, InvalidInputError
 from idaudit.testing._claims import read_claim
 
@@ -431,7 +430,7 @@ def _run_seeds(rng: Any, n_reps: int) -> list[int]:
     ``SeedSequence(rng).spawn(n_reps)[i]``: different ``rng`` give independent replications
     (``rng + i`` would make ``rng = 0`` and ``rng = 1`` share all runs but one).
     """
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+    if is_integer(rng):
         rng = np.random.SeedSequence(check_integer(rng, "rng", minimum=0))
     if isinstance(rng, np.random.SeedSequence):
         return [int(c.generate_state(2, np.uint64)[0] >> np.uint64(1)) for c in rng.spawn(n_reps)]
@@ -684,15 +683,15 @@ def assert_sound(result: SoundnessResult | Mapping[str, SoundnessResult]) -> Non
     AssertionError: unsound: event: 70 of 200 runs violated (rate 0.35) ... p-value 5.51e-07 ...
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
-    if isinstance(result, SoundnessResult):
-        results = [result]
-    elif isinstance(result, Mapping):
+    given: object = result  # the annotation is the promise; the check is for what was passed
+    results: list[Any] = []
+    if isinstance(given, SoundnessResult):
+        results = [given]
+    elif isinstance(given, Mapping):
         results = [
             replace(r, name=str(k)) if isinstance(r, SoundnessResult) else r
-            for k, r in result.items()
+            for k, r in given.items()
         ]
-    else:
-        results = []
     if not results or not all(isinstance(r, SoundnessResult) for r in results):
         raise TypeError(
             f"`result` must be a SoundnessResult or a mapping of them; got {type(result).__name__}."
