@@ -259,8 +259,6 @@ def _check_n_pairs(value: Any, n_ids: int) -> int:
 
 def _check_certification(certify: Any, certifier: Any, sequential: Any, delta: float) -> None:
     """Check ``certify``, and the certifier and sequential template against the sweep's δ."""
-    from idaudit.certify import ReservedTestCertifier, SequentialCertifier
-
     if not isinstance(certify, bool):
         raise TypeError(f"`certify` must be a bool; got {type(certify).__name__}.")
     if certifier is not None:
@@ -268,9 +266,9 @@ def _check_certification(certify: Any, certifier: Any, sequential: Any, delta: f
             raise InvalidInputError(
                 "`certifier` is given but `certify` is False; drop one of them."
             )
-        _check_template(certifier, "certifier", ReservedTestCertifier, delta)
+        _check_certifier(certifier, delta)
     if sequential is not None:
-        _check_template(sequential, "sequential", SequentialCertifier, delta)
+        _check_sequential(sequential, delta)
 
 
 def _certifier_attrs(certificates: xr.Dataset) -> dict[str, Any]:
@@ -318,22 +316,39 @@ def _check_scales(scales: Any, name: str = "scales") -> npt.NDArray[np.float64]:
     return values
 
 
-def _check_template(template: Any, name: str, kind: type, delta: float) -> None:
-    """Check a certifier template's type and that it certifies at the δ ``true_epsilon`` is at.
+def _check_certifier(certifier: Any, delta: float) -> None:
+    """Check the certifier's type and that it certifies at the δ ``true_epsilon`` is stated at."""
+    from idaudit.certify import ReservedTestCertifier
 
-    A wrong δ is named with both values and how to make them agree.
-    """
-    if not isinstance(template, kind):
+    if not isinstance(certifier, ReservedTestCertifier):
         raise TypeError(
-            f"`{name}` must be an idaudit.certify.{kind.__name__}; got {type(template).__name__}."
+            "`certifier` must be an idaudit.certify.ReservedTestCertifier; "
+            f"got {type(certifier).__name__}."
         )
-    given: object = getattr(template, "delta", None)  # unchecked until fit
-    if isinstance(given, numbers.Real) and float(given) != delta:
+    cert_delta: object = certifier.delta  # unchecked until fit
+    if isinstance(cert_delta, numbers.Real) and float(cert_delta) != delta:
         raise InvalidInputError(
-            f"`{name}.delta` must equal the sweep's `delta`, at which `true_epsilon` is "
-            f"stated; got {name}.delta={float(given)!r} and delta={delta!r}. Pass "
-            f"delta={float(given)!r} to state the truth at the {name}'s δ, or build "
-            f"the {name} with delta={delta!r}."
+            f"`certifier.delta` must equal the sweep's `delta`, at which `true_epsilon` is "
+            f"stated; got certifier.delta={float(cert_delta)!r} and delta={delta!r}. Pass "
+            f"delta={float(cert_delta)!r} to state the truth at the certifier's δ, or build "
+            f"the certifier with delta={delta!r}."
+        )
+
+
+def _check_sequential(sequential: Any, delta: float) -> None:
+    """Check the sequential template's type and that it certifies at the sweep's δ."""
+    from idaudit.certify import SequentialCertifier
+
+    if not isinstance(sequential, SequentialCertifier):
+        raise TypeError(
+            "`sequential` must be an idaudit.certify.SequentialCertifier; "
+            f"got {type(sequential).__name__}."
+        )
+    seq_delta: object = sequential.delta  # unchecked until fit
+    if isinstance(seq_delta, numbers.Real) and float(seq_delta) != delta:
+        raise InvalidInputError(
+            f"`sequential.delta` must equal the sweep's `delta`, at which `true_epsilon` is "
+            f"stated; got sequential.delta={float(seq_delta)!r} and delta={delta!r}."
         )
 
 
