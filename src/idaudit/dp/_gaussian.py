@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, overload
 
 import numpy as np
@@ -149,8 +150,7 @@ def gaussian_epsilon(
     """
     scalar = is_scalar(delta, sigma, sensitivity)
     dlt, ratio = _check_with_ratio((delta, "delta", 0.0, 1.0), sigma, sensitivity)
-    solve = np.vectorize(_epsilon_scalar, otypes=[np.float64])  # one root search per element
-    return finish(solve(dlt, ratio), scalar)
+    return finish(_each(_epsilon_scalar, dlt, ratio), scalar)
 
 
 @overload
@@ -215,8 +215,19 @@ def calibrate_gaussian_sigma(
         (sensitivity, "sensitivity", 0.0, np.inf, "neither"),
     )
     eps, dlt, sens = np.broadcast_arrays(eps, dlt, sens)
-    solve = np.vectorize(_sigma_ratio_scalar, otypes=[np.float64])  # one root search per element
-    return finish(solve(eps, dlt) * sens, scalar)
+    return finish(_each(lambda e, d, s: _sigma_ratio_scalar(e, d) * s, eps, dlt, sens), scalar)
+
+
+def _each(solve: Callable[..., float], *arrays: FloatArray) -> FloatArray:
+    """``solve`` on Python floats, once per element of the (broadcast) ``arrays``.
+
+    A plain loop, not ``np.vectorize``: a ufunc would also report the floating-point flags
+    that a discarded ``np.where`` branch inside ``solve`` raised under its own ``errstate``.
+    """
+    out = np.empty(arrays[0].shape, dtype=np.float64)
+    for idx in np.ndindex(out.shape):
+        out[idx] = solve(*(float(a[idx]) for a in arrays))
+    return out
 
 
 def _check_with_ratio(
