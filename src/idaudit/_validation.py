@@ -104,7 +104,7 @@ def is_integer(value: object) -> bool:
 
 def check_integer(value: Any, name: str, *, minimum: int | None = None) -> int:
     """Return ``value`` as ``int`` after checking its type and lower bound."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise TypeError(f"`{name}` must be an integer; got {type(value).__name__}.")
     if minimum is not None and value < minimum:
         raise InvalidInputError(f"`{name}` must be >= {minimum}; got {_python(value)!r}.")

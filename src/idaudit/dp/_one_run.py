@@ -11,13 +11,12 @@ the GDP μ.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 from scipy import special, stats
 
-from idaudit._validation import check_in_range
+from idaudit._validation import check_in_range, is_integer
 from idaudit.exceptions import InvalidInputError
 
 __all__ = ["one_run_epsilon", "one_run_gdp_mu", "one_run_gdp_refutes", "one_run_p_value"]
@@ -35,7 +34,7 @@ def _counts(n_canaries: Any, n_guesses: Any, n_correct: Any) -> tuple[int, int, 
     names = ("n_canaries", "n_guesses", "n_correct")
     values = (n_canaries, n_guesses, n_correct)
     for name, value in zip(names, values, strict=True):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if not is_integer(value):
             raise TypeError(f"`{name}` must be an integer; got {type(value).__name__}.")
     m, r, v = (int(x) for x in values)
     if m < 1:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
 import torch
+
+from idaudit._validation import is_integer
 
 __all__ = [
     "BANDWIDTH_RULES",
@@ -285,7 +286,7 @@ def _check_grid_inputs(
         )
     rows, width = values.shape
     dev = values.device
-    if isinstance(n_grid, bool) or not isinstance(n_grid, numbers.Integral) or n_grid < 1:
+    if not is_integer(n_grid) or n_grid < 1:
         raise ValueError(f"`n_grid` must be an integer >= 1; got {n_grid!r}.")
     if width == 0:
         raise ValueError("`values` must hold at least one sample per row; got 0 columns.")
