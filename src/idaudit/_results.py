@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from idaudit._validation import is_integer
 from idaudit._version import __version__
 from idaudit.exceptions import InvalidInputError
 
@@ -192,8 +191,9 @@ def reduce_status(status: Any, n_values: int, *, n_simultaneous: int = 1) -> Red
     'diagnostic'
     """
     checked = check_status(status)
-    for name, value in (("n_values", n_values), ("n_simultaneous", n_simultaneous)):
-        if not is_integer(value) or value < 1:
+    given: dict[str, object] = {"n_values": n_values, "n_simultaneous": n_simultaneous}
+    for name, value in given.items():  # typed object: the annotations promise, this checks
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise InvalidInputError(f"`{name}` must be an integer >= 1; got {value!r}.")
     if checked not in CERTIFIED_STATUSES or n_values <= n_simultaneous:
         return ReducedStatus(checked, "")
